@@ -1,0 +1,249 @@
+//! Label selectors: the string form (`?labelSelector=`) and the `metav1.LabelSelector` object form
+//! used in Deployment, ReplicaSet, Service-like specs.
+
+mod from_json;
+mod parser;
+#[cfg(test)]
+mod tests;
+
+use std::fmt;
+
+use serde_json::{Map, Value};
+
+use crate::validation::{label_value_errors, qualified_name_errors};
+use crate::SelectorError;
+
+/// How one requirement compares a label.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Operator {
+    /// `key=value` or `key==value`
+    Equals,
+    /// `key!=value`: also true when the label is absent.
+    NotEquals,
+    /// `key in (a,b)`
+    In,
+    /// `key notin (a,b)`: also true when the label is absent.
+    NotIn,
+    /// `key`
+    Exists,
+    /// `!key`
+    DoesNotExist,
+    /// `key>5` (integer comparison)
+    GreaterThan,
+    /// `key<5` (integer comparison)
+    LessThan,
+}
+
+/// One comma-separated term of a selector.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Requirement {
+    key: String,
+    op: Operator,
+    values: Vec<String>,
+}
+
+impl Requirement {
+    /// Builds a requirement, validating key and values like upstream `labels.NewRequirement`.
+    pub fn new(key: &str, op: Operator, values: Vec<String>) -> Result<Self, SelectorError> {
+        if let Some(e) = qualified_name_errors(key).into_iter().next() {
+            return Err(invalid("key", key, &e));
+        }
+        match op {
+            Operator::In | Operator::NotIn if values.is_empty() => {
+                return Err(invalid(
+                    "values",
+                    "",
+                    "for 'in', 'notin' operators, values set can't be empty",
+                ))
+            }
+            Operator::Equals | Operator::NotEquals if values.len() != 1 => {
+                return Err(invalid(
+                    "values",
+                    &values.join(","),
+                    "exact-match compatibility requires one single value",
+                ))
+            }
+            Operator::Exists | Operator::DoesNotExist if !values.is_empty() => {
+                return Err(invalid(
+                    "values",
+                    &values.join(","),
+                    "values set must be empty for exists and does not exist",
+                ))
+            }
+            Operator::GreaterThan | Operator::LessThan => {
+                if values.len() != 1 || values[0].parse::<i64>().is_err() {
+                    return Err(invalid(
+                        "values",
+                        &values.join(","),
+                        "for 'Gt', 'Lt' operators, the value must be an integer",
+                    ));
+                }
+                // Integers like "-5" are not valid label values but are valid here.
+                return Ok(Self {
+                    key: key.to_string(),
+                    op,
+                    values,
+                });
+            }
+            _ => {}
+        }
+        for (i, v) in values.iter().enumerate() {
+            if let Some(e) = label_value_errors(v).into_iter().next() {
+                return Err(invalid(&format!("values[{i}]"), v, &e));
+            }
+        }
+        let mut values = values;
+        values.sort();
+        values.dedup();
+        Ok(Self {
+            key: key.to_string(),
+            op,
+            values,
+        })
+    }
+
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    pub fn operator(&self) -> Operator {
+        self.op
+    }
+
+    pub fn values(&self) -> &[String] {
+        &self.values
+    }
+
+    /// Whether the labels satisfy this requirement. Non-string label values never match.
+    pub fn matches(&self, labels: Option<&Map<String, Value>>) -> bool {
+        let value = labels.and_then(|l| l.get(&self.key));
+        let text = value.and_then(Value::as_str);
+        let has = |t: &str| self.values.iter().any(|v| v == t);
+        match self.op {
+            Operator::Equals | Operator::In => text.is_some_and(has),
+            Operator::NotEquals | Operator::NotIn => !text.is_some_and(has),
+            Operator::Exists => value.is_some(),
+            Operator::DoesNotExist => value.is_none(),
+            Operator::GreaterThan | Operator::LessThan => {
+                let (Some(label), Some(bound)) = (
+                    text.and_then(|t| t.parse::<i64>().ok()),
+                    self.values.first().and_then(|v| v.parse::<i64>().ok()),
+                ) else {
+                    return false;
+                };
+                if self.op == Operator::GreaterThan {
+                    label > bound
+                } else {
+                    label < bound
+                }
+            }
+        }
+    }
+}
+
+fn invalid(path: &str, value: &str, detail: &str) -> SelectorError {
+    SelectorError::Requirement(format!("{path}: Invalid value: \"{value}\": {detail}"))
+}
+
+impl fmt::Display for Requirement {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let k = &self.key;
+        let vals = self.values.join(",");
+        match self.op {
+            Operator::Equals => write!(f, "{k}={vals}"),
+            Operator::NotEquals => write!(f, "{k}!={vals}"),
+            Operator::In => write!(f, "{k} in ({vals})"),
+            Operator::NotIn => write!(f, "{k} notin ({vals})"),
+            Operator::Exists => write!(f, "{k}"),
+            Operator::DoesNotExist => write!(f, "!{k}"),
+            Operator::GreaterThan => write!(f, "{k}>{vals}"),
+            Operator::LessThan => write!(f, "{k}<{vals}"),
+        }
+    }
+}
+
+/// A parsed label selector: all requirements must hold (logical AND).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LabelSelector {
+    requirements: Vec<Requirement>,
+    /// Set only by [`LabelSelector::nothing`]: a null `metav1.LabelSelector` selects no object.
+    nothing: bool,
+}
+
+impl LabelSelector {
+    /// Matches every object (the empty selector).
+    pub fn everything() -> Self {
+        Self {
+            requirements: Vec::new(),
+            nothing: false,
+        }
+    }
+
+    /// Matches no object.
+    pub fn nothing() -> Self {
+        Self {
+            requirements: Vec::new(),
+            nothing: true,
+        }
+    }
+
+    /// Parses `a=b,c!=d,e in (x,y),f notin (z),g,!h`; the empty string selects everything.
+    pub fn parse(s: &str) -> Result<Self, SelectorError> {
+        let requirements = parser::parse(s)?;
+        Ok(Self {
+            requirements,
+            nothing: false,
+        })
+    }
+
+    /// Converts a `metav1.LabelSelector` object: `null` selects nothing, `{}` everything.
+    pub fn from_json(sel: &Value) -> Result<Self, SelectorError> {
+        from_json::convert(sel)
+    }
+
+    /// Builds a selector from already-validated requirements.
+    pub fn from_requirements(requirements: Vec<Requirement>) -> Self {
+        Self {
+            requirements,
+            nothing: false,
+        }
+    }
+
+    pub fn matches(&self, labels: Option<&Map<String, Value>>) -> bool {
+        !self.nothing && self.requirements.iter().all(|r| r.matches(labels))
+    }
+
+    pub fn is_everything(&self) -> bool {
+        !self.nothing && self.requirements.is_empty()
+    }
+
+    pub fn is_nothing(&self) -> bool {
+        self.nothing
+    }
+
+    pub fn requirements(&self) -> &[Requirement] {
+        &self.requirements
+    }
+
+    /// The value a selector pins `key` to with `=`/`==`/single-valued `in`, for index lookups.
+    pub fn exact_value(&self, key: &str) -> Option<&str> {
+        self.requirements.iter().find_map(|r| match r.op {
+            Operator::Equals | Operator::In if r.key == key && r.values.len() == 1 => {
+                Some(r.values[0].as_str())
+            }
+            _ => None,
+        })
+    }
+}
+
+impl fmt::Display for LabelSelector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, r) in self.requirements.iter().enumerate() {
+            if i > 0 {
+                f.write_str(",")?;
+            }
+            write!(f, "{r}")?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,15 @@
+//! Label and field selectors, and the patch formats (strategic merge, merge, JSON patch).
+//!
+//! Pure functions over `serde_json::Value`: the API server parses request parameters and bodies,
+//! calls into this crate, and maps the errors to Kubernetes `Status` responses.
+
+mod error;
+pub mod fields;
+pub mod labels;
+pub mod patch;
+mod validation;
+
+pub use error::SelectorError;
+pub use fields::FieldSelector;
+pub use labels::LabelSelector;
+pub use patch::{apply_patch, json_patch, merge_patch, strategic_merge_patch, PatchError};
