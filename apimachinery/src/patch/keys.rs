@@ -43,6 +43,7 @@ pub(crate) enum Kind {
     PodTemplate,
     Service,
     Node,
+    ServiceAccount,
     Other,
 }
 
@@ -80,6 +81,7 @@ pub(crate) fn root(kind: &str) -> Ty {
         "PodTemplate" => Kind::PodTemplate,
         "Service" => Kind::Service,
         "Node" => Kind::Node,
+        "ServiceAccount" => Kind::ServiceAccount,
         _ => Kind::Other,
     })
 }
@@ -121,7 +123,6 @@ pub(crate) fn lookup(ty: Ty, name: &str) -> Field {
         Ty::Status => match name {
             "conditions" | "addresses" => by_key("type"),
             "podIPs" | "hostIPs" => by_key("ip"),
-            "volumesAttached" => by_key("name"),
             _ => PLAIN,
         },
         Ty::Unknown => PLAIN,
@@ -138,6 +139,7 @@ fn object_field(kind: Kind, name: &str) -> Field {
         (Kind::PodTemplate, "template") => of(Ty::PodTemplateSpec),
         (Kind::Service, "spec") => of(Ty::ServiceSpec),
         (Kind::Node, "spec") => of(Ty::NodeSpec),
+        (Kind::ServiceAccount, "secrets") => by_key("name"),
         _ => PLAIN,
     }
 }
@@ -161,8 +163,7 @@ fn container_field(name: &str) -> Field {
         "env" => by_key("name"),
         "volumeMounts" => by_key("mountPath"),
         "volumeDevices" => by_key("devicePath"),
-        "resizePolicy" => by_key("resourceName"),
-        // envFrom, command, args: replaced.
+        // envFrom, command, args, and resizePolicy (`listType=atomic` upstream): replaced.
         _ => PLAIN,
     }
 }
@@ -171,15 +172,17 @@ fn container_field(name: &str) -> Field {
 mod tests {
     use super::*;
 
-    fn path(kind: &str, path: &[&str]) -> Field {
-        path.iter()
-            .fold(of(root(kind)), |f, name| lookup(f.ty, name))
+    fn list(kind: &str, path: &str) -> ListMerge {
+        let f = path
+            .split('.')
+            .fold(of(root(kind)), |f, name| lookup(f.ty, name));
+        f.list
     }
 
     #[test]
     fn pod_templates_share_the_pod_spec_table() {
-        let containers = ListMerge::ByKey("name");
-        assert_eq!(path("Pod", &["spec", "containers"]).list, containers);
+        let by_name = ListMerge::ByKey("name");
+        assert_eq!(list("Pod", "spec.containers"), by_name);
         for kind in [
             "Deployment",
             "ReplicaSet",
@@ -189,73 +192,57 @@ mod tests {
             "ReplicationController",
         ] {
             assert_eq!(
-                path(kind, &["spec", "template", "spec", "containers"]).list,
-                containers,
+                list(kind, "spec.template.spec.containers"),
+                by_name,
                 "{kind}"
             );
         }
-        assert_eq!(
-            path(
-                "CronJob",
-                &["spec", "jobTemplate", "spec", "template", "spec", "volumes"]
-            )
-            .list,
-            containers
-        );
-        assert_eq!(
-            path("PodTemplate", &["template", "spec", "initContainers"]).list,
-            containers
-        );
-        assert_eq!(
-            path(
-                "Deployment",
-                &["spec", "template", "metadata", "finalizers"]
-            )
-            .list,
-            ListMerge::Primitive
-        );
+        let cron = "spec.jobTemplate.spec.template.spec.volumes";
+        assert_eq!(list("CronJob", cron), by_name);
+        assert_eq!(list("PodTemplate", "template.spec.initContainers"), by_name);
+        let fin = "spec.template.metadata.finalizers";
+        assert_eq!(list("Deployment", fin), ListMerge::Primitive);
     }
 
     #[test]
     fn container_and_other_fields() {
-        let env = path(
-            "Deployment",
-            &["spec", "template", "spec", "containers", "env"],
-        );
-        assert_eq!(env.list, ListMerge::ByKey("name"));
-        assert_eq!(
-            path("Pod", &["spec", "containers", "ports"]).list,
-            ListMerge::ByKey("containerPort")
-        );
-        assert_eq!(
-            path("Pod", &["spec", "containers", "envFrom"]).list,
-            ListMerge::Replace
-        );
-        assert_eq!(
-            path("Pod", &["spec", "tolerations"]).list,
-            ListMerge::Replace
-        );
-        assert_eq!(
-            path("Service", &["spec", "ports"]).list,
-            ListMerge::ByKey("port")
-        );
-        assert_eq!(
-            path("Node", &["status", "addresses"]).list,
-            ListMerge::ByKey("type")
-        );
-        assert_eq!(
-            path("ConfigMap", &["metadata", "ownerReferences"]).list,
-            ListMerge::ByKey("uid")
-        );
-        assert_eq!(
-            path("EndpointSlice", &["endpoints"]).list,
-            ListMerge::Replace
-        );
-        assert_eq!(path("Ingress", &["spec", "rules"]).list, ListMerge::Replace);
-        // A Pod's spec table does not leak into kinds with a different spec.
-        assert_eq!(
-            path("Service", &["spec", "containers"]).list,
-            ListMerge::Replace
-        );
+        let cases = [
+            (
+                "Deployment",
+                "spec.template.spec.containers.env",
+                ListMerge::ByKey("name"),
+            ),
+            (
+                "Pod",
+                "spec.containers.ports",
+                ListMerge::ByKey("containerPort"),
+            ),
+            (
+                "Pod",
+                "spec.containers.volumeMounts",
+                ListMerge::ByKey("mountPath"),
+            ),
+            ("Pod", "spec.containers.envFrom", ListMerge::Replace),
+            ("Pod", "spec.containers.resizePolicy", ListMerge::Replace),
+            ("Pod", "spec.tolerations", ListMerge::Replace),
+            ("Pod", "spec.hostAliases", ListMerge::ByKey("ip")),
+            ("Pod", "status.conditions", ListMerge::ByKey("type")),
+            ("Service", "spec.ports", ListMerge::ByKey("port")),
+            ("Node", "status.addresses", ListMerge::ByKey("type")),
+            ("Node", "spec.podCIDRs", ListMerge::Primitive),
+            (
+                "ConfigMap",
+                "metadata.ownerReferences",
+                ListMerge::ByKey("uid"),
+            ),
+            ("ServiceAccount", "secrets", ListMerge::ByKey("name")),
+            ("EndpointSlice", "endpoints", ListMerge::Replace),
+            ("Ingress", "spec.rules", ListMerge::Replace),
+            // A Pod's spec table does not leak into kinds with a different spec.
+            ("Service", "spec.containers", ListMerge::Replace),
+        ];
+        for (kind, path, want) in cases {
+            assert_eq!(list(kind, path), want, "{kind} {path}");
+        }
     }
 }

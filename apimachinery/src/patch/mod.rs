@@ -3,6 +3,7 @@
 //! ([`json_patch`]), `application/strategic-merge-patch+json` ([`strategic_merge_patch`]) and
 //! `application/apply-patch+yaml` ([`apply_patch`], parsed to JSON by the caller).
 
+mod directives;
 mod json_patch;
 mod keys;
 mod merge;

@@ -9,12 +9,13 @@
 
 use serde_json::{Map, Value};
 
+use super::directives::{delete_from_primitive_list, retain_keys, set_element_order};
 use super::keys::{self, Field, ListMerge, Ty};
-use super::order::{self, ident};
+use super::order;
 use super::{json_eq, PatchError};
 
-const DIRECTIVE: &str = "$patch";
-const RETAIN_KEYS: &str = "$retainKeys";
+pub(super) const DIRECTIVE: &str = "$patch";
+pub(super) const RETAIN_KEYS: &str = "$retainKeys";
 const SET_ORDER: &str = "$setElementOrder/";
 const DELETE_FROM: &str = "$deleteFromPrimitiveList/";
 
@@ -38,11 +39,11 @@ pub fn strategic_merge_patch(
     merge_map(original.clone(), patch, keys::root(kind)).map(Value::Object)
 }
 
-fn bad(msg: impl Into<String>) -> PatchError {
+pub(super) fn bad(msg: impl Into<String>) -> PatchError {
     PatchError::BadStrategicPatch(msg.into())
 }
 
-fn is_directive_key(key: &str) -> bool {
+pub(super) fn is_directive_key(key: &str) -> bool {
     key == RETAIN_KEYS || key.starts_with(SET_ORDER) || key.starts_with(DELETE_FROM)
 }
 
@@ -119,116 +120,6 @@ fn fresh(patch: &Value, rule: Field) -> Result<Value, PatchError> {
     }
 }
 
-/// `$retainKeys: [...]` clears live keys not listed; every key the patch sets must be listed.
-fn retain_keys(
-    original: &mut Map<String, Value>,
-    patch: &Map<String, Value>,
-) -> Result<(), PatchError> {
-    let Some(list) = patch.get(RETAIN_KEYS) else {
-        return Ok(());
-    };
-    let invalid = || bad("invalid patch format of retainKeys");
-    let keep: Vec<&str> = list
-        .as_array()
-        .and_then(|a| a.iter().map(Value::as_str).collect())
-        .ok_or_else(invalid)?;
-    let unlisted = patch
-        .iter()
-        .any(|(k, v)| !v.is_null() && !is_directive_key(k) && !keep.contains(&k.as_str()));
-    if unlisted {
-        return Err(invalid());
-    }
-    original.retain(|k, _| keep.contains(&k.as_str()));
-    Ok(())
-}
-
-fn delete_from_primitive_list(
-    original: &mut Map<String, Value>,
-    name: &str,
-    values: &Value,
-) -> Result<(), PatchError> {
-    let values = values
-        .as_array()
-        .ok_or_else(|| bad("invalid patch format of primitive list"))?;
-    if let Some(Value::Array(list)) = original.get_mut(name) {
-        list.retain(|v| !values.iter().any(|d| json_eq(v, d)));
-    }
-    Ok(())
-}
-
-/// Merges `patch[name]` into `original[name]` and orders the result by `$setElementOrder/name`.
-/// Returns false when there is nothing to order (the field is being deleted with null).
-fn set_element_order(
-    original: &mut Map<String, Value>,
-    patch: &Map<String, Value>,
-    name: &str,
-    order: &Value,
-    ty: Ty,
-) -> Result<bool, PatchError> {
-    let invalid = || bad("invalid patch format of setElementOrder list");
-    let order = order.as_array().ok_or_else(invalid)?;
-    let patch_list = match patch.get(name) {
-        None => None,
-        Some(Value::Null) => return Ok(false),
-        Some(Value::Array(a)) => Some(a),
-        Some(_) => return Err(invalid()),
-    };
-    let rule = keys::lookup(ty, name);
-    let key = match rule.list {
-        ListMerge::ByKey(k) => Some(k),
-        _ => None,
-    };
-    let order_ids = order
-        .iter()
-        .map(|o| ident(o, key))
-        .collect::<Option<Vec<_>>>()
-        .ok_or_else(invalid)?;
-    if let Some(p) = patch_list {
-        check_patch_follows_order(p, &order_ids, key, order)?;
-    }
-    let live = match original.get(name) {
-        Some(Value::Array(a)) => Some(a.clone()),
-        _ => None,
-    };
-    let merged = match (&live, patch_list) {
-        (None, None) => return Ok(true),
-        (Some(l), None) => l.clone(),
-        (l, Some(p)) => merge_list(l.clone().unwrap_or_default(), p, rule)?,
-    };
-    let sorted = if rule.list == ListMerge::Replace {
-        merged
-    } else {
-        order::normalize(merged, &order_ids, live.as_deref().unwrap_or_default(), key)
-    };
-    original.insert(name.to_string(), Value::Array(sorted));
-    Ok(true)
-}
-
-/// The patch list's elements must appear in `$setElementOrder` and in the same relative order.
-fn check_patch_follows_order(
-    patch: &[Value],
-    order_ids: &[&Value],
-    key: Option<&str>,
-    order: &[Value],
-) -> Result<(), PatchError> {
-    let mut next = 0;
-    for p in patch.iter().filter(|p| p.get(DIRECTIVE).is_none()) {
-        let found =
-            ident(p, key).and_then(|id| order_ids[next..].iter().position(|o| json_eq(o, id)));
-        match found {
-            Some(i) => next += i + 1,
-            None => {
-                return Err(bad(format!(
-                    "the order in patch list {} doesn't match $setElementOrder list {}",
-                    Value::Array(patch.to_vec()),
-                    Value::Array(order.to_vec())
-                )))
-            }
-        }
-    }
-    Ok(())
-}
-
 #[derive(PartialEq)]
 enum Elements {
     Empty,
@@ -252,7 +143,11 @@ fn element_kind(live: &[Value], patch: &[Value]) -> Result<Elements, PatchError>
     Ok(kind)
 }
 
-fn merge_list(live: Vec<Value>, patch: &[Value], rule: Field) -> Result<Vec<Value>, PatchError> {
+pub(super) fn merge_list(
+    live: Vec<Value>,
+    patch: &[Value],
+    rule: Field,
+) -> Result<Vec<Value>, PatchError> {
     if rule.list == ListMerge::Replace {
         return Ok(patch.to_vec());
     }
