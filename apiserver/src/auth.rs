@@ -1,0 +1,127 @@
+//! Bearer-token authentication, with kube-apiserver's static token file format:
+//! `token,user,uid,"group1,group2"` per line.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct User {
+    pub name: String,
+    pub uid: String,
+    pub groups: Vec<String>,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct Tokens {
+    by_token: HashMap<String, User>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TokenFileError {
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path} line {line}: {msg}")]
+    Parse {
+        path: String,
+        line: usize,
+        msg: String,
+    },
+}
+
+/// Splits one CSV line, honouring double quotes around a field.
+fn csv_fields(line: &str) -> Vec<String> {
+    let mut out = vec![String::new()];
+    let mut quoted = false;
+    for c in line.chars() {
+        match c {
+            '"' => quoted = !quoted,
+            ',' if !quoted => out.push(String::new()),
+            _ => out.last_mut().expect("never empty").push(c),
+        }
+    }
+    out.into_iter().map(|f| f.trim().to_string()).collect()
+}
+
+impl Tokens {
+    pub fn parse(text: &str, path: &str) -> Result<Tokens, TokenFileError> {
+        let mut t = Tokens::default();
+        for (i, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let f = csv_fields(line);
+            if f.len() < 3 || f[0].is_empty() || f[1].is_empty() {
+                return Err(TokenFileError::Parse {
+                    path: path.into(),
+                    line: i + 1,
+                    msg: "want at least token,user,uid".into(),
+                });
+            }
+            let groups = f
+                .get(3)
+                .map(|g| {
+                    g.split(',')
+                        .map(str::trim)
+                        .filter(|s| !s.is_empty())
+                        .map(String::from)
+                        .collect()
+                })
+                .unwrap_or_default();
+            t.insert(&f[0], User {
+                name: f[1].clone(),
+                uid: f[2].clone(),
+                groups,
+            });
+        }
+        Ok(t)
+    }
+
+    pub fn load(path: &Path) -> Result<Tokens, TokenFileError> {
+        let text = std::fs::read_to_string(path).map_err(|source| TokenFileError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Tokens::parse(&text, &path.display().to_string())
+    }
+
+    pub fn insert(&mut self, token: &str, user: User) {
+        self.by_token.insert(token.to_string(), user);
+    }
+
+    /// The user for an `Authorization` header value, if it carries a known bearer token.
+    pub fn authenticate(&self, header: Option<&str>) -> Option<&User> {
+        let token = header?.strip_prefix("Bearer ")?.trim();
+        self.by_token.get(token)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_kube_apiserver_token_file() {
+        let t = Tokens::parse(
+            "# comment\nabc,alice,1,\"system:masters,dev\"\nxyz,bob,2\n",
+            "f",
+        )
+        .unwrap();
+        let a = t.authenticate(Some("Bearer abc")).unwrap();
+        assert_eq!(a.name, "alice");
+        assert_eq!(a.groups, vec!["system:masters", "dev"]);
+        assert!(t.authenticate(Some("Bearer xyz")).unwrap().groups.is_empty());
+        assert!(t.authenticate(Some("Bearer nope")).is_none());
+        assert!(t.authenticate(None).is_none());
+        assert!(t.authenticate(Some("Basic abc")).is_none());
+    }
+
+    #[test]
+    fn rejects_short_lines_with_line_number() {
+        let e = Tokens::parse("ok,u,1\nbad\n", "tokens.csv").unwrap_err();
+        assert_eq!(e.to_string(), "tokens.csv line 2: want at least token,user,uid");
+    }
+}

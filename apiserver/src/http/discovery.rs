@@ -1,0 +1,102 @@
+//! Discovery documents: /api, /apis, /api/v1, /apis/{group}/{version}, and /version.
+
+use crate::resources::{self, Resource};
+use serde_json::{json, Value};
+
+pub fn core_versions() -> Value {
+    json!({
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{ "clientCIDR": "0.0.0.0/0", "serverAddress": "" }],
+    })
+}
+
+fn group_entry(g: &str) -> Value {
+    let v = resources::RESOURCES.iter().find(|r| r.group == g).map_or("v1", |r| r.version);
+    let gv = json!({ "groupVersion": format!("{g}/{v}"), "version": v });
+    json!({ "name": g, "versions": [gv.clone()], "preferredVersion": gv })
+}
+
+pub fn groups() -> Value {
+    let groups: Vec<Value> = resources::groups().into_iter().map(group_entry).collect();
+    json!({ "kind": "APIGroupList", "apiVersion": "v1", "groups": groups })
+}
+
+pub fn group(name: &str) -> Option<Value> {
+    resources::groups().contains(&name).then(|| {
+        let mut g = group_entry(name);
+        g["kind"] = json!("APIGroup");
+        g["apiVersion"] = json!("v1");
+        g
+    })
+}
+
+fn entry(r: &Resource) -> Value {
+    let mut e = json!({
+        "name": r.plural, "singularName": r.singular, "namespaced": r.namespaced,
+        "kind": r.kind, "verbs": r.verbs(),
+    });
+    if !r.short_names.is_empty() {
+        e["shortNames"] = json!(r.short_names);
+    }
+    if r.in_all {
+        e["categories"] = json!(["all"]);
+    }
+    e
+}
+
+fn sub_entry(r: &Resource, sub: &str) -> Value {
+    let (kind, verbs, group, version): (&str, Vec<&str>, Option<&str>, Option<&str>) = match sub {
+        "scale" => ("Scale", vec!["get", "patch", "update"], Some("autoscaling"), Some("v1")),
+        "binding" => ("Binding", vec!["create"], None, None),
+        "log" => ("Pod", vec!["get"], None, None),
+        _ => (r.kind, vec!["get", "patch", "update"], None, None),
+    };
+    let mut e = json!({
+        "name": format!("{}/{sub}", r.plural), "singularName": "", "namespaced": r.namespaced,
+        "kind": kind, "verbs": verbs,
+    });
+    if let (Some(g), Some(v)) = (group, version) {
+        e["group"] = json!(g);
+        e["version"] = json!(v);
+    }
+    e
+}
+
+pub fn resource_list(group: &str, version: &str) -> Value {
+    let mut list = Vec::new();
+    for r in resources::in_group(group, version) {
+        list.push(entry(r));
+        for s in r.subresources {
+            list.push(sub_entry(r, s));
+        }
+    }
+    let gv = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+    json!({ "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": list })
+}
+
+pub fn version() -> Value {
+    json!({
+        "major": "1", "minor": "32", "gitVersion": concat!("v1.32.0-keelson-", env!("CARGO_PKG_VERSION")),
+        "gitCommit": "", "gitTreeState": "clean", "buildDate": "", "goVersion": "rust",
+        "compiler": "rustc", "platform": "linux/amd64",
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scale_is_autoscaling_v1_and_short_names_present() {
+        let apps = resource_list("apps", "v1");
+        let res = apps["resources"].as_array().unwrap();
+        let scale = res.iter().find(|r| r["name"] == "deployments/scale").unwrap();
+        assert_eq!((scale["group"].as_str(), scale["kind"].as_str()), (Some("autoscaling"), Some("Scale")));
+        let deploy = res.iter().find(|r| r["name"] == "deployments").unwrap();
+        assert_eq!(deploy["shortNames"], json!(["deploy"]));
+        assert_eq!(deploy["categories"], json!(["all"]));
+        let core = resource_list("", "v1");
+        assert_eq!(core["groupVersion"], "v1");
+    }
+}

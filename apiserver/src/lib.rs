@@ -1,0 +1,19 @@
+//! Keelson's Kubernetes-compatible API server: REST and watch over an embedded store.
+
+pub mod alloc;
+pub mod auth;
+pub mod certs;
+pub mod http;
+pub mod metrics;
+pub mod negotiate;
+pub mod object;
+pub mod options;
+pub mod render;
+pub mod resources;
+pub mod rest;
+pub mod server;
+pub mod status;
+pub mod store;
+
+pub use options::Options;
+pub use server::run;

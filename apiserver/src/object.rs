@@ -1,0 +1,133 @@
+//! Small accessors on objects held as JSON: metadata fields, timestamps, names.
+
+use rand::Rng;
+use serde_json::{Map, Value};
+
+pub fn meta(obj: &Value) -> Option<&Map<String, Value>> {
+    obj.get("metadata").and_then(Value::as_object)
+}
+
+/// metadata as a mutable map, created when missing.
+pub fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
+    if !obj.is_object() {
+        *obj = Value::Object(Map::new());
+    }
+    let root = obj.as_object_mut().expect("just made an object");
+    let m = root
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !m.is_object() {
+        *m = Value::Object(Map::new());
+    }
+    m.as_object_mut().expect("just made an object")
+}
+
+pub fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
+    meta(obj)
+        .and_then(|m| m.get(field))
+        .and_then(Value::as_str)
+        .unwrap_or("")
+}
+
+pub fn name(obj: &Value) -> &str {
+    meta_str(obj, "name")
+}
+
+pub fn namespace(obj: &Value) -> &str {
+    meta_str(obj, "namespace")
+}
+
+pub fn labels(obj: &Value) -> Option<&Map<String, Value>> {
+    meta(obj).and_then(|m| m.get("labels")).and_then(Value::as_object)
+}
+
+pub fn finalizers(obj: &Value) -> usize {
+    meta(obj)
+        .and_then(|m| m.get("finalizers"))
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len)
+}
+
+pub fn is_deleting(obj: &Value) -> bool {
+    meta(obj).is_some_and(|m| m.get("deletionTimestamp").is_some_and(|v| !v.is_null()))
+}
+
+pub fn now_rfc3339() -> String {
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+pub fn rfc3339_in(seconds: i64) -> String {
+    (chrono::Utc::now() + chrono::Duration::seconds(seconds))
+        .format("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+/// generateName's suffix: 5 characters from the same alphabet upstream uses (no vowels).
+pub fn random_suffix() -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let mut rng = rand::rng();
+    (0..5)
+        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
+        .collect()
+}
+
+/// The object minus metadata and status: what a change of bumps metadata.generation.
+pub fn spec_part(obj: &Value) -> Value {
+    let mut v = obj.clone();
+    if let Some(m) = v.as_object_mut() {
+        for k in ["metadata", "status", "kind", "apiVersion"] {
+            m.remove(k);
+        }
+    }
+    v
+}
+
+/// Equality for no-op detection: resourceVersion and managedFields do not count.
+pub fn same_content(a: &Value, b: &Value) -> bool {
+    let strip = |v: &Value| {
+        let mut v = v.clone();
+        if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+            m.remove("resourceVersion");
+            m.remove("managedFields");
+        }
+        v
+    };
+    strip(a) == strip(b)
+}
+
+/// PartialObjectMetadata for an object: what kube-rs metadata watches and Tables carry.
+pub fn partial_metadata(obj: &Value) -> Value {
+    serde_json::json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": obj.get("metadata").cloned().unwrap_or(Value::Object(Map::new())),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn spec_part_ignores_status_and_metadata() {
+        let a = json!({"metadata": {"labels": {"a": "1"}}, "spec": {"x": 1}, "status": {"y": 1}});
+        let b = json!({"metadata": {"labels": {"a": "2"}}, "spec": {"x": 1}, "status": {"y": 2}});
+        assert_eq!(spec_part(&a), spec_part(&b));
+    }
+
+    #[test]
+    fn same_content_ignores_resource_version() {
+        let a = json!({"metadata": {"name": "a", "resourceVersion": "1"}});
+        let b = json!({"metadata": {"name": "a", "resourceVersion": "2"}});
+        assert!(same_content(&a, &b));
+        assert!(!same_content(&a, &json!({"metadata": {"name": "b"}})));
+    }
+
+    #[test]
+    fn suffix_is_five_safe_chars() {
+        let s = random_suffix();
+        assert_eq!(s.len(), 5);
+        assert!(s.chars().all(|c| !"aeiou01".contains(c)));
+    }
+}

@@ -1,0 +1,56 @@
+//! Command-line flags, named as kube-apiserver's.
+
+use clap::Parser;
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+#[derive(Parser, Debug, Clone)]
+#[command(name = "keelson-apiserver", version, about = "Keelson's Kubernetes-compatible API server")]
+pub struct Options {
+    /// Where the store, certificates and admin.kubeconfig live.
+    #[arg(long, default_value = "/var/lib/keelson/apiserver")]
+    pub data_dir: PathBuf,
+    /// Address to listen on.
+    #[arg(long, default_value = "0.0.0.0")]
+    pub bind_address: IpAddr,
+    /// HTTPS port.
+    #[arg(long, default_value_t = 6443)]
+    pub secure_port: u16,
+    /// Address clients use to reach this server (kubeconfig and certificate SAN).
+    #[arg(long)]
+    pub advertise_address: Option<IpAddr>,
+    /// Extra names for the serving certificate.
+    #[arg(long, value_delimiter = ',')]
+    pub tls_sans: Vec<String>,
+    /// Plain HTTP instead of HTTPS (tests and debugging only).
+    #[arg(long)]
+    pub insecure_serve_http: bool,
+    /// CIDR that Service ClusterIPs are allocated from.
+    #[arg(long, default_value = "10.96.0.0/16")]
+    pub service_cluster_ip_range: String,
+    /// Range that NodePorts are allocated from, "low-high".
+    #[arg(long, default_value = "30000-32767")]
+    pub service_node_port_range: String,
+    /// Static bearer tokens: token,user,uid,"group1,group2" per line.
+    #[arg(long)]
+    pub token_auth_file: Option<PathBuf>,
+    /// How long watch history is kept, in seconds (clients resume within it without relisting).
+    #[arg(long, default_value_t = 300)]
+    pub watch_history_seconds: u64,
+    /// Most watch events kept in memory, whatever their age.
+    #[arg(long, default_value_t = 500_000)]
+    pub watch_cache_size: usize,
+}
+
+/// Parses "30000-32767".
+pub fn port_range(s: &str) -> Result<std::ops::RangeInclusive<u16>, String> {
+    let (lo, hi) = s
+        .split_once('-')
+        .ok_or_else(|| format!("--service-node-port-range {s:?}: want LOW-HIGH"))?;
+    let lo: u16 = lo.trim().parse().map_err(|_| format!("--service-node-port-range {s:?}: bad low port"))?;
+    let hi: u16 = hi.trim().parse().map_err(|_| format!("--service-node-port-range {s:?}: bad high port"))?;
+    if lo == 0 || lo > hi {
+        return Err(format!("--service-node-port-range {s:?}: want 0 < LOW <= HIGH"));
+    }
+    Ok(lo..=hi)
+}

@@ -1,0 +1,151 @@
+//! The resources this server serves: the one table that routing, discovery and storage read.
+
+/// One served resource (a REST collection), as discovery describes it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Resource {
+    /// API group; "" for the legacy core group.
+    pub group: &'static str,
+    pub version: &'static str,
+    /// Plural name used in URLs, e.g. "pods".
+    pub plural: &'static str,
+    pub singular: &'static str,
+    pub kind: &'static str,
+    pub namespaced: bool,
+    pub short_names: &'static [&'static str],
+    /// Subresources other than the resource itself, e.g. ["status", "scale"].
+    pub subresources: &'static [&'static str],
+    /// In the "all" category, so `kubectl get all` lists it.
+    pub in_all: bool,
+}
+
+const VERBS: [&str; 8] = [
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
+
+impl Resource {
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.to_string()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// Prefix of this resource's keys in the store; namespace and name follow.
+    pub fn key_prefix(&self) -> String {
+        let g = if self.group.is_empty() { "core" } else { self.group };
+        format!("/{g}/{}/", self.plural)
+    }
+
+    pub fn key(&self, namespace: &str, name: &str) -> String {
+        format!("{}{namespace}/{name}", self.key_prefix())
+    }
+
+    pub fn verbs(&self) -> &'static [&'static str] {
+        &VERBS
+    }
+
+    pub fn has_subresource(&self, sub: &str) -> bool {
+        self.subresources.contains(&sub)
+    }
+
+    /// Whether writes to the main resource ignore `.status` (it has a status subresource).
+    pub fn has_status(&self) -> bool {
+        self.has_subresource("status")
+    }
+
+    pub fn list_kind(&self) -> String {
+        format!("{}List", self.kind)
+    }
+}
+
+macro_rules! res {
+    ($g:expr, $v:expr, $p:expr, $s:expr, $k:expr, $ns:expr, $short:expr, $sub:expr, $all:expr) => {
+        Resource {
+            group: $g,
+            version: $v,
+            plural: $p,
+            singular: $s,
+            kind: $k,
+            namespaced: $ns,
+            short_names: $short,
+            subresources: $sub,
+            in_all: $all,
+        }
+    };
+}
+
+pub static RESOURCES: &[Resource] = &[
+    res!("", "v1", "namespaces", "namespace", "Namespace", false, &["ns"], &["status"], false),
+    res!("", "v1", "nodes", "node", "Node", false, &["no"], &["status"], false),
+    res!("", "v1", "pods", "pod", "Pod", true, &["po"], &["status", "binding", "log"], true),
+    res!("", "v1", "services", "service", "Service", true, &["svc"], &["status"], true),
+    res!("", "v1", "endpoints", "endpoints", "Endpoints", true, &["ep"], &[], false),
+    res!("", "v1", "configmaps", "configmap", "ConfigMap", true, &["cm"], &[], false),
+    res!("", "v1", "secrets", "secret", "Secret", true, &[], &[], false),
+    res!("", "v1", "events", "event", "Event", true, &["ev"], &[], false),
+    res!("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", true, &["sa"], &[], false),
+    res!("discovery.k8s.io", "v1", "endpointslices", "endpointslice", "EndpointSlice", true, &[], &[], false),
+    res!("apps", "v1", "deployments", "deployment", "Deployment", true, &["deploy"], &["status", "scale"], true),
+    res!("apps", "v1", "replicasets", "replicaset", "ReplicaSet", true, &["rs"], &["status", "scale"], true),
+    res!("networking.k8s.io", "v1", "ingresses", "ingress", "Ingress", true, &["ing"], &["status"], false),
+    res!("networking.k8s.io", "v1", "ingressclasses", "ingressclass", "IngressClass", false, &[], &[], false),
+    res!("coordination.k8s.io", "v1", "leases", "lease", "Lease", true, &[], &[], false),
+];
+
+/// Finds a resource by group, version and plural as they appear in a URL.
+pub fn lookup(group: &str, version: &str, plural: &str) -> Option<&'static Resource> {
+    RESOURCES
+        .iter()
+        .find(|r| r.group == group && r.version == version && r.plural == plural)
+}
+
+pub fn by_kind(kind: &str) -> Option<&'static Resource> {
+    RESOURCES.iter().find(|r| r.kind == kind)
+}
+
+/// The groups served, each with its one version, in discovery order.
+pub fn groups() -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for r in RESOURCES {
+        if !r.group.is_empty() && !out.contains(&r.group) {
+            out.push(r.group);
+        }
+    }
+    out
+}
+
+pub fn in_group<'a>(group: &'a str, version: &'a str) -> impl Iterator<Item = &'static Resource> + 'a {
+    RESOURCES
+        .iter()
+        .filter(move |r| r.group == group && r.version == version)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_separate_groups_and_namespaces() {
+        let pods = lookup("", "v1", "pods").unwrap();
+        assert_eq!(pods.key("default", "web"), "/core/pods/default/web");
+        let nodes = lookup("", "v1", "nodes").unwrap();
+        assert_eq!(nodes.key("", "n1"), "/core/nodes//n1");
+        assert_eq!(by_kind("Deployment").unwrap().api_version(), "apps/v1");
+    }
+
+    #[test]
+    fn every_group_has_one_version() {
+        for g in groups() {
+            let versions: Vec<_> = RESOURCES.iter().filter(|r| r.group == g).map(|r| r.version).collect();
+            assert!(versions.iter().all(|v| *v == versions[0]), "{g}");
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! POST: server-owned metadata, generateName, defaults, validation, kind hooks, then a write
+//! that fails if the name is taken.
+
+use super::{hooks, store_error, Api, Target};
+use crate::object::{self, meta_mut};
+use crate::resources::Resource;
+use crate::status::{ApiError, ApiResult};
+use crate::store::{Entry, Precondition, Write};
+use serde_json::{json, Value};
+
+/// Checks that a body's apiVersion and kind (when given) name this resource, then sets them.
+pub(super) fn check_type(res: &Resource, obj: &mut Value) -> ApiResult<()> {
+    if !obj.is_object() {
+        return Err(ApiError::bad_request("the body must be a JSON object"));
+    }
+    let want = res.api_version();
+    if let Some(v) = obj.get("apiVersion").and_then(Value::as_str) {
+        if v != want {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data ({v}) does not match the expected API version ({want})"
+            )));
+        }
+    }
+    if let Some(k) = obj.get("kind").and_then(Value::as_str) {
+        if k != res.kind {
+            return Err(ApiError::bad_request(format!(
+                "the kind in the data ({k}) does not match the expected kind ({})",
+                res.kind
+            )));
+        }
+    }
+    obj["apiVersion"] = json!(want);
+    obj["kind"] = json!(res.kind);
+    Ok(())
+}
+
+/// Sets the namespace from the URL; a different one in the body is an error, as upstream.
+pub(super) fn check_namespace_field(res: &Resource, ns: &str, obj: &mut Value) -> ApiResult<()> {
+    let m = meta_mut(obj);
+    if !res.namespaced {
+        m.remove("namespace");
+        return Ok(());
+    }
+    match m.get("namespace").and_then(Value::as_str) {
+        Some(given) if !given.is_empty() && given != ns => Err(ApiError::bad_request(format!(
+            "the namespace of the provided object ({given}) does not match the namespace sent on the request ({ns})"
+        ))),
+        _ => {
+            m.insert("namespace".into(), json!(ns));
+            Ok(())
+        }
+    }
+}
+
+pub async fn create(api: &Api, res: &'static Resource, ns: &str, mut obj: Value, dry_run: bool) -> ApiResult<Entry> {
+    check_type(res, &mut obj)?;
+    check_namespace_field(res, ns, &mut obj)?;
+    if res.namespaced {
+        api.check_namespace(ns, true)?;
+    }
+    {
+        let m = meta_mut(&mut obj);
+        let name = m.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+        if name.is_empty() {
+            if let Some(g) = m.get("generateName").and_then(Value::as_str).filter(|g| !g.is_empty()) {
+                let generated = format!("{g}{}", object::random_suffix());
+                m.insert("name".into(), json!(generated));
+            }
+        }
+        for k in ["resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "managedFields"] {
+            m.remove(k);
+        }
+        m.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+        m.insert("creationTimestamp".into(), json!(object::now_rfc3339()));
+        m.insert("generation".into(), json!(1));
+    }
+    hooks::reset_status_on_create(res, &mut obj);
+    keelson_apiserver_registry::apply_defaults(res.kind, &mut obj);
+    hooks::fill_on_create(res, &mut obj);
+    let name = object::name(&obj).to_string();
+    let causes = keelson_apiserver_registry::validate(res.kind, &obj, None);
+    if !causes.is_empty() {
+        return Err(ApiError::invalid(res.kind, res.group, &name, &causes));
+    }
+    let target = Target { res, namespace: ns.to_string(), name };
+    if api.store.get(&target.key()).is_some() {
+        return Err(ApiError::already_exists(res.group, res.plural, &target.name));
+    }
+    let reservation = hooks::allocate(api, res, None, &mut obj)?;
+    if dry_run {
+        reservation.rollback(&api.alloc);
+        return Ok(Entry::new(0, obj));
+    }
+    let w = Write { key: target.key(), value: Some(obj), precondition: Precondition::MustNotExist };
+    match api.store.write(w).await {
+        Ok(e) => {
+            reservation.commit(&api.alloc);
+            Ok(e)
+        }
+        Err(e) => {
+            reservation.rollback(&api.alloc);
+            Err(store_error(&target, e))
+        }
+    }
+}

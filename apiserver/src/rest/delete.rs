@@ -1,0 +1,135 @@
+//! DELETE: preconditions, graceful deletion of Pods (the node agent removes them), finalizers
+//! (the object stays, marked, until they are gone), and allocations returned on removal.
+
+use super::hooks::Reservation;
+use super::read::{list_entries, ListParams};
+use super::{store_error, Api, Target};
+use crate::object::{self, meta_mut};
+use crate::status::{ApiError, ApiResult};
+use crate::store::{Entry, Precondition, StoreError, Write};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeleteOptions {
+    pub grace_period_seconds: Option<i64>,
+    pub propagation_policy: Option<String>,
+    pub preconditions: Option<Preconditions>,
+    pub dry_run: Option<Vec<String>>,
+}
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Preconditions {
+    pub uid: Option<String>,
+    pub resource_version: Option<String>,
+}
+
+/// The grace period a Pod gets: none when it never ran on a node or has finished.
+fn pod_grace(pod: &Value, asked: Option<i64>) -> i64 {
+    let unscheduled = pod["spec"]["nodeName"].as_str().unwrap_or("").is_empty();
+    let finished = matches!(pod["status"]["phase"].as_str(), Some("Succeeded" | "Failed"));
+    if unscheduled || finished {
+        return 0;
+    }
+    asked
+        .or_else(|| pod["spec"]["terminationGracePeriodSeconds"].as_i64())
+        .unwrap_or(30)
+        .max(0)
+}
+
+/// Deletes one object. Returns the object as it is after the call (marked, or last seen).
+pub async fn delete(api: &Api, t: &Target, opts: &DeleteOptions) -> ApiResult<Entry> {
+    for _ in 0..16 {
+        let cur = api.get_entry(t)?;
+        if let Some(p) = &opts.preconditions {
+            let uid = object::meta_str(&cur.obj, "uid");
+            if p.uid.as_deref().is_some_and(|u| u != uid) {
+                return Err(ApiError::new(409, "Conflict", format!(
+                    "Precondition failed: UID in precondition: {}, UID in object meta: {uid}",
+                    p.uid.as_deref().unwrap_or("")
+                )));
+            }
+            if p.resource_version.as_deref().is_some_and(|r| r != cur.rev.to_string()) {
+                return Err(ApiError::new(409, "Conflict", format!(
+                    "Precondition failed: ResourceVersion in precondition: {}, ResourceVersion in object meta: {}",
+                    p.resource_version.as_deref().unwrap_or(""), cur.rev
+                )));
+            }
+        }
+        let grace = if t.res.kind == "Pod" {
+            pod_grace(&cur.obj, opts.grace_period_seconds)
+        } else {
+            0
+        };
+        let keep = grace > 0 || object::finalizers(&cur.obj) > 0 || namespace_has_content(api, t);
+        let dry = opts.dry_run.as_ref().is_some_and(|d| !d.is_empty());
+        if dry {
+            return Ok(cur);
+        }
+        let w = if keep {
+            let mut marked = (*cur.obj).clone();
+            if !mark_deleting(&mut marked, grace) {
+                return Ok(cur);
+            }
+            Write { key: t.key(), value: Some(marked), precondition: Precondition::Rev(cur.rev) }
+        } else {
+            Write { key: t.key(), value: None, precondition: Precondition::Rev(cur.rev) }
+        };
+        match api.store.write(w).await {
+            Ok(e) => {
+                if !keep && t.res.kind == "Service" {
+                    Reservation::release_all(&cur.obj).commit(&api.alloc);
+                }
+                return Ok(e);
+            }
+            Err(StoreError::Conflict { .. }) => continue,
+            Err(e) => return Err(store_error(t, e)),
+        }
+    }
+    Err(ApiError::conflict(t.res.group, t.res.plural, &t.name))
+}
+
+/// Sets deletionTimestamp (now + grace) once; a later delete may only shorten the grace.
+/// Returns false when nothing changes.
+fn mark_deleting(obj: &mut Value, grace: i64) -> bool {
+    let deleting = object::is_deleting(obj);
+    let old_grace = obj["metadata"]["deletionGracePeriodSeconds"].as_i64();
+    if deleting && old_grace.is_some_and(|g| g <= grace) {
+        return false;
+    }
+    let m = meta_mut(obj);
+    m.insert("deletionTimestamp".into(), json!(object::rfc3339_in(grace)));
+    m.insert("deletionGracePeriodSeconds".into(), json!(grace));
+    if obj["kind"] == "Namespace" {
+        obj["status"]["phase"] = json!("Terminating");
+    }
+    true
+}
+
+/// A Namespace with objects in it is marked Terminating; it goes once it is empty.
+fn namespace_has_content(api: &Api, t: &Target) -> bool {
+    if t.res.kind != "Namespace" {
+        return false;
+    }
+    crate::resources::RESOURCES
+        .iter()
+        .filter(|r| r.namespaced)
+        .any(|r| !api.store.list(&format!("{}{}/", r.key_prefix(), t.name)).0.is_empty())
+}
+
+/// DELETE on a collection: every object that matches the selectors.
+pub async fn delete_collection(api: &Api, t: &Target, params: &ListParams, opts: &DeleteOptions) -> ApiResult<Vec<Entry>> {
+    let (items, _) = list_entries(api, t, params)?;
+    let mut out = Vec::new();
+    for e in items {
+        let one = Target { name: object::name(&e.obj).to_string(), namespace: object::namespace(&e.obj).to_string(), ..t.clone() };
+        match delete(api, &one, opts).await {
+            Ok(e) => out.push(e),
+            Err(e) if e.code == 404 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(out)
+}

@@ -1,0 +1,253 @@
+//! Per-kind behaviour on write: status on create, Pods' QoS class, Services' ClusterIP and
+//! NodePort allocations (reserved before the write, released if it fails).
+
+use super::Api;
+use crate::alloc::Allocators;
+use crate::resources::Resource;
+use crate::status::{ApiError, ApiResult};
+use keelson_apiserver_registry::Cause;
+use serde_json::{json, Value};
+use std::collections::HashSet;
+use std::net::Ipv4Addr;
+
+/// Clients cannot set status on create (the Node is the exception: its agent reports it).
+pub(super) fn reset_status_on_create(res: &Resource, obj: &mut Value) {
+    if res.has_status() && res.kind != "Node" {
+        obj["status"] = json!({});
+    }
+}
+
+pub(super) fn fill_on_create(res: &Resource, obj: &mut Value) {
+    if res.kind == "Pod" {
+        let qos = qos_class(obj);
+        obj["status"] = json!({ "phase": "Pending", "qosClass": qos });
+    }
+}
+
+/// The Pod's QoS class from its containers' requests and limits, as upstream computes it.
+pub fn qos_class(pod: &Value) -> &'static str {
+    let containers = pod["spec"]["containers"].as_array().cloned().unwrap_or_default();
+    let mut any = false;
+    let mut guaranteed = !containers.is_empty();
+    for c in &containers {
+        let req = &c["resources"]["requests"];
+        let lim = &c["resources"]["limits"];
+        for r in ["cpu", "memory"] {
+            let (rq, lm) = (req.get(r), lim.get(r));
+            any |= rq.is_some() || lm.is_some();
+            if lm.is_none() || (rq.is_some() && rq != lm) {
+                guaranteed = false;
+            }
+        }
+    }
+    if !any {
+        "BestEffort"
+    } else if guaranteed {
+        "Guaranteed"
+    } else {
+        "Burstable"
+    }
+}
+
+/// Allocations made for a write: kept when it commits, returned when it fails.
+#[derive(Default)]
+pub struct Reservation {
+    new_ips: Vec<Ipv4Addr>,
+    new_ports: Vec<u16>,
+    free_ips: Vec<Ipv4Addr>,
+    free_ports: Vec<u16>,
+}
+
+impl Reservation {
+    pub fn commit(self, a: &Allocators) {
+        self.free_ips.into_iter().for_each(|ip| a.release_ip(ip));
+        self.free_ports.into_iter().for_each(|p| a.release_port(p));
+    }
+
+    pub fn rollback(self, a: &Allocators) {
+        self.new_ips.into_iter().for_each(|ip| a.release_ip(ip));
+        self.new_ports.into_iter().for_each(|p| a.release_port(p));
+    }
+
+    /// Everything a deleted Service held goes back to the pools.
+    pub fn release_all(svc: &Value) -> Reservation {
+        Reservation {
+            free_ips: cluster_ip(svc).into_iter().collect(),
+            free_ports: node_ports(svc).into_iter().collect(),
+            ..Default::default()
+        }
+    }
+}
+
+fn cluster_ip(svc: &Value) -> Option<Ipv4Addr> {
+    svc["spec"]["clusterIP"].as_str().and_then(|s| s.parse().ok())
+}
+
+fn node_ports(svc: &Value) -> HashSet<u16> {
+    svc["spec"]["ports"]
+        .as_array()
+        .map(|ps| {
+            ps.iter()
+                .filter_map(|p| p["nodePort"].as_u64())
+                .map(|p| p as u16)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn invalid(svc: &Value, field: &str, message: String) -> ApiError {
+    let cause = Cause {
+        reason: "FieldValueInvalid".into(),
+        message,
+        field: field.into(),
+    };
+    ApiError::invalid("Service", "", crate::object::name(svc), &[cause])
+}
+
+/// Reserves what a Service needs; `old` is the stored Service on update.
+pub(super) fn allocate(
+    api: &Api,
+    res: &Resource,
+    old: Option<&Value>,
+    obj: &mut Value,
+) -> ApiResult<Reservation> {
+    let mut r = Reservation::default();
+    if res.kind != "Service" {
+        return Ok(r);
+    }
+    match allocate_service(&api.alloc, old, obj, &mut r) {
+        Ok(()) => Ok(r),
+        Err(e) => {
+            r.rollback(&api.alloc);
+            Err(e)
+        }
+    }
+}
+
+fn allocate_service(
+    a: &Allocators,
+    old: Option<&Value>,
+    svc: &mut Value,
+    r: &mut Reservation,
+) -> ApiResult<()> {
+    let svc_type = svc["spec"]["type"].as_str().unwrap_or("ClusterIP").to_string();
+    let old_ip = old.and_then(|o| o["spec"]["clusterIP"].as_str()).unwrap_or("").to_string();
+    let asked = svc["spec"]["clusterIP"].as_str().unwrap_or("").to_string();
+    if svc_type == "ExternalName" {
+        if let Some(ip) = old.and_then(cluster_ip) {
+            r.free_ips.push(ip);
+        }
+        if let Some(spec) = svc["spec"].as_object_mut() {
+            spec.remove("clusterIP");
+            spec.remove("clusterIPs");
+        }
+    } else if old.is_some() && !old_ip.is_empty() {
+        if !asked.is_empty() && asked != old_ip {
+            return Err(invalid(svc, "spec.clusterIP", format!("Invalid value: \"{asked}\": field is immutable")));
+        }
+        svc["spec"]["clusterIP"] = json!(old_ip);
+        svc["spec"]["clusterIPs"] = json!([old_ip]);
+    } else if asked == "None" {
+        svc["spec"]["clusterIPs"] = json!(["None"]);
+    } else {
+        let want = if asked.is_empty() {
+            None
+        } else {
+            Some(asked.parse::<Ipv4Addr>().map_err(|_| {
+                invalid(svc, "spec.clusterIP", format!("Invalid value: \"{asked}\": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"))
+            })?)
+        };
+        let ip = a.allocate_ip(want).map_err(|e| {
+            invalid(svc, "spec.clusterIPs", format!("Invalid value: [\"{asked}\"]: failed to allocate IP {asked}: {e}"))
+        })?;
+        r.new_ips.push(ip);
+        svc["spec"]["clusterIP"] = json!(ip.to_string());
+        svc["spec"]["clusterIPs"] = json!([ip.to_string()]);
+    }
+    allocate_node_ports(a, old, svc, &svc_type, r)
+}
+
+fn allocate_node_ports(
+    a: &Allocators,
+    old: Option<&Value>,
+    svc: &mut Value,
+    svc_type: &str,
+    r: &mut Reservation,
+) -> ApiResult<()> {
+    let held = old.map(node_ports).unwrap_or_default();
+    let wants_ports = svc_type == "NodePort" || svc_type == "LoadBalancer";
+    let old_ports: Vec<Value> = old
+        .and_then(|o| o["spec"]["ports"].as_array().cloned())
+        .unwrap_or_default();
+    let mut kept = HashSet::new();
+    let name = crate::object::name(svc).to_string();
+    let Some(ports) = svc["spec"]["ports"].as_array_mut() else {
+        r.free_ports.extend(held);
+        return Ok(());
+    };
+    for (i, p) in ports.iter_mut().enumerate() {
+        if !wants_ports {
+            if let Some(m) = p.as_object_mut() {
+                m.remove("nodePort");
+            }
+            continue;
+        }
+        let given = p["nodePort"].as_i64().filter(|n| *n != 0);
+        // An update that leaves nodePort out keeps the one this port already had.
+        let reuse = given.or_else(|| {
+            old_ports
+                .iter()
+                .find(|o| o["port"] == p["port"] && o["protocol"] == p["protocol"])
+                .and_then(|o| o["nodePort"].as_i64())
+        });
+        let port = match reuse {
+            Some(n) if n > 0 && n <= u16::MAX as i64 && held.contains(&(n as u16)) => n as u16,
+            _ => {
+                let got = a.allocate_port(given).map_err(|e| {
+                    let field = format!("spec.ports[{i}].nodePort");
+                    let cause = Cause {
+                        reason: "FieldValueInvalid".into(),
+                        message: format!("Invalid value: {}: {e}", given.unwrap_or(0)),
+                        field,
+                    };
+                    ApiError::invalid("Service", "", &name, &[cause])
+                })?;
+                r.new_ports.push(got);
+                got
+            }
+        };
+        kept.insert(port);
+        p["nodePort"] = json!(port);
+    }
+    r.free_ports.extend(held.difference(&kept).copied());
+    Ok(())
+}
+
+/// Marks the allocations of every stored Service as taken; run once at start.
+pub fn rebuild_allocations(api: &Api) {
+    let svc = crate::resources::lookup("", "v1", "services").expect("services served");
+    let (items, _) = api.store.list(&svc.key_prefix());
+    for e in items {
+        if let Some(ip) = cluster_ip(&e.obj) {
+            let _ = api.alloc.allocate_ip(Some(ip));
+        }
+        for p in node_ports(&e.obj) {
+            let _ = api.alloc.allocate_port(Some(p as i64));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn qos_classes() {
+        let be = json!({"spec": {"containers": [{"name": "a"}]}});
+        assert_eq!(qos_class(&be), "BestEffort");
+        let g = json!({"spec": {"containers": [{"resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}]}});
+        assert_eq!(qos_class(&g), "Guaranteed");
+        let b = json!({"spec": {"containers": [{"resources": {"requests": {"cpu": "1"}}}]}});
+        assert_eq!(qos_class(&b), "Burstable");
+    }
+}

@@ -1,0 +1,83 @@
+//! The generic REST storage: create, update, patch, delete, get, list and watch for every
+//! served kind, with the per-kind hooks (Services' allocations, Pods' graceful deletion, ...).
+
+mod create;
+mod delete;
+mod hooks;
+mod read;
+mod subresources;
+mod update;
+mod watch;
+
+pub use create::create;
+pub use delete::{delete, delete_collection, DeleteOptions};
+pub use read::{get, list, ListParams};
+
+/// Whether a GET of a collection asks for a watch.
+pub fn read_is_watch(p: &ListParams) -> bool {
+    read::is_true(&p.watch)
+}
+pub use subresources::{bind, get_scale, update_scale};
+pub use update::{patch, update, Sub};
+pub use hooks::rebuild_allocations;
+pub use watch::watch;
+
+use crate::alloc::Allocators;
+use crate::resources::Resource;
+use crate::status::{ApiError, ApiResult};
+use crate::store::{Entry, Store, StoreError};
+
+/// What the REST layer needs: the store and the allocators.
+pub struct Api {
+    pub store: Store,
+    pub alloc: Allocators,
+}
+
+/// Names the object a request is about.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub res: &'static Resource,
+    /// "" for cluster-scoped resources or all namespaces.
+    pub namespace: String,
+    pub name: String,
+}
+
+impl Target {
+    pub fn key(&self) -> String {
+        self.res.key(&self.namespace, &self.name)
+    }
+
+    pub fn not_found(&self) -> ApiError {
+        ApiError::not_found(self.res.group, self.res.plural, &self.name)
+    }
+}
+
+impl Api {
+    pub fn get_entry(&self, t: &Target) -> ApiResult<Entry> {
+        self.store.get(&t.key()).ok_or_else(|| t.not_found())
+    }
+
+    /// Namespaced writes need their namespace to exist (and not be terminating for creates).
+    pub fn check_namespace(&self, ns: &str, creating: bool) -> ApiResult<()> {
+        let nsres = crate::resources::lookup("", "v1", "namespaces").expect("namespaces served");
+        match self.store.get(&nsres.key("", ns)) {
+            None => Err(ApiError::not_found("", "namespaces", ns)),
+            Some(e) if creating && crate::object::is_deleting(&e.obj) => Err(ApiError::new(
+                403,
+                "Forbidden",
+                format!("unable to create new content in namespace {ns} because it is being terminated"),
+            )),
+            Some(_) => Ok(()),
+        }
+    }
+}
+
+/// Maps a store error on a named object to the Status a client expects.
+pub fn store_error(t: &Target, e: StoreError) -> ApiError {
+    match e {
+        StoreError::AlreadyExists => ApiError::already_exists(t.res.group, t.res.plural, &t.name),
+        StoreError::NotFound => t.not_found(),
+        StoreError::Conflict { .. } => ApiError::conflict(t.res.group, t.res.plural, &t.name),
+        other => ApiError::internal(other.to_string()),
+    }
+}

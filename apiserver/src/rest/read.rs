@@ -1,0 +1,124 @@
+//! GET and LIST: selectors, paging with continue tokens, from the committed objects in memory.
+
+use super::{Api, Target};
+use crate::object;
+use crate::status::{ApiError, ApiResult};
+use crate::store::{Entry, Rev};
+use base64::Engine;
+use keelson_apimachinery::fields::FieldSelector;
+use keelson_apimachinery::labels::LabelSelector;
+use serde::Deserialize;
+
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListParams {
+    pub label_selector: Option<String>,
+    pub field_selector: Option<String>,
+    pub limit: Option<usize>,
+    #[serde(rename = "continue")]
+    pub continue_: Option<String>,
+    pub resource_version: Option<String>,
+    pub resource_version_match: Option<String>,
+    pub watch: Option<String>,
+    pub allow_watch_bookmarks: Option<String>,
+    pub timeout_seconds: Option<u64>,
+    pub send_initial_events: Option<String>,
+    pub include_object: Option<String>,
+    pub dry_run: Option<String>,
+    pub field_manager: Option<String>,
+    pub force: Option<String>,
+    pub propagation_policy: Option<String>,
+    pub grace_period_seconds: Option<i64>,
+    pub pretty: Option<String>,
+}
+
+pub fn is_true(v: &Option<String>) -> bool {
+    matches!(v.as_deref(), Some("true" | "1" | "True"))
+}
+
+/// Parsed label and field selectors of a list or watch.
+pub struct Filter {
+    labels: LabelSelector,
+    fields: Option<FieldSelector>,
+}
+
+impl Filter {
+    pub fn new(p: &ListParams) -> ApiResult<Filter> {
+        let labels = match p.label_selector.as_deref() {
+            Some(s) if !s.is_empty() => LabelSelector::parse(s).map_err(|e| {
+                ApiError::bad_request(format!("unable to parse requirement: {e}"))
+            })?,
+            _ => LabelSelector::everything(),
+        };
+        let fields = match p.field_selector.as_deref() {
+            Some(s) if !s.is_empty() => Some(FieldSelector::parse(s).map_err(|e| {
+                ApiError::bad_request(format!("invalid field selector: {e}"))
+            })?),
+            _ => None,
+        };
+        Ok(Filter { labels, fields })
+    }
+
+    pub fn matches(&self, obj: &serde_json::Value) -> bool {
+        self.labels.matches(object::labels(obj)) && self.fields.as_ref().is_none_or(|f| f.matches(obj))
+    }
+}
+
+pub fn get(api: &Api, t: &Target) -> ApiResult<Entry> {
+    api.get_entry(t)
+}
+
+/// The prefix of keys a list or watch covers: one namespace, or all.
+pub fn prefix(t: &Target) -> String {
+    if t.res.namespaced && !t.namespace.is_empty() {
+        format!("{}{}/", t.res.key_prefix(), t.namespace)
+    } else {
+        t.res.key_prefix()
+    }
+}
+
+/// A page of a list and the token for the next one.
+pub struct Page {
+    pub items: Vec<Entry>,
+    pub rev: Rev,
+    pub continue_: Option<String>,
+    pub remaining: Option<usize>,
+}
+
+fn decode_continue(token: &str) -> ApiResult<String> {
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token)
+        .map_err(|_| ApiError::bad_request("invalid continue token"))?;
+    String::from_utf8(bytes).map_err(|_| ApiError::bad_request("invalid continue token"))
+}
+
+pub fn list_entries(api: &Api, t: &Target, p: &ListParams) -> ApiResult<(Vec<Entry>, Rev)> {
+    let filter = Filter::new(p)?;
+    let (items, rev) = api.store.list(&prefix(t));
+    Ok((items.into_iter().filter(|e| filter.matches(&e.obj)).collect(), rev))
+}
+
+pub fn list(api: &Api, t: &Target, p: &ListParams) -> ApiResult<Page> {
+    let (items, rev) = list_entries(api, t, p)?;
+    let after = match p.continue_.as_deref() {
+        Some(c) if !c.is_empty() => Some(decode_continue(c)?),
+        _ => None,
+    };
+    let mut items: Vec<Entry> = match &after {
+        Some(k) => items.into_iter().filter(|e| &entry_key(t, e) > k).collect(),
+        None => items,
+    };
+    let mut continue_ = None;
+    let mut remaining = None;
+    if let Some(limit) = p.limit.filter(|l| *l > 0 && *l < items.len()) {
+        let rest = items.split_off(limit);
+        let last = items.last().map(|e| entry_key(t, e)).unwrap_or_default();
+        continue_ = Some(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(last));
+        remaining = Some(rest.len());
+    }
+    Ok(Page { items, rev, continue_, remaining })
+}
+
+fn entry_key(t: &Target, e: &Entry) -> String {
+    t.res.key(object::namespace(&e.obj), object::name(&e.obj))
+}

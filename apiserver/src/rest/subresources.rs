@@ -1,0 +1,109 @@
+//! pods/binding and the scale subresource of Deployments and ReplicaSets.
+
+use super::update::{patch, update, Sub};
+use super::{Api, Target};
+use crate::negotiate::PatchType;
+use crate::object;
+use crate::status::{ApiError, ApiResult};
+use crate::store::Entry;
+use serde_json::{json, Value};
+
+/// POST pods/{name}/binding: sets spec.nodeName once, and the PodScheduled condition.
+pub async fn bind(api: &Api, t: &Target, binding: &Value) -> ApiResult<Entry> {
+    let node = binding["target"]["name"].as_str().unwrap_or("");
+    if node.is_empty() {
+        return Err(ApiError::invalid("Binding", "", &t.name, &[keelson_apiserver_registry::Cause {
+            reason: "FieldValueRequired".into(),
+            message: "Required value".into(),
+            field: "target.name".into(),
+        }]));
+    }
+    let cur = api.get_entry(t)?;
+    if let Some(uid) = binding["metadata"]["uid"].as_str() {
+        if uid != object::meta_str(&cur.obj, "uid") {
+            return Err(ApiError::new(409, "Conflict", format!("Operation cannot be fulfilled on pods/binding \"{}\": precondition failed: UID does not match", t.name)));
+        }
+    }
+    let assigned = cur.obj["spec"]["nodeName"].as_str().unwrap_or("");
+    if !assigned.is_empty() {
+        return Err(ApiError::new(409, "Conflict", format!(
+            "Operation cannot be fulfilled on pods/binding \"{}\": pod {} is already assigned to node \"{assigned}\"",
+            t.name, t.name
+        )));
+    }
+    if object::is_deleting(&cur.obj) {
+        return Err(ApiError::new(409, "Conflict", format!("pod {} is being deleted, cannot be assigned to a host", t.name)));
+    }
+    let mut pod = (*cur.obj).clone();
+    pod["spec"]["nodeName"] = json!(node);
+    let entry = update(api, t, pod, Sub::Main, false).await?;
+    let mut status = (*entry.obj).clone();
+    let cond = json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": object::now_rfc3339()});
+    let conds = status["status"]["conditions"].as_array().cloned().unwrap_or_default();
+    let mut conds: Vec<Value> = conds.into_iter().filter(|c| c["type"] != "PodScheduled").collect();
+    conds.push(cond);
+    status["status"]["conditions"] = json!(conds);
+    update(api, t, status, Sub::Status, false).await
+}
+
+/// The autoscaling/v1 Scale view of a Deployment or ReplicaSet.
+pub fn scale_of(obj: &Value) -> Value {
+    let m = &obj["metadata"];
+    let selector = obj["spec"]["selector"]["matchLabels"]
+        .as_object()
+        .map(|l| {
+            l.iter()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .unwrap_or_default();
+    json!({
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": {
+            "name": m["name"], "namespace": m["namespace"], "uid": m["uid"],
+            "resourceVersion": m["resourceVersion"], "creationTimestamp": m["creationTimestamp"],
+        },
+        "spec": { "replicas": obj["spec"]["replicas"].as_i64().unwrap_or(1) },
+        "status": { "replicas": obj["status"]["replicas"].as_i64().unwrap_or(0), "selector": selector },
+    })
+}
+
+pub fn get_scale(api: &Api, t: &Target) -> ApiResult<Value> {
+    Ok(scale_of(&api.get_entry(t)?.obj))
+}
+
+/// PUT or PATCH of a Scale: computes the wanted replicas on the Scale view, then writes them
+/// to the object's spec.replicas.
+pub async fn update_scale(api: &Api, t: &Target, body: &Value, kind: Option<PatchType>) -> ApiResult<Value> {
+    let cur = api.get_entry(t)?;
+    let scale = scale_of(&cur.obj);
+    let wanted = match kind {
+        None => body.clone(),
+        Some(PatchType::Json) => keelson_apimachinery::patch::json_patch(&scale, body)
+            .map_err(|e| ApiError::new(422, "Invalid", e.to_string()))?,
+        Some(_) => keelson_apimachinery::patch::merge_patch(&scale, body),
+    };
+    let replicas = wanted["spec"]["replicas"].as_i64().ok_or_else(|| {
+        ApiError::invalid("Scale", "autoscaling", &t.name, &[keelson_apiserver_registry::Cause {
+            reason: "FieldValueRequired".into(),
+            message: "Required value".into(),
+            field: "spec.replicas".into(),
+        }])
+    })?;
+    if replicas < 0 {
+        return Err(ApiError::invalid("Scale", "autoscaling", &t.name, &[keelson_apiserver_registry::Cause {
+            reason: "FieldValueInvalid".into(),
+            message: format!("Invalid value: {replicas}: must be greater than or equal to 0"),
+            field: "spec.replicas".into(),
+        }]));
+    }
+    let rv = object::meta_str(&wanted, "resourceVersion");
+    let mut p = json!({ "spec": { "replicas": replicas } });
+    if kind.is_none() && !rv.is_empty() {
+        p["metadata"] = json!({ "resourceVersion": rv });
+    }
+    let e = patch(api, t, PatchType::Merge, p, Sub::Main, false).await?;
+    Ok(scale_of(&e.obj))
+}

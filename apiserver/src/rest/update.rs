@@ -1,0 +1,189 @@
+//! PUT and PATCH: both compute a new object from the stored one and commit it with a
+//! compare-and-swap on its resourceVersion. A patch (or a PUT without resourceVersion) retries
+//! on a conflict with a concurrent writer; a PUT with a stale resourceVersion gets 409.
+
+use super::create::{check_namespace_field, check_type};
+use super::hooks::{self, Reservation};
+use super::{create, store_error, Api, Target};
+use crate::negotiate::PatchType;
+use crate::object::{self, meta_mut};
+use crate::status::{ApiError, ApiResult};
+use crate::store::{Entry, Precondition, StoreError, Write};
+use keelson_apimachinery::patch;
+use serde_json::{json, Value};
+
+/// Which part of the object a write may change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sub {
+    Main,
+    Status,
+}
+
+const MAX_RETRIES: usize = 16;
+
+/// Carries over what clients cannot change, and what belongs to the other part of the object.
+fn merge_owned(t: &Target, old: &Value, new: &mut Value, sub: Sub) -> ApiResult<()> {
+    check_type(t.res, new)?;
+    check_namespace_field(t.res, &t.namespace, new)?;
+    let given = object::name(new).to_string();
+    if given.is_empty() {
+        meta_mut(new).insert("name".into(), json!(t.name));
+    } else if given != t.name {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({given}) does not match the name on the URL ({})",
+            t.name
+        )));
+    }
+    if sub == Sub::Status {
+        let status = new.get("status").cloned().unwrap_or(json!({}));
+        *new = old.clone();
+        new["status"] = status;
+        return Ok(());
+    }
+    let om = object::meta(old).cloned().unwrap_or_default();
+    let m = meta_mut(new);
+    for k in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"] {
+        match om.get(k) {
+            Some(v) => m.insert(k.into(), v.clone()),
+            None => m.remove(k),
+        };
+    }
+    m.remove("managedFields");
+    m.remove("selfLink");
+    if t.res.has_status() {
+        match old.get("status") {
+            Some(s) => new["status"] = s.clone(),
+            None => {
+                if let Some(o) = new.as_object_mut() {
+                    o.remove("status");
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// What the caller pinned: the resourceVersion in the body, if any.
+fn pinned_rev(obj: &Value) -> ApiResult<Option<u64>> {
+    match object::meta_str(obj, "resourceVersion") {
+        "" => Ok(None),
+        s => s
+            .parse()
+            .map(Some)
+            .map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {s:?}"))),
+    }
+}
+
+/// Validates and commits `new` over `old`; returns Ok(None) on a conflict the caller may retry.
+async fn commit(api: &Api, t: &Target, old: &Entry, mut new: Value, sub: Sub, dry_run: bool) -> ApiResult<Option<Entry>> {
+    merge_owned(t, &old.obj, &mut new, sub)?;
+    keelson_apiserver_registry::apply_defaults(t.res.kind, &mut new);
+    let mut generation = old.obj["metadata"]["generation"].as_i64().unwrap_or(1);
+    if object::spec_part(&new) != object::spec_part(&old.obj) {
+        generation += 1;
+    }
+    meta_mut(&mut new).insert("generation".into(), json!(generation));
+    let causes = keelson_apiserver_registry::validate(t.res.kind, &new, Some(&old.obj));
+    if !causes.is_empty() {
+        return Err(ApiError::invalid(t.res.kind, t.res.group, &t.name, &causes));
+    }
+    if object::same_content(&new, &old.obj) {
+        return Ok(Some(old.clone()));
+    }
+    // An object being deleted goes once its last finalizer is removed.
+    let finished = object::is_deleting(&new)
+        && object::finalizers(&new) == 0
+        && new["metadata"]["deletionGracePeriodSeconds"].as_i64().unwrap_or(0) == 0;
+    let reservation = if finished {
+        Reservation::release_all(&old.obj)
+    } else {
+        hooks::allocate(api, t.res, Some(&old.obj), &mut new)?
+    };
+    if dry_run {
+        reservation.rollback(&api.alloc);
+        return Ok(Some(Entry::new(old.rev, new)));
+    }
+    let w = Write {
+        key: t.key(),
+        value: if finished { None } else { Some(new) },
+        precondition: Precondition::Rev(old.rev),
+    };
+    match api.store.write(w).await {
+        Ok(e) => {
+            reservation.commit(&api.alloc);
+            Ok(Some(e))
+        }
+        Err(StoreError::Conflict { .. }) => {
+            reservation.rollback(&api.alloc);
+            Ok(None)
+        }
+        Err(e) => {
+            reservation.rollback(&api.alloc);
+            Err(store_error(t, e))
+        }
+    }
+}
+
+/// Kinds that a PUT may create, as upstream allows.
+fn create_on_update(kind: &str) -> bool {
+    matches!(kind, "Endpoints" | "Event" | "Lease")
+}
+
+pub async fn update(api: &Api, t: &Target, body: Value, sub: Sub, dry_run: bool) -> ApiResult<Entry> {
+    let pinned = pinned_rev(&body)?;
+    for _ in 0..MAX_RETRIES {
+        let old = match api.store.get(&t.key()) {
+            Some(e) => e,
+            None if sub == Sub::Main && create_on_update(t.res.kind) => {
+                return create(api, t.res, &t.namespace, body, dry_run).await;
+            }
+            None => return Err(t.not_found()),
+        };
+        if pinned.is_some_and(|r| r != old.rev) {
+            return Err(ApiError::conflict(t.res.group, t.res.plural, &t.name));
+        }
+        if let Some(e) = commit(api, t, &old, body.clone(), sub, dry_run).await? {
+            return Ok(e);
+        }
+        if pinned.is_some() {
+            return Err(ApiError::conflict(t.res.group, t.res.plural, &t.name));
+        }
+    }
+    Err(ApiError::conflict(t.res.group, t.res.plural, &t.name))
+}
+
+fn patch_err(e: patch::PatchError) -> ApiError {
+    ApiError::new(422, "Invalid", format!("the patch could not be applied: {e}"))
+}
+
+pub async fn patch(api: &Api, t: &Target, kind: PatchType, body: Value, sub: Sub, dry_run: bool) -> ApiResult<Entry> {
+    for _ in 0..MAX_RETRIES {
+        let old = match api.store.get(&t.key()) {
+            Some(e) => e,
+            None if kind == PatchType::Apply && sub == Sub::Main => {
+                let mut obj = patch::apply_patch(None, &body, t.res.kind).map_err(patch_err)?;
+                meta_mut(&mut obj).insert("name".into(), json!(t.name));
+                match create(api, t.res, &t.namespace, obj, dry_run).await {
+                    Err(e) if e.reason == "AlreadyExists" => continue,
+                    other => return other,
+                }
+            }
+            None => return Err(t.not_found()),
+        };
+        let new = match kind {
+            PatchType::Json => patch::json_patch(&old.obj, &body),
+            PatchType::Merge => Ok(patch::merge_patch(&old.obj, &body)),
+            PatchType::Strategic => patch::strategic_merge_patch(&old.obj, &body, t.res.kind),
+            PatchType::Apply => patch::apply_patch(Some(&old.obj), &body, t.res.kind),
+        }
+        .map_err(patch_err)?;
+        let pinned = pinned_rev(&new)?;
+        if pinned.is_some_and(|r| r != old.rev) {
+            return Err(ApiError::conflict(t.res.group, t.res.plural, &t.name));
+        }
+        if let Some(e) = commit(api, t, &old, new, sub, dry_run).await? {
+            return Ok(e);
+        }
+    }
+    Err(ApiError::conflict(t.res.group, t.res.plural, &t.name))
+}

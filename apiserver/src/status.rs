@@ -1,0 +1,165 @@
+//! Errors as Kubernetes Status objects: what kubectl prints depends on kind, reason and details.
+
+use axum::response::{IntoResponse, Response};
+use http::StatusCode;
+use keelson_apiserver_registry::Cause;
+use serde_json::{json, Value};
+
+#[derive(Debug, Clone)]
+pub struct ApiError {
+    pub code: u16,
+    pub reason: &'static str,
+    pub message: String,
+    pub details: Option<Value>,
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;
+
+fn details(kind: &str, name: &str, group: &str) -> Value {
+    let mut d = json!({ "name": name, "kind": kind });
+    if !group.is_empty() {
+        d["group"] = json!(group);
+    }
+    d
+}
+
+impl ApiError {
+    pub fn new(code: u16, reason: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError {
+            code,
+            reason,
+            message: message.into(),
+            details: None,
+        }
+    }
+
+    pub fn bad_request(message: impl Into<String>) -> ApiError {
+        ApiError::new(400, "BadRequest", message)
+    }
+
+    pub fn not_found(group: &str, plural: &str, name: &str) -> ApiError {
+        let what = if group.is_empty() {
+            plural.to_string()
+        } else {
+            format!("{plural}.{group}")
+        };
+        ApiError {
+            details: Some(details(plural, name, group)),
+            ..ApiError::new(404, "NotFound", format!("{what} \"{name}\" not found"))
+        }
+    }
+
+    pub fn no_route(path: &str) -> ApiError {
+        ApiError::new(
+            404,
+            "NotFound",
+            format!("the server could not find the requested resource ({path})"),
+        )
+    }
+
+    pub fn already_exists(group: &str, plural: &str, name: &str) -> ApiError {
+        let what = if group.is_empty() {
+            plural.to_string()
+        } else {
+            format!("{plural}.{group}")
+        };
+        ApiError {
+            details: Some(details(plural, name, group)),
+            ..ApiError::new(409, "AlreadyExists", format!("{what} \"{name}\" already exists"))
+        }
+    }
+
+    pub fn conflict(group: &str, plural: &str, name: &str) -> ApiError {
+        let what = if group.is_empty() {
+            plural.to_string()
+        } else {
+            format!("{plural}.{group}")
+        };
+        ApiError {
+            details: Some(details(plural, name, group)),
+            ..ApiError::new(
+                409,
+                "Conflict",
+                format!(
+                    "Operation cannot be fulfilled on {what} \"{name}\": the object has been modified; please apply your changes to the latest version and try again"
+                ),
+            )
+        }
+    }
+
+    /// 422 with causes; kubectl builds its message from details.kind, name and causes.
+    pub fn invalid(kind: &str, group: &str, name: &str, causes: &[Cause]) -> ApiError {
+        let text: Vec<String> = causes
+            .iter()
+            .map(|c| format!("{}: {}", c.field, c.message))
+            .collect();
+        let mut d = details(kind, name, group);
+        d["causes"] = serde_json::to_value(causes).unwrap_or(Value::Null);
+        ApiError {
+            details: Some(d),
+            ..ApiError::new(
+                422,
+                "Invalid",
+                format!("{kind} \"{name}\" is invalid: {}", text.join(", ")),
+            )
+        }
+    }
+
+    pub fn unauthorized() -> ApiError {
+        ApiError::new(401, "Unauthorized", "Unauthorized")
+    }
+
+    pub fn method_not_allowed(message: impl Into<String>) -> ApiError {
+        ApiError::new(405, "MethodNotAllowed", message)
+    }
+
+    pub fn unsupported_media(ct: &str) -> ApiError {
+        ApiError::new(
+            415,
+            "UnsupportedMediaType",
+            format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/strategic-merge-patch+json, application/merge-patch+json, application/json-patch+json, application/apply-patch+yaml (got {ct:?})"),
+        )
+    }
+
+    pub fn gone(message: impl Into<String>) -> ApiError {
+        ApiError::new(410, "Expired", message)
+    }
+
+    pub fn internal(message: impl Into<String>) -> ApiError {
+        ApiError::new(500, "InternalError", message)
+    }
+
+    pub fn unavailable(message: impl Into<String>) -> ApiError {
+        ApiError::new(503, "ServiceUnavailable", message)
+    }
+
+    pub fn to_status(&self) -> Value {
+        let mut s = json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        });
+        if let Some(d) = &self.details {
+            s["details"] = d.clone();
+        }
+        s
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let body = serde_json::to_vec(&self.to_status()).unwrap_or_default();
+        (code, [(http::header::CONTENT_TYPE, "application/json")], body).into_response()
+    }
+}
+
+impl From<crate::store::StoreError> for ApiError {
+    fn from(e: crate::store::StoreError) -> ApiError {
+        ApiError::internal(e.to_string())
+    }
+}

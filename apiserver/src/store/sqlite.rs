@@ -1,0 +1,122 @@
+//! The embedded default backend: SQLite in WAL mode with synchronous=FULL, so an acknowledged
+//! batch survives kill -9 and power loss.
+
+use super::{Backend, Change, Entry, EventType, Loaded, Rev, StoreError};
+use rusqlite::{params, Connection};
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+pub struct SqliteBackend {
+    conn: Connection,
+}
+
+fn err(e: rusqlite::Error) -> StoreError {
+    StoreError::Backend(e.to_string())
+}
+
+fn now_secs() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+impl SqliteBackend {
+    pub fn open(path: &Path) -> Result<SqliteBackend, StoreError> {
+        let conn = Connection::open(path).map_err(err)?;
+        conn.execute_batch(
+            "PRAGMA journal_mode=WAL;
+             PRAGMA synchronous=FULL;
+             CREATE TABLE IF NOT EXISTS objects (key TEXT PRIMARY KEY, rev INTEGER NOT NULL, value BLOB NOT NULL);
+             CREATE TABLE IF NOT EXISTS history (rev INTEGER PRIMARY KEY, key TEXT NOT NULL, type INTEGER NOT NULL, value BLOB NOT NULL, ts INTEGER NOT NULL);
+             CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);",
+        )
+        .map_err(err)?;
+        Ok(SqliteBackend { conn })
+    }
+}
+
+impl Backend for SqliteBackend {
+    fn load(&mut self, history_seconds: u64) -> Result<Loaded, StoreError> {
+        let mut out = Loaded::default();
+        let rev: Option<i64> = self
+            .conn
+            .query_row("SELECT value FROM meta WHERE name='rev'", [], |r| r.get(0))
+            .ok();
+        out.rev = rev.unwrap_or(0) as Rev;
+        let mut stmt = self
+            .conn
+            .prepare("SELECT key, rev, value FROM objects")
+            .map_err(err)?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, Vec<u8>>(2)?))
+            })
+            .map_err(err)?;
+        for row in rows {
+            let (key, rev, value) = row.map_err(err)?;
+            let obj = serde_json::from_slice(&value)
+                .map_err(|e| StoreError::Backend(format!("corrupt object {key}: {e}")))?;
+            out.objects.insert(key, Entry::new(rev as Rev, obj));
+        }
+        let since = now_secs() - history_seconds as i64;
+        let mut stmt = self
+            .conn
+            .prepare("SELECT rev, key, type, value FROM history WHERE ts >= ?1 ORDER BY rev")
+            .map_err(err)?;
+        let rows = stmt
+            .query_map([since], |r| {
+                Ok(Change {
+                    rev: r.get::<_, i64>(0)? as Rev,
+                    key: r.get(1)?,
+                    kind: EventType::from_code(r.get(2)?),
+                    json: r.get::<_, Vec<u8>>(3)?.into(),
+                })
+            })
+            .map_err(err)?;
+        for row in rows {
+            out.events.push(row.map_err(err)?);
+        }
+        Ok(out)
+    }
+
+    fn commit(&mut self, rev: Rev, changes: &[Change]) -> Result<(), StoreError> {
+        let ts = now_secs();
+        let tx = self.conn.transaction().map_err(err)?;
+        {
+            let mut put = tx
+                .prepare_cached("INSERT OR REPLACE INTO objects (key, rev, value) VALUES (?1, ?2, ?3)")
+                .map_err(err)?;
+            let mut del = tx
+                .prepare_cached("DELETE FROM objects WHERE key = ?1")
+                .map_err(err)?;
+            let mut hist = tx
+                .prepare_cached("INSERT INTO history (rev, key, type, value, ts) VALUES (?1, ?2, ?3, ?4, ?5)")
+                .map_err(err)?;
+            for c in changes {
+                match c.kind {
+                    EventType::Deleted => del.execute(params![c.key]).map_err(err)?,
+                    _ => put
+                        .execute(params![c.key, c.rev as i64, &c.json[..]])
+                        .map_err(err)?,
+                };
+                hist.execute(params![c.rev as i64, c.key, c.kind.code(), &c.json[..], ts])
+                    .map_err(err)?;
+            }
+            tx.execute(
+                "INSERT OR REPLACE INTO meta (name, value) VALUES ('rev', ?1)",
+                params![rev as i64],
+            )
+            .map_err(err)?;
+        }
+        tx.commit().map_err(err)
+    }
+
+    fn prune_history(&mut self, history_seconds: u64) -> Result<(), StoreError> {
+        let before = now_secs() - history_seconds as i64;
+        self.conn
+            .execute("DELETE FROM history WHERE ts < ?1", [before])
+            .map_err(err)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,259 @@
+//! The Store: reads from committed memory, writes through one thread that batches whatever
+//! writes are waiting into one durable commit, then publishes them to memory and watchers.
+
+use super::watch::{Subscription, TooOld, WatchCache};
+use super::{
+    set_resource_version, Backend, Change, Entry, Event, EventType, Precondition, Rev, StoreError,
+    Write,
+};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, RwLock};
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, oneshot};
+
+/// Most writes committed in one transaction.
+const MAX_BATCH: usize = 1024;
+
+struct State {
+    objects: BTreeMap<String, Entry>,
+    rev: Rev,
+}
+
+struct Shared {
+    state: RwLock<State>,
+    cache: Arc<WatchCache>,
+}
+
+type Reply = oneshot::Sender<Result<Entry, StoreError>>;
+
+#[derive(Clone)]
+pub struct Store {
+    shared: Arc<Shared>,
+    tx: mpsc::Sender<(Write, Reply)>,
+}
+
+/// Where a watch starts.
+pub enum WatchStart {
+    /// The current objects (filtered by the caller) as ADDED, then later changes.
+    Snapshot(Vec<Entry>, Rev),
+    /// Only changes after the revision asked for.
+    Resume,
+}
+
+impl Store {
+    /// Loads the backend and starts the writer thread.
+    pub fn open<B: Backend>(
+        mut backend: B,
+        history: Duration,
+        max_events: usize,
+    ) -> Result<Store, StoreError> {
+        let loaded = backend.load(history.as_secs())?;
+        let cache = Arc::new(WatchCache::new(loaded.rev, max_events, history));
+        {
+            let mut hist = cache.lock();
+            let mut prev: HashMap<&str, Arc<serde_json::Value>> = HashMap::new();
+            let mut events = Vec::with_capacity(loaded.events.len());
+            for c in &loaded.events {
+                let Ok(obj) = serde_json::from_slice::<serde_json::Value>(&c.json) else {
+                    continue;
+                };
+                let entry = Entry::new(c.rev, obj);
+                let before = prev.insert(c.key.as_str(), entry.obj.clone());
+                events.push(Arc::new(Event {
+                    kind: c.kind,
+                    key: c.key.clone(),
+                    entry,
+                    prev: before,
+                }));
+            }
+            cache.preload(&mut hist, events);
+        }
+        let shared = Arc::new(Shared {
+            state: RwLock::new(State {
+                objects: loaded.objects,
+                rev: loaded.rev,
+            }),
+            cache,
+        });
+        let (tx, rx) = mpsc::channel(4 * MAX_BATCH);
+        let s = shared.clone();
+        std::thread::Builder::new()
+            .name("store-writer".into())
+            .spawn(move || writer_loop(backend, s, rx, history))
+            .map_err(|e| StoreError::Backend(e.to_string()))?;
+        Ok(Store { shared, tx })
+    }
+
+    fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {
+        self.shared.state.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn get(&self, key: &str) -> Option<Entry> {
+        self.read().objects.get(key).cloned()
+    }
+
+    /// All entries under a key prefix, in key order, and the revision they are current at.
+    pub fn list(&self, prefix: &str) -> (Vec<Entry>, Rev) {
+        let st = self.read();
+        let items = st
+            .objects
+            .range(prefix.to_string()..)
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .map(|(_, e)| e.clone())
+            .collect();
+        (items, st.rev)
+    }
+
+    pub fn current_rev(&self) -> Rev {
+        self.read().rev
+    }
+
+    pub fn oldest_rev(&self) -> Rev {
+        self.shared.cache.oldest()
+    }
+
+    /// Commits one write; returns the stored entry (for a delete, the deleted object).
+    pub async fn write(&self, w: Write) -> Result<Entry, StoreError> {
+        let (reply, rx) = oneshot::channel();
+        self.tx
+            .send((w, reply))
+            .await
+            .map_err(|_| StoreError::Closed)?;
+        rx.await.map_err(|_| StoreError::Closed)?
+    }
+
+    /// Starts a watch on a key prefix: from a snapshot (rev None) or after a revision.
+    pub fn watch(
+        &self,
+        prefix: &str,
+        from: Option<Rev>,
+    ) -> Result<(WatchStart, Subscription), TooOld> {
+        let hist = self.shared.cache.lock();
+        match from {
+            None => {
+                let (items, rev) = self.list(prefix);
+                let sub = self.shared.cache.subscribe(&hist, rev)?;
+                Ok((WatchStart::Snapshot(items, rev), sub))
+            }
+            Some(rev) => {
+                let sub = self.shared.cache.subscribe(&hist, rev)?;
+                Ok((WatchStart::Resume, sub))
+            }
+        }
+    }
+}
+
+fn writer_loop<B: Backend>(
+    mut backend: B,
+    shared: Arc<Shared>,
+    mut rx: mpsc::Receiver<(Write, Reply)>,
+    history: Duration,
+) {
+    let mut last_prune = Instant::now();
+    while let Some(first) = rx.blocking_recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_BATCH {
+            match rx.try_recv() {
+                Ok(w) => batch.push(w),
+                Err(_) => break,
+            }
+        }
+        commit_batch(&mut backend, &shared, batch);
+        if last_prune.elapsed() > Duration::from_secs(30) {
+            last_prune = Instant::now();
+            if let Err(e) = backend.prune_history(history.as_secs()) {
+                tracing::warn!(error = %e, "pruning persisted watch history failed");
+            }
+        }
+    }
+}
+
+/// Checks each write against the committed state plus the earlier writes of the same batch.
+fn commit_batch<B: Backend>(backend: &mut B, shared: &Shared, batch: Vec<(Write, Reply)>) {
+    let base_rev = shared.state.read().unwrap_or_else(|p| p.into_inner()).rev;
+    let mut rev = base_rev;
+    let mut overlay: HashMap<String, Option<Entry>> = HashMap::new();
+    let mut events: Vec<Arc<Event>> = Vec::new();
+    let mut replies: Vec<(Reply, Result<Entry, StoreError>)> = Vec::new();
+    {
+        let st = shared.state.read().unwrap_or_else(|p| p.into_inner());
+        for (w, reply) in batch {
+            let current = match overlay.get(&w.key) {
+                Some(e) => e.clone(),
+                None => st.objects.get(&w.key).cloned(),
+            };
+            match apply(&w, current.as_ref(), rev + 1) {
+                Ok(ev) => {
+                    rev += 1;
+                    let stored = match ev.kind {
+                        EventType::Deleted => None,
+                        _ => Some(ev.entry.clone()),
+                    };
+                    overlay.insert(w.key.clone(), stored);
+                    replies.push((reply, Ok(ev.entry.clone())));
+                    events.push(Arc::new(ev));
+                }
+                Err(e) => replies.push((reply, Err(e))),
+            }
+        }
+    }
+    if !events.is_empty() {
+        let changes: Vec<Change> = events
+            .iter()
+            .map(|e| Change {
+                rev: e.entry.rev,
+                key: e.key.clone(),
+                kind: e.kind,
+                json: e.entry.json.clone(),
+            })
+            .collect();
+        if let Err(e) = backend.commit(rev, &changes) {
+            tracing::error!(error = %e, "commit failed; rejecting the batch");
+            for (reply, res) in replies {
+                let _ = reply.send(res.and(Err(e.clone())));
+            }
+            return;
+        }
+        let mut hist = shared.cache.lock();
+        {
+            let mut st = shared.state.write().unwrap_or_else(|p| p.into_inner());
+            for (key, e) in overlay {
+                match e {
+                    Some(e) => st.objects.insert(key, e),
+                    None => st.objects.remove(&key),
+                };
+            }
+            st.rev = rev;
+        }
+        shared.cache.publish(&mut hist, events);
+    }
+    for (reply, res) in replies {
+        let _ = reply.send(res);
+    }
+}
+
+fn apply(w: &Write, current: Option<&Entry>, rev: Rev) -> Result<Event, StoreError> {
+    match (w.precondition, current) {
+        (Precondition::MustNotExist, Some(_)) => return Err(StoreError::AlreadyExists),
+        (Precondition::MustExist | Precondition::Rev(_), None) => {
+            return Err(StoreError::NotFound)
+        }
+        (Precondition::Rev(want), Some(cur)) if cur.rev != want => {
+            return Err(StoreError::Conflict { current: cur.rev })
+        }
+        _ => {}
+    }
+    let (kind, mut obj) = match (&w.value, current) {
+        (Some(v), None) => (EventType::Added, v.clone()),
+        (Some(v), Some(_)) => (EventType::Modified, v.clone()),
+        (None, Some(cur)) => (EventType::Deleted, (*cur.obj).clone()),
+        (None, None) => return Err(StoreError::NotFound),
+    };
+    set_resource_version(&mut obj, rev);
+    Ok(Event {
+        kind,
+        key: w.key.clone(),
+        entry: Entry::new(rev, obj),
+        prev: current.map(|c| c.obj.clone()),
+    })
+}
