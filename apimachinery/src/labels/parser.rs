@@ -208,19 +208,15 @@ impl Parser {
             return Ok(Vec::new());
         }
         let mut values = Vec::new();
-        let mut pending = String::new();
         loop {
-            let t = self.next();
-            if let Some(v) = t.as_value() {
-                pending = v;
-                continue;
+            let value = self.peek().as_value();
+            if value.is_some() {
+                self.next();
             }
-            match t {
-                Token::Comma => values.push(std::mem::take(&mut pending)),
-                Token::Close => {
-                    values.push(pending);
-                    return Ok(values);
-                }
+            values.push(value.unwrap_or_default());
+            match self.next() {
+                Token::Comma => {}
+                Token::Close => return Ok(values),
                 other => return Err(syntax(&other, "',', ')' or identifier")),
             }
         }

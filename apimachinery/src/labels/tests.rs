@@ -95,6 +95,14 @@ fn syntax_errors_use_upstream_messages() {
     assert_eq!(err("a in x"), "found 'x', expected: '('");
     assert_eq!(err("a in (x"), "found '', expected: ',', ')' or identifier");
     assert_eq!(
+        err("a in (x y)"),
+        "found 'y', expected: ',', ')' or identifier"
+    );
+    assert_eq!(
+        err("a in (x,=)"),
+        "found '=', expected: ',', ')' or identifier"
+    );
+    assert_eq!(
         err(",a"),
         "found ',', expected: !, identifier, or 'end of string'"
     );
