@@ -1,0 +1,42 @@
+//! Deployment and ReplicaSet defaults (apps/v1 SetDefaults_Deployment, SetDefaults_ReplicaSet).
+
+use super::pod::pod_spec;
+use crate::json::{default, object_mut};
+use serde_json::{json, Map, Value};
+
+pub(crate) fn deployment(obj: &mut Map<String, Value>) {
+    let Some(spec) = object_mut(obj, "spec") else {
+        return;
+    };
+    default(spec, "replicas", json!(1));
+    default(spec, "revisionHistoryLimit", json!(10));
+    default(spec, "progressDeadlineSeconds", json!(600));
+    if let Some(strategy) = object_mut(spec, "strategy") {
+        default(strategy, "type", json!("RollingUpdate"));
+        if strategy.get("type").and_then(Value::as_str) == Some("RollingUpdate") {
+            if let Some(rolling) = object_mut(strategy, "rollingUpdate") {
+                default(rolling, "maxUnavailable", json!("25%"));
+                default(rolling, "maxSurge", json!("25%"));
+            }
+        }
+    }
+    template(spec);
+}
+
+pub(crate) fn replica_set(obj: &mut Map<String, Value>) {
+    let Some(spec) = object_mut(obj, "spec") else {
+        return;
+    };
+    default(spec, "replicas", json!(1));
+    template(spec);
+}
+
+fn template(spec: &mut Map<String, Value>) {
+    if let Some(pod) = spec
+        .get_mut("template")
+        .and_then(Value::as_object_mut)
+        .and_then(|t| object_mut(t, "spec"))
+    {
+        pod_spec(pod);
+    }
+}

@@ -1,0 +1,33 @@
+//! Defaulting as kube-apiserver does it (upstream `SetDefaults_*` plus the few admission
+//! defaults clients rely on). Applied in place on create and update; running it twice changes
+//! nothing more.
+
+mod apps;
+mod core;
+mod pod;
+mod service;
+
+use serde_json::Value;
+
+/// Fills the fields kube-apiserver would fill for `kind`. Unknown kinds and non-object values
+/// are left alone.
+pub fn apply_defaults(kind: &str, obj: &mut Value) {
+    let Some(obj) = obj.as_object_mut() else {
+        return;
+    };
+    match kind {
+        "Pod" => pod::pod(obj),
+        "Service" => service::service(obj),
+        "Deployment" => apps::deployment(obj),
+        "ReplicaSet" => apps::replica_set(obj),
+        "Namespace" => core::namespace(obj),
+        "Secret" => core::secret(obj),
+        "Node" => core::node(obj),
+        "Endpoints" => core::endpoints(obj),
+        "EndpointSlice" => core::endpoint_slice(obj),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests;

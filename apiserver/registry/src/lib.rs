@@ -1,0 +1,22 @@
+//! Per-kind rules of the API server: defaulting, validation, and the Tables kubectl get prints.
+//!
+//! Everything here is pure: objects come in as `serde_json::Value` (the v1 wire form) and the
+//! rules follow upstream kube-apiserver (SetDefaults_*, Validate*, the internalversion printers),
+//! so real clients see the same defaults, the same 422 causes and the same `kubectl get` columns.
+
+mod base64;
+mod cause;
+mod defaults;
+mod json;
+pub mod kinds;
+pub mod names;
+mod path;
+pub mod quantity;
+pub mod selector;
+mod tables;
+mod validation;
+
+pub use cause::Cause;
+pub use defaults::apply_defaults;
+pub use tables::{cells, columns, human_age, Column};
+pub use validation::validate;

@@ -1,0 +1,104 @@
+//! Deployment and ReplicaSet rows.
+
+use super::{age, age_col, col, name, name_col, Column};
+use crate::json::{at, int_at, items, str_at};
+use crate::selector;
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
+
+fn wide_columns() -> Vec<Column> {
+    vec![
+        col("Containers", "string", 1, "Names of each container in the template."),
+        col("Images", "string", 1, "Images referenced by each container in the template."),
+        col("Selector", "string", 1, "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment."),
+    ]
+}
+
+pub(super) fn deployment_columns() -> Vec<Column> {
+    let mut cols = vec![
+        name_col(),
+        col("Ready", "string", 0, "Number of the pod with ready state"),
+        col("Up-to-date", "integer", 0, "Total number of non-terminated pods targeted by this deployment that have the desired template spec."),
+        col("Available", "integer", 0, "Total number of available pods (ready for at least minReadySeconds) targeted by this deployment."),
+        age_col(),
+    ];
+    cols.extend(wide_columns());
+    cols
+}
+
+pub(super) fn replica_set_columns() -> Vec<Column> {
+    let mut cols = vec![
+        name_col(),
+        col(
+            "Desired",
+            "integer",
+            0,
+            "Replicas is the number of desired replicas.",
+        ),
+        col(
+            "Current",
+            "integer",
+            0,
+            "Replicas is the most recently observed number of replicas.",
+        ),
+        col(
+            "Ready",
+            "integer",
+            0,
+            "The number of ready replicas for this replica set.",
+        ),
+        age_col(),
+    ];
+    cols.extend(wide_columns());
+    cols
+}
+
+fn spec_replicas(obj: &Value) -> i64 {
+    at(obj, &["spec", "replicas"])
+        .and_then(Value::as_i64)
+        .unwrap_or(1)
+}
+
+fn status_int(obj: &Value, key: &str) -> i64 {
+    obj.get("status").and_then(|s| int_at(s, key)).unwrap_or(0)
+}
+
+/// Containers, Images and Selector, from the pod template.
+fn wide_cells(obj: &Value) -> [Value; 3] {
+    let empty = json!({});
+    let containers = at(obj, &["spec", "template", "spec"]).unwrap_or(&empty);
+    let list = items(containers, "containers");
+    let names: Vec<&str> = list.iter().map(|c| str_at(c, "name")).collect();
+    let images: Vec<&str> = list.iter().map(|c| str_at(c, "image")).collect();
+    let sel = at(obj, &["spec", "selector"]).unwrap_or(&empty);
+    [
+        json!(names.join(",")),
+        json!(images.join(",")),
+        json!(selector::to_text(sel)),
+    ]
+}
+
+pub(super) fn deployment_cells(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
+    let ready = status_int(obj, "readyReplicas");
+    let mut cells = vec![
+        name(obj),
+        json!(format!("{ready}/{}", spec_replicas(obj))),
+        json!(status_int(obj, "updatedReplicas")),
+        json!(status_int(obj, "availableReplicas")),
+        age(obj, now),
+    ];
+    cells.extend(wide_cells(obj));
+    cells
+}
+
+pub(super) fn replica_set_cells(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
+    let mut cells = vec![
+        name(obj),
+        json!(spec_replicas(obj)),
+        json!(status_int(obj, "replicas")),
+        json!(status_int(obj, "readyReplicas")),
+        age(obj, now),
+    ];
+    cells.extend(wide_cells(obj));
+    cells
+}

@@ -1,0 +1,233 @@
+//! Container rules (validateContainers, validateInitContainers, probes, resources).
+
+use super::util::{int_field, int_or_name_port, name_check, non_negative, one_of, PROTOCOLS};
+use crate::cause::Cause;
+use crate::json::{items, map_at, str_at};
+use crate::names;
+use crate::path::Path;
+use crate::quantity;
+use serde_json::{json, Value};
+use std::collections::HashSet;
+
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum Role {
+    Regular,
+    Init,
+}
+
+const QUANTITY_MSG: &str = "must match the regex ^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$";
+
+pub(crate) fn container(
+    c: &Value,
+    path: &Path,
+    role: Role,
+    volumes: &HashSet<String>,
+    host_network: bool,
+    seen: &mut HashSet<String>,
+    out: &mut Vec<Cause>,
+) {
+    let name = str_at(c, "name");
+    if name.is_empty() {
+        out.push(Cause::required(path.child("name"), ""));
+    } else {
+        name_check(names::dns1123_label(name), &path.child("name"), name, out);
+        if !seen.insert(name.to_string()) {
+            out.push(Cause::duplicate(path.child("name"), &json!(name)));
+        }
+    }
+    let image = str_at(c, "image");
+    if image.is_empty() {
+        out.push(Cause::required(path.child("image"), ""));
+    } else if image.trim() != image {
+        let msg = "must not have leading or trailing whitespace";
+        out.push(Cause::invalid(path.child("image"), &json!(image), msg));
+    }
+    one_of(
+        c,
+        "imagePullPolicy",
+        &["Always", "IfNotPresent", "Never"],
+        true,
+        path,
+        out,
+    );
+    let policies = ["File", "FallbackToLogsOnError"];
+    one_of(c, "terminationMessagePolicy", &policies, true, path, out);
+    ports(c, &path.child("ports"), host_network, out);
+    env(c, &path.child("env"), out);
+    volume_mounts(c, &path.child("volumeMounts"), volumes, out);
+    resources(c, &path.child("resources"), out);
+    let sidecar = role == Role::Init && str_at(c, "restartPolicy") == "Always";
+    match role {
+        Role::Init => one_of(c, "restartPolicy", &["Always"], false, path, out),
+        Role::Regular if !str_at(c, "restartPolicy").is_empty() => out.push(Cause::forbidden(
+            path.child("restartPolicy"),
+            "may not be set for non-init containers",
+        )),
+        Role::Regular => {}
+    }
+    for key in ["livenessProbe", "readinessProbe", "startupProbe"] {
+        let Some(probe_value) = c.get(key).filter(|v| !v.is_null()) else {
+            continue;
+        };
+        if role == Role::Init && !sidecar {
+            let msg = "may not be set for init containers without restartPolicy=Always";
+            out.push(Cause::forbidden(path.child(key), msg));
+        } else {
+            probe(probe_value, key != "readinessProbe", &path.child(key), out);
+        }
+    }
+}
+
+fn ports(c: &Value, path: &Path, host_network: bool, out: &mut Vec<Cause>) {
+    let mut port_names = HashSet::new();
+    for (i, p) in items(c, "ports").iter().enumerate() {
+        let pp = path.index(i);
+        let name = str_at(p, "name");
+        if !name.is_empty() {
+            name_check(names::port_name(name), &pp.child("name"), name, out);
+            if !port_names.insert(name) {
+                out.push(Cause::duplicate(pp.child("name"), &json!(name)));
+            }
+        }
+        let container_port = int_field(p, "containerPort", &pp, out);
+        match container_port {
+            None | Some(0) => out.push(Cause::required(pp.child("containerPort"), "")),
+            Some(n) => port_range(n, &pp.child("containerPort"), out),
+        }
+        let host_port = int_field(p, "hostPort", &pp, out).unwrap_or(0);
+        if host_port != 0 {
+            port_range(host_port, &pp.child("hostPort"), out);
+        }
+        if host_network && host_port != 0 && Some(host_port) != container_port {
+            let msg = "must match `containerPort` when `hostNetwork` is true";
+            out.push(Cause::invalid(pp.child("hostPort"), &json!(host_port), msg));
+        }
+        one_of(p, "protocol", PROTOCOLS, true, &pp, out);
+    }
+}
+
+pub(crate) fn port_range(n: i64, path: &Path, out: &mut Vec<Cause>) {
+    for msg in names::port_number(n) {
+        out.push(Cause::invalid(path, &json!(n), &msg));
+    }
+}
+
+fn env(c: &Value, path: &Path, out: &mut Vec<Cause>) {
+    for (i, e) in items(c, "env").iter().enumerate() {
+        let p = path.index(i);
+        let name = str_at(e, "name");
+        if name.is_empty() {
+            out.push(Cause::required(p.child("name"), ""));
+        } else {
+            name_check(names::env_var_name(name), &p.child("name"), name, out);
+        }
+        if !str_at(e, "value").is_empty() && e.get("valueFrom").is_some_and(|v| !v.is_null()) {
+            let msg = "may not be specified when `value` is not empty";
+            out.push(Cause::invalid(p.child("valueFrom"), &json!(""), msg));
+        }
+    }
+}
+
+fn volume_mounts(c: &Value, path: &Path, volumes: &HashSet<String>, out: &mut Vec<Cause>) {
+    let mut mount_paths = HashSet::new();
+    for (i, m) in items(c, "volumeMounts").iter().enumerate() {
+        let p = path.index(i);
+        let name = str_at(m, "name");
+        if name.is_empty() {
+            out.push(Cause::required(p.child("name"), ""));
+        } else if !volumes.contains(name) {
+            out.push(Cause::not_found(p.child("name"), &json!(name)));
+        }
+        let mount_path = str_at(m, "mountPath");
+        if mount_path.is_empty() {
+            out.push(Cause::required(p.child("mountPath"), ""));
+        } else if !mount_paths.insert(mount_path) {
+            out.push(Cause::invalid(
+                p.child("mountPath"),
+                &json!(mount_path),
+                "must be unique",
+            ));
+        }
+    }
+}
+
+fn resources(c: &Value, path: &Path, out: &mut Vec<Cause>) {
+    let Some(res) = c.get("resources") else {
+        return;
+    };
+    for kind in ["limits", "requests"] {
+        for (name, q) in map_at(res, kind).into_iter().flatten() {
+            let p = path.child(kind).key(name);
+            match quantity::parse_value(q) {
+                None => out.push(Cause::invalid(&p, q, QUANTITY_MSG)),
+                Some(v) if v < 0.0 => {
+                    out.push(Cause::invalid(&p, q, "must be greater than or equal to 0"))
+                }
+                Some(_) => {}
+            }
+        }
+    }
+    let limits = map_at(res, "limits");
+    for (name, q) in map_at(res, "requests").into_iter().flatten() {
+        let Some(limit) = limits.and_then(|l| l.get(name)) else {
+            continue;
+        };
+        if let (Some(r), Some(l)) = (quantity::parse_value(q), quantity::parse_value(limit)) {
+            if r > l {
+                let shown = limit
+                    .as_str()
+                    .map_or_else(|| limit.to_string(), str::to_string);
+                let msg = format!("must be less than or equal to {name} limit of {shown}");
+                out.push(Cause::invalid(path.child("requests").key(name), q, &msg));
+            }
+        }
+    }
+}
+
+fn probe(p: &Value, success_must_be_one: bool, path: &Path, out: &mut Vec<Cause>) {
+    let handlers: Vec<&str> = ["exec", "httpGet", "tcpSocket", "grpc"]
+        .into_iter()
+        .filter(|k| p.get(*k).is_some_and(|v| !v.is_null()))
+        .collect();
+    match handlers.as_slice() {
+        [] => out.push(Cause::required(path, "must specify a handler type")),
+        [_, second, ..] => out.push(Cause::forbidden(
+            path.child(second),
+            "may not specify more than 1 handler type",
+        )),
+        [_] => {}
+    }
+    for key in [
+        "initialDelaySeconds",
+        "timeoutSeconds",
+        "periodSeconds",
+        "successThreshold",
+        "failureThreshold",
+    ] {
+        non_negative(p, key, path, out);
+    }
+    if success_must_be_one {
+        if let Some(n) = p.get("successThreshold").and_then(Value::as_i64) {
+            if n != 1 {
+                out.push(Cause::invalid(
+                    path.child("successThreshold"),
+                    &json!(n),
+                    "must be 1",
+                ));
+            }
+        }
+    }
+    for handler in ["httpGet", "tcpSocket"] {
+        let Some(h) = p.get(handler).filter(|v| v.is_object()) else {
+            continue;
+        };
+        let hp = path.child(handler);
+        match h.get("port") {
+            None | Some(Value::Null) => out.push(Cause::required(hp.child("port"), "")),
+            port => int_or_name_port(port, &hp.child("port"), out),
+        }
+        if handler == "httpGet" {
+            one_of(h, "scheme", &["HTTP", "HTTPS"], false, &hp, out);
+        }
+    }
+}

@@ -1,0 +1,43 @@
+//! Validation of whole objects, after defaulting, with upstream's field paths and messages.
+
+mod apps;
+mod container;
+mod core;
+mod meta;
+mod network;
+mod pod;
+mod service;
+mod util;
+
+use crate::cause::Cause;
+use serde_json::Value;
+
+/// Everything wrong with `obj`; empty means valid. `old` is the stored object on update, for the
+/// immutable-field rules. The status and binding subresources change fields that a plain update
+/// may not (e.g. a Pod's `spec.nodeName`): validate those writes without `old`, as upstream
+/// validates them separately.
+pub fn validate(kind: &str, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
+    let mut out = Vec::new();
+    meta::object_meta(kind, obj, &mut out);
+    match kind {
+        "Pod" => pod::pod(obj, old, &mut out),
+        "Deployment" => apps::deployment(obj, old, &mut out),
+        "ReplicaSet" => apps::replica_set(obj, old, &mut out),
+        "Service" => service::service(obj, old, &mut out),
+        "Endpoints" => network::endpoints(obj, &mut out),
+        "EndpointSlice" => network::endpoint_slice(obj, old, &mut out),
+        "Ingress" => network::ingress(obj, &mut out),
+        "IngressClass" => network::ingress_class(obj, old, &mut out),
+        "ConfigMap" => core::config_map(obj, old, &mut out),
+        "Secret" => core::secret(obj, old, &mut out),
+        "Namespace" => core::namespace(obj, &mut out),
+        "Node" => core::node(obj, &mut out),
+        "Event" => core::event(obj, &mut out),
+        "Lease" => core::lease(obj, &mut out),
+        _ => {}
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;
