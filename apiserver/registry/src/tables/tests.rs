@@ -1,1 +1,500 @@
+use super::{cells, columns};
+use crate::kinds::KINDS;
+use chrono::{DateTime, Utc};
+use serde_json::{json, Value};
 
+fn now() -> DateTime<Utc> {
+    "2026-12-02T12:00:00Z".parse().expect("valid time")
+}
+
+fn meta(name: &str) -> Value {
+    json!({"name": name, "namespace": "default", "creationTimestamp": "2026-12-02T11:55:00Z"})
+}
+
+/// The row as kubectl shows it: column name (upper-cased like kubectl) -> cell.
+fn row(kind: &str, obj: &Value) -> Vec<(String, Value)> {
+    let cols = columns(kind);
+    let cells = cells(kind, obj, now());
+    assert_eq!(cols.len(), cells.len(), "{kind}");
+    cols.iter()
+        .map(|c| c.name.to_uppercase())
+        .zip(cells)
+        .collect()
+}
+
+fn cell(kind: &str, obj: &Value, column: &str) -> Value {
+    row(kind, obj)
+        .into_iter()
+        .find(|(c, _)| c == column)
+        .map(|(_, v)| v)
+        .unwrap_or_else(|| panic!("{kind} has no column {column}"))
+}
+
+fn pod(status: Value) -> Value {
+    json!({"metadata": meta("web-0"), "spec": {"nodeName": "node-1",
+        "containers": [{"name": "web", "image": "nginx"}, {"name": "side", "image": "busybox"}]},
+        "status": status})
+}
+
+#[test]
+fn every_kind_has_name_and_age_and_matching_cells() {
+    for kind in KINDS.iter().chain(&["Widget"]) {
+        let cols = columns(kind);
+        let obj = json!({"metadata": meta("x")});
+        assert_eq!(cells(kind, &obj, now()).len(), cols.len(), "{kind}");
+        let names: Vec<&str> = cols.iter().map(|c| c.name).collect();
+        assert!(names.contains(&"Name"), "{kind}: {names:?}");
+        if *kind != "Event" {
+            assert_eq!(cols[0].format, "name", "{kind}");
+            assert!(names.contains(&"Age"), "{kind}");
+        }
+    }
+    let names: Vec<&str> = columns("Widget").iter().map(|c| c.name).collect();
+    assert_eq!(names, vec!["Name", "Age"]);
+}
+
+#[test]
+fn running_pod_row() {
+    let p = pod(
+        json!({"phase": "Running", "podIPs": [{"ip": "10.244.0.5"}], "conditions": [
+            {"type": "Ready", "status": "False"}],
+        "containerStatuses": [
+            {"name": "web", "ready": true, "restartCount": 0, "state": {"running": {}}},
+            {"name": "side", "ready": false, "restartCount": 0, "state": {"running": {}}}]}),
+    );
+    let got = row("Pod", &p);
+    let want = [
+        ("NAME", json!("web-0")),
+        ("READY", json!("1/2")),
+        ("STATUS", json!("Running")),
+        ("RESTARTS", json!("0")),
+        ("AGE", json!("5m")),
+        ("IP", json!("10.244.0.5")),
+        ("NODE", json!("node-1")),
+        ("NOMINATED NODE", json!("<none>")),
+        ("READINESS GATES", json!("<none>")),
+    ];
+    let want: Vec<(String, Value)> = want.into_iter().map(|(c, v)| (c.to_string(), v)).collect();
+    assert_eq!(got, want);
+    let wide: Vec<i32> = columns("Pod").iter().map(|c| c.priority).collect();
+    assert_eq!(wide, vec![0, 0, 0, 0, 0, 1, 1, 1, 1]);
+}
+
+#[test]
+fn crash_loop_back_off_pod() {
+    let p = pod(json!({"phase": "Running", "containerStatuses": [
+        {"name": "web", "ready": false, "restartCount": 5,
+         "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 2m40s"}},
+         "lastState": {"terminated": {"exitCode": 1, "reason": "Error",
+             "finishedAt": "2026-12-02T11:59:30Z"}}},
+        {"name": "side", "ready": true, "restartCount": 0, "state": {"running": {}}}]}));
+    assert_eq!(cell("Pod", &p, "STATUS"), "CrashLoopBackOff");
+    assert_eq!(cell("Pod", &p, "READY"), "1/2");
+    assert_eq!(cell("Pod", &p, "RESTARTS"), "5 (30s ago)");
+    assert_eq!(cell("Pod", &p, "IP"), "<none>");
+}
+
+#[test]
+fn terminating_pod() {
+    let mut p = pod(json!({"phase": "Running", "containerStatuses": [
+        {"name": "web", "ready": true, "state": {"running": {}}},
+        {"name": "side", "ready": true, "state": {"running": {}}}]}));
+    p["metadata"]["deletionTimestamp"] = json!("2026-12-02T11:59:50Z");
+    assert_eq!(cell("Pod", &p, "STATUS"), "Terminating");
+    assert_eq!(cell("Pod", &p, "READY"), "2/2");
+    // A pod in a terminal phase shows the phase, not Terminating.
+    p["status"]["phase"] = json!("Succeeded");
+    assert_eq!(cell("Pod", &p, "STATUS"), "Succeeded");
+    p["status"]["reason"] = json!("NodeLost");
+    assert_eq!(cell("Pod", &p, "STATUS"), "Unknown");
+}
+
+#[test]
+fn pod_status_reasons() {
+    let waiting = |reason: &str| {
+        pod(json!({"phase": "Pending", "containerStatuses": [
+            {"name": "web", "ready": false, "restartCount": 0, "state": {"waiting": {"reason": reason}}}]}))
+    };
+    assert_eq!(
+        cell("Pod", &waiting("ErrImagePull"), "STATUS"),
+        "ErrImagePull"
+    );
+    assert_eq!(
+        cell("Pod", &waiting("ContainerCreating"), "STATUS"),
+        "ContainerCreating"
+    );
+    let pending = pod(json!({"phase": "Pending"}));
+    assert_eq!(cell("Pod", &pending, "STATUS"), "Pending");
+    assert_eq!(cell("Pod", &pending, "READY"), "0/2");
+    let done = pod(json!({"phase": "Succeeded", "containerStatuses": [
+        {"name": "web", "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}},
+        {"name": "side", "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}}]}));
+    assert_eq!(cell("Pod", &done, "STATUS"), "Completed");
+    let killed = pod(json!({"phase": "Failed", "containerStatuses": [
+        {"name": "web", "state": {"terminated": {"exitCode": 137, "signal": 9}}}]}));
+    assert_eq!(cell("Pod", &killed, "STATUS"), "Signal:9");
+    let exited = pod(json!({"phase": "Failed", "containerStatuses": [
+        {"name": "web", "state": {"terminated": {"exitCode": 3}}}]}));
+    assert_eq!(cell("Pod", &exited, "STATUS"), "ExitCode:3");
+    let evicted = pod(json!({"phase": "Failed", "reason": "Evicted"}));
+    assert_eq!(cell("Pod", &evicted, "STATUS"), "Evicted");
+}
+
+#[test]
+fn init_container_states() {
+    let with_init = |status: Value| {
+        let mut p = pod(status);
+        p["spec"]["initContainers"] =
+            json!([{"name": "migrate", "image": "x"}, {"name": "warm", "image": "y"}]);
+        p
+    };
+    let running = with_init(json!({"phase": "Pending", "initContainerStatuses": [
+        {"name": "migrate", "state": {"running": {}}}, {"name": "warm", "state": {"waiting": {"reason": "PodInitializing"}}}],
+        "containerStatuses": [{"name": "web", "state": {"waiting": {"reason": "PodInitializing"}}}]}));
+    assert_eq!(cell("Pod", &running, "STATUS"), "Init:0/2");
+    let second = with_init(json!({"phase": "Pending", "initContainerStatuses": [
+        {"name": "migrate", "state": {"terminated": {"exitCode": 0, "reason": "Completed"}}},
+        {"name": "warm", "state": {"running": {}}}]}));
+    assert_eq!(cell("Pod", &second, "STATUS"), "Init:1/2");
+    let failing = with_init(json!({"phase": "Pending", "initContainerStatuses": [
+        {"name": "migrate", "restartCount": 3, "state": {"waiting": {"reason": "CrashLoopBackOff"}},
+         "lastState": {"terminated": {"exitCode": 1, "finishedAt": "2026-12-02T11:58:00Z"}}}]}));
+    assert_eq!(cell("Pod", &failing, "STATUS"), "Init:CrashLoopBackOff");
+    assert_eq!(cell("Pod", &failing, "RESTARTS"), "3 (2m ago)");
+    let failed = with_init(json!({"phase": "Failed", "initContainerStatuses": [
+        {"name": "migrate", "state": {"terminated": {"exitCode": 2}}}]}));
+    assert_eq!(cell("Pod", &failed, "STATUS"), "Init:ExitCode:2");
+}
+
+#[test]
+fn sidecar_counts_as_a_container() {
+    let mut p = pod(
+        json!({"phase": "Running", "conditions": [{"type": "Initialized", "status": "True"}],
+        "initContainerStatuses": [{"name": "proxy", "ready": true, "started": true, "restartCount": 1,
+            "state": {"running": {}}}],
+        "containerStatuses": [
+            {"name": "web", "ready": true, "state": {"running": {}}},
+            {"name": "side", "ready": true, "state": {"running": {}}}]}),
+    );
+    p["spec"]["initContainers"] =
+        json!([{"name": "proxy", "image": "envoy", "restartPolicy": "Always"}]);
+    assert_eq!(cell("Pod", &p, "READY"), "3/3");
+    assert_eq!(cell("Pod", &p, "STATUS"), "Running");
+    assert_eq!(cell("Pod", &p, "RESTARTS"), "1");
+}
+
+#[test]
+fn readiness_gates() {
+    let mut p = pod(json!({"phase": "Running", "conditions": [
+        {"type": "example.com/lb", "status": "True"}, {"type": "example.com/dns", "status": "False"}]}));
+    p["spec"]["readinessGates"] = json!([{"conditionType": "example.com/lb"},
+        {"conditionType": "example.com/dns"}]);
+    assert_eq!(cell("Pod", &p, "READINESS GATES"), "1/2");
+}
+
+#[test]
+fn deployment_and_replica_set_rows() {
+    let d = json!({"metadata": meta("web"), "spec": {"replicas": 3,
+        "selector": {"matchLabels": {"app": "web"}},
+        "template": {"spec": {"containers": [{"name": "web", "image": "nginx:1.27"},
+            {"name": "log", "image": "busybox"}]}}},
+        "status": {"replicas": 3, "readyReplicas": 2, "updatedReplicas": 3, "availableReplicas": 2}});
+    let got: Vec<Value> = row("Deployment", &d).into_iter().map(|(_, v)| v).collect();
+    assert_eq!(
+        got,
+        vec![
+            json!("web"),
+            json!("2/3"),
+            json!(3),
+            json!(2),
+            json!("5m"),
+            json!("web,log"),
+            json!("nginx:1.27,busybox"),
+            json!("app=web")
+        ]
+    );
+    let headers: Vec<String> = row("Deployment", &d).into_iter().map(|(c, _)| c).collect();
+    assert_eq!(
+        headers,
+        [
+            "NAME",
+            "READY",
+            "UP-TO-DATE",
+            "AVAILABLE",
+            "AGE",
+            "CONTAINERS",
+            "IMAGES",
+            "SELECTOR"
+        ]
+    );
+    let fresh = json!({"metadata": meta("web"), "spec": {"replicas": 3}});
+    assert_eq!(cell("Deployment", &fresh, "READY"), "0/3");
+    let rs = json!({"metadata": meta("web-5d9c"), "spec": {"replicas": 3,
+        "selector": {"matchLabels": {"app": "web", "pod-template-hash": "5d9c"}}},
+        "status": {"replicas": 3, "readyReplicas": 1}});
+    let got: Vec<Value> = row("ReplicaSet", &rs)
+        .into_iter()
+        .take(5)
+        .map(|(_, v)| v)
+        .collect();
+    assert_eq!(
+        got,
+        vec![json!("web-5d9c"), json!(3), json!(3), json!(1), json!("5m")]
+    );
+    assert_eq!(
+        cell("ReplicaSet", &rs, "SELECTOR"),
+        "app=web,pod-template-hash=5d9c"
+    );
+}
+
+fn svc(spec: Value, status: Value) -> Value {
+    json!({"metadata": meta("web"), "spec": spec, "status": status})
+}
+
+#[test]
+fn service_rows() {
+    let cluster = svc(
+        json!({"type": "ClusterIP", "clusterIP": "10.96.0.10", "clusterIPs": ["10.96.0.10"],
+        "selector": {"app": "web"}, "ports": [{"port": 80, "protocol": "TCP"}, {"port": 53, "protocol": "UDP"}]}),
+        json!({}),
+    );
+    let got: Vec<Value> = row("Service", &cluster)
+        .into_iter()
+        .map(|(_, v)| v)
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            json!("web"),
+            json!("ClusterIP"),
+            json!("10.96.0.10"),
+            json!("<none>"),
+            json!("80/TCP,53/UDP"),
+            json!("5m"),
+            json!("app=web")
+        ]
+    );
+    let node_port = svc(
+        json!({"type": "NodePort", "clusterIP": "10.96.0.11",
+        "ports": [{"port": 80, "nodePort": 30080, "protocol": "TCP"}]}),
+        json!({}),
+    );
+    assert_eq!(cell("Service", &node_port, "PORT(S)"), "80:30080/TCP");
+    assert_eq!(cell("Service", &node_port, "SELECTOR"), "<none>");
+    let lb = svc(
+        json!({"type": "LoadBalancer", "clusterIP": "10.96.0.12", "ports": []}),
+        json!({}),
+    );
+    assert_eq!(cell("Service", &lb, "EXTERNAL-IP"), "<pending>");
+    assert_eq!(cell("Service", &lb, "PORT(S)"), "<none>");
+    let lb_ready = svc(
+        json!({"type": "LoadBalancer", "externalIPs": ["192.0.2.9"]}),
+        json!({"loadBalancer": {"ingress": [{"ip": "192.0.2.1"}, {"hostname": "lb.example.test"}]}}),
+    );
+    assert_eq!(
+        cell("Service", &lb_ready, "EXTERNAL-IP"),
+        "192.0.2.1,lb.example.test,192.0.2.9"
+    );
+    let external = svc(
+        json!({"type": "ExternalName", "externalName": "db.example.test"}),
+        json!({}),
+    );
+    assert_eq!(cell("Service", &external, "EXTERNAL-IP"), "db.example.test");
+    assert_eq!(cell("Service", &external, "CLUSTER-IP"), "<none>");
+    let headless = svc(
+        json!({"type": "ClusterIP", "clusterIP": "None", "clusterIPs": ["None"]}),
+        json!({}),
+    );
+    assert_eq!(cell("Service", &headless, "CLUSTER-IP"), "None");
+}
+
+#[test]
+fn endpoint_rows() {
+    let slice = json!({"metadata": meta("web-abcde"), "addressType": "IPv4",
+        "ports": [{"name": "http", "port": 80}, {"name": "any"}],
+        "endpoints": [{"addresses": ["10.244.0.5"]}, {"addresses": ["10.244.0.6"]},
+            {"addresses": ["10.244.1.7"]}, {"addresses": ["10.244.1.8"]}, {"addresses": ["10.244.2.9"]}]});
+    let got: Vec<Value> = row("EndpointSlice", &slice)
+        .into_iter()
+        .map(|(_, v)| v)
+        .collect();
+    assert_eq!(
+        got,
+        vec![
+            json!("web-abcde"),
+            json!("IPv4"),
+            json!("80,any"),
+            json!("10.244.0.5,10.244.0.6,10.244.1.7 + 2 more..."),
+            json!("5m")
+        ]
+    );
+    let empty = json!({"metadata": meta("web-x"), "addressType": "IPv4", "endpoints": []});
+    assert_eq!(cell("EndpointSlice", &empty, "ENDPOINTS"), "<unset>");
+    assert_eq!(cell("EndpointSlice", &empty, "PORTS"), "<unset>");
+    let eps = json!({"metadata": meta("web"), "subsets": [{"addresses": [{"ip": "10.244.0.5"}, {"ip": "10.244.0.6"}],
+        "notReadyAddresses": [{"ip": "10.244.0.7"}], "ports": [{"port": 80}]}]});
+    assert_eq!(
+        cell("Endpoints", &eps, "ENDPOINTS"),
+        "10.244.0.5:80,10.244.0.6:80"
+    );
+    let none = json!({"metadata": meta("web")});
+    assert_eq!(cell("Endpoints", &none, "ENDPOINTS"), "<none>");
+}
+
+#[test]
+fn node_rows() {
+    let node = json!({"metadata": {"name": "node-1", "creationTimestamp": "2026-11-30T09:00:00Z",
+            "labels": {"node-role.kubernetes.io/control-plane": "", "node-role.kubernetes.io/worker": ""}},
+        "spec": {"unschedulable": true},
+        "status": {"conditions": [{"type": "MemoryPressure", "status": "False"}, {"type": "Ready", "status": "True"}],
+            "addresses": [{"type": "InternalIP", "address": "10.0.0.2"}, {"type": "Hostname", "address": "node-1"}],
+            "nodeInfo": {"kubeletVersion": "v1.32.0-keelson", "osImage": "Debian GNU/Linux 13 (trixie)",
+                "kernelVersion": "6.12.0", "containerRuntimeVersion": "containerd://1.6.20"}}});
+    let got: Vec<Value> = row("Node", &node).into_iter().map(|(_, v)| v).collect();
+    assert_eq!(
+        got,
+        vec![
+            json!("node-1"),
+            json!("Ready,SchedulingDisabled"),
+            json!("control-plane,worker"),
+            json!("2d3h"),
+            json!("v1.32.0-keelson"),
+            json!("10.0.0.2"),
+            json!("<none>"),
+            json!("Debian GNU/Linux 13 (trixie)"),
+            json!("6.12.0"),
+            json!("containerd://1.6.20")
+        ]
+    );
+    let bare = json!({"metadata": {"name": "n2"}, "status": {"conditions": [{"type": "Ready", "status": "Unknown"}]}});
+    assert_eq!(cell("Node", &bare, "STATUS"), "NotReady");
+    assert_eq!(cell("Node", &bare, "ROLES"), "<none>");
+    assert_eq!(cell("Node", &bare, "AGE"), "<unknown>");
+    assert_eq!(cell("Node", &bare, "OS-IMAGE"), "<unknown>");
+    let new = json!({"metadata": {"name": "n3"}});
+    assert_eq!(cell("Node", &new, "STATUS"), "Unknown");
+}
+
+#[test]
+fn core_kind_rows() {
+    let ns = json!({"metadata": meta("team-a"), "status": {"phase": "Terminating"}});
+    assert_eq!(
+        row("Namespace", &ns)
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect::<Vec<_>>(),
+        vec![json!("team-a"), json!("Terminating"), json!("5m")]
+    );
+    let cm =
+        json!({"metadata": meta("cfg"), "data": {"a": "1", "b": "2"}, "binaryData": {"c": "AA=="}});
+    assert_eq!(cell("ConfigMap", &cm, "DATA"), 3);
+    let secret = json!({"metadata": meta("tls"), "type": "kubernetes.io/tls", "data": {"tls.crt": "", "tls.key": ""}});
+    assert_eq!(
+        row("Secret", &secret)
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect::<Vec<_>>(),
+        vec![
+            json!("tls"),
+            json!("kubernetes.io/tls"),
+            json!(2),
+            json!("5m")
+        ]
+    );
+    let sa = json!({"metadata": meta("default")});
+    assert_eq!(cell("ServiceAccount", &sa, "SECRETS"), 0);
+    let lease = json!({"metadata": meta("node-1"), "spec": {"holderIdentity": "node-1"}});
+    assert_eq!(cell("Lease", &lease, "HOLDER"), "node-1");
+}
+
+#[test]
+fn event_rows() {
+    let ev = json!({"metadata": meta("web-0.181"), "type": "Warning", "reason": "BackOff",
+        "message": "Back-off restarting failed container web\n",
+        "involvedObject": {"kind": "Pod", "name": "web-0", "fieldPath": "spec.containers{web}"},
+        "source": {"component": "kubelet", "host": "node-1"},
+        "firstTimestamp": "2026-12-02T11:50:00Z", "lastTimestamp": "2026-12-02T11:59:00Z", "count": 7});
+    let got = row("Event", &ev);
+    let shown: Vec<(String, Value)> = got
+        .into_iter()
+        .filter(|(c, _)| {
+            columns("Event")
+                .iter()
+                .any(|col| col.name.to_uppercase() == *c && col.priority == 0)
+        })
+        .collect();
+    let headers: Vec<&str> = shown.iter().map(|(c, _)| c.as_str()).collect();
+    assert_eq!(
+        headers,
+        ["LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"]
+    );
+    let values: Vec<Value> = shown.into_iter().map(|(_, v)| v).collect();
+    assert_eq!(
+        values,
+        vec![
+            json!("60s"),
+            json!("Warning"),
+            json!("BackOff"),
+            json!("pod/web-0"),
+            json!("Back-off restarting failed container web")
+        ]
+    );
+    assert_eq!(cell("Event", &ev, "SOURCE"), "kubelet, node-1");
+    assert_eq!(cell("Event", &ev, "FIRST SEEN"), "10m");
+    assert_eq!(cell("Event", &ev, "COUNT"), 7);
+    let new_api = json!({"metadata": meta("n.1"), "eventTime": "2026-12-02T11:59:58.123456Z",
+        "reportingComponent": "keelson-scheduler", "involvedObject": {"kind": "Node"},
+        "series": {"count": 4, "lastObservedTime": "2026-12-02T11:59:59.000000Z"}});
+    assert_eq!(cell("Event", &new_api, "LAST SEEN"), "1s");
+    assert_eq!(cell("Event", &new_api, "FIRST SEEN"), "1s");
+    assert_eq!(cell("Event", &new_api, "COUNT"), 4);
+    assert_eq!(cell("Event", &new_api, "OBJECT"), "node");
+    assert_eq!(cell("Event", &new_api, "SOURCE"), "keelson-scheduler");
+}
+
+#[test]
+fn ingress_rows() {
+    let ing = json!({"metadata": meta("web"), "spec": {"ingressClassName": "keelson",
+        "rules": [{"host": "a.test"}, {"host": "b.test"}, {}, {"host": "c.test"}, {"host": "d.test"}],
+        "tls": [{"hosts": ["a.test"]}]},
+        "status": {"loadBalancer": {"ingress": [{"ip": "10.0.0.2"}]}}});
+    let got: Vec<Value> = row("Ingress", &ing).into_iter().map(|(_, v)| v).collect();
+    assert_eq!(
+        got,
+        vec![
+            json!("web"),
+            json!("keelson"),
+            json!("a.test,b.test,c.test + 2 more..."),
+            json!("10.0.0.2"),
+            json!("80, 443"),
+            json!("5m")
+        ]
+    );
+    let bare = json!({"metadata": meta("web"), "spec": {"defaultBackend": {}}});
+    assert_eq!(
+        row("Ingress", &bare)
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect::<Vec<_>>(),
+        vec![
+            json!("web"),
+            json!("<none>"),
+            json!("*"),
+            json!(""),
+            json!("80"),
+            json!("5m")
+        ]
+    );
+    let class = json!({"metadata": meta("keelson"), "spec": {"controller": "keelson.dev/ingress",
+        "parameters": {"apiGroup": "k8s.example.com", "kind": "IngressParameters", "name": "p"}}});
+    assert_eq!(
+        cell("IngressClass", &class, "CONTROLLER"),
+        "keelson.dev/ingress"
+    );
+    assert_eq!(
+        cell("IngressClass", &class, "PARAMETERS"),
+        "IngressParameters.k8s.example.com/p"
+    );
+    let plain = json!({"metadata": meta("x"), "spec": {"controller": "a.b/c"}});
+    assert_eq!(cell("IngressClass", &plain, "PARAMETERS"), "<none>");
+}
