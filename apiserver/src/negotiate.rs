@@ -67,6 +67,11 @@ pub fn patch_type(ct: Option<&str>) -> Result<PatchType, ApiError> {
 /// server-side apply). A body with no content type is taken as JSON.
 pub fn parse_body(ct: Option<&str>, body: &[u8]) -> Result<Value, ApiError> {
     let ct = ct.unwrap_or("application/json");
+    let mt = ct.split(';').next().unwrap_or("").trim();
+    let known = mt.is_empty() || mt == "*/*" || mt.starts_with("application/json") || mt.ends_with("+json") || mt.contains("yaml");
+    if !known {
+        return Err(ApiError::unsupported_media(mt));
+    }
     let yaml = ct.contains("yaml");
     let v: Value = if yaml {
         serde_yaml::from_slice(body).map_err(|e| {

@@ -153,7 +153,9 @@ pub async fn update(api: &Api, t: &Target, body: Value, sub: Sub, dry_run: bool)
 }
 
 fn patch_err(e: patch::PatchError) -> ApiError {
-    ApiError::new(422, "Invalid", format!("the patch could not be applied: {e}"))
+    let code = e.status_code();
+    let reason = if code == 400 { "BadRequest" } else { "Invalid" };
+    ApiError::new(code, reason, format!("the patch could not be applied: {e}"))
 }
 
 pub async fn patch(api: &Api, t: &Target, kind: PatchType, body: Value, sub: Sub, dry_run: bool) -> ApiResult<Entry> {
