@@ -1,0 +1,51 @@
+//! The same binary run as an IPAM plugin (`"ipam": {"type": "keelson-ipam"}` under another
+//! main plugin, or invoked under the name keelson-ipam).
+
+use std::collections::HashSet;
+use std::net::IpAddr;
+
+use super::store::Owner;
+use crate::config::NetConf;
+use crate::env::{CniEnv, Command};
+use crate::error::Result;
+
+pub fn handle(cmd: Command, env: &CniEnv, conf: &NetConf) -> Result<Option<String>> {
+    let plan = conf.ipam()?.plan(&conf.name)?;
+    let owner = Owner::new(&env.container_id, &env.ifname);
+    let prev_ips: Vec<IpAddr> = conf
+        .prev_result
+        .iter()
+        .flat_map(|r| r.ips.iter().map(|ip| ip.address.ip()))
+        .collect();
+    match cmd {
+        Command::Add => {
+            let got = super::allocate(&plan, &owner)?;
+            Ok(Some(
+                super::to_result(&plan, &got).to_json(&conf.cni_version),
+            ))
+        }
+        Command::Del => {
+            super::release(&plan, &owner, &prev_ips)?;
+            Ok(None)
+        }
+        Command::Check => {
+            super::check(&plan, &owner, &prev_ips)?;
+            Ok(None)
+        }
+        Command::Gc => {
+            let valid: HashSet<Owner> = conf
+                .valid_attachments
+                .iter()
+                .flatten()
+                .map(|a| Owner::new(&a.container_id, &a.ifname))
+                .collect();
+            super::gc(&plan, &valid)?;
+            Ok(None)
+        }
+        Command::Status => {
+            super::status(&plan)?;
+            Ok(None)
+        }
+        Command::Version => Ok(None),
+    }
+}

@@ -1,0 +1,190 @@
+//! Links: bridge, veth pair, up/down, hairpin, delete, look-up by name.
+
+use std::io;
+use std::os::fd::RawFd;
+
+use netlink_packet_core::{NLM_F_CREATE, NLM_F_EXCL};
+use netlink_packet_route::link::{
+    InfoBridgePort, InfoData, InfoKind, InfoPortData, InfoPortKind, InfoVeth, LinkAttribute,
+    LinkFlags, LinkInfo, LinkMessage,
+};
+use netlink_packet_route::RouteNetlinkMessage;
+
+use super::{is_not_found, Netlink};
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LinkDetails {
+    pub index: u32,
+    pub name: String,
+    pub mac: String,
+    pub mtu: u32,
+    pub up: bool,
+    pub master: Option<u32>,
+    pub kind: Option<String>,
+}
+
+pub fn format_mac(bytes: &[u8]) -> String {
+    bytes
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
+}
+
+fn details(msg: &LinkMessage) -> LinkDetails {
+    let mut d = LinkDetails {
+        index: msg.header.index,
+        name: String::new(),
+        mac: String::new(),
+        mtu: 0,
+        up: msg.header.flags.contains(LinkFlags::Up),
+        master: None,
+        kind: None,
+    };
+    for attr in &msg.attributes {
+        match attr {
+            LinkAttribute::IfName(n) => d.name = n.clone(),
+            LinkAttribute::Address(a) => d.mac = format_mac(a),
+            LinkAttribute::Mtu(m) => d.mtu = *m,
+            LinkAttribute::Controller(m) => d.master = Some(*m),
+            LinkAttribute::LinkInfo(infos) => {
+                for info in infos {
+                    if let LinkInfo::Kind(k) = info {
+                        d.kind = Some(k.to_string());
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    d
+}
+
+fn named(name: &str) -> LinkMessage {
+    let mut msg = LinkMessage::default();
+    msg.attributes.push(LinkAttribute::IfName(name.to_string()));
+    msg
+}
+
+fn with_up(mut msg: LinkMessage) -> LinkMessage {
+    msg.header.flags |= LinkFlags::Up;
+    msg.header.change_mask |= LinkFlags::Up;
+    msg
+}
+
+pub fn get(nl: &mut Netlink, name: &str) -> io::Result<Option<LinkDetails>> {
+    match nl.get(RouteNetlinkMessage::GetLink(named(name))) {
+        Ok(RouteNetlinkMessage::NewLink(msg)) => Ok(Some(details(&msg))),
+        Ok(_) => Ok(None),
+        Err(e) if is_not_found(&e) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+pub fn list(nl: &mut Netlink) -> io::Result<Vec<LinkDetails>> {
+    Ok(nl
+        .dump(RouteNetlinkMessage::GetLink(LinkMessage::default()))?
+        .iter()
+        .filter_map(|m| match m {
+            RouteNetlinkMessage::NewLink(l) => Some(details(l)),
+            _ => None,
+        })
+        .collect())
+}
+
+/// Creates a bridge that is up; EEXIST when it already exists.
+pub fn create_bridge(
+    nl: &mut Netlink,
+    name: &str,
+    mtu: Option<u32>,
+    promisc: bool,
+) -> io::Result<()> {
+    let mut msg = with_up(named(name));
+    if promisc {
+        msg.header.flags |= LinkFlags::Promisc;
+        msg.header.change_mask |= LinkFlags::Promisc;
+    }
+    if let Some(mtu) = mtu {
+        msg.attributes.push(LinkAttribute::Mtu(mtu));
+    }
+    msg.attributes
+        .push(LinkAttribute::LinkInfo(vec![LinkInfo::Kind(
+            InfoKind::Bridge,
+        )]));
+    nl.request(RouteNetlinkMessage::NewLink(msg), NLM_F_CREATE | NLM_F_EXCL)
+}
+
+/// Sets flags on an existing link: up, and promiscuous when asked.
+pub fn set_up(nl: &mut Netlink, index: u32, promisc: bool) -> io::Result<()> {
+    let mut msg = with_up(LinkMessage::default());
+    msg.header.index = index;
+    if promisc {
+        msg.header.flags |= LinkFlags::Promisc;
+        msg.header.change_mask |= LinkFlags::Promisc;
+    }
+    nl.request(RouteNetlinkMessage::SetLink(msg), 0)
+}
+
+pub fn set_down(nl: &mut Netlink, index: u32) -> io::Result<()> {
+    let mut msg = LinkMessage::default();
+    msg.header.index = index;
+    msg.header.change_mask |= LinkFlags::Up;
+    nl.request(RouteNetlinkMessage::SetLink(msg), 0)
+}
+
+/// What the veth pair looks like: host side on the bridge, peer created directly inside the
+/// container's namespace under its final name. The host side comes up at creation; the peer
+/// cannot (the kernel opens it before the pair is linked, which fails with ENOTCONN), so the
+/// caller brings it up with `set_up` in the container's namespace.
+pub struct VethSpec<'a> {
+    pub host_name: &'a str,
+    pub master: u32,
+    pub mtu: Option<u32>,
+    pub peer_name: &'a str,
+    pub peer_netns: RawFd,
+}
+
+pub fn create_veth(nl: &mut Netlink, spec: &VethSpec) -> io::Result<()> {
+    let mut peer = named(spec.peer_name);
+    peer.attributes
+        .push(LinkAttribute::NetNsFd(spec.peer_netns));
+    let mut host = with_up(named(spec.host_name));
+    // No queue length, like the reference plugin's pairs (veth has no qdisc anyway).
+    peer.attributes.push(LinkAttribute::TxQueueLen(0));
+    host.attributes.push(LinkAttribute::TxQueueLen(0));
+    if let Some(mtu) = spec.mtu {
+        peer.attributes.push(LinkAttribute::Mtu(mtu));
+        host.attributes.push(LinkAttribute::Mtu(mtu));
+    }
+    host.attributes.push(LinkAttribute::Controller(spec.master));
+    host.attributes.push(LinkAttribute::LinkInfo(vec![
+        LinkInfo::Kind(InfoKind::Veth),
+        LinkInfo::Data(InfoData::Veth(InfoVeth::Peer(peer))),
+    ]));
+    nl.request(
+        RouteNetlinkMessage::NewLink(host),
+        NLM_F_CREATE | NLM_F_EXCL,
+    )
+}
+
+/// `ip link set <index> type bridge_slave hairpin on`.
+pub fn set_hairpin(nl: &mut Netlink, index: u32) -> io::Result<()> {
+    let mut msg = LinkMessage::default();
+    msg.header.index = index;
+    msg.attributes.push(LinkAttribute::LinkInfo(vec![
+        LinkInfo::PortKind(InfoPortKind::Bridge),
+        LinkInfo::PortData(InfoPortData::BridgePort(vec![InfoBridgePort::HairpinMode(
+            true,
+        )])),
+    ]));
+    nl.request(RouteNetlinkMessage::NewLink(msg), 0)
+}
+
+/// Deletes a link by name; Ok(false) when there was none.
+pub fn delete(nl: &mut Netlink, name: &str) -> io::Result<bool> {
+    match nl.request(RouteNetlinkMessage::DelLink(named(name)), 0) {
+        Ok(()) => Ok(true),
+        Err(e) if is_not_found(&e) => Ok(false),
+        Err(e) => Err(e),
+    }
+}

@@ -1,0 +1,119 @@
+//! DEL and GC for the bridge plugin. Both succeed when what they would remove is already gone.
+
+use std::collections::HashSet;
+use std::net::IpAddr;
+
+use crate::config::NetConf;
+use crate::env::CniEnv;
+use crate::error::{code, CniError, Result};
+use crate::ipam::store::Owner;
+use crate::masq::{self, Firewall, Iptables};
+use crate::names;
+use crate::netlink::{link, Netlink};
+use crate::netns::NetNs;
+
+use super::ipam_backend::IpamBackend;
+
+pub fn del(env: &CniEnv, conf: &NetConf, stdin: &[u8]) -> Result<()> {
+    let ipam = IpamBackend::from_conf(conf)?;
+    let hints: Vec<IpAddr> = conf
+        .prev_result
+        .iter()
+        .flat_map(|r| r.ips.iter().map(|ip| ip.address.ip()))
+        .collect();
+    ipam.del(env, stdin, &hints)?;
+
+    let mut host = Netlink::open().map_err(|e| CniError::netlink("cannot open netlink", &e))?;
+    let veth = names::host_veth(&env.container_id, &env.ifname);
+    let removed = link::delete(&mut host, &veth)
+        .map_err(|e| CniError::netlink(format!("cannot delete {veth}"), &e))?;
+    // Deleting one end of the pair removes the other. Only when our end is gone already is
+    // the container's interface looked at; a missing namespace means nothing is left there.
+    if !removed && !env.netns.is_empty() {
+        if let (Ok(home), Ok(ns)) = (NetNs::current(), NetNs::open(&env.netns)) {
+            let mut cnl = ns.netlink(&home).map_err(|e| {
+                CniError::netlink(format!("cannot open netlink in {}", env.netns), &e)
+            })?;
+            link::delete(&mut cnl, &env.ifname).map_err(|e| {
+                CniError::netlink(format!("cannot delete {} in {}", env.ifname, env.netns), &e)
+            })?;
+        }
+    }
+    if conf.ip_masq {
+        let chain = names::masq_chain(&conf.name, &env.container_id, &env.ifname);
+        teardown_masq(conf, &Iptables, |c| c == chain)?;
+    }
+    Ok(())
+}
+
+/// Best-effort removal of one attachment's masquerade chain (used by ADD's rollback).
+pub fn remove_masq(conf: &NetConf, env: &CniEnv, fw: &dyn Firewall) {
+    let chain = names::masq_chain(&conf.name, &env.container_id, &env.ifname);
+    if let Err(e) = teardown_masq(conf, fw, |c| c == chain) {
+        tracing::warn!(error = %e, "rollback could not remove masquerade chain");
+    }
+}
+
+fn teardown_masq(conf: &NetConf, fw: &dyn Firewall, remove: impl Fn(&str) -> bool) -> Result<()> {
+    let fw_err = |e: std::io::Error| {
+        CniError::new(
+            code::FIREWALL,
+            "cannot remove masquerade rules",
+            e.to_string(),
+        )
+    };
+    for v6 in [false, true] {
+        let save = match fw.save_nat(v6) {
+            Ok(s) => s,
+            // No ip6tables (or IPv6 disabled): nothing of ours can be there.
+            Err(_) if v6 => continue,
+            Err(e) => return Err(fw_err(e)),
+        };
+        if let Some(text) = masq::render_teardown(&save, &conf.name, &remove) {
+            fw.restore_nat(v6, &text).map_err(fw_err)?;
+        }
+    }
+    Ok(())
+}
+
+/// GC: releases addresses, host veths on our bridge and masquerade chains of every
+/// attachment not in cni.dev/valid-attachments.
+pub fn gc(env: &CniEnv, conf: &NetConf, stdin: &[u8]) -> Result<()> {
+    let ipam = IpamBackend::from_conf(conf)?;
+    let valid: HashSet<Owner> = conf
+        .valid_attachments
+        .iter()
+        .flatten()
+        .map(|a| Owner::new(&a.container_id, &a.ifname))
+        .collect();
+    ipam.gc(env, stdin, &valid)?;
+
+    let keep_veths: HashSet<String> = valid
+        .iter()
+        .map(|o| names::host_veth(&o.id, &o.ifname))
+        .collect();
+    let mut host = Netlink::open().map_err(|e| CniError::netlink("cannot open netlink", &e))?;
+    let bridge = link::get(&mut host, conf.bridge_name())
+        .map_err(|e| CniError::netlink(format!("cannot read bridge {}", conf.bridge_name()), &e))?;
+    if let Some(bridge) = bridge {
+        let links =
+            link::list(&mut host).map_err(|e| CniError::netlink("cannot list links", &e))?;
+        for l in links {
+            if l.master == Some(bridge.index)
+                && names::is_host_veth(&l.name)
+                && !keep_veths.contains(&l.name)
+            {
+                link::delete(&mut host, &l.name)
+                    .map_err(|e| CniError::netlink(format!("cannot delete {}", l.name), &e))?;
+            }
+        }
+    }
+    if conf.ip_masq {
+        let keep: HashSet<String> = valid
+            .iter()
+            .map(|o| names::masq_chain(&conf.name, &o.id, &o.ifname))
+            .collect();
+        teardown_masq(conf, &Iptables, |c| !keep.contains(c))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,83 @@
+//! The plugins this binary can be: bridge (keelson-cni), IPAM (keelson-ipam), loopback.
+
+pub mod bridge_add;
+pub mod bridge_check;
+pub mod bridge_del;
+pub mod delegate;
+pub mod ipam_backend;
+pub mod loopback;
+pub mod routes;
+
+use crate::config::NetConf;
+use crate::env::{CniEnv, Command};
+use crate::error::Result;
+use crate::ipam::config::BUILTIN_TYPE;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Bridge,
+    Ipam,
+    Loopback,
+}
+
+/// Chooses the role from the name the binary was run under, then from the configuration.
+pub fn role(argv0: &str, conf: &NetConf) -> Role {
+    let base = argv0.rsplit('/').next().unwrap_or(argv0);
+    match base {
+        "loopback" => return Role::Loopback,
+        "keelson-ipam" => return Role::Ipam,
+        _ => {}
+    }
+    match conf.plugin_type.as_str() {
+        "loopback" => Role::Loopback,
+        "keelson-cni" | "" => Role::Bridge,
+        // Run by some other main plugin as its IPAM plugin.
+        _ if conf
+            .ipam
+            .as_ref()
+            .is_some_and(|i| i.plugin_type == BUILTIN_TYPE) =>
+        {
+            Role::Ipam
+        }
+        _ => Role::Bridge,
+    }
+}
+
+pub fn bridge(cmd: Command, env: &CniEnv, conf: &NetConf, stdin: &[u8]) -> Result<Option<String>> {
+    match cmd {
+        Command::Add => {
+            let result = bridge_add::add(env, conf, stdin)?;
+            Ok(Some(result.to_json(&conf.cni_version)))
+        }
+        Command::Del => bridge_del::del(env, conf, stdin).map(|_| None),
+        Command::Check => bridge_check::check(env, conf, stdin).map(|_| None),
+        Command::Gc => bridge_del::gc(env, conf, stdin).map(|_| None),
+        Command::Status => ipam_backend::IpamBackend::from_conf(conf)?
+            .status(env, stdin)
+            .map(|_| None),
+        Command::Version => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conf(json: &str) -> NetConf {
+        NetConf::parse(json.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn role_by_name_then_config() {
+        let bridge = conf(r#"{"cniVersion":"1.0.0","name":"n","type":"keelson-cni"}"#);
+        assert_eq!(role("/opt/cni/bin/keelson-cni", &bridge), Role::Bridge);
+        assert_eq!(role("/opt/cni/bin/loopback", &bridge), Role::Loopback);
+        assert_eq!(role("keelson-ipam", &bridge), Role::Ipam);
+        let under_ref = conf(
+            r#"{"cniVersion":"1.0.0","name":"n","type":"bridge","ipam":{"type":"keelson-ipam"}}"#,
+        );
+        assert_eq!(role("keelson-cni", &under_ref), Role::Ipam);
+        let lo = conf(r#"{"cniVersion":"1.0.0","name":"n","type":"loopback"}"#);
+        assert_eq!(role("keelson-cni", &lo), Role::Loopback);
+    }
+}
