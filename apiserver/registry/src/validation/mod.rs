@@ -13,9 +13,8 @@ use crate::cause::Cause;
 use serde_json::Value;
 
 /// Everything wrong with `obj`; empty means valid. `old` is the stored object on update, for the
-/// immutable-field rules. The status and binding subresources change fields that a plain update
-/// may not (e.g. a Pod's `spec.nodeName`): validate those writes without `old`, as upstream
-/// validates them separately.
+/// immutable-field rules. A Pod's `spec.nodeName` may go from empty to set on update, so that a
+/// pods/binding applied as an update passes; once set it is immutable like the rest of the spec.
 pub fn validate(kind: &str, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
     let mut out = Vec::new();
     meta::object_meta(kind, obj, &mut out);

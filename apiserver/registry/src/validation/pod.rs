@@ -215,6 +215,10 @@ fn pod_update(new: &Value, old: &Value, path: &Path, out: &mut Vec<Cause>) {
         }
     }
     take_old(m, old, "activeDeadlineSeconds");
+    // The server applies pods/binding as an update; upstream sets nodeName outside validation.
+    if str_at(old, "nodeName").is_empty() {
+        take_old(m, old, "nodeName");
+    }
     let new_tolerations = items(new, "tolerations");
     if items(old, "tolerations")
         .iter()

@@ -141,6 +141,22 @@ fn pod_update_allows_only_image_changes() {
 }
 
 #[test]
+fn pod_binding_may_set_node_name_once() {
+    let mut old = pod(json!({"containers": [{"name": "c", "image": "x:1"}]}));
+    apply_defaults("Pod", &mut old);
+    let mut bound = old.clone();
+    bound["spec"]["nodeName"] = json!("node-1");
+    assert_eq!(validate("Pod", &bound, Some(&old)), vec![]);
+    let mut moved = bound.clone();
+    moved["spec"]["nodeName"] = json!("node-2");
+    let got: Vec<String> = validate("Pod", &moved, Some(&bound))
+        .into_iter()
+        .map(|c| c.field)
+        .collect();
+    assert_eq!(got, vec!["spec"]);
+}
+
+#[test]
 fn a_realistic_deployment_is_valid() {
     let d = deployment(
         json!({"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
