@@ -1,0 +1,205 @@
+//! Wiring: connect to the runtime and the API, register the node, write the CNI config, start
+//! the lease, node status, pod watch, relist and HTTPS server.
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use ipnetwork::Ipv4Network;
+use k8s_openapi::api::core::v1::Node;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+
+use crate::config::AgentConfig;
+use crate::cri::{Cri, GrpcCri};
+use crate::error::AgentError;
+use crate::metrics::Metrics;
+use crate::node::{cni, lease, machine, registration};
+use crate::pod::context::Context;
+use crate::pod::manager::Manager;
+use crate::pod::translate::NodeSettings;
+use crate::server;
+
+/// Connects to the CRI socket, retrying for up to 30 s while containerd starts.
+async fn connect_runtime(
+    cfg: &AgentConfig,
+    metrics: Arc<Metrics>,
+) -> Result<(Arc<dyn Cri>, String), AgentError> {
+    let mut last = None;
+    for _ in 0..60 {
+        match keelson_proto::connect_unix(&cfg.runtime_socket).await {
+            Ok(channel) => {
+                let cri = GrpcCri::new(channel, metrics);
+                let version = cri.version().await?;
+                return Ok((
+                    Arc::new(cri),
+                    format!("{}://{}", version.runtime_name, version.runtime_version),
+                ));
+            }
+            Err(e) => last = Some(e),
+        }
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    Err(last.map(AgentError::from).unwrap_or(AgentError::NoNodeIp))
+}
+
+pub async fn client(kubeconfig: &std::path::Path) -> Result<kube::Client, AgentError> {
+    let path = kubeconfig.display().to_string();
+    let kc = Kubeconfig::read_from(kubeconfig).map_err(|e| AgentError::Kubeconfig {
+        path: path.clone(),
+        message: e.to_string(),
+    })?;
+    let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
+        .await
+        .map_err(|e| AgentError::Kubeconfig {
+            path,
+            message: e.to_string(),
+        })?;
+    kube::Client::try_from(config).map_err(AgentError::Client)
+}
+
+/// Runs the agent until the process is stopped.
+pub async fn run(cfg: AgentConfig) -> Result<(), AgentError> {
+    let metrics = Arc::new(Metrics::new());
+    let (cri, runtime_version) = connect_runtime(&cfg, metrics.clone()).await?;
+    tracing::info!(runtime = %runtime_version, socket = %cfg.runtime_socket.display(), "connected to the container runtime");
+    let client = client(&cfg.kubeconfig).await?;
+    let node_ip = cfg
+        .node_ip
+        .or_else(machine::first_ipv4)
+        .ok_or(AgentError::NoNodeIp)?;
+    std::fs::create_dir_all(&cfg.root_dir).map_err(|source| AgentError::CniConfig {
+        path: cfg.root_dir.display().to_string(),
+        source,
+    })?;
+
+    let mut labels = BTreeMap::from([
+        ("kubernetes.io/hostname".to_string(), cfg.node_name.clone()),
+        ("kubernetes.io/os".to_string(), "linux".to_string()),
+        (
+            "kubernetes.io/arch".to_string(),
+            std::env::consts::ARCH
+                .replace("x86_64", "amd64")
+                .replace("aarch64", "arm64"),
+        ),
+    ]);
+    labels.extend(cfg.node_labels.iter().cloned());
+    let node_cfg = registration::NodeConfig {
+        name: cfg.node_name.clone(),
+        internal_ip: node_ip.to_string(),
+        pod_cidr: cfg.pod_cidr.clone(),
+        labels,
+        max_pods: cfg.max_pods,
+        root: cfg.root_dir.clone(),
+        port: cfg.port,
+        runtime_version,
+    };
+    let node = registration::register(&client, &node_cfg).await?;
+    tracing::info!(node = %cfg.node_name, ip = %node_ip, "node registered");
+    let pod_cidr = wait_for_pod_cidr(&client, &cfg, node).await?;
+    write_cni_config(&cfg, &pod_cidr)?;
+
+    let node_uid = kube::Api::<Node>::all(client.clone())
+        .get(&cfg.node_name)
+        .await
+        .ok()
+        .and_then(|n| n.metadata.uid);
+    tokio::spawn(lease::renew_loop(
+        client.clone(),
+        cfg.node_name.clone(),
+        node_uid,
+        Duration::from_secs(10),
+    ));
+    tokio::spawn(registration::status_loop(
+        client.clone(),
+        node_cfg,
+        cri.clone(),
+        Duration::from_secs(10),
+    ));
+
+    let ctx = Arc::new(Context {
+        cri,
+        client,
+        settings: NodeSettings {
+            node_name: cfg.node_name.clone(),
+            cgroup_root: cfg.cgroup_root.clone(),
+            pod_log_root: cfg.pod_log_dir.display().to_string(),
+            cluster_dns: cfg.cluster_dns.clone(),
+            cluster_domain: cfg.cluster_domain.clone(),
+        },
+        root: cfg.root_dir.clone(),
+        host_ip: node_ip.to_string(),
+        metrics,
+        pods: RwLock::new(HashMap::new()),
+    });
+    let manager = Manager::new(ctx.clone());
+    let synced = Arc::new(tokio::sync::Notify::new());
+    tokio::spawn(manager.clone().watch(synced.clone()));
+    // Runtime pods are matched against the API only after the first full pod list.
+    synced.notified().await;
+    tracing::info!("pod list synced; relisting the runtime every second");
+    tokio::spawn(manager.relist());
+
+    let names = vec![
+        cfg.node_name.clone(),
+        node_ip.to_string(),
+        "localhost".to_string(),
+    ];
+    let tls = server::tls::server_config(
+        cfg.tls_cert_file.as_deref(),
+        cfg.tls_key_file.as_deref(),
+        &names,
+    )?;
+    let addr = SocketAddr::new(cfg.address, cfg.port);
+    tracing::info!(%addr, "serving logs, healthz and metrics over HTTPS");
+    server::serve(addr, tls, server::router(ctx))
+        .await
+        .map_err(|source| AgentError::Serve {
+            addr: addr.to_string(),
+            source,
+        })
+}
+
+/// The pod CIDR from the Node's spec (node IPAM may fill it in later), else the flag.
+async fn wait_for_pod_cidr(
+    client: &kube::Client,
+    cfg: &AgentConfig,
+    mut node: Node,
+) -> Result<Ipv4Network, AgentError> {
+    let api = kube::Api::<Node>::all(client.clone());
+    loop {
+        let cidr = node
+            .spec
+            .as_ref()
+            .and_then(|s| s.pod_cidr.clone())
+            .or_else(|| cfg.pod_cidr.clone());
+        if let Some(cidr) = cidr {
+            return cidr
+                .parse()
+                .map_err(|e: ipnetwork::IpNetworkError| AgentError::PodCidr {
+                    cidr,
+                    message: e.to_string(),
+                });
+        }
+        tracing::info!(node = %cfg.node_name, "waiting for spec.podCIDR (or pass --pod-cidr)");
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        if let Ok(n) = api.get(&cfg.node_name).await {
+            node = n;
+        }
+    }
+}
+
+fn write_cni_config(cfg: &AgentConfig, pod_cidr: &Ipv4Network) -> Result<(), AgentError> {
+    let plugins = cni::CniPlugins {
+        main: cfg.cni_plugin.clone(),
+        ipam: cfg.cni_ipam.clone(),
+    };
+    let network = format!("keelson-{}", cfg.node_name);
+    let text = cni::render(&network, &cfg.cni_bridge, *pod_cidr, &plugins);
+    let changed = cni::write(&cfg.cni_conf_dir, &text).map_err(|source| AgentError::CniConfig {
+        path: cfg.cni_conf_dir.display().to_string(),
+        source,
+    })?;
+    tracing::info!(dir = %cfg.cni_conf_dir.display(), %pod_cidr, changed, "CNI configuration in place");
+    Ok(())
+}

@@ -1,0 +1,31 @@
+//! The agent's settings (filled from flags by the binary).
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+#[derive(Clone, Debug)]
+pub struct AgentConfig {
+    pub node_name: String,
+    pub kubeconfig: PathBuf,
+    /// containerd's CRI socket.
+    pub runtime_socket: PathBuf,
+    /// InternalIP; default: the first global IPv4 address of the agent's network namespace.
+    pub node_ip: Option<IpAddr>,
+    /// Used when the Node has no spec.podCIDR yet.
+    pub pod_cidr: Option<String>,
+    pub cni_conf_dir: PathBuf,
+    pub cni_plugin: String,
+    pub cni_ipam: String,
+    pub cni_bridge: String,
+    pub root_dir: PathBuf,
+    pub pod_log_dir: PathBuf,
+    pub cgroup_root: String,
+    pub cluster_dns: Vec<String>,
+    pub cluster_domain: String,
+    pub address: IpAddr,
+    pub port: u16,
+    pub tls_cert_file: Option<PathBuf>,
+    pub tls_key_file: Option<PathBuf>,
+    pub max_pods: u32,
+    pub node_labels: Vec<(String, String)>,
+}

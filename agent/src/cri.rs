@@ -1,0 +1,296 @@
+//! The CRI calls the agent makes, behind a small trait so pod logic can be tested with a fake,
+//! and the gRPC implementation over keelson-proto (with per-call latency metrics).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+use async_trait::async_trait;
+use keelson_proto::runtime::v1 as cri;
+use keelson_proto::{ImageServiceClient, RuntimeServiceClient};
+use tonic::transport::Channel;
+
+use crate::metrics::Metrics;
+
+/// Labels the agent puts on sandboxes and containers; the same keys as the kubelet, so
+/// `crictl` users find what they expect, and the agent rebuilds its state from them on restart.
+pub mod labels {
+    pub const POD_NAME: &str = "io.kubernetes.pod.name";
+    pub const POD_NAMESPACE: &str = "io.kubernetes.pod.namespace";
+    pub const POD_UID: &str = "io.kubernetes.pod.uid";
+    pub const CONTAINER_NAME: &str = "io.kubernetes.container.name";
+    /// Marks objects created by a Keelson agent (value: node name).
+    pub const NODE: &str = "io.keelson.node";
+    /// "init" for init containers, "regular" otherwise.
+    pub const CONTAINER_KIND: &str = "io.keelson.container.kind";
+}
+
+/// A failed CRI call: which call, and the runtime's message.
+#[derive(Debug, thiserror::Error)]
+#[error("CRI {call} failed: {}", status.message())]
+pub struct CriError {
+    pub call: &'static str,
+    pub status: tonic::Status,
+}
+
+impl CriError {
+    pub fn is_not_found(&self) -> bool {
+        self.status.code() == tonic::Code::NotFound
+    }
+}
+
+pub type CriResult<T> = Result<T, CriError>;
+
+#[async_trait]
+pub trait Cri: Send + Sync {
+    async fn version(&self) -> CriResult<cri::VersionResponse>;
+    async fn status(&self) -> CriResult<cri::StatusResponse>;
+    async fn run_pod_sandbox(&self, config: cri::PodSandboxConfig) -> CriResult<String>;
+    async fn stop_pod_sandbox(&self, id: &str) -> CriResult<()>;
+    async fn remove_pod_sandbox(&self, id: &str) -> CriResult<()>;
+    async fn pod_sandbox_status(&self, id: &str) -> CriResult<cri::PodSandboxStatus>;
+    async fn list_pod_sandbox(
+        &self,
+        labels: HashMap<String, String>,
+    ) -> CriResult<Vec<cri::PodSandbox>>;
+    async fn create_container(
+        &self,
+        sandbox_id: &str,
+        config: cri::ContainerConfig,
+        sandbox_config: cri::PodSandboxConfig,
+    ) -> CriResult<String>;
+    async fn start_container(&self, id: &str) -> CriResult<()>;
+    async fn stop_container(&self, id: &str, timeout_seconds: i64) -> CriResult<()>;
+    async fn remove_container(&self, id: &str) -> CriResult<()>;
+    async fn list_containers(
+        &self,
+        labels: HashMap<String, String>,
+    ) -> CriResult<Vec<cri::Container>>;
+    async fn container_status(&self, id: &str) -> CriResult<cri::ContainerStatus>;
+    async fn exec_sync(
+        &self,
+        id: &str,
+        cmd: Vec<String>,
+        timeout_seconds: i64,
+    ) -> CriResult<cri::ExecSyncResponse>;
+    async fn image_status(&self, image: &str) -> CriResult<Option<cri::Image>>;
+    async fn pull_image(
+        &self,
+        image: &str,
+        sandbox_config: Option<cri::PodSandboxConfig>,
+    ) -> CriResult<String>;
+}
+
+/// CRI over gRPC to containerd.
+#[derive(Clone)]
+pub struct GrpcCri {
+    runtime: RuntimeServiceClient<Channel>,
+    images: ImageServiceClient<Channel>,
+    metrics: Arc<Metrics>,
+}
+
+impl GrpcCri {
+    pub fn new(channel: Channel, metrics: Arc<Metrics>) -> Self {
+        // containerd answers large lists (many containers); raise tonic's 4 MiB decode default.
+        let runtime =
+            RuntimeServiceClient::new(channel.clone()).max_decoding_message_size(64 << 20);
+        let images = ImageServiceClient::new(channel).max_decoding_message_size(64 << 20);
+        GrpcCri {
+            runtime,
+            images,
+            metrics,
+        }
+    }
+
+    fn observe(&self, call: &'static str, started: Instant) {
+        self.metrics
+            .observe_cri(call, started.elapsed().as_secs_f64());
+    }
+}
+
+macro_rules! call {
+    ($self:ident, $client:ident, $method:ident, $name:literal, $req:expr) => {{
+        let started = Instant::now();
+        let mut client = $self.$client.clone();
+        let result = client.$method($req).await;
+        $self.observe($name, started);
+        result.map(|r| r.into_inner()).map_err(|status| CriError {
+            call: $name,
+            status,
+        })
+    }};
+}
+
+#[async_trait]
+impl Cri for GrpcCri {
+    async fn version(&self) -> CriResult<cri::VersionResponse> {
+        call!(
+            self,
+            runtime,
+            version,
+            "Version",
+            cri::VersionRequest {
+                version: "v1".into()
+            }
+        )
+    }
+
+    async fn status(&self) -> CriResult<cri::StatusResponse> {
+        call!(
+            self,
+            runtime,
+            status,
+            "Status",
+            cri::StatusRequest { verbose: false }
+        )
+    }
+
+    async fn run_pod_sandbox(&self, config: cri::PodSandboxConfig) -> CriResult<String> {
+        let req = cri::RunPodSandboxRequest {
+            config: Some(config),
+            runtime_handler: String::new(),
+        };
+        call!(self, runtime, run_pod_sandbox, "RunPodSandbox", req).map(|r| r.pod_sandbox_id)
+    }
+
+    async fn stop_pod_sandbox(&self, id: &str) -> CriResult<()> {
+        let req = cri::StopPodSandboxRequest {
+            pod_sandbox_id: id.into(),
+        };
+        call!(self, runtime, stop_pod_sandbox, "StopPodSandbox", req).map(|_| ())
+    }
+
+    async fn remove_pod_sandbox(&self, id: &str) -> CriResult<()> {
+        let req = cri::RemovePodSandboxRequest {
+            pod_sandbox_id: id.into(),
+        };
+        call!(self, runtime, remove_pod_sandbox, "RemovePodSandbox", req).map(|_| ())
+    }
+
+    async fn pod_sandbox_status(&self, id: &str) -> CriResult<cri::PodSandboxStatus> {
+        let req = cri::PodSandboxStatusRequest {
+            pod_sandbox_id: id.into(),
+            verbose: false,
+        };
+        let resp = call!(self, runtime, pod_sandbox_status, "PodSandboxStatus", req)?;
+        resp.status.ok_or_else(|| CriError {
+            call: "PodSandboxStatus",
+            status: tonic::Status::not_found(format!("no status for sandbox {id}")),
+        })
+    }
+
+    async fn list_pod_sandbox(
+        &self,
+        labels: HashMap<String, String>,
+    ) -> CriResult<Vec<cri::PodSandbox>> {
+        let req = cri::ListPodSandboxRequest {
+            filter: Some(cri::PodSandboxFilter {
+                label_selector: labels,
+                ..Default::default()
+            }),
+        };
+        call!(self, runtime, list_pod_sandbox, "ListPodSandbox", req).map(|r| r.items)
+    }
+
+    async fn create_container(
+        &self,
+        sandbox_id: &str,
+        config: cri::ContainerConfig,
+        sandbox_config: cri::PodSandboxConfig,
+    ) -> CriResult<String> {
+        let req = cri::CreateContainerRequest {
+            pod_sandbox_id: sandbox_id.into(),
+            config: Some(config),
+            sandbox_config: Some(sandbox_config),
+        };
+        call!(self, runtime, create_container, "CreateContainer", req).map(|r| r.container_id)
+    }
+
+    async fn start_container(&self, id: &str) -> CriResult<()> {
+        let req = cri::StartContainerRequest {
+            container_id: id.into(),
+        };
+        call!(self, runtime, start_container, "StartContainer", req).map(|_| ())
+    }
+
+    async fn stop_container(&self, id: &str, timeout_seconds: i64) -> CriResult<()> {
+        let req = cri::StopContainerRequest {
+            container_id: id.into(),
+            timeout: timeout_seconds,
+        };
+        call!(self, runtime, stop_container, "StopContainer", req).map(|_| ())
+    }
+
+    async fn remove_container(&self, id: &str) -> CriResult<()> {
+        let req = cri::RemoveContainerRequest {
+            container_id: id.into(),
+        };
+        call!(self, runtime, remove_container, "RemoveContainer", req).map(|_| ())
+    }
+
+    async fn list_containers(
+        &self,
+        labels: HashMap<String, String>,
+    ) -> CriResult<Vec<cri::Container>> {
+        let req = cri::ListContainersRequest {
+            filter: Some(cri::ContainerFilter {
+                label_selector: labels,
+                ..Default::default()
+            }),
+        };
+        call!(self, runtime, list_containers, "ListContainers", req).map(|r| r.containers)
+    }
+
+    async fn container_status(&self, id: &str) -> CriResult<cri::ContainerStatus> {
+        let req = cri::ContainerStatusRequest {
+            container_id: id.into(),
+            verbose: false,
+        };
+        let resp = call!(self, runtime, container_status, "ContainerStatus", req)?;
+        resp.status.ok_or_else(|| CriError {
+            call: "ContainerStatus",
+            status: tonic::Status::not_found(format!("no status for container {id}")),
+        })
+    }
+
+    async fn exec_sync(
+        &self,
+        id: &str,
+        cmd: Vec<String>,
+        timeout_seconds: i64,
+    ) -> CriResult<cri::ExecSyncResponse> {
+        let req = cri::ExecSyncRequest {
+            container_id: id.into(),
+            cmd,
+            timeout: timeout_seconds,
+        };
+        call!(self, runtime, exec_sync, "ExecSync", req)
+    }
+
+    async fn image_status(&self, image: &str) -> CriResult<Option<cri::Image>> {
+        let req = cri::ImageStatusRequest {
+            image: Some(cri::ImageSpec {
+                image: image.into(),
+                ..Default::default()
+            }),
+            verbose: false,
+        };
+        call!(self, images, image_status, "ImageStatus", req).map(|r| r.image)
+    }
+
+    async fn pull_image(
+        &self,
+        image: &str,
+        sandbox_config: Option<cri::PodSandboxConfig>,
+    ) -> CriResult<String> {
+        let req = cri::PullImageRequest {
+            image: Some(cri::ImageSpec {
+                image: image.into(),
+                ..Default::default()
+            }),
+            auth: None,
+            sandbox_config,
+        };
+        call!(self, images, pull_image, "PullImage", req).map(|r| r.image_ref)
+    }
+}

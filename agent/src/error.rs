@@ -1,0 +1,33 @@
+//! Errors that stop the agent from starting.
+
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error(transparent)]
+    Connect(#[from] keelson_proto::ConnectError),
+    #[error(transparent)]
+    Cri(#[from] crate::cri::CriError),
+    #[error("reading kubeconfig {path}: {message}")]
+    Kubeconfig { path: String, message: String },
+    #[error("creating the API client: {0}")]
+    Client(#[source] kube::Error),
+    #[error(transparent)]
+    Node(#[from] crate::node::registration::NodeError),
+    #[error("invalid pod CIDR {cidr}: {message}")]
+    PodCidr { cidr: String, message: String },
+    #[error("writing the CNI configuration to {path}: {source}")]
+    CniConfig {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("no node IP: pass --node-ip (no global IPv4 address found in this network namespace)")]
+    NoNodeIp,
+    #[error(transparent)]
+    Tls(#[from] crate::server::tls::TlsError),
+    #[error("serving on {addr}: {source}")]
+    Serve {
+        addr: String,
+        #[source]
+        source: std::io::Error,
+    },
+}

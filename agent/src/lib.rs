@@ -1,0 +1,19 @@
+//! Keelson's node agent: a kubelet that drives containerd over CRI.
+//!
+//! Pure logic (pod state machine, back-off, status, spec to CRI translation, log rendering) is
+//! separated from I/O (CRI behind the [`cri::Cri`] trait, the API through kube-rs).
+
+pub mod agent;
+pub mod backoff;
+pub mod config;
+pub mod cri;
+pub mod error;
+pub mod metrics;
+pub mod node;
+pub mod pod;
+pub mod quantity;
+pub mod server;
+
+pub use agent::run;
+pub use config::AgentConfig;
+pub use error::AgentError;

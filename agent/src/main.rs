@@ -1,0 +1,134 @@
+//! keelson-agent: parses flags and runs the agent.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+
+use clap::Parser;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "keelson-agent",
+    version,
+    about = "Keelson's node agent (a kubelet driving containerd over CRI)"
+)]
+struct Flags {
+    /// Path to the kubeconfig used to reach the API server.
+    #[arg(long)]
+    kubeconfig: PathBuf,
+    /// Node name (default: the host name).
+    #[arg(long = "hostname-override")]
+    hostname_override: Option<String>,
+    /// containerd's CRI socket, as a path or unix:// URL.
+    #[arg(
+        long = "container-runtime-endpoint",
+        default_value = "/run/containerd/containerd.sock"
+    )]
+    container_runtime_endpoint: String,
+    /// The node's InternalIP (default: first global IPv4 address).
+    #[arg(long = "node-ip")]
+    node_ip: Option<IpAddr>,
+    /// Pod CIDR used when the Node has no spec.podCIDR.
+    #[arg(long = "pod-cidr")]
+    pod_cidr: Option<String>,
+    #[arg(long = "cni-conf-dir", default_value = "/etc/keelson/cni/net.d")]
+    cni_conf_dir: PathBuf,
+    /// CNI plugin type written in the conflist ("keelson-cni", or "bridge" for the reference plugins).
+    #[arg(long = "cni-plugin", default_value = "keelson-cni")]
+    cni_plugin: String,
+    /// IPAM plugin type ("keelson-ipam", or "host-local").
+    #[arg(long = "cni-ipam", default_value = "keelson-ipam")]
+    cni_ipam: String,
+    #[arg(long = "cni-bridge", default_value = "keelson0")]
+    cni_bridge: String,
+    #[arg(long = "root-dir", default_value = "/var/lib/keelson/agent")]
+    root_dir: PathBuf,
+    #[arg(long = "pod-log-dir", default_value = "/var/log/pods")]
+    pod_log_dir: PathBuf,
+    /// Parent cgroup of all pods (cgroupfs syntax).
+    #[arg(long = "cgroup-root", default_value = "/keelson")]
+    cgroup_root: String,
+    /// Cluster DNS server(s) for dnsPolicy ClusterFirst (none: the node's resolv.conf).
+    #[arg(long = "cluster-dns", value_delimiter = ',')]
+    cluster_dns: Vec<String>,
+    #[arg(long = "cluster-domain", default_value = "cluster.local")]
+    cluster_domain: String,
+    #[arg(long, default_value = "0.0.0.0")]
+    address: IpAddr,
+    #[arg(long, default_value_t = 10250)]
+    port: u16,
+    #[arg(long = "tls-cert-file")]
+    tls_cert_file: Option<PathBuf>,
+    #[arg(long = "tls-private-key-file")]
+    tls_private_key_file: Option<PathBuf>,
+    #[arg(long = "max-pods", default_value_t = 110)]
+    max_pods: u32,
+    /// Extra node labels, key=value, comma separated.
+    #[arg(long = "node-labels", value_delimiter = ',')]
+    node_labels: Vec<String>,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+    let flags = Flags::parse();
+    let node_name = match flags.hostname_override {
+        Some(n) => n,
+        None => std::fs::read_to_string("/proc/sys/kernel/hostname")?
+            .trim()
+            .to_lowercase(),
+    };
+    let socket = flags
+        .container_runtime_endpoint
+        .trim_start_matches("unix://")
+        .to_string();
+    let node_labels = flags
+        .node_labels
+        .iter()
+        .filter_map(|kv| {
+            kv.split_once('=')
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+        })
+        .collect();
+    let config = keelson_agent::AgentConfig {
+        node_name,
+        kubeconfig: flags.kubeconfig,
+        runtime_socket: socket.into(),
+        node_ip: flags.node_ip,
+        pod_cidr: flags.pod_cidr,
+        cni_conf_dir: flags.cni_conf_dir,
+        cni_plugin: flags.cni_plugin,
+        cni_ipam: flags.cni_ipam,
+        cni_bridge: flags.cni_bridge,
+        root_dir: flags.root_dir,
+        pod_log_dir: flags.pod_log_dir,
+        cgroup_root: flags.cgroup_root,
+        cluster_dns: flags.cluster_dns,
+        cluster_domain: flags.cluster_domain,
+        address: flags.address,
+        port: flags.port,
+        tls_cert_file: flags.tls_cert_file,
+        tls_key_file: flags.tls_private_key_file,
+        max_pods: flags.max_pods,
+        node_labels,
+    };
+    tokio::select! {
+        result = keelson_agent::run(config) => result?,
+        _ = shutdown_signal() => tracing::info!("stopping; pods keep running and are adopted on the next start"),
+    }
+    Ok(())
+}
+
+async fn shutdown_signal() {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => return std::future::pending().await,
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+}

@@ -1,0 +1,89 @@
+//! The CNI network configuration list for this node's pod CIDR, written where containerd's CRI
+//! plugin reads it (its `conf_dir`).
+
+use std::path::Path;
+
+use ipnetwork::Ipv4Network;
+
+/// Which plugins the conflist names: Keelson's own, or Debian's reference plugins.
+#[derive(Clone, Debug)]
+pub struct CniPlugins {
+    pub main: String,
+    pub ipam: String,
+}
+
+/// Renders the conflist (bridge + IPAM over the pod CIDR, gateway the first address). Pure.
+pub fn render(network: &str, bridge: &str, pod_cidr: Ipv4Network, plugins: &CniPlugins) -> String {
+    let gateway = pod_cidr.nth(1).map(|g| g.to_string()).unwrap_or_default();
+    let conf = serde_json::json!({
+        "cniVersion": "1.0.0",
+        "name": network,
+        "plugins": [{
+            "type": plugins.main,
+            "bridge": bridge,
+            "isGateway": true,
+            "isDefaultGateway": true,
+            "ipMasq": true,
+            "hairpinMode": true,
+            "ipam": {
+                "type": plugins.ipam,
+                "ranges": [[{ "subnet": pod_cidr.to_string(), "gateway": gateway }]],
+                "routes": [{ "dst": "0.0.0.0/0" }],
+                "dataDir": format!("/var/lib/keelson/cni/{network}"),
+            }
+        }]
+    });
+    serde_json::to_string_pretty(&conf).unwrap_or_default()
+}
+
+/// Writes the conflist atomically (write then rename), only when its content changed.
+pub fn write(dir: &Path, content: &str) -> std::io::Result<bool> {
+    std::fs::create_dir_all(dir)?;
+    let path = dir.join("10-keelson.conflist");
+    if std::fs::read_to_string(&path).ok().as_deref() == Some(content) {
+        return Ok(false);
+    }
+    let tmp = dir.join(".10-keelson.conflist.tmp");
+    std::fs::write(&tmp, content)?;
+    std::fs::rename(&tmp, &path)?;
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conflist_for_the_pod_cidr() {
+        let plugins = CniPlugins {
+            main: "keelson-cni".into(),
+            ipam: "keelson-ipam".into(),
+        };
+        let text = render(
+            "keelson",
+            "keelson0",
+            "10.244.3.0/24".parse().unwrap(),
+            &plugins,
+        );
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["plugins"][0]["type"], "keelson-cni");
+        assert_eq!(v["plugins"][0]["bridge"], "keelson0");
+        assert_eq!(v["plugins"][0]["ipam"]["type"], "keelson-ipam");
+        assert_eq!(
+            v["plugins"][0]["ipam"]["ranges"][0][0]["subnet"],
+            "10.244.3.0/24"
+        );
+        assert_eq!(
+            v["plugins"][0]["ipam"]["ranges"][0][0]["gateway"],
+            "10.244.3.1"
+        );
+    }
+
+    #[test]
+    fn writes_only_on_change() {
+        let tmp = tempfile::tempdir().unwrap();
+        assert!(write(tmp.path(), "a").unwrap());
+        assert!(!write(tmp.path(), "a").unwrap());
+        assert!(write(tmp.path(), "b").unwrap());
+    }
+}

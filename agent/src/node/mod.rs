@@ -1,0 +1,6 @@
+//! The node: registration and status, lease, machine facts, CNI configuration.
+
+pub mod cni;
+pub mod lease;
+pub mod machine;
+pub mod registration;

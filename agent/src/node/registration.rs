@@ -1,0 +1,239 @@
+//! Node registration and status: creates the Node or takes over the existing one, keeps its
+//! Ready condition (with the runtime's readiness) and posts a heartbeat.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{
+    DaemonEndpoint, Node, NodeAddress, NodeCondition, NodeDaemonEndpoints, NodeSpec, NodeStatus,
+    NodeSystemInfo,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+
+use super::machine;
+use crate::cri::Cri;
+
+#[derive(Clone, Debug)]
+pub struct NodeConfig {
+    pub name: String,
+    pub internal_ip: String,
+    pub pod_cidr: Option<String>,
+    pub labels: BTreeMap<String, String>,
+    pub max_pods: u32,
+    pub root: PathBuf,
+    pub port: u16,
+    pub runtime_version: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum NodeError {
+    #[error("registering node {node}: {source}")]
+    Api {
+        node: String,
+        #[source]
+        source: kube::Error,
+    },
+}
+
+pub const AGENT_VERSION: &str = "v1.32.0-keelson";
+
+/// Creates the Node, or takes over an existing one (a restarted agent); returns it with the pod
+/// CIDR resolved from spec.podCIDR, else from the flag (which is then written to the spec).
+pub async fn register(client: &kube::Client, cfg: &NodeConfig) -> Result<Node, NodeError> {
+    let api: Api<Node> = Api::all(client.clone());
+    let err = |source| NodeError::Api {
+        node: cfg.name.clone(),
+        source,
+    };
+    let node = match api.get_opt(&cfg.name).await.map_err(err)? {
+        Some(existing) => {
+            let has_cidr = existing
+                .spec
+                .as_ref()
+                .and_then(|s| s.pod_cidr.as_ref())
+                .is_some();
+            let mut patch = serde_json::json!({ "metadata": { "labels": cfg.labels } });
+            if let (false, Some(cidr)) = (has_cidr, cfg.pod_cidr.as_ref()) {
+                patch["spec"] = serde_json::json!({ "podCIDR": cidr, "podCIDRs": [cidr] });
+            }
+            api.patch(&cfg.name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .map_err(err)?
+        }
+        None => {
+            let node = Node {
+                metadata: kube::api::ObjectMeta {
+                    name: Some(cfg.name.clone()),
+                    labels: Some(cfg.labels.clone()),
+                    ..Default::default()
+                },
+                spec: Some(NodeSpec {
+                    pod_cidr: cfg.pod_cidr.clone(),
+                    pod_cidrs: cfg.pod_cidr.clone().map(|c| vec![c]),
+                    ..Default::default()
+                }),
+                status: None,
+            };
+            match api.create(&PostParams::default(), &node).await {
+                Ok(n) => n,
+                // Another start of this agent won the race: take that one over.
+                Err(kube::Error::Api(e)) if e.code == 409 => {
+                    api.get(&cfg.name).await.map_err(err)?
+                }
+                Err(e) => return Err(err(e)),
+            }
+        }
+    };
+    post_status(client, cfg, true, "").await?;
+    Ok(node)
+}
+
+pub fn status(
+    cfg: &NodeConfig,
+    ready: bool,
+    message: &str,
+    previous: Option<&NodeStatus>,
+) -> NodeStatus {
+    let now =
+        Time(Timestamp::from_second(Timestamp::now().as_second()).unwrap_or(Timestamp::UNIX_EPOCH));
+    let capacity = machine::capacity(&cfg.root, cfg.max_pods);
+    let condition = |kind: &str, ok: bool, reason: &str, msg: &str| {
+        let status = if ok { "True" } else { "False" };
+        let prev = previous
+            .and_then(|p| p.conditions.as_ref())
+            .and_then(|cs| cs.iter().find(|c| c.type_ == kind));
+        NodeCondition {
+            type_: kind.to_string(),
+            status: status.to_string(),
+            reason: Some(reason.to_string()),
+            message: Some(msg.to_string()),
+            last_heartbeat_time: Some(now.clone()),
+            last_transition_time: match prev {
+                Some(p) if p.status == status => p.last_transition_time.clone(),
+                _ => Some(now.clone()),
+            },
+        }
+    };
+    let (ready_reason, ready_message) = if ready {
+        (
+            "KubeletReady",
+            "keelson-agent is posting ready status".to_string(),
+        )
+    } else {
+        ("KubeletNotReady", message.to_string())
+    };
+    NodeStatus {
+        capacity: Some(capacity.clone()),
+        allocatable: Some(capacity),
+        addresses: Some(vec![
+            NodeAddress {
+                type_: "InternalIP".into(),
+                address: cfg.internal_ip.clone(),
+            },
+            NodeAddress {
+                type_: "Hostname".into(),
+                address: cfg.name.clone(),
+            },
+        ]),
+        conditions: Some(vec![
+            condition(
+                "MemoryPressure",
+                false,
+                "KubeletHasSufficientMemory",
+                "keelson-agent has sufficient memory available",
+            ),
+            condition(
+                "DiskPressure",
+                false,
+                "KubeletHasNoDiskPressure",
+                "keelson-agent has no disk pressure",
+            ),
+            condition(
+                "PIDPressure",
+                false,
+                "KubeletHasSufficientPID",
+                "keelson-agent has sufficient PID available",
+            ),
+            condition("Ready", ready, ready_reason, &ready_message),
+        ]),
+        daemon_endpoints: Some(NodeDaemonEndpoints {
+            kubelet_endpoint: Some(DaemonEndpoint {
+                port: i32::from(cfg.port),
+            }),
+        }),
+        node_info: Some(NodeSystemInfo {
+            architecture: std::env::consts::ARCH
+                .replace("x86_64", "amd64")
+                .replace("aarch64", "arm64"),
+            boot_id: std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+                .map(|s| s.trim().to_string())
+                .unwrap_or_default(),
+            container_runtime_version: cfg.runtime_version.clone(),
+            kernel_version: machine::kernel_version(),
+            kube_proxy_version: String::new(),
+            kubelet_version: AGENT_VERSION.into(),
+            machine_id: machine::machine_id(),
+            operating_system: "linux".into(),
+            os_image: machine::os_image(),
+            system_uuid: machine::machine_id(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+async fn post_status(
+    client: &kube::Client,
+    cfg: &NodeConfig,
+    ready: bool,
+    message: &str,
+) -> Result<(), NodeError> {
+    let api: Api<Node> = Api::all(client.clone());
+    let err = |source| NodeError::Api {
+        node: cfg.name.clone(),
+        source,
+    };
+    let previous = api.get_status(&cfg.name).await.map_err(err)?.status;
+    let status = status(cfg, ready, message, previous.as_ref());
+    let patch = serde_json::json!({ "status": status });
+    api.patch_status(&cfg.name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map_err(err)?;
+    Ok(())
+}
+
+/// Posts the node status every `period` (Ready follows the runtime's RuntimeReady and
+/// NetworkReady conditions).
+pub async fn status_loop(
+    client: kube::Client,
+    cfg: NodeConfig,
+    cri: Arc<dyn Cri>,
+    period: Duration,
+) {
+    loop {
+        tokio::time::sleep(period).await;
+        let (ready, message) = match cri.status().await {
+            Ok(s) => {
+                let failing: Vec<String> = s
+                    .status
+                    .map(|st| st.conditions)
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter(|c| {
+                        !c.status && (c.r#type == "RuntimeReady" || c.r#type == "NetworkReady")
+                    })
+                    .map(|c| format!("{} is false: {} {}", c.r#type, c.reason, c.message))
+                    .collect();
+                (failing.is_empty(), failing.join("; "))
+            }
+            Err(e) => (false, format!("container runtime is down: {e}")),
+        };
+        if let Err(e) = post_status(&client, &cfg, ready, &message).await {
+            tracing::warn!(error = %e, "posting node status failed");
+        }
+    }
+}

@@ -1,0 +1,40 @@
+//! What every pod worker shares: the CRI client, the API client, node settings and the latest
+//! pods from the watch.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
+
+use k8s_openapi::api::core::v1::Pod;
+
+use super::translate::NodeSettings;
+use crate::cri::Cri;
+use crate::metrics::Metrics;
+
+pub struct Context {
+    pub cri: Arc<dyn Cri>,
+    pub client: kube::Client,
+    pub settings: NodeSettings,
+    /// Volumes live under `<root>/pods/<uid>`.
+    pub root: PathBuf,
+    pub host_ip: String,
+    pub metrics: Arc<Metrics>,
+    /// Latest version of every pod bound to this node, by UID.
+    pub pods: RwLock<HashMap<String, Arc<Pod>>>,
+}
+
+impl Context {
+    pub fn pod(&self, uid: &str) -> Option<Arc<Pod>> {
+        self.pods.read().ok().and_then(|p| p.get(uid).cloned())
+    }
+
+    pub fn find(&self, namespace: &str, name: &str) -> Option<Arc<Pod>> {
+        let pods = self.pods.read().ok()?;
+        pods.values()
+            .find(|p| {
+                p.metadata.namespace.as_deref() == Some(namespace)
+                    && p.metadata.name.as_deref() == Some(name)
+            })
+            .cloned()
+    }
+}

@@ -1,0 +1,536 @@
+//! The pod state machine: from the pod's spec and what the runtime holds, the state the pod is
+//! in and the next actions (create a sandbox, start or kill a container), with back-off. Pure.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Container, Pod};
+
+use super::observed::{ObservedContainer, ObservedPod, RunState};
+use crate::backoff;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RestartPolicy {
+    Always,
+    OnFailure,
+    Never,
+}
+
+impl RestartPolicy {
+    pub fn of(pod: &Pod) -> Self {
+        match pod.spec.as_ref().and_then(|s| s.restart_policy.as_deref()) {
+            Some("Never") => RestartPolicy::Never,
+            Some("OnFailure") => RestartPolicy::OnFailure,
+            _ => RestartPolicy::Always,
+        }
+    }
+
+    /// Whether a container that exited with `exit_code` is started again.
+    pub fn restarts(self, exit_code: i32) -> bool {
+        match self {
+            RestartPolicy::Always => true,
+            RestartPolicy::OnFailure => exit_code != 0,
+            RestartPolicy::Never => false,
+        }
+    }
+}
+
+/// Where a pod stands on this node.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PodState {
+    /// No ready sandbox: a new one (this attempt) is created.
+    NeedsSandbox { attempt: u32 },
+    /// Init container `index` runs (or waits to be restarted).
+    Initializing { index: usize },
+    /// All init containers succeeded: regular containers run and are restarted per policy.
+    Running,
+    /// Every regular container exited and none will be restarted.
+    Completed,
+    /// An init container failed and the restart policy does not retry it.
+    InitFailed,
+}
+
+impl PodState {
+    pub fn of(pod: &Pod, observed: &ObservedPod) -> Self {
+        let policy = RestartPolicy::of(pod);
+        let Some(sandbox) = observed.sandbox.as_ref() else {
+            return PodState::NeedsSandbox { attempt: 0 };
+        };
+        if !sandbox.ready {
+            if regular_all_done(pod, observed, policy) {
+                return PodState::Completed;
+            }
+            return PodState::NeedsSandbox {
+                attempt: sandbox.attempt + 1,
+            };
+        }
+        for (index, c) in init_containers(pod).iter().enumerate() {
+            match observed.latest(&c.name) {
+                Some(o) if o.state == RunState::Exited && o.exit_code == 0 => continue,
+                Some(o) if o.state == RunState::Exited && policy == RestartPolicy::Never => {
+                    return PodState::InitFailed;
+                }
+                _ => return PodState::Initializing { index },
+            }
+        }
+        if regular_all_done(pod, observed, policy) {
+            PodState::Completed
+        } else {
+            PodState::Running
+        }
+    }
+
+    /// Whether regular containers may be started in this state.
+    pub fn runs_regular_containers(&self) -> bool {
+        matches!(self, PodState::Running)
+    }
+
+    /// Whether the pod holds no more running work.
+    pub fn is_finished(&self) -> bool {
+        matches!(self, PodState::Completed | PodState::InitFailed)
+    }
+}
+
+fn regular_all_done(pod: &Pod, observed: &ObservedPod, policy: RestartPolicy) -> bool {
+    let containers = regular_containers(pod);
+    !containers.is_empty()
+        && containers.iter().all(|c| match observed.latest(&c.name) {
+            Some(o) => o.state == RunState::Exited && !policy.restarts(o.exit_code),
+            None => false,
+        })
+}
+
+pub fn init_containers(pod: &Pod) -> &[Container] {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.init_containers.as_deref())
+        .unwrap_or(&[])
+}
+
+pub fn regular_containers(pod: &Pod) -> &[Container] {
+    pod.spec
+        .as_ref()
+        .map(|s| s.containers.as_slice())
+        .unwrap_or(&[])
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Stop and remove the old sandboxes (and their containers), then run a new one.
+    CreateSandbox { attempt: u32 },
+    /// Create and start this attempt of a container (pulling its image per policy first).
+    StartContainer {
+        name: String,
+        init: bool,
+        attempt: u32,
+    },
+    /// Stop a running container (liveness failure): it is restarted per policy afterwards.
+    KillContainer {
+        id: String,
+        name: String,
+        reason: String,
+    },
+    /// Remove exited containers no longer needed for status or logs.
+    RemoveContainers { ids: Vec<String> },
+}
+
+/// A container that waits: why, and for how long at most.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Waiting {
+    pub reason: String,
+    pub message: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Plan {
+    pub actions: Vec<Action>,
+    /// Containers held back (CrashLoopBackOff), by name.
+    pub waiting: BTreeMap<String, Waiting>,
+    /// When to sync again even if nothing changes (the end of the shortest back-off).
+    pub wake_after: Option<Duration>,
+}
+
+impl Plan {
+    fn wake(&mut self, after: Duration) {
+        self.wake_after = Some(self.wake_after.map_or(after, |w| w.min(after)));
+    }
+}
+
+/// Decides the next actions for a pod that is not being deleted. `unhealthy` lists container ids
+/// whose liveness (or startup) probe failed.
+pub fn plan(
+    pod: &Pod,
+    observed: &ObservedPod,
+    unhealthy: &[String],
+    now_ns: i64,
+) -> (PodState, Plan) {
+    let state = PodState::of(pod, observed);
+    let policy = RestartPolicy::of(pod);
+    let mut plan = Plan::default();
+    match &state {
+        PodState::NeedsSandbox { attempt } => {
+            plan.actions
+                .push(Action::CreateSandbox { attempt: *attempt });
+        }
+        PodState::Initializing { index } => {
+            let c = &init_containers(pod)[*index];
+            // Init containers restart on failure unless the policy is Never (then InitFailed).
+            decide_container(
+                &mut plan,
+                c,
+                true,
+                observed.latest(&c.name),
+                RestartPolicy::OnFailure,
+                unhealthy,
+                pod,
+                now_ns,
+            );
+        }
+        PodState::Running => {
+            for c in regular_containers(pod) {
+                decide_container(
+                    &mut plan,
+                    c,
+                    false,
+                    observed.latest(&c.name),
+                    policy,
+                    unhealthy,
+                    pod,
+                    now_ns,
+                );
+            }
+        }
+        PodState::Completed | PodState::InitFailed => {}
+    }
+    let garbage = observed.garbage();
+    let mut stale = observed.stale_containers.clone();
+    stale.extend(garbage);
+    if !stale.is_empty() {
+        plan.actions.push(Action::RemoveContainers { ids: stale });
+    }
+    (state, plan)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn decide_container(
+    plan: &mut Plan,
+    spec: &Container,
+    init: bool,
+    latest: Option<&ObservedContainer>,
+    policy: RestartPolicy,
+    unhealthy: &[String],
+    pod: &Pod,
+    now_ns: i64,
+) {
+    let Some(latest) = latest else {
+        plan.actions.push(Action::StartContainer {
+            name: spec.name.clone(),
+            init,
+            attempt: 0,
+        });
+        return;
+    };
+    match latest.state {
+        RunState::Running => {
+            if unhealthy.contains(&latest.id) {
+                plan.actions.push(Action::KillContainer {
+                    id: latest.id.clone(),
+                    name: spec.name.clone(),
+                    reason: "failed liveness probe".into(),
+                });
+            }
+        }
+        // A container created but never started (agent crashed in between) counts as a failed attempt.
+        RunState::Created | RunState::Unknown | RunState::Exited => {
+            let exit_code = if latest.state == RunState::Exited {
+                latest.exit_code
+            } else {
+                1
+            };
+            if !policy.restarts(exit_code) {
+                return;
+            }
+            // The kubelet forgets the back-off of a container that ran well for ten minutes.
+            let ran_ns = latest.finished_at_ns.saturating_sub(latest.started_at_ns);
+            let delay = if latest.started_at_ns > 0 && ran_ns >= 600 * 1_000_000_000 {
+                Duration::ZERO
+            } else {
+                backoff::restart_delay(latest.attempt)
+            };
+            let finished = if latest.finished_at_ns > 0 {
+                latest.finished_at_ns
+            } else {
+                latest.created_at_ns
+            };
+            let ready_at =
+                finished.saturating_add(i64::try_from(delay.as_nanos()).unwrap_or(i64::MAX));
+            if now_ns >= ready_at {
+                plan.actions.push(Action::StartContainer {
+                    name: spec.name.clone(),
+                    init,
+                    attempt: latest.attempt + 1,
+                });
+            } else {
+                let meta = pod.metadata.clone();
+                plan.waiting.insert(
+                    spec.name.clone(),
+                    Waiting {
+                        reason: "CrashLoopBackOff".into(),
+                        message: format!(
+                            "back-off {}s restarting failed container={} pod={}_{}({})",
+                            delay.as_secs(),
+                            spec.name,
+                            meta.name.unwrap_or_default(),
+                            meta.namespace.unwrap_or_default(),
+                            meta.uid.unwrap_or_default()
+                        ),
+                    },
+                );
+                plan.wake(Duration::from_nanos(
+                    u64::try_from(ready_at - now_ns).unwrap_or(0),
+                ));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pod::observed::ObservedSandbox;
+    use k8s_openapi::api::core::v1::PodSpec;
+
+    const SEC: i64 = 1_000_000_000;
+
+    fn pod(policy: &str, init: &[&str], regular: &[&str]) -> Pod {
+        let container = |n: &&str| Container {
+            name: n.to_string(),
+            image: Some("img".into()),
+            ..Default::default()
+        };
+        Pod {
+            metadata: kube::api::ObjectMeta {
+                name: Some("p".into()),
+                namespace: Some("default".into()),
+                uid: Some("u1".into()),
+                ..Default::default()
+            },
+            spec: Some(PodSpec {
+                restart_policy: Some(policy.into()),
+                init_containers: if init.is_empty() {
+                    None
+                } else {
+                    Some(init.iter().map(container).collect())
+                },
+                containers: regular.iter().map(container).collect(),
+                ..Default::default()
+            }),
+            status: None,
+        }
+    }
+
+    fn sandbox(ready: bool) -> Option<ObservedSandbox> {
+        Some(ObservedSandbox {
+            id: "sb".into(),
+            ready,
+            ip: Some("10.0.0.2".into()),
+            attempt: 0,
+            created_at_ns: 1,
+        })
+    }
+
+    fn container(
+        name: &str,
+        attempt: u32,
+        state: RunState,
+        exit_code: i32,
+        finished_s: i64,
+    ) -> ObservedContainer {
+        ObservedContainer {
+            id: format!("{name}-{attempt}"),
+            sandbox_id: "sb".into(),
+            name: name.into(),
+            init: false,
+            attempt,
+            state,
+            created_at_ns: 1,
+            started_at_ns: 2,
+            finished_at_ns: finished_s * SEC,
+            exit_code,
+            reason: String::new(),
+            message: String::new(),
+            image: "img".into(),
+            image_ref: "sha256:x".into(),
+        }
+    }
+
+    #[test]
+    fn new_pod_gets_a_sandbox_then_its_init_containers_in_order() {
+        let p = pod("Always", &["i1", "i2"], &["app"]);
+        let (state, plan) = plan(&p, &ObservedPod::default(), &[], 0);
+        assert_eq!(state, PodState::NeedsSandbox { attempt: 0 });
+        assert_eq!(plan.actions, vec![Action::CreateSandbox { attempt: 0 }]);
+
+        let mut observed = ObservedPod {
+            sandbox: sandbox(true),
+            ..Default::default()
+        };
+        let (state, plan1) = super::plan(&p, &observed, &[], 0);
+        assert_eq!(state, PodState::Initializing { index: 0 });
+        assert_eq!(
+            plan1.actions,
+            vec![Action::StartContainer {
+                name: "i1".into(),
+                init: true,
+                attempt: 0
+            }]
+        );
+
+        observed
+            .containers
+            .push(container("i1", 0, RunState::Exited, 0, 1));
+        let (state, plan2) = super::plan(&p, &observed, &[], 2 * SEC);
+        assert_eq!(state, PodState::Initializing { index: 1 });
+        assert_eq!(
+            plan2.actions,
+            vec![Action::StartContainer {
+                name: "i2".into(),
+                init: true,
+                attempt: 0
+            }]
+        );
+
+        observed
+            .containers
+            .push(container("i2", 0, RunState::Exited, 0, 1));
+        let (state, plan3) = super::plan(&p, &observed, &[], 2 * SEC);
+        assert_eq!(state, PodState::Running);
+        assert_eq!(
+            plan3.actions,
+            vec![Action::StartContainer {
+                name: "app".into(),
+                init: false,
+                attempt: 0
+            }]
+        );
+    }
+
+    #[test]
+    fn crashing_container_restarts_at_once_then_with_growing_back_off() {
+        let p = pod("Always", &[], &["app"]);
+        let mut observed = ObservedPod {
+            sandbox: sandbox(true),
+            ..Default::default()
+        };
+        observed
+            .containers
+            .push(container("app", 0, RunState::Exited, 1, 100));
+        let (_, first) = plan(&p, &observed, &[], 100 * SEC);
+        assert_eq!(
+            first.actions,
+            vec![Action::StartContainer {
+                name: "app".into(),
+                init: false,
+                attempt: 1
+            }]
+        );
+
+        observed
+            .containers
+            .push(container("app", 1, RunState::Exited, 1, 101));
+        let (_, held) = plan(&p, &observed, &[], 105 * SEC);
+        assert!(held.actions.is_empty(), "{:?}", held.actions);
+        assert_eq!(held.waiting["app"].reason, "CrashLoopBackOff");
+        assert!(
+            held.waiting["app"].message.starts_with("back-off 10s"),
+            "{}",
+            held.waiting["app"].message
+        );
+        assert_eq!(held.wake_after, Some(Duration::from_secs(6)));
+        let (_, after) = plan(&p, &observed, &[], 111 * SEC);
+        assert_eq!(
+            after.actions,
+            vec![Action::StartContainer {
+                name: "app".into(),
+                init: false,
+                attempt: 2
+            }]
+        );
+
+        observed
+            .containers
+            .push(container("app", 2, RunState::Exited, 1, 120));
+        let (_, held) = plan(&p, &observed, &[], 121 * SEC);
+        assert!(held.waiting["app"].message.starts_with("back-off 20s"));
+        // The oldest dead attempt is removed; the previous one stays for `logs --previous`.
+        assert_eq!(
+            held.actions,
+            vec![Action::RemoveContainers {
+                ids: vec!["app-0".into()]
+            }]
+        );
+    }
+
+    #[test]
+    fn restart_policy_decides_completion() {
+        for (policy, exit, done) in [
+            ("Never", 1, true),
+            ("OnFailure", 0, true),
+            ("OnFailure", 1, false),
+            ("Always", 0, false),
+        ] {
+            let p = pod(policy, &[], &["app"]);
+            let mut observed = ObservedPod {
+                sandbox: sandbox(true),
+                ..Default::default()
+            };
+            observed
+                .containers
+                .push(container("app", 0, RunState::Exited, exit, 1));
+            let (state, plan) = plan(&p, &observed, &[], 2 * SEC);
+            assert_eq!(state == PodState::Completed, done, "{policy} exit {exit}");
+            assert_eq!(plan.actions.is_empty(), done, "{policy} exit {exit}");
+        }
+    }
+
+    #[test]
+    fn failed_liveness_kills_the_running_container() {
+        let p = pod("Always", &[], &["app"]);
+        let mut observed = ObservedPod {
+            sandbox: sandbox(true),
+            ..Default::default()
+        };
+        observed
+            .containers
+            .push(container("app", 0, RunState::Running, 0, 0));
+        let (_, plan) = plan(&p, &observed, &["app-0".to_string()], SEC);
+        assert!(matches!(&plan.actions[0], Action::KillContainer { id, .. } if id == "app-0"));
+    }
+
+    #[test]
+    fn dead_sandbox_is_recreated_with_next_attempt() {
+        let p = pod("Always", &[], &["app"]);
+        let observed = ObservedPod {
+            sandbox: sandbox(false),
+            ..Default::default()
+        };
+        let (state, plan) = plan(&p, &observed, &[], SEC);
+        assert_eq!(state, PodState::NeedsSandbox { attempt: 1 });
+        assert_eq!(plan.actions, vec![Action::CreateSandbox { attempt: 1 }]);
+    }
+
+    #[test]
+    fn init_failure_with_never_fails_the_pod() {
+        let p = pod("Never", &["i1"], &["app"]);
+        let mut observed = ObservedPod {
+            sandbox: sandbox(true),
+            ..Default::default()
+        };
+        let mut failed = container("i1", 0, RunState::Exited, 2, 1);
+        failed.init = true;
+        observed.containers.push(failed);
+        let (state, plan) = plan(&p, &observed, &[], 2 * SEC);
+        assert_eq!(state, PodState::InitFailed);
+        assert!(plan.actions.is_empty());
+    }
+}

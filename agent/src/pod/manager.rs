@@ -1,0 +1,178 @@
+//! Watches the pods bound to this node (fieldSelector spec.nodeName) and keeps one worker per pod;
+//! relists the runtime every second so container exits are noticed within two seconds, and
+//! tears down runtime pods the API no longer has.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use kube::runtime::watcher;
+use kube::Api;
+use tokio::sync::{mpsc, Mutex};
+
+use super::context::Context;
+use super::worker::{Msg, Worker};
+use crate::cri::labels;
+
+pub struct Manager {
+    ctx: Arc<Context>,
+    workers: Mutex<HashMap<String, mpsc::Sender<Msg>>>,
+}
+
+impl Manager {
+    pub fn new(ctx: Arc<Context>) -> Arc<Self> {
+        Arc::new(Manager {
+            ctx,
+            workers: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Sends a sync to the pod's worker, starting one if none runs.
+    async fn poke(&self, uid: &str) {
+        let mut workers = self.workers.lock().await;
+        if let Some(tx) = workers.get(uid) {
+            match tx.try_send(Msg::Sync) {
+                Ok(()) | Err(mpsc::error::TrySendError::Full(_)) => return,
+                Err(mpsc::error::TrySendError::Closed(_)) => {}
+            }
+        }
+        let (tx, rx) = mpsc::channel(4);
+        let _ = tx.try_send(Msg::Sync);
+        workers.insert(uid.to_string(), tx);
+        self.ctx
+            .metrics
+            .pod_workers
+            .set(i64::try_from(workers.len()).unwrap_or(0));
+        let worker = Worker::new(uid.to_string(), self.ctx.clone(), rx);
+        tokio::spawn(worker.run());
+    }
+
+    /// Forgets workers that finished (their pods are gone).
+    async fn reap(&self) {
+        let mut workers = self.workers.lock().await;
+        workers.retain(|_, tx| !tx.is_closed());
+        self.ctx
+            .metrics
+            .pod_workers
+            .set(i64::try_from(workers.len()).unwrap_or(0));
+    }
+
+    /// Runs the pod watch; never returns unless the watch stream ends.
+    pub async fn watch(self: Arc<Self>, synced: Arc<tokio::sync::Notify>) {
+        let api: Api<Pod> = Api::all(self.ctx.client.clone());
+        let config = watcher::Config::default()
+            .fields(&format!("spec.nodeName={}", self.ctx.settings.node_name));
+        let mut stream = watcher(api, config).boxed();
+        let mut listing: HashSet<String> = HashSet::new();
+        while let Some(event) = stream.next().await {
+            match event {
+                Ok(watcher::Event::Init) => listing.clear(),
+                Ok(watcher::Event::InitApply(pod)) => {
+                    if let Some(uid) = pod.metadata.uid.clone() {
+                        listing.insert(uid.clone());
+                        self.upsert(uid, pod).await;
+                    }
+                }
+                Ok(watcher::Event::InitDone) => {
+                    let gone: Vec<String> = match self.ctx.pods.read() {
+                        Ok(pods) => pods
+                            .keys()
+                            .filter(|k| !listing.contains(*k))
+                            .cloned()
+                            .collect(),
+                        Err(_) => Vec::new(),
+                    };
+                    for uid in gone {
+                        self.remove(&uid).await;
+                    }
+                    synced.notify_waiters();
+                    synced.notify_one();
+                }
+                Ok(watcher::Event::Apply(pod)) => {
+                    if let Some(uid) = pod.metadata.uid.clone() {
+                        self.upsert(uid, pod).await;
+                    }
+                }
+                Ok(watcher::Event::Delete(pod)) => {
+                    if let Some(uid) = pod.metadata.uid.clone() {
+                        self.remove(&uid).await;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "pod watch error; retrying");
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            }
+        }
+    }
+
+    async fn upsert(&self, uid: String, pod: Pod) {
+        if let Ok(mut pods) = self.ctx.pods.write() {
+            pods.insert(uid.clone(), Arc::new(pod));
+        }
+        self.poke(&uid).await;
+    }
+
+    async fn remove(&self, uid: &str) {
+        if let Ok(mut pods) = self.ctx.pods.write() {
+            pods.remove(uid);
+        }
+        self.poke(uid).await;
+    }
+
+    /// Lists this node's sandboxes and containers every second; a pod whose runtime state
+    /// changed gets a sync, and so does a runtime pod the API does not have (it is torn down).
+    pub async fn relist(self: Arc<Self>) {
+        let selector = HashMap::from([(
+            labels::NODE.to_string(),
+            self.ctx.settings.node_name.clone(),
+        )]);
+        let mut previous: HashMap<String, String> = HashMap::new();
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            let (sandboxes, containers) = match tokio::try_join!(
+                self.ctx.cri.list_pod_sandbox(selector.clone()),
+                self.ctx.cri.list_containers(selector.clone())
+            ) {
+                Ok(v) => v,
+                Err(e) => {
+                    tracing::warn!(error = %e, "relist failed");
+                    continue;
+                }
+            };
+            let mut current: BTreeMap<String, Vec<String>> = BTreeMap::new();
+            for s in &sandboxes {
+                if let Some(uid) = s.labels.get(labels::POD_UID) {
+                    current
+                        .entry(uid.clone())
+                        .or_default()
+                        .push(format!("s{}:{}", s.id, s.state));
+                }
+            }
+            for c in &containers {
+                if let Some(uid) = c.labels.get(labels::POD_UID) {
+                    current
+                        .entry(uid.clone())
+                        .or_default()
+                        .push(format!("c{}:{}", c.id, c.state));
+                }
+            }
+            let mut fingerprints = HashMap::new();
+            for (uid, mut parts) in current {
+                parts.sort();
+                fingerprints.insert(uid, parts.join(","));
+            }
+            for (uid, fp) in &fingerprints {
+                if previous.get(uid) != Some(fp) {
+                    self.poke(uid).await;
+                }
+            }
+            previous = fingerprints;
+            self.reap().await;
+        }
+    }
+}

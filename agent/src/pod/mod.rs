@@ -1,0 +1,14 @@
+//! Pods on this node: the state machine and status (pure), translation to CRI configs (pure),
+//! volumes and env, probes, and the workers and manager that drive them.
+
+pub mod context;
+pub mod decide;
+pub mod env;
+pub mod manager;
+pub mod observed;
+pub mod probe;
+pub mod qos;
+pub mod status;
+pub mod translate;
+pub mod volumes;
+pub mod worker;

@@ -1,0 +1,171 @@
+//! What the runtime holds for one pod, rebuilt from CRI labels at every sync (so a restarted
+//! agent adopts running pods instead of recreating them).
+
+use keelson_proto::runtime::v1 as cri;
+
+use crate::cri::labels;
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RunState {
+    Created,
+    Running,
+    Exited,
+    Unknown,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ObservedSandbox {
+    pub id: String,
+    pub ready: bool,
+    pub ip: Option<String>,
+    pub attempt: u32,
+    pub created_at_ns: i64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ObservedContainer {
+    pub id: String,
+    pub sandbox_id: String,
+    pub name: String,
+    pub init: bool,
+    pub attempt: u32,
+    pub state: RunState,
+    pub created_at_ns: i64,
+    pub started_at_ns: i64,
+    pub finished_at_ns: i64,
+    pub exit_code: i32,
+    pub reason: String,
+    pub message: String,
+    pub image: String,
+    pub image_ref: String,
+}
+
+/// The runtime view of one pod: its newest sandbox and that sandbox's containers, plus every
+/// sandbox and container found (for cleanup of older ones).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ObservedPod {
+    pub sandbox: Option<ObservedSandbox>,
+    pub containers: Vec<ObservedContainer>,
+    pub all_sandbox_ids: Vec<String>,
+    pub stale_containers: Vec<String>,
+}
+
+impl ObservedPod {
+    /// Builds the view from the pod's sandboxes and the statuses of its containers.
+    /// `containers` pairs each container's sandbox id (from ListContainers) with its status.
+    pub fn from_cri(
+        sandboxes: &[cri::PodSandbox],
+        ips: &[(String, String)],
+        containers: &[(String, cri::ContainerStatus)],
+    ) -> Self {
+        let newest = sandboxes
+            .iter()
+            .max_by_key(|s| (s.metadata.as_ref().map_or(0, |m| m.attempt), s.created_at));
+        let sandbox = newest.map(|s| ObservedSandbox {
+            id: s.id.clone(),
+            ready: s.state == cri::PodSandboxState::SandboxReady as i32,
+            ip: ips
+                .iter()
+                .find(|(id, _)| *id == s.id)
+                .map(|(_, ip)| ip.clone())
+                .filter(|ip| !ip.is_empty()),
+            attempt: s.metadata.as_ref().map_or(0, |m| m.attempt),
+            created_at_ns: s.created_at,
+        });
+        let sandbox_id = sandbox.as_ref().map(|s| s.id.clone()).unwrap_or_default();
+        let mut current = Vec::new();
+        let mut stale = Vec::new();
+        for (container_sandbox, c) in containers {
+            let observed = observe_container(c, container_sandbox);
+            if observed.sandbox_id == sandbox_id {
+                current.push(observed);
+            } else {
+                stale.push(observed.id);
+            }
+        }
+        current.sort_by(|a, b| (a.name.as_str(), a.attempt).cmp(&(b.name.as_str(), b.attempt)));
+        ObservedPod {
+            sandbox,
+            containers: current,
+            all_sandbox_ids: sandboxes.iter().map(|s| s.id.clone()).collect(),
+            stale_containers: stale,
+        }
+    }
+
+    /// The newest attempt of the named container in the current sandbox.
+    pub fn latest(&self, name: &str) -> Option<&ObservedContainer> {
+        self.containers
+            .iter()
+            .filter(|c| c.name == name)
+            .max_by_key(|c| c.attempt)
+    }
+
+    /// The attempt before the newest one (for lastState and `logs --previous`).
+    pub fn previous(&self, name: &str) -> Option<&ObservedContainer> {
+        let latest = self.latest(name)?;
+        self.containers
+            .iter()
+            .filter(|c| c.name == name && c.attempt < latest.attempt)
+            .max_by_key(|c| c.attempt)
+    }
+
+    /// Exited attempts older than the previous one: removed so that dead containers do not pile up.
+    pub fn garbage(&self) -> Vec<String> {
+        let mut ids = Vec::new();
+        let names: std::collections::BTreeSet<&str> =
+            self.containers.iter().map(|c| c.name.as_str()).collect();
+        for name in names {
+            let keep: Vec<&str> = [self.latest(name), self.previous(name)]
+                .into_iter()
+                .flatten()
+                .map(|c| c.id.as_str())
+                .collect();
+            ids.extend(
+                self.containers
+                    .iter()
+                    .filter(|c| {
+                        c.name == name
+                            && c.state == RunState::Exited
+                            && !keep.contains(&c.id.as_str())
+                    })
+                    .map(|c| c.id.clone()),
+            );
+        }
+        ids
+    }
+}
+
+fn observe_container(c: &cri::ContainerStatus, sandbox_id: &str) -> ObservedContainer {
+    let state = match cri::ContainerState::try_from(c.state) {
+        Ok(cri::ContainerState::ContainerCreated) => RunState::Created,
+        Ok(cri::ContainerState::ContainerRunning) => RunState::Running,
+        Ok(cri::ContainerState::ContainerExited) => RunState::Exited,
+        _ => RunState::Unknown,
+    };
+    let name = c
+        .labels
+        .get(labels::CONTAINER_NAME)
+        .cloned()
+        .or_else(|| c.metadata.as_ref().map(|m| m.name.clone()))
+        .unwrap_or_default();
+    ObservedContainer {
+        id: c.id.clone(),
+        sandbox_id: sandbox_id.to_string(),
+        name,
+        init: c.labels.get(labels::CONTAINER_KIND).map(String::as_str) == Some("init"),
+        attempt: c.metadata.as_ref().map_or(0, |m| m.attempt),
+        state,
+        created_at_ns: c.created_at,
+        started_at_ns: c.started_at,
+        finished_at_ns: c.finished_at,
+        exit_code: c.exit_code,
+        reason: c.reason.clone(),
+        message: c.message.clone(),
+        image: c
+            .image
+            .as_ref()
+            .map(|i| i.image.clone())
+            .unwrap_or_default(),
+        image_ref: c.image_ref.clone(),
+    }
+}

@@ -1,0 +1,320 @@
+//! Startup, liveness and readiness probes (httpGet, tcpSocket, exec via CRI ExecSync), one task
+//! per probed container. Results go to a shared table the pod worker reads; a change pokes it.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Container, Probe};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+
+use super::status::ProbeView;
+use crate::cri::Cri;
+
+/// Probe outcomes for the containers of one pod.
+#[derive(Debug, Default)]
+pub struct ProbeTable {
+    pub view: ProbeView,
+    /// Containers whose liveness or startup probe failed past its threshold.
+    pub unhealthy: Vec<String>,
+}
+
+pub type SharedProbes = Arc<Mutex<ProbeTable>>;
+
+/// Runs one probe once. Errors count as failures; the text says why (for logs).
+pub async fn probe_once(
+    probe: &Probe,
+    container: &Container,
+    pod_ip: &str,
+    container_id: &str,
+    cri: &dyn Cri,
+) -> Result<(), String> {
+    let timeout =
+        Duration::from_secs(u64::try_from(probe.timeout_seconds.unwrap_or(1).max(1)).unwrap_or(1));
+    if let Some(http) = &probe.http_get {
+        let port = resolve_port(&http.port, container)?;
+        let host = http
+            .host
+            .clone()
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| pod_ip.to_string());
+        let path = http.path.clone().unwrap_or_else(|| "/".into());
+        let code = tokio::time::timeout(timeout, http_get(&host, port, &path))
+            .await
+            .map_err(|_| format!("http probe to {host}:{port}{path} timed out"))??;
+        return if (200..400).contains(&code) {
+            Ok(())
+        } else {
+            Err(format!("HTTP probe failed with statuscode: {code}"))
+        };
+    }
+    if let Some(tcp) = &probe.tcp_socket {
+        let port = resolve_port(&tcp.port, container)?;
+        let host = tcp
+            .host
+            .clone()
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| pod_ip.to_string());
+        return match tokio::time::timeout(timeout, TcpStream::connect((host.as_str(), port))).await
+        {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(e)) => Err(format!("dial tcp {host}:{port}: {e}")),
+            Err(_) => Err(format!("dial tcp {host}:{port}: timeout")),
+        };
+    }
+    if let Some(exec) = &probe.exec {
+        let cmd = exec.command.clone().unwrap_or_default();
+        let secs = i64::try_from(timeout.as_secs()).unwrap_or(1);
+        let resp = cri
+            .exec_sync(container_id, cmd, secs)
+            .await
+            .map_err(|e| e.to_string())?;
+        return if resp.exit_code == 0 {
+            Ok(())
+        } else {
+            Err(format!(
+                "command exited with {}: {}",
+                resp.exit_code,
+                String::from_utf8_lossy(&resp.stdout)
+            ))
+        };
+    }
+    Err("probe has no handler the agent supports (httpGet, tcpSocket, exec)".into())
+}
+
+fn resolve_port(port: &IntOrString, container: &Container) -> Result<u16, String> {
+    match port {
+        IntOrString::Int(p) => u16::try_from(*p).map_err(|_| format!("invalid port {p}")),
+        IntOrString::String(name) => container
+            .ports
+            .iter()
+            .flatten()
+            .find(|p| p.name.as_deref() == Some(name.as_str()))
+            .and_then(|p| u16::try_from(p.container_port).ok())
+            .or_else(|| name.parse().ok())
+            .ok_or_else(|| format!("container {} has no port named {name}", container.name)),
+    }
+}
+
+/// A minimal HTTP/1.1 GET: the status code of the answer.
+pub async fn http_get(host: &str, port: u16, path: &str) -> Result<u16, String> {
+    let mut stream = TcpStream::connect((host, port))
+        .await
+        .map_err(|e| format!("dial {host}:{port}: {e}"))?;
+    let request = format!("GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUser-Agent: keelson-probe/1.0\r\nConnection: close\r\n\r\n");
+    stream
+        .write_all(request.as_bytes())
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut head = [0u8; 64];
+    let mut read = 0;
+    while read < 12 {
+        let n = stream
+            .read(&mut head[read..])
+            .await
+            .map_err(|e| e.to_string())?;
+        if n == 0 {
+            break;
+        }
+        read += n;
+    }
+    let text = String::from_utf8_lossy(&head[..read]);
+    text.split_whitespace()
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .ok_or_else(|| format!("malformed HTTP answer from {host}:{port}"))
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Startup,
+    Liveness,
+    Readiness,
+}
+
+/// Probes one container until it is aborted (the worker aborts it when the container stops).
+#[allow(clippy::too_many_arguments)]
+pub async fn run(
+    kind: Kind,
+    probe: Probe,
+    container: Container,
+    container_id: String,
+    pod_ip: String,
+    cri: Arc<dyn Cri>,
+    table: SharedProbes,
+    poke: mpsc::Sender<()>,
+) {
+    let period =
+        Duration::from_secs(u64::try_from(probe.period_seconds.unwrap_or(10).max(1)).unwrap_or(10));
+    let initial = Duration::from_secs(
+        u64::try_from(probe.initial_delay_seconds.unwrap_or(0).max(0)).unwrap_or(0),
+    );
+    let success_threshold = probe.success_threshold.unwrap_or(1).max(1);
+    let failure_threshold = probe.failure_threshold.unwrap_or(3).max(1);
+    tokio::time::sleep(initial).await;
+    let (mut successes, mut failures) = (0, 0);
+    loop {
+        let started = {
+            let t = table
+                .lock()
+                .map(|t| t.view.started.get(&container_id).copied())
+                .ok()
+                .flatten();
+            t.unwrap_or(true)
+        };
+        // Liveness and readiness wait for the startup probe to succeed.
+        if kind == Kind::Startup || started {
+            let result = probe_once(&probe, &container, &pod_ip, &container_id, cri.as_ref()).await;
+            match &result {
+                Ok(()) => {
+                    successes += 1;
+                    failures = 0;
+                }
+                Err(why) => {
+                    failures += 1;
+                    successes = 0;
+                    tracing::debug!(container = %container.name, ?kind, %why, "probe failed");
+                }
+            }
+            let changed = record(
+                kind,
+                &container_id,
+                successes >= success_threshold,
+                failures >= failure_threshold,
+                &table,
+            );
+            if changed {
+                let _ = poke.try_send(());
+            }
+            if kind == Kind::Startup && successes >= success_threshold {
+                return;
+            }
+        }
+        tokio::time::sleep(period).await;
+    }
+}
+
+/// Applies thresholds; returns whether the table changed.
+fn record(kind: Kind, id: &str, passed: bool, failed: bool, table: &SharedProbes) -> bool {
+    let Ok(mut t) = table.lock() else {
+        return false;
+    };
+    match kind {
+        Kind::Readiness => {
+            let previous = t.view.ready.get(id).copied();
+            let now = if passed {
+                true
+            } else if failed {
+                false
+            } else {
+                previous.unwrap_or(false)
+            };
+            t.view.ready.insert(id.to_string(), now);
+            previous != Some(now)
+        }
+        Kind::Startup => {
+            if passed {
+                t.view.started.insert(id.to_string(), true);
+                true
+            } else if failed && !t.unhealthy.iter().any(|u| u == id) {
+                t.unhealthy.push(id.to_string());
+                true
+            } else {
+                false
+            }
+        }
+        Kind::Liveness => {
+            if failed && !t.unhealthy.iter().any(|u| u == id) {
+                t.unhealthy.push(id.to_string());
+                true
+            } else {
+                false
+            }
+        }
+    }
+}
+
+/// Probe tasks by container id.
+#[derive(Default)]
+pub struct Probers {
+    tasks: HashMap<String, Vec<tokio::task::JoinHandle<()>>>,
+}
+
+impl Probers {
+    /// Starts the container's probes if not running yet. The startup probe (if any) gates the rest.
+    pub fn ensure(
+        &mut self,
+        container: &Container,
+        id: &str,
+        pod_ip: &str,
+        cri: &Arc<dyn Cri>,
+        table: &SharedProbes,
+        poke: &mpsc::Sender<()>,
+    ) {
+        if self.tasks.contains_key(id) {
+            return;
+        }
+        if let Ok(mut t) = table.lock() {
+            if container.startup_probe.is_some() {
+                t.view.started.entry(id.to_string()).or_insert(false);
+            }
+        }
+        let mut handles = Vec::new();
+        for (kind, probe) in [
+            (Kind::Startup, &container.startup_probe),
+            (Kind::Liveness, &container.liveness_probe),
+            (Kind::Readiness, &container.readiness_probe),
+        ] {
+            if let Some(probe) = probe.clone() {
+                handles.push(tokio::spawn(run(
+                    kind,
+                    probe,
+                    container.clone(),
+                    id.to_string(),
+                    pod_ip.to_string(),
+                    cri.clone(),
+                    table.clone(),
+                    poke.clone(),
+                )));
+            }
+        }
+        self.tasks.insert(id.to_string(), handles);
+    }
+
+    /// Stops the probes of containers that are no longer running.
+    pub fn retain(&mut self, running: &[String], table: &SharedProbes) {
+        let gone: Vec<String> = self
+            .tasks
+            .keys()
+            .filter(|id| !running.contains(id))
+            .cloned()
+            .collect();
+        for id in gone {
+            for h in self.tasks.remove(&id).into_iter().flatten() {
+                h.abort();
+            }
+            if let Ok(mut t) = table.lock() {
+                t.view.ready.remove(&id);
+                t.view.started.remove(&id);
+                t.unhealthy.retain(|u| *u != id);
+            }
+        }
+    }
+
+    pub fn stop_all(&mut self) {
+        for (_, handles) in self.tasks.drain() {
+            for h in handles {
+                h.abort();
+            }
+        }
+    }
+}
+
+impl Drop for Probers {
+    fn drop(&mut self) {
+        self.stop_all();
+    }
+}

@@ -1,0 +1,489 @@
+//! Pod spec to CRI configs: PodSandboxConfig and ContainerConfig. Pure.
+
+use std::collections::HashMap;
+
+use k8s_openapi::api::core::v1::{Container, Pod};
+use keelson_proto::runtime::v1 as cri;
+
+use crate::cri::labels;
+use crate::quantity;
+
+/// Node-level settings that shape every pod.
+#[derive(Clone, Debug)]
+pub struct NodeSettings {
+    pub node_name: String,
+    pub cgroup_root: String,
+    /// Pods' log directories go under here (`<root>/<ns>_<name>_<uid>`).
+    pub pod_log_root: String,
+    /// Cluster DNS server for dnsPolicy ClusterFirst; none means the node's resolv.conf.
+    pub cluster_dns: Vec<String>,
+    pub cluster_domain: String,
+}
+
+pub fn pod_log_dir(settings: &NodeSettings, pod: &Pod) -> String {
+    let m = &pod.metadata;
+    format!(
+        "{}/{}_{}_{}",
+        settings.pod_log_root.trim_end_matches('/'),
+        m.namespace.as_deref().unwrap_or("default"),
+        m.name.as_deref().unwrap_or(""),
+        m.uid.as_deref().unwrap_or("")
+    )
+}
+
+pub fn pod_labels(pod: &Pod, node: &str) -> HashMap<String, String> {
+    let m = &pod.metadata;
+    let mut l: HashMap<String, String> = m.labels.clone().unwrap_or_default().into_iter().collect();
+    l.insert(labels::POD_NAME.into(), m.name.clone().unwrap_or_default());
+    l.insert(
+        labels::POD_NAMESPACE.into(),
+        m.namespace.clone().unwrap_or_default(),
+    );
+    l.insert(labels::POD_UID.into(), m.uid.clone().unwrap_or_default());
+    l.insert(labels::NODE.into(), node.to_string());
+    l
+}
+
+pub fn sandbox_config(settings: &NodeSettings, pod: &Pod, attempt: u32) -> cri::PodSandboxConfig {
+    let m = &pod.metadata;
+    let spec = pod.spec.clone().unwrap_or_default();
+    let host_network = spec.host_network.unwrap_or(false);
+    let hostname = spec
+        .hostname
+        .clone()
+        .unwrap_or_else(|| m.name.clone().unwrap_or_default());
+    let mut port_mappings = Vec::new();
+    for c in &spec.containers {
+        for p in c.ports.iter().flatten() {
+            if let Some(host_port) = p.host_port.filter(|hp| *hp > 0) {
+                port_mappings.push(cri::PortMapping {
+                    protocol: protocol(p.protocol.as_deref()) as i32,
+                    container_port: p.container_port,
+                    host_port,
+                    host_ip: p.host_ip.clone().unwrap_or_default(),
+                });
+            }
+        }
+    }
+    let ns_mode = |on_node: bool| if on_node { cri::NamespaceMode::Node } else { cri::NamespaceMode::Pod } as i32;
+    let security = spec.security_context.clone().unwrap_or_default();
+    cri::PodSandboxConfig {
+        metadata: Some(cri::PodSandboxMetadata {
+            name: m.name.clone().unwrap_or_default(),
+            uid: m.uid.clone().unwrap_or_default(),
+            namespace: m.namespace.clone().unwrap_or_default(),
+            attempt,
+        }),
+        hostname: if host_network {
+            String::new()
+        } else {
+            truncate_hostname(&hostname)
+        },
+        log_directory: pod_log_dir(settings, pod),
+        dns_config: dns_config(settings, pod),
+        port_mappings,
+        labels: pod_labels(pod, &settings.node_name),
+        annotations: m
+            .annotations
+            .clone()
+            .unwrap_or_default()
+            .into_iter()
+            .collect(),
+        linux: Some(cri::LinuxPodSandboxConfig {
+            cgroup_parent: crate::pod::qos::cgroup_parent(&settings.cgroup_root, pod),
+            security_context: Some(cri::LinuxSandboxSecurityContext {
+                namespace_options: Some(cri::NamespaceOption {
+                    network: ns_mode(host_network),
+                    pid: if spec.host_pid.unwrap_or(false) {
+                        cri::NamespaceMode::Node as i32
+                    } else if spec.share_process_namespace.unwrap_or(false) {
+                        cri::NamespaceMode::Pod as i32
+                    } else {
+                        cri::NamespaceMode::Container as i32
+                    },
+                    ipc: ns_mode(spec.host_ipc.unwrap_or(false)),
+                    target_id: String::new(),
+                }),
+                run_as_user: security.run_as_user.map(|value| cri::Int64Value { value }),
+                run_as_group: security.run_as_group.map(|value| cri::Int64Value { value }),
+                supplemental_groups: security.supplemental_groups.clone().unwrap_or_default(),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+    }
+}
+
+fn truncate_hostname(name: &str) -> String {
+    // Hostnames are at most 63 characters; the kubelet truncates the same way.
+    name.chars()
+        .take(63)
+        .collect::<String>()
+        .trim_end_matches(['-', '.'])
+        .to_string()
+}
+
+fn protocol(p: Option<&str>) -> cri::Protocol {
+    match p {
+        Some("UDP") => cri::Protocol::Udp,
+        Some("SCTP") => cri::Protocol::Sctp,
+        _ => cri::Protocol::Tcp,
+    }
+}
+
+fn dns_config(settings: &NodeSettings, pod: &Pod) -> Option<cri::DnsConfig> {
+    let spec = pod.spec.as_ref()?;
+    let policy = spec.dns_policy.as_deref().unwrap_or("ClusterFirst");
+    let host_network = spec.host_network.unwrap_or(false);
+    let mut config = match policy {
+        "None" => cri::DnsConfig::default(),
+        "ClusterFirst" if !host_network && !settings.cluster_dns.is_empty() => {
+            cluster_dns(settings, pod)
+        }
+        "ClusterFirstWithHostNet" if !settings.cluster_dns.is_empty() => cluster_dns(settings, pod),
+        // Default (and ClusterFirst without a cluster DNS): the runtime copies the node's resolv.conf.
+        _ => {
+            return spec
+                .dns_config
+                .as_ref()
+                .map(|_| merge_custom(cri::DnsConfig::default(), pod))
+        }
+    };
+    config = merge_custom(config, pod);
+    Some(config)
+}
+
+fn cluster_dns(settings: &NodeSettings, pod: &Pod) -> cri::DnsConfig {
+    let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+    let domain = &settings.cluster_domain;
+    cri::DnsConfig {
+        servers: settings.cluster_dns.clone(),
+        searches: vec![
+            format!("{ns}.svc.{domain}"),
+            format!("svc.{domain}"),
+            domain.clone(),
+        ],
+        options: vec!["ndots:5".into()],
+    }
+}
+
+fn merge_custom(mut config: cri::DnsConfig, pod: &Pod) -> cri::DnsConfig {
+    if let Some(custom) = pod.spec.as_ref().and_then(|s| s.dns_config.as_ref()) {
+        config
+            .servers
+            .extend(custom.nameservers.clone().unwrap_or_default());
+        config
+            .searches
+            .extend(custom.searches.clone().unwrap_or_default());
+        for o in custom.options.iter().flatten() {
+            let name = o.name.clone().unwrap_or_default();
+            config
+                .options
+                .retain(|existing| existing.split(':').next() != Some(name.as_str()));
+            config.options.push(match &o.value {
+                Some(v) => format!("{name}:{v}"),
+                None => name,
+            });
+        }
+    }
+    config
+}
+
+/// A volume mount resolved to a host path.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HostMount {
+    pub container_path: String,
+    pub host_path: String,
+    pub readonly: bool,
+}
+
+pub struct ContainerInput<'a> {
+    pub pod: &'a Pod,
+    pub container: &'a Container,
+    pub init: bool,
+    pub attempt: u32,
+    pub image_ref: &'a str,
+    pub env: &'a [(String, String)],
+    pub mounts: &'a [HostMount],
+    pub node_name: &'a str,
+}
+
+pub fn container_config(input: &ContainerInput<'_>) -> cri::ContainerConfig {
+    let c = input.container;
+    let pod = input.pod;
+    let mut labels = HashMap::new();
+    let m = &pod.metadata;
+    labels.insert(
+        labels::POD_NAME.to_string(),
+        m.name.clone().unwrap_or_default(),
+    );
+    labels.insert(
+        labels::POD_NAMESPACE.to_string(),
+        m.namespace.clone().unwrap_or_default(),
+    );
+    labels.insert(
+        labels::POD_UID.to_string(),
+        m.uid.clone().unwrap_or_default(),
+    );
+    labels.insert(labels::CONTAINER_NAME.to_string(), c.name.clone());
+    labels.insert(labels::NODE.to_string(), input.node_name.to_string());
+    labels.insert(
+        labels::CONTAINER_KIND.to_string(),
+        if input.init { "init" } else { "regular" }.to_string(),
+    );
+    let annotations = HashMap::from([(
+        "io.kubernetes.container.restartCount".to_string(),
+        input.attempt.to_string(),
+    )]);
+
+    let command = c
+        .command
+        .clone()
+        .unwrap_or_default()
+        .iter()
+        .map(|s| super::env::expand(s, input.env))
+        .collect();
+    let args = c
+        .args
+        .clone()
+        .unwrap_or_default()
+        .iter()
+        .map(|s| super::env::expand(s, input.env))
+        .collect();
+
+    let pod_security = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.security_context.clone())
+        .unwrap_or_default();
+    let security = c.security_context.clone().unwrap_or_default();
+    let run_as_user = security.run_as_user.or(pod_security.run_as_user);
+    let run_as_group = security.run_as_group.or(pod_security.run_as_group);
+    let caps = security.capabilities.clone().unwrap_or_default();
+
+    cri::ContainerConfig {
+        metadata: Some(cri::ContainerMetadata {
+            name: c.name.clone(),
+            attempt: input.attempt,
+        }),
+        image: Some(cri::ImageSpec {
+            image: input.image_ref.to_string(),
+            user_specified_image: c.image.clone().unwrap_or_default(),
+            ..Default::default()
+        }),
+        command,
+        args,
+        working_dir: c.working_dir.clone().unwrap_or_default(),
+        envs: input
+            .env
+            .iter()
+            .map(|(key, value)| cri::KeyValue {
+                key: key.clone(),
+                value: value.clone(),
+            })
+            .collect(),
+        mounts: input
+            .mounts
+            .iter()
+            .map(|hm| cri::Mount {
+                container_path: hm.container_path.clone(),
+                host_path: hm.host_path.clone(),
+                readonly: hm.readonly,
+                ..Default::default()
+            })
+            .collect(),
+        labels,
+        annotations,
+        log_path: format!("{}/{}.log", c.name, input.attempt),
+        stdin: c.stdin.unwrap_or(false),
+        stdin_once: c.stdin_once.unwrap_or(false),
+        tty: c.tty.unwrap_or(false),
+        linux: Some(cri::LinuxContainerConfig {
+            resources: Some(resources(c)),
+            security_context: Some(cri::LinuxContainerSecurityContext {
+                capabilities: Some(cri::Capability {
+                    add_capabilities: caps.add.unwrap_or_default(),
+                    drop_capabilities: caps.drop.unwrap_or_default(),
+                    ..Default::default()
+                }),
+                privileged: security.privileged.unwrap_or(false),
+                run_as_user: run_as_user.map(|value| cri::Int64Value { value }),
+                run_as_group: run_as_group.map(|value| cri::Int64Value { value }),
+                readonly_rootfs: security.read_only_root_filesystem.unwrap_or(false),
+                supplemental_groups: pod_security.supplemental_groups.clone().unwrap_or_default(),
+                no_new_privs: security.allow_privilege_escalation == Some(false),
+                namespace_options: Some(cri::NamespaceOption {
+                    pid: if pod
+                        .spec
+                        .as_ref()
+                        .and_then(|s| s.share_process_namespace)
+                        .unwrap_or(false)
+                    {
+                        cri::NamespaceMode::Pod as i32
+                    } else {
+                        cri::NamespaceMode::Container as i32
+                    },
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }),
+        }),
+        ..Default::default()
+    }
+}
+
+/// CPU and memory limits/requests as cgroup v1 values (CFS quota/period, shares, memory limit).
+pub fn resources(c: &Container) -> cri::LinuxContainerResources {
+    let res = c.resources.clone().unwrap_or_default();
+    let limits = res.limits.unwrap_or_default();
+    let requests = res.requests.unwrap_or_default();
+    let mut out = cri::LinuxContainerResources::default();
+    let cpu_request = requests
+        .get("cpu")
+        .or(limits.get("cpu"))
+        .and_then(|q| quantity::cpu_millis(&q.0));
+    out.cpu_shares = cpu_request.map_or(2, |m| (m * 1024 / 1000).max(2));
+    if let Some(limit) = limits.get("cpu").and_then(|q| quantity::cpu_millis(&q.0)) {
+        out.cpu_period = 100_000;
+        out.cpu_quota = (limit * 100_000 / 1000).max(1000);
+    }
+    if let Some(mem) = limits.get("memory").and_then(|q| quantity::bytes(&q.0)) {
+        out.memory_limit_in_bytes = mem;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{
+        ContainerPort, PodSecurityContext, PodSpec, ResourceRequirements,
+    };
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    use std::collections::BTreeMap;
+
+    fn settings() -> NodeSettings {
+        NodeSettings {
+            node_name: "node-a".into(),
+            cgroup_root: "/keelson".into(),
+            pod_log_root: "/var/log/pods".into(),
+            cluster_dns: vec!["10.96.0.10".into()],
+            cluster_domain: "cluster.local".into(),
+        }
+    }
+
+    fn pod() -> Pod {
+        Pod {
+            metadata: kube::api::ObjectMeta {
+                name: Some("web".into()),
+                namespace: Some("shop".into()),
+                uid: Some("u-1".into()),
+                labels: Some(BTreeMap::from([("app".to_string(), "web".to_string())])),
+                ..Default::default()
+            },
+            spec: Some(PodSpec {
+                security_context: Some(PodSecurityContext {
+                    run_as_user: Some(1000),
+                    ..Default::default()
+                }),
+                containers: vec![Container {
+                    name: "app".into(),
+                    image: Some("busybox".into()),
+                    command: Some(vec!["sh".into(), "-c".into()]),
+                    args: Some(vec!["echo $(GREETING)".into()]),
+                    working_dir: Some("/tmp".into()),
+                    ports: Some(vec![ContainerPort {
+                        container_port: 80,
+                        host_port: Some(8080),
+                        ..Default::default()
+                    }]),
+                    resources: Some(ResourceRequirements {
+                        limits: Some(BTreeMap::from([
+                            ("cpu".to_string(), Quantity("500m".into())),
+                            ("memory".to_string(), Quantity("64Mi".into())),
+                        ])),
+                        ..Default::default()
+                    }),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+            status: None,
+        }
+    }
+
+    #[test]
+    fn sandbox_config_carries_identity_dns_ports_and_cgroup() {
+        let p = pod();
+        let c = sandbox_config(&settings(), &p, 2);
+        let meta = c.metadata.unwrap();
+        assert_eq!(
+            (
+                meta.name.as_str(),
+                meta.namespace.as_str(),
+                meta.uid.as_str(),
+                meta.attempt
+            ),
+            ("web", "shop", "u-1", 2)
+        );
+        assert_eq!(c.hostname, "web");
+        assert_eq!(c.log_directory, "/var/log/pods/shop_web_u-1");
+        assert_eq!(
+            c.labels.get(labels::POD_UID).map(String::as_str),
+            Some("u-1")
+        );
+        assert_eq!(c.labels.get("app").map(String::as_str), Some("web"));
+        let dns = c.dns_config.unwrap();
+        assert_eq!(dns.servers, vec!["10.96.0.10"]);
+        assert_eq!(dns.searches[0], "shop.svc.cluster.local");
+        assert_eq!(c.port_mappings.len(), 1);
+        assert_eq!(
+            (
+                c.port_mappings[0].container_port,
+                c.port_mappings[0].host_port
+            ),
+            (80, 8080)
+        );
+        // Guaranteed: limits without requests.
+        assert_eq!(c.linux.unwrap().cgroup_parent, "/keelson/podu-1");
+    }
+
+    #[test]
+    fn container_config_carries_command_env_limits_user_and_log_path() {
+        let p = pod();
+        let env = vec![("GREETING".to_string(), "hi".to_string())];
+        let mounts = vec![HostMount {
+            container_path: "/data".into(),
+            host_path: "/var/lib/x".into(),
+            readonly: true,
+        }];
+        let c = container_config(&ContainerInput {
+            pod: &p,
+            container: &p.spec.as_ref().unwrap().containers[0],
+            init: false,
+            attempt: 3,
+            image_ref: "sha256:abc",
+            env: &env,
+            mounts: &mounts,
+            node_name: "node-a",
+        });
+        assert_eq!(c.command, vec!["sh", "-c"]);
+        assert_eq!(c.args, vec!["echo hi"]);
+        assert_eq!(c.working_dir, "/tmp");
+        assert_eq!(c.log_path, "app/3.log");
+        assert_eq!(c.metadata.unwrap().attempt, 3);
+        assert_eq!(c.mounts[0].host_path, "/var/lib/x");
+        assert!(c.mounts[0].readonly);
+        let linux = c.linux.unwrap();
+        let r = linux.resources.unwrap();
+        assert_eq!(
+            (r.cpu_quota, r.cpu_period, r.cpu_shares),
+            (50_000, 100_000, 512)
+        );
+        assert_eq!(r.memory_limit_in_bytes, 64 << 20);
+        assert_eq!(
+            linux.security_context.unwrap().run_as_user.unwrap().value,
+            1000
+        );
+    }
+}

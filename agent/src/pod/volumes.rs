@@ -1,0 +1,346 @@
+//! Pod volumes on the node: emptyDir, hostPath, configMap and secret (files per key), under
+//! `<root>/pods/<uid>/volumes/<name>`; and the container mounts that point at them.
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use k8s_openapi::api::core::v1::{Container, KeyToPath, Pod};
+
+use super::translate::HostMount;
+
+/// ConfigMap and Secret contents (bytes) of the pod's namespace, looked up by the worker.
+#[derive(Clone, Debug, Default)]
+pub struct Objects {
+    pub config_maps: BTreeMap<String, BTreeMap<String, Vec<u8>>>,
+    pub secrets: BTreeMap<String, BTreeMap<String, Vec<u8>>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum VolumeError {
+    #[error("volume {volume}: {kind} {name} not found")]
+    Missing {
+        volume: String,
+        kind: &'static str,
+        name: String,
+    },
+    #[error("volume {volume}: {path}: {source}")]
+    Io {
+        volume: String,
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("container {container} mounts volume {volume}, which the pod does not declare")]
+    Undeclared { container: String, volume: String },
+}
+
+pub fn pod_dir(root: &Path, pod: &Pod) -> PathBuf {
+    root.join("pods")
+        .join(pod.metadata.uid.as_deref().unwrap_or("unknown"))
+}
+
+/// Names of ConfigMaps and Secrets the pod's volumes need.
+pub fn referenced(pod: &Pod) -> (Vec<String>, Vec<String>) {
+    let mut cms = Vec::new();
+    let mut secrets = Vec::new();
+    for v in pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.volumes.as_ref())
+        .into_iter()
+        .flatten()
+    {
+        if let Some(cm) = &v.config_map {
+            cms.push(cm.name.clone());
+        }
+        if let Some(s) = &v.secret {
+            secrets.extend(s.secret_name.clone());
+        }
+    }
+    (cms, secrets)
+}
+
+/// Creates or refreshes every volume of the pod; returns its host path by volume name.
+pub fn prepare(
+    root: &Path,
+    pod: &Pod,
+    objects: &Objects,
+) -> Result<BTreeMap<String, PathBuf>, VolumeError> {
+    let base = pod_dir(root, pod).join("volumes");
+    let mut paths = BTreeMap::new();
+    for v in pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.volumes.as_ref())
+        .into_iter()
+        .flatten()
+    {
+        let io = |path: &Path, source| VolumeError::Io {
+            volume: v.name.clone(),
+            path: path.display().to_string(),
+            source,
+        };
+        let dir = base.join(&v.name);
+        let path = if let Some(hp) = &v.host_path {
+            let p = PathBuf::from(&hp.path);
+            if matches!(hp.type_.as_deref(), Some("DirectoryOrCreate")) {
+                std::fs::create_dir_all(&p).map_err(|e| io(&p, e))?;
+            }
+            if matches!(hp.type_.as_deref(), Some("FileOrCreate")) && !p.exists() {
+                std::fs::File::create(&p).map_err(|e| io(&p, e))?;
+            }
+            p
+        } else if let Some(cm) = &v.config_map {
+            let data = objects.config_maps.get(&cm.name);
+            match data {
+                Some(data) => write_keys(
+                    &dir,
+                    data,
+                    cm.items.as_deref(),
+                    cm.default_mode.unwrap_or(0o644),
+                )
+                .map_err(|e| io(&dir, e))?,
+                None if cm.optional.unwrap_or(false) => {
+                    std::fs::create_dir_all(&dir).map_err(|e| io(&dir, e))?
+                }
+                None => {
+                    return Err(VolumeError::Missing {
+                        volume: v.name.clone(),
+                        kind: "configmap",
+                        name: cm.name.clone(),
+                    })
+                }
+            }
+            dir
+        } else if let Some(s) = &v.secret {
+            let name = s.secret_name.clone().unwrap_or_default();
+            match objects.secrets.get(&name) {
+                Some(data) => write_keys(
+                    &dir,
+                    data,
+                    s.items.as_deref(),
+                    s.default_mode.unwrap_or(0o644),
+                )
+                .map_err(|e| io(&dir, e))?,
+                None if s.optional.unwrap_or(false) => {
+                    std::fs::create_dir_all(&dir).map_err(|e| io(&dir, e))?
+                }
+                None => {
+                    return Err(VolumeError::Missing {
+                        volume: v.name.clone(),
+                        kind: "secret",
+                        name,
+                    })
+                }
+            }
+            dir
+        } else {
+            // emptyDir, and kinds the agent does not fill (projected, downwardAPI): an empty directory.
+            std::fs::create_dir_all(&dir).map_err(|e| io(&dir, e))?;
+            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777))
+                .map_err(|e| io(&dir, e))?;
+            dir
+        };
+        paths.insert(v.name.clone(), path);
+    }
+    Ok(paths)
+}
+
+/// Writes one file per key (or per listed item), replacing files of keys that went away.
+fn write_keys(
+    dir: &Path,
+    data: &BTreeMap<String, Vec<u8>>,
+    items: Option<&[KeyToPath]>,
+    mode: i32,
+) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let wanted: Vec<(String, &Vec<u8>, i32)> = match items {
+        Some(items) => items
+            .iter()
+            .filter_map(|i| {
+                data.get(&i.key)
+                    .map(|v| (i.path.clone(), v, i.mode.unwrap_or(mode)))
+            })
+            .collect(),
+        None => data.iter().map(|(k, v)| (k.clone(), v, mode)).collect(),
+    };
+    for entry in std::fs::read_dir(dir)?.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !wanted
+            .iter()
+            .any(|(p, _, _)| p.split('/').next() == Some(name.as_str()))
+        {
+            let _ = std::fs::remove_file(entry.path())
+                .or_else(|_| std::fs::remove_dir_all(entry.path()));
+        }
+    }
+    for (rel, value, mode) in wanted {
+        // Keys are file names; a path with ".." would escape the volume.
+        if rel.split('/').any(|part| part == ".." || part.is_empty()) {
+            continue;
+        }
+        let target = dir.join(&rel);
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        let tmp = target.with_extension("keelson-tmp");
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(value)?;
+        f.set_permissions(std::fs::Permissions::from_mode(
+            u32::try_from(mode & 0o777).unwrap_or(0o644),
+        ))?;
+        std::fs::rename(&tmp, &target)?;
+    }
+    Ok(())
+}
+
+/// The container's volumeMounts as host mounts (subPath resolved; configMap and secret read-only).
+pub fn mounts_for(
+    pod: &Pod,
+    container: &Container,
+    paths: &BTreeMap<String, PathBuf>,
+) -> Result<Vec<HostMount>, VolumeError> {
+    let volumes = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.volumes.clone())
+        .unwrap_or_default();
+    let mut mounts = Vec::new();
+    for vm in container.volume_mounts.iter().flatten() {
+        let Some(path) = paths.get(&vm.name) else {
+            return Err(VolumeError::Undeclared {
+                container: container.name.clone(),
+                volume: vm.name.clone(),
+            });
+        };
+        let volume = volumes.iter().find(|v| v.name == vm.name);
+        let read_only_kind = volume.is_some_and(|v| v.config_map.is_some() || v.secret.is_some());
+        let mut host = path.clone();
+        if let Some(sub) = vm
+            .sub_path
+            .as_deref()
+            .filter(|s| !s.is_empty() && !s.split('/').any(|p| p == ".."))
+        {
+            host = host.join(sub);
+            if !host.exists() && !read_only_kind {
+                let _ = std::fs::create_dir_all(&host);
+            }
+        }
+        mounts.push(HostMount {
+            container_path: vm.mount_path.clone(),
+            host_path: host.display().to_string(),
+            readonly: vm.read_only.unwrap_or(false) || read_only_kind,
+        });
+    }
+    Ok(mounts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{
+        ConfigMapVolumeSource, EmptyDirVolumeSource, PodSpec, SecretVolumeSource, Volume,
+        VolumeMount,
+    };
+
+    #[test]
+    fn configmap_and_secret_keys_become_files_and_mounts() {
+        let tmp = tempfile::tempdir().unwrap();
+        let pod = Pod {
+            metadata: kube::api::ObjectMeta {
+                uid: Some("u1".into()),
+                ..Default::default()
+            },
+            spec: Some(PodSpec {
+                volumes: Some(vec![
+                    Volume {
+                        name: "cfg".into(),
+                        config_map: Some(ConfigMapVolumeSource {
+                            name: "app-config".into(),
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    },
+                    Volume {
+                        name: "creds".into(),
+                        secret: Some(SecretVolumeSource {
+                            secret_name: Some("db".into()),
+                            ..Default::default()
+                        }),
+                        ..Default::default()
+                    },
+                    Volume {
+                        name: "scratch".into(),
+                        empty_dir: Some(EmptyDirVolumeSource::default()),
+                        ..Default::default()
+                    },
+                ]),
+                containers: vec![Container {
+                    name: "app".into(),
+                    volume_mounts: Some(vec![
+                        VolumeMount {
+                            name: "cfg".into(),
+                            mount_path: "/etc/app".into(),
+                            ..Default::default()
+                        },
+                        VolumeMount {
+                            name: "scratch".into(),
+                            mount_path: "/scratch".into(),
+                            ..Default::default()
+                        },
+                    ]),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+            status: None,
+        };
+        let mut objects = Objects::default();
+        objects.config_maps.insert(
+            "app-config".into(),
+            BTreeMap::from([
+                ("color".into(), b"blue".to_vec()),
+                ("size".into(), b"L".to_vec()),
+            ]),
+        );
+        objects.secrets.insert(
+            "db".into(),
+            BTreeMap::from([("password".into(), b"hunter2".to_vec())]),
+        );
+        let paths = prepare(tmp.path(), &pod, &objects).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(paths["cfg"].join("color")).unwrap(),
+            "blue"
+        );
+        assert_eq!(
+            std::fs::read_to_string(paths["creds"].join("password")).unwrap(),
+            "hunter2"
+        );
+        assert!(paths["scratch"].is_dir());
+
+        // A key removed from the ConfigMap disappears from the volume on the next sync.
+        objects.config_maps.insert(
+            "app-config".into(),
+            BTreeMap::from([("color".into(), b"red".to_vec())]),
+        );
+        let paths = prepare(tmp.path(), &pod, &objects).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(paths["cfg"].join("color")).unwrap(),
+            "red"
+        );
+        assert!(!paths["cfg"].join("size").exists());
+
+        let mounts = mounts_for(&pod, &pod.spec.as_ref().unwrap().containers[0], &paths).unwrap();
+        assert_eq!(mounts.len(), 2);
+        assert!(mounts[0].readonly && mounts[0].container_path == "/etc/app");
+        assert!(!mounts[1].readonly);
+
+        let missing = prepare(tmp.path(), &pod, &Objects::default()).unwrap_err();
+        assert_eq!(
+            missing.to_string(),
+            "volume cfg: configmap app-config not found"
+        );
+    }
+}

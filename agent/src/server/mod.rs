@@ -1,0 +1,217 @@
+//! HTTPS on port 10250: `/containerLogs/{ns}/{pod}/{container}` (what the apiserver's pods/log
+//! proxies to), `/healthz` and `/metrics`.
+
+pub mod logs;
+pub mod tls;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Path, Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncReadExt, AsyncSeekExt};
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
+
+use crate::cri::labels;
+use crate::pod::context::Context;
+use crate::pod::translate;
+use logs::LogOptions;
+
+pub fn router(ctx: Arc<Context>) -> Router {
+    Router::new()
+        .route("/healthz", get(|| async { "ok" }))
+        .route("/metrics", get(metrics))
+        .route(
+            "/containerLogs/{namespace}/{pod}/{container}",
+            get(container_logs),
+        )
+        .with_state(ctx)
+}
+
+/// Serves `router` over TLS until the process ends.
+pub async fn serve(
+    addr: SocketAddr,
+    tls: Arc<rustls::ServerConfig>,
+    app: Router,
+) -> std::io::Result<()> {
+    let listener = TcpListener::bind(addr).await?;
+    let acceptor = TlsAcceptor::from(tls);
+    loop {
+        let (tcp, _) = match listener.accept().await {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!(error = %e, "accept failed");
+                continue;
+            }
+        };
+        let acceptor = acceptor.clone();
+        let app = app.clone();
+        tokio::spawn(async move {
+            let Ok(stream) = acceptor.accept(tcp).await else {
+                return;
+            };
+            let service = TowerToHyperService::new(app);
+            let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
+                .serve_connection(TokioIo::new(stream), service)
+                .await;
+        });
+    }
+}
+
+async fn metrics(State(ctx): State<Arc<Context>>) -> Response {
+    (
+        [(
+            header::CONTENT_TYPE,
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        ctx.metrics.render(),
+    )
+        .into_response()
+}
+
+fn options(q: &HashMap<String, String>) -> LogOptions {
+    let flag = |k: &str| q.get(k).is_some_and(|v| v == "true" || v == "1");
+    LogOptions {
+        follow: flag("follow"),
+        tail_lines: q.get("tailLines").and_then(|v| v.parse().ok()),
+        timestamps: flag("timestamps"),
+        previous: flag("previous"),
+        limit_bytes: q.get("limitBytes").and_then(|v| v.parse().ok()),
+    }
+}
+
+async fn container_logs(
+    State(ctx): State<Arc<Context>>,
+    Path((namespace, pod_name, container)): Path<(String, String, String)>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let opts = options(&query);
+    let Some(pod) = ctx.find(&namespace, &pod_name) else {
+        return (
+            StatusCode::NOT_FOUND,
+            format!("pod \"{pod_name}\" not found in namespace \"{namespace}\" on this node\n"),
+        )
+            .into_response();
+    };
+    let dir = std::path::PathBuf::from(translate::pod_log_dir(&ctx.settings, &pod));
+    let Some(file) = logs::log_file(&dir, &container, opts.previous) else {
+        let what = if opts.previous {
+            "previous terminated container"
+        } else {
+            "container"
+        };
+        return (
+            StatusCode::BAD_REQUEST,
+            format!("{what} \"{container}\" in pod \"{pod_name}\" is not available\n"),
+        )
+            .into_response();
+    };
+    let content = tokio::fs::read_to_string(&file).await.unwrap_or_default();
+    // Only whole lines: a line being written is picked up by follow.
+    let complete_len = content.rfind('\n').map_or(0, |i| i + 1);
+    let lines: Vec<&str> = content[..complete_len].lines().collect();
+    let shown = match opts.tail_lines {
+        Some(n) => logs::tail(&lines, n),
+        None => lines,
+    };
+    let mut first = logs::render(&shown, opts.timestamps);
+    if let Some(limit) = opts.limit_bytes {
+        first.truncate(limit);
+    }
+    if !opts.follow {
+        return ([(header::CONTENT_TYPE, "text/plain")], first).into_response();
+    }
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<String, std::io::Error>>(16);
+    let uid = pod.metadata.uid.clone().unwrap_or_default();
+    tokio::spawn(follow(
+        ctx,
+        file,
+        complete_len as u64,
+        first,
+        opts.timestamps,
+        uid,
+        container,
+        tx,
+    ));
+    let stream = tokio_stream::wrappers::ReceiverStream::new(rx);
+    (
+        [(header::CONTENT_TYPE, "text/plain")],
+        Body::from_stream(stream),
+    )
+        .into_response()
+}
+
+/// Streams lines appended to `file` until the container stops or the client goes away.
+#[allow(clippy::too_many_arguments)]
+async fn follow(
+    ctx: Arc<Context>,
+    file: std::path::PathBuf,
+    mut offset: u64,
+    first: String,
+    timestamps: bool,
+    uid: String,
+    container: String,
+    tx: tokio::sync::mpsc::Sender<Result<String, std::io::Error>>,
+) {
+    if tx.send(Ok(first)).await.is_err() {
+        return;
+    }
+    let mut pending = String::new();
+    let mut idle = 0u32;
+    loop {
+        let mut chunk = String::new();
+        if let Ok(mut f) = tokio::fs::File::open(&file).await {
+            if f.seek(std::io::SeekFrom::Start(offset)).await.is_ok() {
+                if let Ok(n) = f.read_to_string(&mut chunk).await {
+                    offset += n as u64;
+                }
+            }
+        }
+        if chunk.is_empty() {
+            idle += 1;
+            // Every 2 s without output, check whether the container still runs.
+            if idle.is_multiple_of(10) && !still_running(&ctx, &uid, &container).await {
+                return;
+            }
+            if tx.is_closed() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            continue;
+        }
+        idle = 0;
+        pending.push_str(&chunk);
+        let complete_len = pending.rfind('\n').map_or(0, |i| i + 1);
+        let lines: Vec<&str> = pending[..complete_len].lines().collect();
+        let out = logs::render(&lines, timestamps);
+        pending = pending[complete_len..].to_string();
+        if !out.is_empty() && tx.send(Ok(out)).await.is_err() {
+            return;
+        }
+    }
+}
+
+async fn still_running(ctx: &Context, uid: &str, container: &str) -> bool {
+    let selector = HashMap::from([
+        (labels::POD_UID.to_string(), uid.to_string()),
+        (labels::CONTAINER_NAME.to_string(), container.to_string()),
+    ]);
+    match ctx.cri.list_containers(selector).await {
+        Ok(list) => list
+            .iter()
+            .max_by_key(|c| c.metadata.as_ref().map_or(0, |m| m.attempt))
+            .is_some_and(|c| {
+                c.state == keelson_proto::runtime::v1::ContainerState::ContainerRunning as i32
+            }),
+        Err(_) => true,
+    }
+}
