@@ -1,0 +1,129 @@
+use super::{causes, fields, pair};
+use crate::validation::validate;
+use crate::{apply_defaults, Cause};
+use serde_json::{json, Value};
+
+pub(super) fn pod(spec: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web-0", "namespace": "default",
+        "labels": {"app": "web"}}, "spec": spec})
+}
+
+fn web_container() -> Value {
+    json!({"name": "web", "image": "nginx:1.27", "ports": [{"name": "http", "containerPort": 80}],
+        "volumeMounts": [{"name": "data", "mountPath": "/data"}],
+        "readinessProbe": {"httpGet": {"port": "http"}}})
+}
+#[test]
+fn a_realistic_pod_is_valid() {
+    let p = pod(json!({"containers": [web_container()],
+        "initContainers": [{"name": "init", "image": "busybox:1.36"}],
+        "volumes": [{"name": "data", "emptyDir": {}}]}));
+    assert_eq!(causes("Pod", p), vec![]);
+}
+
+#[test]
+fn pod_without_containers_names_the_field() {
+    let c = causes("Pod", pod(json!({})));
+    assert_eq!(
+        c,
+        vec![Cause {
+            reason: "FieldValueRequired".into(),
+            message: "Required value".into(),
+            field: "spec.containers".into(),
+        }]
+    );
+}
+
+#[test]
+fn pod_container_errors_have_upstream_paths() {
+    let p = pod(json!({"restartPolicy": "Sometimes", "containers": [
+        {"name": "web", "image": "nginx", "ports": [{"containerPort": 70000, "protocol": "HTTP"}],
+         "volumeMounts": [{"name": "missing", "mountPath": "/x"}]},
+        {"name": "web", "image": ""},
+        {"image": "x"},
+        {"name": "Bad_Name", "image": "x"}],
+        "volumes": [{"name": "v", "emptyDir": {}}, {"name": "v", "emptyDir": {}}]}));
+    let got = fields("Pod", p);
+    for want in [
+        pair("FieldValueNotSupported", "spec.restartPolicy"),
+        pair(
+            "FieldValueInvalid",
+            "spec.containers[0].ports[0].containerPort",
+        ),
+        pair(
+            "FieldValueNotSupported",
+            "spec.containers[0].ports[0].protocol",
+        ),
+        pair(
+            "FieldValueNotFound",
+            "spec.containers[0].volumeMounts[0].name",
+        ),
+        pair("FieldValueDuplicate", "spec.containers[1].name"),
+        pair("FieldValueRequired", "spec.containers[1].image"),
+        pair("FieldValueRequired", "spec.containers[2].name"),
+        pair("FieldValueInvalid", "spec.containers[3].name"),
+        pair("FieldValueDuplicate", "spec.volumes[1].name"),
+    ] {
+        assert!(got.contains(&want), "missing {want:?} in {got:?}");
+    }
+    assert_eq!(got.len(), 9, "{got:?}");
+}
+
+#[test]
+fn pod_resources_probes_and_env() {
+    let p = pod(json!({"containers": [{"name": "c", "image": "x:1",
+        "resources": {"requests": {"cpu": "2"}, "limits": {"cpu": "1", "memory": "lots"}},
+        "livenessProbe": {"periodSeconds": 5},
+        "env": [{"name": "1BAD", "value": "x"}]}]}));
+    let c = causes("Pod", p);
+    let find = |f: &str| c.iter().find(|c| c.field == f).map(|c| c.message.clone());
+    assert_eq!(
+        find("spec.containers[0].resources.requests[cpu]").as_deref(),
+        Some("Invalid value: \"2\": must be less than or equal to cpu limit of 1")
+    );
+    assert!(find("spec.containers[0].resources.limits[memory]").is_some());
+    assert_eq!(
+        find("spec.containers[0].livenessProbe").as_deref(),
+        Some("Required value: must specify a handler type")
+    );
+    assert!(find("spec.containers[0].env[0].name").is_some());
+    // Requests copied from limits by defaulting carry the bad quantity too, as upstream.
+    assert!(find("spec.containers[0].resources.requests[memory]").is_some());
+    assert_eq!(c.len(), 5, "{c:?}");
+}
+
+#[test]
+fn pod_update_allows_only_image_changes() {
+    let mut old = pod(json!({"nodeName": "n1", "containers": [{"name": "c", "image": "x:1"}]}));
+    apply_defaults("Pod", &mut old);
+    let mut new = old.clone();
+    new["spec"]["containers"][0]["image"] = json!("x:2");
+    new["spec"]["activeDeadlineSeconds"] = json!(60);
+    assert_eq!(validate("Pod", &new, Some(&old)), vec![]);
+    new["spec"]["containers"][0]["ports"] = json!([{"containerPort": 80, "protocol": "TCP"}]);
+    let c = validate("Pod", &new, Some(&old));
+    assert_eq!(c.len(), 1);
+    assert_eq!(
+        (c[0].reason.as_str(), c[0].field.as_str()),
+        ("FieldValueForbidden", "spec")
+    );
+    assert!(c[0]
+        .message
+        .starts_with("Forbidden: pod updates may not change fields"));
+}
+
+#[test]
+fn pod_binding_may_set_node_name_once() {
+    let mut old = pod(json!({"containers": [{"name": "c", "image": "x:1"}]}));
+    apply_defaults("Pod", &mut old);
+    let mut bound = old.clone();
+    bound["spec"]["nodeName"] = json!("node-1");
+    assert_eq!(validate("Pod", &bound, Some(&old)), vec![]);
+    let mut moved = bound.clone();
+    moved["spec"]["nodeName"] = json!("node-2");
+    let got: Vec<String> = validate("Pod", &moved, Some(&bound))
+        .into_iter()
+        .map(|c| c.field)
+        .collect();
+    assert_eq!(got, vec!["spec"]);
+}

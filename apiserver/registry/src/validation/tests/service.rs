@@ -1,0 +1,66 @@
+use super::{causes, fields, pair};
+use crate::apply_defaults;
+use crate::validation::validate;
+use serde_json::{json, Value};
+
+fn service(spec: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web"}, "spec": spec})
+}
+#[test]
+fn a_realistic_service_is_valid() {
+    let s = service(json!({"type": "NodePort", "selector": {"app": "web"},
+        "ports": [{"name": "http", "port": 80, "targetPort": "http", "nodePort": 30080},
+                  {"name": "https", "port": 443, "targetPort": 8443}]}));
+    assert_eq!(causes("Service", s), vec![]);
+    let headless = service(json!({"clusterIP": "None", "selector": {"app": "web"}}));
+    assert_eq!(causes("Service", headless), vec![]);
+}
+
+#[test]
+fn service_errors() {
+    assert_eq!(
+        fields("Service", service(json!({"selector": {"app": "web"}}))),
+        vec![pair("FieldValueRequired", "spec.ports")]
+    );
+    let s = service(json!({"type": "Magic", "selector": {"bad key!": "x"},
+        "ports": [{"port": 0}, {"name": "b", "port": 80, "targetPort": 70000, "nodePort": 30001},
+                  {"name": "b", "port": 81, "targetPort": "Not_A_Name"}]}));
+    let got = fields("Service", s);
+    for want in [
+        pair("FieldValueNotSupported", "spec.type"),
+        pair("FieldValueInvalid", "spec.selector"),
+        pair("FieldValueRequired", "spec.ports[0].name"),
+        pair("FieldValueInvalid", "spec.ports[0].port"),
+        pair("FieldValueInvalid", "spec.ports[1].targetPort"),
+        pair("FieldValueDuplicate", "spec.ports[2].name"),
+        pair("FieldValueInvalid", "spec.ports[2].targetPort"),
+    ] {
+        assert!(got.contains(&want), "missing {want:?} in {got:?}");
+    }
+    let s = service(json!({"ports": [{"port": 80, "nodePort": 30001}]}));
+    assert_eq!(
+        fields("Service", s),
+        vec![pair("FieldValueForbidden", "spec.ports[0].nodePort")]
+    );
+    let s = service(json!({"type": "ExternalName"}));
+    assert_eq!(
+        fields("Service", s),
+        vec![pair("FieldValueRequired", "spec.externalName")]
+    );
+}
+
+#[test]
+fn service_cluster_ip_is_immutable() {
+    let mut old = service(json!({"clusterIP": "10.96.0.10", "ports": [{"port": 80}]}));
+    apply_defaults("Service", &mut old);
+    let mut new = old.clone();
+    new["spec"]["ports"][0]["port"] = json!(81);
+    assert_eq!(validate("Service", &new, Some(&old)), vec![]);
+    new["spec"]["clusterIP"] = json!("10.96.0.11");
+    new["spec"]["clusterIPs"] = json!(["10.96.0.11"]);
+    let got: Vec<String> = validate("Service", &new, Some(&old))
+        .into_iter()
+        .map(|c| c.field)
+        .collect();
+    assert_eq!(got, vec!["spec.clusterIP"]);
+}
