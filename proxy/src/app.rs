@@ -1,0 +1,176 @@
+//! Wiring: options -> backend, proxier, watches, metrics server and the sync loop.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::Notify;
+
+use crate::backend::RuleBackend;
+use crate::cidr::Ipv4Cidr;
+use crate::error::ProxyError;
+use crate::exec::{CommandRunner, Runner};
+use crate::iptables::{self, IptablesBackend, Variant};
+use crate::metrics::{self, Metrics};
+use crate::nftables::{self, NftBackend};
+use crate::proxier::Proxier;
+use crate::sync_loop::{run_sync_loop, LoopConfig};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProxyMode {
+    Iptables,
+    Nftables,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IptablesVariant {
+    Auto,
+    Nft,
+    Legacy,
+}
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub kubeconfig: Option<PathBuf>,
+    pub node_name: String,
+    pub mode: ProxyMode,
+    pub iptables_variant: IptablesVariant,
+    pub cluster_cidr: Option<Ipv4Cidr>,
+    pub metrics_bind: SocketAddr,
+    pub healthz_bind: Option<SocketAddr>,
+    pub min_sync_period: Duration,
+    pub sync_period: Duration,
+    /// Test hook: run every rule command inside this network namespace.
+    pub netns: Option<PathBuf>,
+}
+
+fn runner(netns: &Option<PathBuf>) -> Result<Box<dyn Runner>, ProxyError> {
+    Ok(match netns {
+        Some(p) => Box::new(CommandRunner::in_netns(p)?),
+        None => Box::new(CommandRunner::host()),
+    })
+}
+
+/// Builds the backend chosen by `--proxy-mode`.
+pub fn make_backend(
+    mode: ProxyMode,
+    variant: IptablesVariant,
+    cluster_cidr: Option<Ipv4Cidr>,
+    netns: &Option<PathBuf>,
+) -> Result<Box<dyn RuleBackend>, ProxyError> {
+    Ok(match mode {
+        ProxyMode::Iptables => {
+            let r = runner(netns)?;
+            let variant = match variant {
+                IptablesVariant::Nft => Variant::Nft,
+                IptablesVariant::Legacy => Variant::Legacy,
+                IptablesVariant::Auto => iptables::detect_variant(r.as_ref()),
+            };
+            tracing::info!(?variant, "iptables backend");
+            Box::new(IptablesBackend::new(
+                r,
+                variant,
+                iptables::render::RenderOptions { cluster_cidr },
+            ))
+        }
+        ProxyMode::Nftables => Box::new(NftBackend::new(
+            runner(netns)?,
+            nftables::render::RenderOptions { cluster_cidr },
+        )),
+    })
+}
+
+async fn bind(addr: SocketAddr, what: &str) -> Result<tokio::net::TcpListener, ProxyError> {
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| ProxyError::Config {
+            option: what.to_string(),
+            detail: format!("cannot listen on {addr}: {e}"),
+        })
+}
+
+/// Runs the proxy until the process is stopped.
+pub async fn run(opts: Options) -> Result<(), ProxyError> {
+    let config = match &opts.kubeconfig {
+        Some(path) => {
+            let kc = kube::config::Kubeconfig::read_from(path).map_err(|e| ProxyError::Config {
+                option: "--kubeconfig".into(),
+                detail: format!("{}: {e}", path.display()),
+            })?;
+            kube::Config::from_custom_kubeconfig(kc, &Default::default()).await
+        }
+        None => kube::Config::infer()
+            .await
+            .map_err(|e| kube::config::KubeconfigError::LoadContext(e.to_string())),
+    }
+    .map_err(|e| ProxyError::Config {
+        option: "--kubeconfig".into(),
+        detail: e.to_string(),
+    })?;
+    let client = kube::Client::try_from(config).map_err(|e| ProxyError::Config {
+        option: "--kubeconfig".into(),
+        detail: format!("cannot build API client: {e}"),
+    })?;
+
+    let metrics = Arc::new(Metrics::new(opts.sync_period * 2 + Duration::from_secs(10)));
+    let listener = bind(opts.metrics_bind, "--metrics-bind-address").await?;
+    tokio::spawn(metrics::serve(listener, metrics.clone()));
+    if let Some(addr) = opts.healthz_bind {
+        let listener = bind(addr, "--healthz-bind-address").await?;
+        tokio::spawn(metrics::serve(listener, metrics.clone()));
+    }
+
+    let backend = make_backend(
+        opts.mode,
+        opts.iptables_variant,
+        opts.cluster_cidr,
+        &opts.netns,
+    )?;
+    let proxier = Proxier::new(backend, Some(runner(&opts.netns)?), metrics);
+    let changed = Arc::new(Notify::new());
+    let inputs = crate::inputs::start(client, &opts.node_name, changed.clone());
+    let cfg = LoopConfig {
+        min_sync_period: opts.min_sync_period,
+        sync_period: opts.sync_period,
+        ..LoopConfig::default()
+    };
+    tracing::info!(node = %opts.node_name, mode = ?opts.mode, "keelson-proxy starting");
+    run_sync_loop(proxier, Arc::new(inputs), changed, cfg).await;
+    Ok(())
+}
+
+/// Parses "1s", "500ms", "2m" (kube-proxy's duration flags).
+pub fn parse_duration(s: &str) -> Result<Duration, ProxyError> {
+    let bad = || ProxyError::Config {
+        option: "duration".into(),
+        detail: format!("{s:?} is not a duration like 500ms, 1s or 2m"),
+    };
+    let split = s
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .ok_or_else(bad)?;
+    let (num, unit) = s.split_at(split);
+    let n: f64 = num.parse().map_err(|_| bad())?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" => n,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => return Err(bad()),
+    };
+    Ok(Duration::from_secs_f64(secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("1s").unwrap(), Duration::from_secs(1));
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert!(parse_duration("10").is_err());
+        assert!(parse_duration("1d").is_err());
+    }
+}

@@ -1,0 +1,58 @@
+//! A small IPv4 CIDR type for --cluster-cidr.
+
+use std::fmt;
+use std::net::Ipv4Addr;
+use std::str::FromStr;
+
+use crate::error::ProxyError;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ipv4Cidr {
+    pub addr: Ipv4Addr,
+    pub prefix: u8,
+}
+
+impl FromStr for Ipv4Cidr {
+    type Err = ProxyError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = |detail: &str| ProxyError::Config {
+            option: "--cluster-cidr".into(),
+            detail: format!("{s:?}: {detail} (expected an IPv4 CIDR like 10.244.0.0/16)"),
+        };
+        let (ip, prefix) = s.split_once('/').ok_or_else(|| bad("missing /prefix"))?;
+        let addr: Ipv4Addr = ip.parse().map_err(|_| bad("bad address"))?;
+        let prefix: u8 = prefix.parse().map_err(|_| bad("bad prefix"))?;
+        if prefix > 32 {
+            return Err(bad("prefix above 32"));
+        }
+        let mask = if prefix == 0 {
+            0
+        } else {
+            u32::MAX << (32 - prefix)
+        };
+        Ok(Ipv4Cidr {
+            addr: Ipv4Addr::from(u32::from(addr) & mask),
+            prefix,
+        })
+    }
+}
+
+impl fmt::Display for Ipv4Cidr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.addr, self.prefix)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_and_normalises() {
+        let c: Ipv4Cidr = "10.244.1.7/16".parse().unwrap();
+        assert_eq!(c.to_string(), "10.244.0.0/16");
+        assert!("10.0.0.0".parse::<Ipv4Cidr>().is_err());
+        assert!("10.0.0.0/33".parse::<Ipv4Cidr>().is_err());
+    }
+}

@@ -1,0 +1,42 @@
+//! Errors of the proxy library.
+
+use thiserror::Error;
+
+#[derive(Debug, Error)]
+pub enum ProxyError {
+    #[error("cannot start {program}: {source} (is it installed? see scripts/deps.d/proxy.txt)")]
+    Spawn {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("cannot open network namespace {path}: {source}")]
+    Netns {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{program} failed (exit {status}) while {what}: {stderr}")]
+    Command {
+        program: String,
+        what: String,
+        status: i32,
+        stderr: String,
+    },
+    #[error("cannot parse {what}: {detail}")]
+    Parse { what: String, detail: String },
+    #[error("invalid option {option}: {detail}")]
+    Config { option: String, detail: String },
+}
+
+impl ProxyError {
+    /// Builds a `Command` error from a failed command's output.
+    pub fn command(program: &str, what: &str, out: &crate::exec::CmdOutput) -> ProxyError {
+        ProxyError::Command {
+            program: program.to_string(),
+            what: what.to_string(),
+            status: out.status,
+            stderr: out.stderr.trim().chars().take(2000).collect(),
+        }
+    }
+}

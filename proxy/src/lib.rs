@@ -1,0 +1,22 @@
+//! keelson-proxy: Services and EndpointSlices to kernel NAT rules (iptables or nftables).
+//!
+//! Inputs (Kubernetes objects) become a [`model::ProxyModel`] through pure functions; backends
+//! render the model into rule text through pure functions and load it in one transaction.
+
+pub mod app;
+pub mod backend;
+pub mod cidr;
+pub mod conntrack;
+pub mod error;
+pub mod exec;
+pub mod from_k8s;
+pub mod hash;
+pub mod inputs;
+pub mod iptables;
+pub mod metrics;
+pub mod model;
+pub mod nftables;
+pub mod proxier;
+pub mod sync_loop;
+
+pub use error::ProxyError;

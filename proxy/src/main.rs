@@ -1,0 +1,95 @@
+//! keelson-proxy: flags (kube-proxy's names) in, library out.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Parser, ValueEnum};
+use keelson_proxy::app::{self, IptablesVariant, Options, ProxyMode};
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Mode {
+    Iptables,
+    Nftables,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum VariantFlag {
+    Auto,
+    Nft,
+    Legacy,
+}
+
+#[derive(Parser)]
+#[command(
+    name = "keelson-proxy",
+    about = "Keelson service proxy (Services to NAT rules)"
+)]
+struct Flags {
+    /// Path to a kubeconfig; default: in-cluster or $KUBECONFIG.
+    #[arg(long)]
+    kubeconfig: Option<PathBuf>,
+    /// This node's name; default: the hostname.
+    #[arg(long)]
+    hostname_override: Option<String>,
+    #[arg(long, value_enum, default_value = "iptables")]
+    proxy_mode: Mode,
+    /// Which iptables implementation to use in iptables mode.
+    #[arg(long, value_enum, default_value = "auto")]
+    iptables_variant: VariantFlag,
+    /// Pod network range; traffic to a cluster IP from outside it is masqueraded.
+    #[arg(long)]
+    cluster_cidr: Option<String>,
+    #[arg(long, default_value = "127.0.0.1:10249")]
+    metrics_bind_address: SocketAddr,
+    /// Also serve /healthz here.
+    #[arg(long)]
+    healthz_bind_address: Option<SocketAddr>,
+    /// Batch changes: at most one sync per this period.
+    #[arg(long, default_value = "1s")]
+    min_sync_period: String,
+    /// Full resync period.
+    #[arg(long, default_value = "30s")]
+    sync_period: String,
+    /// Testing only: write rules inside this network namespace (e.g. /var/run/netns/NAME).
+    #[arg(long)]
+    netns: Option<PathBuf>,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+    let f = Flags::parse();
+    let node_name = match f.hostname_override {
+        Some(n) => n,
+        None => std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .context("reading the hostname; pass --hostname-override")?
+            .trim()
+            .to_string(),
+    };
+    let opts = Options {
+        kubeconfig: f.kubeconfig,
+        node_name,
+        mode: match f.proxy_mode {
+            Mode::Iptables => ProxyMode::Iptables,
+            Mode::Nftables => ProxyMode::Nftables,
+        },
+        iptables_variant: match f.iptables_variant {
+            VariantFlag::Auto => IptablesVariant::Auto,
+            VariantFlag::Nft => IptablesVariant::Nft,
+            VariantFlag::Legacy => IptablesVariant::Legacy,
+        },
+        cluster_cidr: f.cluster_cidr.map(|c| c.parse()).transpose()?,
+        metrics_bind: f.metrics_bind_address,
+        healthz_bind: f.healthz_bind_address,
+        min_sync_period: app::parse_duration(&f.min_sync_period)?,
+        sync_period: app::parse_duration(&f.sync_period)?,
+        netns: f.netns,
+    };
+    app::run(opts).await?;
+    Ok(())
+}

@@ -1,0 +1,197 @@
+//! The proxy's view of the cluster: one `ServicePort` per (Service, port) with its endpoints.
+//! Backends render rules from this model only, so rendering never touches Kubernetes types.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::Ipv4Addr;
+
+/// Transport protocol of a Service port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Protocol {
+    Tcp,
+    Udp,
+    Sctp,
+}
+
+impl Protocol {
+    /// Parses the Kubernetes spelling ("TCP"); `None` means the API default, TCP.
+    pub fn from_k8s(value: Option<&str>) -> Option<Protocol> {
+        match value.unwrap_or("TCP") {
+            "TCP" => Some(Protocol::Tcp),
+            "UDP" => Some(Protocol::Udp),
+            "SCTP" => Some(Protocol::Sctp),
+            _ => None,
+        }
+    }
+
+    /// The Kubernetes spelling, also used in kube-proxy's chain-name hashes.
+    pub fn k8s_name(self) -> &'static str {
+        match self {
+            Protocol::Tcp => "TCP",
+            Protocol::Udp => "UDP",
+            Protocol::Sctp => "SCTP",
+        }
+    }
+
+    /// The lower-case spelling used by iptables and nft.
+    pub fn lower(self) -> &'static str {
+        match self {
+            Protocol::Tcp => "tcp",
+            Protocol::Udp => "udp",
+            Protocol::Sctp => "sctp",
+        }
+    }
+}
+
+/// Identifies one port of one Service, like kube-proxy's ServicePortName.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ServicePortName {
+    pub namespace: String,
+    pub name: String,
+    /// The Service port's name; empty for a Service's single unnamed port.
+    pub port_name: String,
+    pub protocol: Protocol,
+}
+
+impl fmt::Display for ServicePortName {
+    /// "namespace/name:port", or "namespace/name" for an unnamed port (kube-proxy's spelling).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.namespace, self.name)?;
+        if !self.port_name.is_empty() {
+            write!(f, ":{}", self.port_name)?;
+        }
+        Ok(())
+    }
+}
+
+/// One backend address of a Service port, with the EndpointSlice conditions.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Endpoint {
+    pub ip: Ipv4Addr,
+    /// The port resolved by the EndpointSlice (so named targetPorts differ per endpoint).
+    pub port: u16,
+    pub ready: bool,
+    pub serving: bool,
+    pub terminating: bool,
+    /// The endpoint runs on this proxy's node.
+    pub local: bool,
+}
+
+impl Endpoint {
+    /// "ip:port", the spelling kube-proxy hashes and prints.
+    pub fn addr(&self) -> String {
+        format!("{}:{}", self.ip, self.port)
+    }
+
+    fn serving_terminating(&self) -> bool {
+        self.serving && self.terminating
+    }
+}
+
+/// Everything the rules need about one Service port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServicePort {
+    pub name: ServicePortName,
+    pub cluster_ip: Ipv4Addr,
+    pub port: u16,
+    pub node_port: Option<u16>,
+    pub external_ips: Vec<Ipv4Addr>,
+    /// `Some(seconds)` when sessionAffinity is ClientIP.
+    pub affinity_timeout: Option<u32>,
+    /// internalTrafficPolicy: Local.
+    pub internal_local: bool,
+    /// externalTrafficPolicy: Local.
+    pub external_local: bool,
+    /// All endpoints known for this port, sorted, one per ip:port.
+    pub endpoints: Vec<Endpoint>,
+}
+
+impl ServicePort {
+    /// Ready endpoints, or when there are none the serving-but-terminating ones
+    /// (kube-proxy's fallback so that draining pods still answer).
+    fn usable<'a>(eps: impl Iterator<Item = &'a Endpoint> + Clone) -> Vec<&'a Endpoint> {
+        let ready: Vec<_> = eps.clone().filter(|e| e.ready).collect();
+        if !ready.is_empty() {
+            return ready;
+        }
+        eps.filter(|e| e.serving_terminating()).collect()
+    }
+
+    /// Endpoints usable from anywhere in the cluster.
+    pub fn cluster_endpoints(&self) -> Vec<&Endpoint> {
+        Self::usable(self.endpoints.iter())
+    }
+
+    /// Endpoints on this node.
+    pub fn local_endpoints(&self) -> Vec<&Endpoint> {
+        Self::usable(self.endpoints.iter().filter(|e| e.local))
+    }
+
+    /// Endpoints for traffic to the cluster IP.
+    pub fn internal_endpoints(&self) -> Vec<&Endpoint> {
+        if self.internal_local {
+            self.local_endpoints()
+        } else {
+            self.cluster_endpoints()
+        }
+    }
+
+    /// Endpoints for traffic to a NodePort or external IP.
+    pub fn external_endpoints(&self) -> Vec<&Endpoint> {
+        if self.external_local {
+            self.local_endpoints()
+        } else {
+            self.cluster_endpoints()
+        }
+    }
+
+    /// Whether any endpoint anywhere can serve; if not, connections are rejected at once.
+    pub fn has_endpoints(&self) -> bool {
+        !self.cluster_endpoints().is_empty()
+    }
+
+    /// Whether the port is reachable from outside the cluster network.
+    pub fn is_external(&self) -> bool {
+        self.node_port.is_some() || !self.external_ips.is_empty()
+    }
+
+    /// Every endpoint that some rule may send traffic to.
+    pub fn used_endpoints(&self) -> Vec<&Endpoint> {
+        let mut all = self.internal_endpoints();
+        if self.is_external() {
+            all.extend(self.external_endpoints());
+        }
+        all.sort();
+        all.dedup();
+        all
+    }
+}
+
+/// The full input of one sync.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProxyModel {
+    pub node_name: String,
+    /// The node's own IPv4 addresses (InternalIP/ExternalIP), for NodePort affinity keys.
+    pub node_ips: Vec<Ipv4Addr>,
+    pub services: BTreeMap<ServicePortName, ServicePort>,
+}
+
+impl ProxyModel {
+    /// Names of service ports that differ between `self` (the old model) and `new`.
+    pub fn changed_services(&self, new: &ProxyModel) -> Vec<ServicePortName> {
+        let mut changed: Vec<ServicePortName> = new
+            .services
+            .iter()
+            .filter(|(k, v)| self.services.get(*k) != Some(*v))
+            .map(|(k, _)| k.clone())
+            .collect();
+        changed.extend(
+            self.services
+                .keys()
+                .filter(|k| !new.services.contains_key(*k))
+                .cloned(),
+        );
+        changed.sort();
+        changed
+    }
+}
