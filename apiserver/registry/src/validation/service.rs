@@ -37,6 +37,18 @@ pub(crate) fn service(obj: &Value, old: Option<&Value>, out: &mut Vec<Cause>) {
         out.push(Cause::required(path.child("ports"), ""));
     }
     cluster_ips(spec, &path, out);
+    if headless && (kind == "NodePort" || kind == "LoadBalancer") {
+        let msg = "may not be set to 'None' for LoadBalancer or NodePort services";
+        out.push(Cause::invalid(
+            path.child("clusterIPs").index(0),
+            &json!("None"),
+            msg,
+        ));
+    }
+    if kind == "ExternalName" && !items(spec, "clusterIPs").is_empty() {
+        let msg = "may not be set for ExternalName services";
+        out.push(Cause::forbidden(path.child("clusterIPs"), msg));
+    }
     ports(spec, kind, &path.child("ports"), out);
     labels(spec.get("selector"), &path.child("selector"), out);
     one_of(

@@ -42,6 +42,19 @@ fn service_errors() {
         fields("Service", s),
         vec![pair("FieldValueForbidden", "spec.ports[0].nodePort")]
     );
+    let s = service(json!({"type": "NodePort", "clusterIP": "None", "ports": [{"port": 80}]}));
+    assert_eq!(
+        fields("Service", s),
+        vec![pair("FieldValueInvalid", "spec.clusterIPs[0]")]
+    );
+    let s = service(
+        json!({"type": "ExternalName", "externalName": "db.example.test",
+        "clusterIPs": ["10.96.0.9"]}),
+    );
+    assert_eq!(
+        fields("Service", s),
+        vec![pair("FieldValueForbidden", "spec.clusterIPs")]
+    );
     let s = service(json!({"type": "ExternalName"}));
     assert_eq!(
         fields("Service", s),
