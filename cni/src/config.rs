@@ -40,6 +40,9 @@ pub struct NetConf {
     pub promisc_mode: bool,
     #[serde(default)]
     pub mtu: Option<u32>,
+    /// Wait for the kernel to unregister the veth pair in DEL (see `reaper`).
+    #[serde(default)]
+    pub sync_delete: bool,
     #[serde(default)]
     pub ipam: Option<IpamConf>,
     #[serde(default)]

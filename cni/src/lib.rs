@@ -11,6 +11,7 @@ pub mod names;
 pub mod netlink;
 pub mod netns;
 pub mod plugin;
+pub mod reaper;
 pub mod result;
 pub mod sysctl;
 pub mod version;

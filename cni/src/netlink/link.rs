@@ -188,3 +188,14 @@ pub fn delete(nl: &mut Netlink, name: &str) -> io::Result<bool> {
         Err(e) => Err(e),
     }
 }
+
+/// Deletes a link by index; Ok(false) when there was none.
+pub fn delete_index(nl: &mut Netlink, index: u32) -> io::Result<bool> {
+    let mut msg = LinkMessage::default();
+    msg.header.index = index;
+    match nl.request(RouteNetlinkMessage::DelLink(msg), 0) {
+        Ok(()) => Ok(true),
+        Err(e) if is_not_found(&e) => Ok(false),
+        Err(e) => Err(e),
+    }
+}

@@ -8,9 +8,9 @@ use crate::env::CniEnv;
 use crate::error::{code, CniError, Result};
 use crate::ipam::store::Owner;
 use crate::masq::{self, Firewall, Iptables};
-use crate::names;
 use crate::netlink::{link, Netlink};
 use crate::netns::NetNs;
+use crate::{names, reaper};
 
 use super::ipam_backend::IpamBackend;
 
@@ -25,19 +25,36 @@ pub fn del(env: &CniEnv, conf: &NetConf, stdin: &[u8]) -> Result<()> {
 
     let mut host = Netlink::open().map_err(|e| CniError::netlink("cannot open netlink", &e))?;
     let veth = names::host_veth(&env.container_id, &env.ifname);
-    let removed = link::delete(&mut host, &veth)
-        .map_err(|e| CniError::netlink(format!("cannot delete {veth}"), &e))?;
-    // Deleting one end of the pair removes the other. Only when our end is gone already is
-    // the container's interface looked at; a missing namespace means nothing is left there.
-    if !removed && !env.netns.is_empty() {
-        if let (Ok(home), Ok(ns)) = (NetNs::current(), NetNs::open(&env.netns)) {
-            let mut cnl = ns.netlink(&home).map_err(|e| {
-                CniError::netlink(format!("cannot open netlink in {}", env.netns), &e)
-            })?;
-            link::delete(&mut cnl, &env.ifname).map_err(|e| {
-                CniError::netlink(format!("cannot delete {} in {}", env.ifname, env.netns), &e)
-            })?;
+    let nl_err = |what: String| move |e: std::io::Error| CniError::netlink(what, &e);
+    let host_end = link::get(&mut host, &veth).map_err(nl_err(format!("cannot read {veth}")))?;
+    match host_end {
+        // Deleting one end of the pair removes the other.
+        Some(l) if conf.sync_delete => {
+            link::delete_index(&mut host, l.index)
+                .map_err(nl_err(format!("cannot delete {veth}")))?;
         }
+        Some(l) => {
+            link::set_down(&mut host, l.index)
+                .map_err(nl_err(format!("cannot take {veth} down")))?;
+            if reaper::delete_later(l.index).is_err() {
+                link::delete_index(&mut host, l.index)
+                    .map_err(nl_err(format!("cannot delete {veth}")))?;
+            }
+        }
+        // Our end is gone already: look at the container's side; a missing namespace means
+        // nothing is left there.
+        None if !env.netns.is_empty() => {
+            if let (Ok(home), Ok(ns)) = (NetNs::current(), NetNs::open(&env.netns)) {
+                let mut cnl = ns
+                    .netlink(&home)
+                    .map_err(nl_err(format!("cannot open netlink in {}", env.netns)))?;
+                link::delete(&mut cnl, &env.ifname).map_err(nl_err(format!(
+                    "cannot delete {} in {}",
+                    env.ifname, env.netns
+                )))?;
+            }
+        }
+        None => {}
     }
     if conf.ip_masq {
         let chain = names::masq_chain(&conf.name, &env.container_id, &env.ifname);
