@@ -126,7 +126,10 @@ mod tests {
         let a = small();
         let mut got = vec![a.allocate_ip(None).unwrap(), a.allocate_ip(None).unwrap()];
         got.sort();
-        assert_eq!(got, vec![Ipv4Addr::new(10, 96, 0, 1), Ipv4Addr::new(10, 96, 0, 2)]);
+        assert_eq!(
+            got,
+            vec![Ipv4Addr::new(10, 96, 0, 1), Ipv4Addr::new(10, 96, 0, 2)]
+        );
         assert_eq!(a.allocate_ip(None), Err(AllocError::IpExhausted(a.range())));
         a.release_ip(got[0]);
         assert_eq!(a.allocate_ip(None).unwrap(), got[0]);
@@ -139,18 +142,33 @@ mod tests {
         assert_eq!(a.allocate_ip(Some(ip)), Ok(ip));
         assert_eq!(a.allocate_ip(Some(ip)), Err(AllocError::IpTaken(ip)));
         let out = Ipv4Addr::new(10, 97, 0, 1);
-        assert!(matches!(a.allocate_ip(Some(out)), Err(AllocError::IpOutOfRange(..))));
+        assert!(matches!(
+            a.allocate_ip(Some(out)),
+            Err(AllocError::IpOutOfRange(..))
+        ));
         let bcast = Ipv4Addr::new(10, 96, 0, 3);
-        assert!(matches!(a.allocate_ip(Some(bcast)), Err(AllocError::IpOutOfRange(..))));
+        assert!(matches!(
+            a.allocate_ip(Some(bcast)),
+            Err(AllocError::IpOutOfRange(..))
+        ));
     }
 
     #[test]
     fn node_ports_in_range_once() {
         let a = small();
         assert_eq!(a.allocate_port(Some(30001)), Ok(30001));
-        assert_eq!(a.allocate_port(Some(30001)), Err(AllocError::PortTaken(30001)));
+        assert_eq!(
+            a.allocate_port(Some(30001)),
+            Err(AllocError::PortTaken(30001))
+        );
         assert_eq!(a.allocate_port(None), Ok(30000));
-        assert_eq!(a.allocate_port(None), Err(AllocError::PortsExhausted(30000, 30001)));
-        assert!(matches!(a.allocate_port(Some(80)), Err(AllocError::PortOutOfRange(..))));
+        assert_eq!(
+            a.allocate_port(None),
+            Err(AllocError::PortsExhausted(30000, 30001))
+        );
+        assert!(matches!(
+            a.allocate_port(Some(80)),
+            Err(AllocError::PortOutOfRange(..))
+        ));
     }
 }

@@ -71,11 +71,14 @@ impl Tokens {
                         .collect()
                 })
                 .unwrap_or_default();
-            t.insert(&f[0], User {
-                name: f[1].clone(),
-                uid: f[2].clone(),
-                groups,
-            });
+            t.insert(
+                &f[0],
+                User {
+                    name: f[1].clone(),
+                    uid: f[2].clone(),
+                    groups,
+                },
+            );
         }
         Ok(t)
     }
@@ -113,7 +116,11 @@ mod tests {
         let a = t.authenticate(Some("Bearer abc")).unwrap();
         assert_eq!(a.name, "alice");
         assert_eq!(a.groups, vec!["system:masters", "dev"]);
-        assert!(t.authenticate(Some("Bearer xyz")).unwrap().groups.is_empty());
+        assert!(t
+            .authenticate(Some("Bearer xyz"))
+            .unwrap()
+            .groups
+            .is_empty());
         assert!(t.authenticate(Some("Bearer nope")).is_none());
         assert!(t.authenticate(None).is_none());
         assert!(t.authenticate(Some("Basic abc")).is_none());
@@ -122,6 +129,9 @@ mod tests {
     #[test]
     fn rejects_short_lines_with_line_number() {
         let e = Tokens::parse("ok,u,1\nbad\n", "tokens.csv").unwrap_err();
-        assert_eq!(e.to_string(), "tokens.csv line 2: want at least token,user,uid");
+        assert_eq!(
+            e.to_string(),
+            "tokens.csv line 2: want at least token,user,uid"
+        );
     }
 }

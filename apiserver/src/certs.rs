@@ -56,7 +56,9 @@ pub fn write_private(path: &Path, content: &str) -> Result<(), CertError> {
 
 fn ca_params() -> Result<CertificateParams, CertError> {
     let mut params = CertificateParams::new(Vec::<String>::new())?;
-    params.distinguished_name.push(DnType::CommonName, "keelson-ca");
+    params
+        .distinguished_name
+        .push(DnType::CommonName, "keelson-ca");
     params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
     params.key_usages = vec![
         KeyUsagePurpose::KeyCertSign,

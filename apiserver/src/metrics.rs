@@ -37,14 +37,27 @@ impl Metrics {
             Histogram::new(exponential_buckets(0.0005, 2.0, 16))
         });
         let watchers = Gauge::default();
-        registry.register("apiserver_request", "Requests by verb, resource and HTTP code", requests.clone());
+        registry.register(
+            "apiserver_request",
+            "Requests by verb, resource and HTTP code",
+            requests.clone(),
+        );
         registry.register(
             "apiserver_request_duration_seconds",
             "Response latency by verb and resource (to the first byte for watches)",
             latency.clone(),
         );
-        registry.register("apiserver_registered_watchers", "Open watches", watchers.clone());
-        Metrics { registry, requests, latency, watchers }
+        registry.register(
+            "apiserver_registered_watchers",
+            "Open watches",
+            watchers.clone(),
+        );
+        Metrics {
+            registry,
+            requests,
+            latency,
+            watchers,
+        }
     }
 
     pub fn encode(&self) -> String {

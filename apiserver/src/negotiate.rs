@@ -68,7 +68,11 @@ pub fn patch_type(ct: Option<&str>) -> Result<PatchType, ApiError> {
 pub fn parse_body(ct: Option<&str>, body: &[u8]) -> Result<Value, ApiError> {
     let ct = ct.unwrap_or("application/json");
     let mt = ct.split(';').next().unwrap_or("").trim();
-    let known = mt.is_empty() || mt == "*/*" || mt.starts_with("application/json") || mt.ends_with("+json") || mt.contains("yaml");
+    let known = mt.is_empty()
+        || mt == "*/*"
+        || mt.starts_with("application/json")
+        || mt.ends_with("+json")
+        || mt.contains("yaml");
     if !known {
         return Err(ApiError::unsupported_media(mt));
     }
@@ -79,9 +83,7 @@ pub fn parse_body(ct: Option<&str>, body: &[u8]) -> Result<Value, ApiError> {
         })?
     } else {
         serde_json::from_slice(body).map_err(|e| {
-            ApiError::bad_request(format!(
-                "couldn't get version/kind; json parse error: {e}"
-            ))
+            ApiError::bad_request(format!("couldn't get version/kind; json parse error: {e}"))
         })?
     };
     Ok(v)
@@ -95,22 +97,46 @@ mod tests {
     fn kubectl_get_asks_for_a_table() {
         let a = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
         assert_eq!(output(Some(a)), Output::Table);
-        assert_eq!(output(Some("application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json")), Output::Json);
-        assert_eq!(output(Some("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1")), Output::Metadata);
-        assert_eq!(output(Some("application/vnd.kubernetes.protobuf, */*")), Output::Json);
+        assert_eq!(
+            output(Some(
+                "application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
+            )),
+            Output::Json
+        );
+        assert_eq!(
+            output(Some(
+                "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1"
+            )),
+            Output::Metadata
+        );
+        assert_eq!(
+            output(Some("application/vnd.kubernetes.protobuf, */*")),
+            Output::Json
+        );
         assert_eq!(output(None), Output::Json);
     }
 
     #[test]
     fn malformed_bodies_are_bad_requests() {
         assert_eq!(parse_body(None, b"{nope").unwrap_err().code, 400);
-        assert_eq!(parse_body(Some("application/yaml"), b"a: [").unwrap_err().code, 400);
-        assert_eq!(parse_body(Some("application/yaml"), b"a: 1").unwrap()["a"], 1);
+        assert_eq!(
+            parse_body(Some("application/yaml"), b"a: [")
+                .unwrap_err()
+                .code,
+            400
+        );
+        assert_eq!(
+            parse_body(Some("application/yaml"), b"a: 1").unwrap()["a"],
+            1
+        );
     }
 
     #[test]
     fn patch_types() {
-        assert_eq!(patch_type(Some("application/strategic-merge-patch+json")).unwrap(), PatchType::Strategic);
+        assert_eq!(
+            patch_type(Some("application/strategic-merge-patch+json")).unwrap(),
+            PatchType::Strategic
+        );
         assert_eq!(patch_type(Some("text/plain")).unwrap_err().code, 415);
     }
 }

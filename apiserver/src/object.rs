@@ -38,7 +38,9 @@ pub fn namespace(obj: &Value) -> &str {
 }
 
 pub fn labels(obj: &Value) -> Option<&Map<String, Value>> {
-    meta(obj).and_then(|m| m.get("labels")).and_then(Value::as_object)
+    meta(obj)
+        .and_then(|m| m.get("labels"))
+        .and_then(Value::as_object)
 }
 
 pub fn finalizers(obj: &Value) -> usize {

@@ -5,7 +5,11 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 
 #[derive(Parser, Debug, Clone)]
-#[command(name = "keelson-apiserver", version, about = "Keelson's Kubernetes-compatible API server")]
+#[command(
+    name = "keelson-apiserver",
+    version,
+    about = "Keelson's Kubernetes-compatible API server"
+)]
 pub struct Options {
     /// Where the store, certificates and admin.kubeconfig live.
     #[arg(long, default_value = "/var/lib/keelson/apiserver")]
@@ -47,10 +51,18 @@ pub fn port_range(s: &str) -> Result<std::ops::RangeInclusive<u16>, String> {
     let (lo, hi) = s
         .split_once('-')
         .ok_or_else(|| format!("--service-node-port-range {s:?}: want LOW-HIGH"))?;
-    let lo: u16 = lo.trim().parse().map_err(|_| format!("--service-node-port-range {s:?}: bad low port"))?;
-    let hi: u16 = hi.trim().parse().map_err(|_| format!("--service-node-port-range {s:?}: bad high port"))?;
+    let lo: u16 = lo
+        .trim()
+        .parse()
+        .map_err(|_| format!("--service-node-port-range {s:?}: bad low port"))?;
+    let hi: u16 = hi
+        .trim()
+        .parse()
+        .map_err(|_| format!("--service-node-port-range {s:?}: bad high port"))?;
     if lo == 0 || lo > hi {
-        return Err(format!("--service-node-port-range {s:?}: want 0 < LOW <= HIGH"));
+        return Err(format!(
+            "--service-node-port-range {s:?}: want 0 < LOW <= HIGH"
+        ));
     }
     Ok(lo..=hi)
 }

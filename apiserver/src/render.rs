@@ -22,7 +22,8 @@ pub fn table(res: &Resource, items: &[Entry], rev: Rev, include_object: bool) ->
     let rows: Vec<Value> = items
         .iter()
         .map(|e| {
-            let mut row = json!({ "cells": keelson_apiserver_registry::cells(res.kind, &e.obj, now) });
+            let mut row =
+                json!({ "cells": keelson_apiserver_registry::cells(res.kind, &e.obj, now) });
             if include_object {
                 row["object"] = partial_metadata(&e.obj);
             }
@@ -42,9 +43,12 @@ pub fn table(res: &Resource, items: &[Entry], rev: Rev, include_object: bool) ->
 pub fn object(res: &Resource, e: &Entry, out: Output, include_object: bool) -> Bytes {
     match out {
         Output::Json => e.json.clone(),
-        Output::Metadata => Bytes::from(serde_json::to_vec(&partial_metadata(&e.obj)).unwrap_or_default()),
+        Output::Metadata => {
+            Bytes::from(serde_json::to_vec(&partial_metadata(&e.obj)).unwrap_or_default())
+        }
         Output::Table => Bytes::from(
-            serde_json::to_vec(&table(res, std::slice::from_ref(e), e.rev, include_object)).unwrap_or_default(),
+            serde_json::to_vec(&table(res, std::slice::from_ref(e), e.rev, include_object))
+                .unwrap_or_default(),
         ),
     }
 }

@@ -40,7 +40,11 @@ impl Resource {
 
     /// Prefix of this resource's keys in the store; namespace and name follow.
     pub fn key_prefix(&self) -> String {
-        let g = if self.group.is_empty() { "core" } else { self.group };
+        let g = if self.group.is_empty() {
+            "core"
+        } else {
+            self.group
+        };
         format!("/{g}/{}/", self.plural)
     }
 
@@ -83,21 +87,171 @@ macro_rules! res {
 }
 
 pub static RESOURCES: &[Resource] = &[
-    res!("", "v1", "namespaces", "namespace", "Namespace", false, &["ns"], &["status"], false),
-    res!("", "v1", "nodes", "node", "Node", false, &["no"], &["status"], false),
-    res!("", "v1", "pods", "pod", "Pod", true, &["po"], &["status", "binding", "log"], true),
-    res!("", "v1", "services", "service", "Service", true, &["svc"], &["status"], true),
-    res!("", "v1", "endpoints", "endpoints", "Endpoints", true, &["ep"], &[], false),
-    res!("", "v1", "configmaps", "configmap", "ConfigMap", true, &["cm"], &[], false),
-    res!("", "v1", "secrets", "secret", "Secret", true, &[], &[], false),
-    res!("", "v1", "events", "event", "Event", true, &["ev"], &[], false),
-    res!("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", true, &["sa"], &[], false),
-    res!("discovery.k8s.io", "v1", "endpointslices", "endpointslice", "EndpointSlice", true, &[], &[], false),
-    res!("apps", "v1", "deployments", "deployment", "Deployment", true, &["deploy"], &["status", "scale"], true),
-    res!("apps", "v1", "replicasets", "replicaset", "ReplicaSet", true, &["rs"], &["status", "scale"], true),
-    res!("networking.k8s.io", "v1", "ingresses", "ingress", "Ingress", true, &["ing"], &["status"], false),
-    res!("networking.k8s.io", "v1", "ingressclasses", "ingressclass", "IngressClass", false, &[], &[], false),
-    res!("coordination.k8s.io", "v1", "leases", "lease", "Lease", true, &[], &[], false),
+    res!(
+        "",
+        "v1",
+        "namespaces",
+        "namespace",
+        "Namespace",
+        false,
+        &["ns"],
+        &["status"],
+        false
+    ),
+    res!(
+        "",
+        "v1",
+        "nodes",
+        "node",
+        "Node",
+        false,
+        &["no"],
+        &["status"],
+        false
+    ),
+    res!(
+        "",
+        "v1",
+        "pods",
+        "pod",
+        "Pod",
+        true,
+        &["po"],
+        &["status", "binding", "log"],
+        true
+    ),
+    res!(
+        "",
+        "v1",
+        "services",
+        "service",
+        "Service",
+        true,
+        &["svc"],
+        &["status"],
+        true
+    ),
+    res!(
+        "",
+        "v1",
+        "endpoints",
+        "endpoints",
+        "Endpoints",
+        true,
+        &["ep"],
+        &[],
+        false
+    ),
+    res!(
+        "",
+        "v1",
+        "configmaps",
+        "configmap",
+        "ConfigMap",
+        true,
+        &["cm"],
+        &[],
+        false
+    ),
+    res!(
+        "",
+        "v1",
+        "secrets",
+        "secret",
+        "Secret",
+        true,
+        &[],
+        &[],
+        false
+    ),
+    res!(
+        "",
+        "v1",
+        "events",
+        "event",
+        "Event",
+        true,
+        &["ev"],
+        &[],
+        false
+    ),
+    res!(
+        "",
+        "v1",
+        "serviceaccounts",
+        "serviceaccount",
+        "ServiceAccount",
+        true,
+        &["sa"],
+        &[],
+        false
+    ),
+    res!(
+        "discovery.k8s.io",
+        "v1",
+        "endpointslices",
+        "endpointslice",
+        "EndpointSlice",
+        true,
+        &[],
+        &[],
+        false
+    ),
+    res!(
+        "apps",
+        "v1",
+        "deployments",
+        "deployment",
+        "Deployment",
+        true,
+        &["deploy"],
+        &["status", "scale"],
+        true
+    ),
+    res!(
+        "apps",
+        "v1",
+        "replicasets",
+        "replicaset",
+        "ReplicaSet",
+        true,
+        &["rs"],
+        &["status", "scale"],
+        true
+    ),
+    res!(
+        "networking.k8s.io",
+        "v1",
+        "ingresses",
+        "ingress",
+        "Ingress",
+        true,
+        &["ing"],
+        &["status"],
+        false
+    ),
+    res!(
+        "networking.k8s.io",
+        "v1",
+        "ingressclasses",
+        "ingressclass",
+        "IngressClass",
+        false,
+        &[],
+        &[],
+        false
+    ),
+    res!(
+        "coordination.k8s.io",
+        "v1",
+        "leases",
+        "lease",
+        "Lease",
+        true,
+        &[],
+        &[],
+        false
+    ),
 ];
 
 /// Finds a resource by group, version and plural as they appear in a URL.
@@ -122,7 +276,10 @@ pub fn groups() -> Vec<&'static str> {
     out
 }
 
-pub fn in_group<'a>(group: &'a str, version: &'a str) -> impl Iterator<Item = &'static Resource> + 'a {
+pub fn in_group<'a>(
+    group: &'a str,
+    version: &'a str,
+) -> impl Iterator<Item = &'static Resource> + 'a {
     RESOURCES
         .iter()
         .filter(move |r| r.group == group && r.version == version)
@@ -144,7 +301,11 @@ mod tests {
     #[test]
     fn every_group_has_one_version() {
         for g in groups() {
-            let versions: Vec<_> = RESOURCES.iter().filter(|r| r.group == g).map(|r| r.version).collect();
+            let versions: Vec<_> = RESOURCES
+                .iter()
+                .filter(|r| r.group == g)
+                .map(|r| r.version)
+                .collect();
             assert!(versions.iter().all(|v| *v == versions[0]), "{g}");
         }
     }

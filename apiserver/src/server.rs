@@ -22,7 +22,10 @@ where
     I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     let svc = hyper_util::service::TowerToHyperService::new(app);
-    if let Err(e) = auto::Builder::new(TokioExecutor::new()).serve_connection_with_upgrades(io, svc).await {
+    if let Err(e) = auto::Builder::new(TokioExecutor::new())
+        .serve_connection_with_upgrades(io, svc)
+        .await
+    {
         tracing::debug!(error = %e, "connection ended with an error");
     }
 }
@@ -58,16 +61,26 @@ async fn bootstrap(api: &Api) {
 
 pub async fn run(opts: Options) -> anyhow::Result<()> {
     let dir = &opts.data_dir;
-    std::fs::create_dir_all(dir).with_context(|| format!("creating --data-dir {}", dir.display()))?;
-    let net: ipnetwork::Ipv4Network = opts
-        .service_cluster_ip_range
-        .parse()
-        .with_context(|| format!("--service-cluster-ip-range {:?}", opts.service_cluster_ip_range))?;
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("creating --data-dir {}", dir.display()))?;
+    let net: ipnetwork::Ipv4Network = opts.service_cluster_ip_range.parse().with_context(|| {
+        format!(
+            "--service-cluster-ip-range {:?}",
+            opts.service_cluster_ip_range
+        )
+    })?;
     let ports = port_range(&opts.service_node_port_range).map_err(anyhow::Error::msg)?;
     let backend = SqliteBackend::open(&dir.join("store.db")).context("opening the store")?;
-    let store = Store::open(backend, Duration::from_secs(opts.watch_history_seconds), opts.watch_cache_size)
-        .context("loading the store")?;
-    let api = Api { store, alloc: Allocators::new(net, ports) };
+    let store = Store::open(
+        backend,
+        Duration::from_secs(opts.watch_history_seconds),
+        opts.watch_cache_size,
+    )
+    .context("loading the store")?;
+    let api = Api {
+        store,
+        alloc: Allocators::new(net, ports),
+    };
     rest::rebuild_allocations(&api);
     bootstrap(&api).await;
 
@@ -76,19 +89,46 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         None => Tokens::default(),
     };
     let token = admin_token(dir)?;
-    tokens.insert(&token, User { name: "keelson-admin".into(), uid: "0".into(), groups: vec!["system:masters".into()] });
+    tokens.insert(
+        &token,
+        User {
+            name: "keelson-admin".into(),
+            uid: "0".into(),
+            groups: vec!["system:masters".into()],
+        },
+    );
 
     let host = opts
         .advertise_address
         .map(|a| a.to_string())
-        .unwrap_or_else(|| if opts.bind_address.is_unspecified() { "127.0.0.1".into() } else { opts.bind_address.to_string() });
-    let scheme = if opts.insecure_serve_http { "http" } else { "https" };
+        .unwrap_or_else(|| {
+            if opts.bind_address.is_unspecified() {
+                "127.0.0.1".into()
+            } else {
+                opts.bind_address.to_string()
+            }
+        });
+    let scheme = if opts.insecure_serve_http {
+        "http"
+    } else {
+        "https"
+    };
     let server = format!("{scheme}://{host}:{}", opts.secure_port);
     let tls = if opts.insecure_serve_http {
-        certs::write_private(&dir.join("admin.kubeconfig"), &certs::kubeconfig(&server, None, &token))?;
+        certs::write_private(
+            &dir.join("admin.kubeconfig"),
+            &certs::kubeconfig(&server, None, &token),
+        )?;
         None
     } else {
-        let mut sans = vec!["127.0.0.1".to_string(), "localhost".into(), "kubernetes".into(), "kubernetes.default".into(), "kubernetes.default.svc".into(), host.clone()];
+        let mut sans = vec![
+            "127.0.0.1".to_string(),
+            "localhost".into(),
+            "kubernetes".into(),
+            "kubernetes.default".into(),
+            "kubernetes.default.svc".into(),
+            host.clone(),
+        ];
         if !opts.bind_address.is_unspecified() {
             sans.push(opts.bind_address.to_string());
         }
@@ -97,11 +137,18 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         sans.extend(opts.tls_sans.iter().cloned());
         sans.dedup();
         let pki = certs::ensure(dir, &sans)?;
-        certs::write_private(&dir.join("admin.kubeconfig"), &certs::kubeconfig(&server, Some(&pki.ca_pem), &token))?;
+        certs::write_private(
+            &dir.join("admin.kubeconfig"),
+            &certs::kubeconfig(&server, Some(&pki.ca_pem), &token),
+        )?;
         Some(tls_acceptor(&pki)?)
     };
 
-    let app = Arc::new(App { api, tokens, metrics: Default::default() });
+    let app = Arc::new(App {
+        api,
+        tokens,
+        metrics: Default::default(),
+    });
     let router = router(app);
     let listener = TcpListener::bind((opts.bind_address, opts.secure_port))
         .await
@@ -135,7 +182,8 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
 }
 
 fn tls_acceptor(pki: &certs::Pki) -> anyhow::Result<tokio_rustls::TlsAcceptor> {
-    let certs: Vec<_> = rustls_pemfile::certs(&mut pki.cert_pem.as_bytes()).collect::<Result<_, _>>()?;
+    let certs: Vec<_> =
+        rustls_pemfile::certs(&mut pki.cert_pem.as_bytes()).collect::<Result<_, _>>()?;
     let key = rustls_pemfile::private_key(&mut pki.key_pem.as_bytes())?
         .ok_or_else(|| anyhow::anyhow!("no private key in apiserver.key"))?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());

@@ -65,7 +65,11 @@ impl ApiError {
         };
         ApiError {
             details: Some(details(plural, name, group)),
-            ..ApiError::new(409, "AlreadyExists", format!("{what} \"{name}\" already exists"))
+            ..ApiError::new(
+                409,
+                "AlreadyExists",
+                format!("{what} \"{name}\" already exists"),
+            )
         }
     }
 
@@ -154,7 +158,12 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
         let body = serde_json::to_vec(&self.to_status()).unwrap_or_default();
-        (code, [(http::header::CONTENT_TYPE, "application/json")], body).into_response()
+        (
+            code,
+            [(http::header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response()
     }
 }
 

@@ -15,12 +15,23 @@ fn apply_examples_then_again_is_unchanged() {
     let s = Server::start();
     let ex = examples(&s);
     let first = s.kubectl_ok(&["apply", "-f", &ex]);
-    for what in ["deployment.apps/web created", "service/web created", "ingress.networking.k8s.io/web created"] {
+    for what in [
+        "deployment.apps/web created",
+        "service/web created",
+        "ingress.networking.k8s.io/web created",
+    ] {
         assert!(first.contains(what), "{first}");
     }
     let second = s.kubectl_ok(&["apply", "-f", &ex]);
-    assert!(!second.contains("created") && !second.contains("configured"), "{second}");
-    assert_eq!(second.matches("unchanged").count(), first.lines().count(), "{second}");
+    assert!(
+        !second.contains("created") && !second.contains("configured"),
+        "{second}"
+    );
+    assert_eq!(
+        second.matches("unchanged").count(),
+        first.lines().count(),
+        "{second}"
+    );
 }
 
 #[test]
@@ -31,18 +42,39 @@ fn apply_merges_an_edited_container_and_a_new_one() {
     let original = std::fs::read_to_string(&path).unwrap();
     let edited = original
         .replace("podname-http:1", "podname-http:2")
-        .replace("      containers:\n", "      containers:\n      - name: side\n        image: busybox\n");
+        .replace(
+            "      containers:\n",
+            "      containers:\n      - name: side\n        image: busybox\n",
+        );
     let out = s.kubectl_stdin(&["apply", "-f", "-"], &edited);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("deployment.apps/web configured"));
-    let web = s.kubectl_ok(&["get", "deploy", "web", "-o", "jsonpath={.spec.template.spec.containers[?(@.name==\"web\")]}"]);
+    let web = s.kubectl_ok(&[
+        "get",
+        "deploy",
+        "web",
+        "-o",
+        "jsonpath={.spec.template.spec.containers[?(@.name==\"web\")]}",
+    ]);
     let web: serde_json::Value = serde_json::from_str(&web).unwrap();
     assert_eq!(web["image"], "127.0.0.1:5000/keelson/podname-http:2");
     assert_eq!(web["ports"][0]["containerPort"], 8080);
     assert_eq!(web["env"][0]["name"], "POD_NAME");
-    let names = s.kubectl_ok(&["get", "deploy", "web", "-o", "jsonpath={.spec.template.spec.containers[*].name}"]);
+    let names = s.kubectl_ok(&[
+        "get",
+        "deploy",
+        "web",
+        "-o",
+        "jsonpath={.spec.template.spec.containers[*].name}",
+    ]);
     assert_eq!(names, "side web");
-    let generation = s.kubectl_ok(&["get", "deploy", "web", "-o", "jsonpath={.metadata.generation}"]);
+    let generation = s.kubectl_ok(&[
+        "get",
+        "deploy",
+        "web",
+        "-o",
+        "jsonpath={.metadata.generation}",
+    ]);
     assert_eq!(generation, "2");
 }
 
@@ -86,7 +118,12 @@ spec:
 
 fn header(s: &Server, args: &[&str]) -> Vec<String> {
     let out = s.kubectl_ok(args);
-    out.lines().next().unwrap_or("").split_whitespace().map(String::from).collect()
+    out.lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .map(String::from)
+        .collect()
 }
 
 #[test]
@@ -97,11 +134,33 @@ fn get_prints_upstream_columns() {
         let out = s.kubectl_stdin(&["apply", "-f", "-"], doc);
         assert!(out.status.success(), "{}", stderr(&out));
     }
-    assert_eq!(header(&s, &["get", "pods"]), ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]);
-    assert_eq!(header(&s, &["get", "deployments"]), ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]);
-    assert_eq!(header(&s, &["get", "services"]), ["NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)", "AGE"]);
-    assert_eq!(header(&s, &["get", "endpointslices"]), ["NAME", "ADDRESSTYPE", "PORTS", "ENDPOINTS", "AGE"]);
-    assert_eq!(header(&s, &["get", "nodes"]), ["NAME", "STATUS", "ROLES", "AGE", "VERSION"]);
+    assert_eq!(
+        header(&s, &["get", "pods"]),
+        ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+    );
+    assert_eq!(
+        header(&s, &["get", "deployments"]),
+        ["NAME", "READY", "UP-TO-DATE", "AVAILABLE", "AGE"]
+    );
+    assert_eq!(
+        header(&s, &["get", "services"]),
+        [
+            "NAME",
+            "TYPE",
+            "CLUSTER-IP",
+            "EXTERNAL-IP",
+            "PORT(S)",
+            "AGE"
+        ]
+    );
+    assert_eq!(
+        header(&s, &["get", "endpointslices"]),
+        ["NAME", "ADDRESSTYPE", "PORTS", "ENDPOINTS", "AGE"]
+    );
+    assert_eq!(
+        header(&s, &["get", "nodes"]),
+        ["NAME", "STATUS", "ROLES", "AGE", "VERSION"]
+    );
     let pods = s.kubectl_ok(&["get", "pods"]);
     let row: Vec<&str> = pods.lines().nth(1).unwrap().split_whitespace().collect();
     assert_eq!(&row[..4], ["web-1", "0/1", "Pending", "0"]);
@@ -110,9 +169,15 @@ fn get_prints_upstream_columns() {
     assert_eq!((row[1], row[3], row[4]), ("ClusterIP", "<none>", "80/TCP"));
     assert!(row[2].starts_with("10.96."), "{svc}");
     let nodes = s.kubectl_ok(&["get", "nodes"]);
-    assert!(nodes.contains("node-a") && nodes.contains("Ready"), "{nodes}");
+    assert!(
+        nodes.contains("node-a") && nodes.contains("Ready"),
+        "{nodes}"
+    );
     let slices = s.kubectl_ok(&["get", "endpointslices"]);
-    assert!(slices.contains("IPv4") && slices.contains("8080") && slices.contains("10.244.0.5"), "{slices}");
+    assert!(
+        slices.contains("IPv4") && slices.contains("8080") && slices.contains("10.244.0.5"),
+        "{slices}"
+    );
     let wide = header(&s, &["get", "pods", "-o", "wide"]);
     assert_eq!(&wide[5..7], ["IP", "NODE"]);
 }
@@ -121,21 +186,83 @@ fn get_prints_upstream_columns() {
 fn get_selectors_and_output_formats() {
     let s = Server::start();
     assert!(s.kubectl_stdin(&["apply", "-f", "-"], POD).status.success());
-    let ns = s.kubectl_stdin(&["apply", "-f", "-"], "apiVersion: v1\nkind: Namespace\nmetadata: {name: other}\n");
+    let ns = s.kubectl_stdin(
+        &["apply", "-f", "-"],
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: other}\n",
+    );
     assert!(ns.status.success(), "{}", stderr(&ns));
-    s.kubectl_ok(&["run", "lone", "-n", "other", "--image=busybox", "--labels=app=db"]);
+    s.kubectl_ok(&[
+        "run",
+        "lone",
+        "-n",
+        "other",
+        "--image=busybox",
+        "--labels=app=db",
+    ]);
     let all = s.kubectl_ok(&["get", "pods", "-A"]);
     assert!(all.starts_with("NAMESPACE"), "{all}");
-    assert!(all.contains("default") && all.contains("web-1") && all.contains("other") && all.contains("lone"), "{all}");
-    assert_eq!(s.kubectl_ok(&["get", "pods", "-A", "-l", "app=web", "-o", "name"]), "pod/web-1\n");
-    assert_eq!(s.kubectl_ok(&["get", "pods", "-A", "-l", "app in (db),tier!=front", "-o", "name"]), "pod/lone\n");
-    assert_eq!(s.kubectl_ok(&["get", "pods", "-A", "--field-selector", "spec.nodeName=node-a", "-o", "name"]), "pod/web-1\n");
-    assert_eq!(s.kubectl_ok(&["get", "pods", "-n", "other", "--field-selector", "metadata.name=lone", "-o", "name"]), "pod/lone\n");
+    assert!(
+        all.contains("default")
+            && all.contains("web-1")
+            && all.contains("other")
+            && all.contains("lone"),
+        "{all}"
+    );
+    assert_eq!(
+        s.kubectl_ok(&["get", "pods", "-A", "-l", "app=web", "-o", "name"]),
+        "pod/web-1\n"
+    );
+    assert_eq!(
+        s.kubectl_ok(&[
+            "get",
+            "pods",
+            "-A",
+            "-l",
+            "app in (db),tier!=front",
+            "-o",
+            "name"
+        ]),
+        "pod/lone\n"
+    );
+    assert_eq!(
+        s.kubectl_ok(&[
+            "get",
+            "pods",
+            "-A",
+            "--field-selector",
+            "spec.nodeName=node-a",
+            "-o",
+            "name"
+        ]),
+        "pod/web-1\n"
+    );
+    assert_eq!(
+        s.kubectl_ok(&[
+            "get",
+            "pods",
+            "-n",
+            "other",
+            "--field-selector",
+            "metadata.name=lone",
+            "-o",
+            "name"
+        ]),
+        "pod/lone\n"
+    );
     let labels = s.kubectl_ok(&["get", "pods", "--show-labels"]);
-    assert!(labels.lines().next().unwrap().ends_with("LABELS") && labels.contains("app=web,tier=front"), "{labels}");
+    assert!(
+        labels.lines().next().unwrap().ends_with("LABELS") && labels.contains("app=web,tier=front"),
+        "{labels}"
+    );
     let yaml = s.kubectl_ok(&["get", "pod", "web-1", "-o", "yaml"]);
-    assert!(yaml.contains("kind: Pod") && yaml.contains("uid:") && yaml.contains("restartPolicy: Always"), "{yaml}");
-    let json: serde_json::Value = serde_json::from_str(&s.kubectl_ok(&["get", "pods", "-o", "json"])).unwrap();
+    assert!(
+        yaml.contains("kind: Pod")
+            && yaml.contains("uid:")
+            && yaml.contains("restartPolicy: Always"),
+        "{yaml}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(&s.kubectl_ok(&["get", "pods", "-o", "json"])).unwrap();
     assert_eq!(json["items"][0]["metadata"]["name"], "web-1");
     assert_eq!(json["items"][0]["status"]["phase"], "Pending");
     let wide = s.kubectl_ok(&["get", "pods", "-o", "wide"]);
@@ -164,9 +291,13 @@ fn get_watch_prints_later_changes() {
             l2.lock().unwrap().push(line);
         }
     });
-    eventually("the initial listing", Duration::from_secs(10), || lines.lock().unwrap().iter().any(|l| l.starts_with("web-1")));
+    eventually("the initial listing", Duration::from_secs(10), || {
+        lines.lock().unwrap().iter().any(|l| l.starts_with("web-1"))
+    });
     s.kubectl_ok(&["run", "later", "--image=busybox"]);
-    eventually("the new pod in the watch", Duration::from_secs(10), || lines.lock().unwrap().iter().any(|l| l.starts_with("later")));
+    eventually("the new pod in the watch", Duration::from_secs(10), || {
+        lines.lock().unwrap().iter().any(|l| l.starts_with("later"))
+    });
     let _ = w.kill();
     let _ = w.wait();
 }
@@ -174,21 +305,44 @@ fn get_watch_prints_later_changes() {
 #[test]
 fn describe_deployment_and_pod() {
     let s = Server::start();
-    s.kubectl_ok(&["apply", "-f", examples_dir().join("deployment.yaml").to_str().unwrap()]);
+    s.kubectl_ok(&[
+        "apply",
+        "-f",
+        examples_dir().join("deployment.yaml").to_str().unwrap(),
+    ]);
     assert!(s.kubectl_stdin(&["apply", "-f", "-"], POD).status.success());
     let d = s.kubectl_ok(&["describe", "deployment", "web"]);
-    assert!(d.contains("Name:") && d.contains("web") && d.contains("3 desired") && d.contains("podname-http:1"), "{d}");
+    assert!(
+        d.contains("Name:")
+            && d.contains("web")
+            && d.contains("3 desired")
+            && d.contains("podname-http:1"),
+        "{d}"
+    );
     let p = s.kubectl_ok(&["describe", "pod", "web-1"]);
-    assert!(p.contains("Node:") && p.contains("node-a") && p.contains("Status:") && p.contains("Pending"), "{p}");
+    assert!(
+        p.contains("Node:")
+            && p.contains("node-a")
+            && p.contains("Status:")
+            && p.contains("Pending"),
+        "{p}"
+    );
 }
 
 #[test]
 fn scale_changes_replicas() {
     let s = Server::start();
-    s.kubectl_ok(&["apply", "-f", examples_dir().join("deployment.yaml").to_str().unwrap()]);
+    s.kubectl_ok(&[
+        "apply",
+        "-f",
+        examples_dir().join("deployment.yaml").to_str().unwrap(),
+    ]);
     let out = s.kubectl_ok(&["scale", "deployment", "web", "--replicas=5"]);
     assert!(out.contains("scaled"), "{out}");
-    assert_eq!(s.kubectl_ok(&["get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"]), "5");
+    assert_eq!(
+        s.kubectl_ok(&["get", "deploy", "web", "-o", "jsonpath={.spec.replicas}"]),
+        "5"
+    );
 }
 
 #[test]
@@ -204,7 +358,13 @@ fn delete_returns_when_objects_are_gone() {
     assert!(s.kubectl_stdin(&["apply", "-f", "-"], POD).status.success());
     let out = s.kubectl(&["delete", "pod", "web-1", "--wait=false"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let ts = s.kubectl_ok(&["get", "pod", "web-1", "-o", "jsonpath={.metadata.deletionTimestamp}"]);
+    let ts = s.kubectl_ok(&[
+        "get",
+        "pod",
+        "web-1",
+        "-o",
+        "jsonpath={.metadata.deletionTimestamp}",
+    ]);
     assert!(!ts.is_empty());
     assert!(s.kubectl_ok(&["get", "pods"]).contains("Terminating"));
     s.kubectl_ok(&["delete", "pod", "web-1", "--grace-period=0", "--force"]);
@@ -214,7 +374,11 @@ fn delete_returns_when_objects_are_gone() {
 #[test]
 fn rollout_status_waits_for_observed_generation() {
     let s = Server::start();
-    s.kubectl_ok(&["apply", "-f", examples_dir().join("deployment.yaml").to_str().unwrap()]);
+    s.kubectl_ok(&[
+        "apply",
+        "-f",
+        examples_dir().join("deployment.yaml").to_str().unwrap(),
+    ]);
     let mut rollout = Command::new("kubectl")
         .args(["rollout", "status", "deployment/web", "--timeout=30s"])
         .env("KUBECONFIG", s.kubeconfig())
@@ -223,11 +387,26 @@ fn rollout_status_waits_for_observed_generation() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_secs(2));
-    assert!(rollout.try_wait().unwrap().is_none(), "rollout status returned before the controller observed the deployment");
+    assert!(
+        rollout.try_wait().unwrap().is_none(),
+        "rollout status returned before the controller observed the deployment"
+    );
     // What the deployment controller will write once 3 replicas are ready.
     let status = r#"{"status":{"observedGeneration":1,"replicas":3,"updatedReplicas":3,"readyReplicas":3,"availableReplicas":3,"conditions":[{"type":"Available","status":"True","reason":"MinimumReplicasAvailable","message":"ok"},{"type":"Progressing","status":"True","reason":"NewReplicaSetAvailable","message":"ok"}]}}"#;
-    s.kubectl_ok(&["patch", "deployment", "web", "--subresource=status", "--type=merge", "-p", status]);
+    s.kubectl_ok(&[
+        "patch",
+        "deployment",
+        "web",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        status,
+    ]);
     let out = rollout.wait_with_output().unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(stdout(&out).contains("successfully rolled out"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("successfully rolled out"),
+        "{}",
+        stdout(&out)
+    );
 }

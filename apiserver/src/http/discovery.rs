@@ -12,7 +12,10 @@ pub fn core_versions() -> Value {
 }
 
 fn group_entry(g: &str) -> Value {
-    let v = resources::RESOURCES.iter().find(|r| r.group == g).map_or("v1", |r| r.version);
+    let v = resources::RESOURCES
+        .iter()
+        .find(|r| r.group == g)
+        .map_or("v1", |r| r.version);
     let gv = json!({ "groupVersion": format!("{g}/{v}"), "version": v });
     json!({ "name": g, "versions": [gv.clone()], "preferredVersion": gv })
 }
@@ -47,7 +50,12 @@ fn entry(r: &Resource) -> Value {
 
 fn sub_entry(r: &Resource, sub: &str) -> Value {
     let (kind, verbs, group, version): (&str, Vec<&str>, Option<&str>, Option<&str>) = match sub {
-        "scale" => ("Scale", vec!["get", "patch", "update"], Some("autoscaling"), Some("v1")),
+        "scale" => (
+            "Scale",
+            vec!["get", "patch", "update"],
+            Some("autoscaling"),
+            Some("v1"),
+        ),
         "binding" => ("Binding", vec!["create"], None, None),
         "log" => ("Pod", vec!["get"], None, None),
         _ => (r.kind, vec!["get", "patch", "update"], None, None),
@@ -71,7 +79,11 @@ pub fn resource_list(group: &str, version: &str) -> Value {
             list.push(sub_entry(r, s));
         }
     }
-    let gv = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+    let gv = if group.is_empty() {
+        version.to_string()
+    } else {
+        format!("{group}/{version}")
+    };
     json!({ "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": list })
 }
 
@@ -91,8 +103,14 @@ mod tests {
     fn scale_is_autoscaling_v1_and_short_names_present() {
         let apps = resource_list("apps", "v1");
         let res = apps["resources"].as_array().unwrap();
-        let scale = res.iter().find(|r| r["name"] == "deployments/scale").unwrap();
-        assert_eq!((scale["group"].as_str(), scale["kind"].as_str()), (Some("autoscaling"), Some("Scale")));
+        let scale = res
+            .iter()
+            .find(|r| r["name"] == "deployments/scale")
+            .unwrap();
+        assert_eq!(
+            (scale["group"].as_str(), scale["kind"].as_str()),
+            (Some("autoscaling"), Some("Scale"))
+        );
         let deploy = res.iter().find(|r| r["name"] == "deployments").unwrap();
         assert_eq!(deploy["shortNames"], json!(["deploy"]));
         assert_eq!(deploy["categories"], json!(["all"]));

@@ -3,9 +3,9 @@
 use super::route::{ResourcePath, Route};
 use super::{discovery, json_response, json_value, logs, App};
 use crate::negotiate::{self, Output};
+use crate::render;
 use crate::rest::{self, DeleteOptions, ListParams, Sub, Target};
 use crate::status::{ApiError, ApiResult};
-use crate::render;
 use axum::body::Body;
 use axum::extract::Request;
 use axum::response::Response;
@@ -31,15 +31,23 @@ pub async fn handle(app: &App, route: Option<Route>, req: Request) -> ApiResult<
             .into_response_ok()),
         // kubectl fetches the OpenAPI document before every apply; an empty protobuf body makes
         // it rely on server-side validation, which this server does.
-        ("/openapi/v2", _) => Ok((StatusCode::OK, [(header::CONTENT_TYPE, "application/octet-stream")], "").into_response_ok()),
-        (_, Some(Route::CoreVersions)) if get => Ok(json_value(StatusCode::OK, &discovery::core_versions())),
+        ("/openapi/v2", _) => Ok((
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "application/octet-stream")],
+            "",
+        )
+            .into_response_ok()),
+        (_, Some(Route::CoreVersions)) if get => {
+            Ok(json_value(StatusCode::OK, &discovery::core_versions()))
+        }
         (_, Some(Route::Groups)) if get => Ok(json_value(StatusCode::OK, &discovery::groups())),
         (_, Some(Route::Group(g))) if get => discovery::group(&g)
             .map(|v| json_value(StatusCode::OK, &v))
             .ok_or_else(|| ApiError::no_route(&path)),
-        (_, Some(Route::ResourceList { group, version })) if get => {
-            Ok(json_value(StatusCode::OK, &discovery::resource_list(&group, &version)))
-        }
+        (_, Some(Route::ResourceList { group, version })) if get => Ok(json_value(
+            StatusCode::OK,
+            &discovery::resource_list(&group, &version),
+        )),
         (_, Some(Route::Resource(rp))) => resource(app, rp, req).await,
         _ => Err(ApiError::no_route(&path)),
     }
@@ -55,19 +63,26 @@ impl<T: axum::response::IntoResponse> IntoResponseOk for T {
     }
 }
 
-fn header_str<'a>(req: &'a Request, name: header::HeaderName) -> Option<&'a str> {
+fn header_str(req: &Request, name: header::HeaderName) -> Option<&str> {
     req.headers().get(name).and_then(|v| v.to_str().ok())
 }
 
 async fn body_bytes(req: Request) -> ApiResult<bytes::Bytes> {
     axum::body::to_bytes(req.into_body(), MAX_BODY)
         .await
-        .map_err(|e| ApiError::new(413, "RequestEntityTooLarge", format!("request body too large or unreadable: {e}")))
+        .map_err(|e| {
+            ApiError::new(
+                413,
+                "RequestEntityTooLarge",
+                format!("request body too large or unreadable: {e}"),
+            )
+        })
 }
 
 fn params(req: &Request) -> ApiResult<ListParams> {
     let q = req.uri().query().unwrap_or("");
-    serde_urlencoded::from_str(q).map_err(|e| ApiError::bad_request(format!("invalid query parameters: {e}")))
+    serde_urlencoded::from_str(q)
+        .map_err(|e| ApiError::bad_request(format!("invalid query parameters: {e}")))
 }
 
 async fn resource(app: &App, rp: ResourcePath, req: Request) -> ApiResult<Response> {
@@ -76,8 +91,13 @@ async fn resource(app: &App, rp: ResourcePath, req: Request) -> ApiResult<Respon
     let out = negotiate::output(header_str(&req, header::ACCEPT));
     let include = p.include_object.as_deref() != Some("None");
     let dry_run = p.dry_run.as_deref().is_some_and(|d| !d.is_empty());
-    let t = Target { res: rp.res, namespace: rp.namespace.clone(), name: rp.name.clone() };
-    let obj = |e: &crate::store::Entry, code| json_response(code, render::object(t.res, e, out, include));
+    let t = Target {
+        res: rp.res,
+        namespace: rp.namespace.clone(),
+        name: rp.name.clone(),
+    };
+    let obj =
+        |e: &crate::store::Entry, code| json_response(code, render::object(t.res, e, out, include));
     let method = req.method().clone();
     match (method, rp.name.is_empty(), rp.sub.as_str()) {
         (Method::GET, true, "") if rp.legacy_watch || rest::read_is_watch(&p) => {
@@ -96,12 +116,22 @@ async fn resource(app: &App, rp: ResourcePath, req: Request) -> ApiResult<Respon
         }
         (Method::GET, true, "") => {
             let page = rest::list(api, &t, &p)?;
-            let body = render::list(t.res, &page.items, page.rev, page.continue_.as_deref(), page.remaining, out, include);
+            let body = render::list(
+                t.res,
+                &page.items,
+                page.rev,
+                page.continue_.as_deref(),
+                page.remaining,
+                out,
+                include,
+            );
             Ok(json_response(StatusCode::OK, body))
         }
         (Method::GET, false, "" | "status") => Ok(obj(&rest::get(api, &t)?, StatusCode::OK)),
         (Method::GET, false, "scale") => Ok(json_value(StatusCode::OK, &rest::get_scale(api, &t)?)),
-        (Method::GET, false, "log") => logs::pod_logs(api, &t, req.uri().query().unwrap_or("")).await,
+        (Method::GET, false, "log") => {
+            logs::pod_logs(api, &t, req.uri().query().unwrap_or("")).await
+        }
         (Method::POST, true, "") => {
             let ct = header_str(&req, header::CONTENT_TYPE).map(String::from);
             let body = negotiate::parse_body(ct.as_deref(), &body_bytes(req).await?)?;
@@ -115,7 +145,11 @@ async fn resource(app: &App, rp: ResourcePath, req: Request) -> ApiResult<Respon
             Ok(json_value(StatusCode::CREATED, &success()))
         }
         (Method::PUT, false, sub @ ("" | "status" | "finalize")) => {
-            let sub = if sub == "status" { Sub::Status } else { Sub::Main };
+            let sub = if sub == "status" {
+                Sub::Status
+            } else {
+                Sub::Main
+            };
             let ct = header_str(&req, header::CONTENT_TYPE).map(String::from);
             let body = negotiate::parse_body(ct.as_deref(), &body_bytes(req).await?)?;
             let e = rest::update(api, &t, body, sub, dry_run).await?;
@@ -124,16 +158,26 @@ async fn resource(app: &App, rp: ResourcePath, req: Request) -> ApiResult<Respon
         (Method::PUT, false, "scale") => {
             let ct = header_str(&req, header::CONTENT_TYPE).map(String::from);
             let body = negotiate::parse_body(ct.as_deref(), &body_bytes(req).await?)?;
-            Ok(json_value(StatusCode::OK, &rest::update_scale(api, &t, &body, None).await?))
+            Ok(json_value(
+                StatusCode::OK,
+                &rest::update_scale(api, &t, &body, None).await?,
+            ))
         }
         (Method::PATCH, false, sub @ ("" | "status" | "scale")) => {
             let ct = header_str(&req, header::CONTENT_TYPE).map(String::from);
             let kind = negotiate::patch_type(ct.as_deref())?;
             let body = negotiate::parse_body(ct.as_deref(), &body_bytes(req).await?)?;
             if sub == "scale" {
-                return Ok(json_value(StatusCode::OK, &rest::update_scale(api, &t, &body, Some(kind)).await?));
+                return Ok(json_value(
+                    StatusCode::OK,
+                    &rest::update_scale(api, &t, &body, Some(kind)).await?,
+                ));
             }
-            let sub = if sub == "status" { Sub::Status } else { Sub::Main };
+            let sub = if sub == "status" {
+                Sub::Status
+            } else {
+                Sub::Main
+            };
             let e = rest::patch(api, &t, kind, body, sub, dry_run).await?;
             Ok(obj(&e, StatusCode::OK))
         }
@@ -147,13 +191,24 @@ async fn resource(app: &App, rp: ResourcePath, req: Request) -> ApiResult<Respon
             let mut opts: DeleteOptions = if bytes.iter().all(u8::is_ascii_whitespace) {
                 DeleteOptions::default()
             } else {
-                serde_json::from_slice(&bytes).map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?
+                serde_json::from_slice(&bytes)
+                    .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?
             };
-            opts.grace_period_seconds = opts.grace_period_seconds.or(query_opts.grace_period_seconds);
+            opts.grace_period_seconds = opts
+                .grace_period_seconds
+                .or(query_opts.grace_period_seconds);
             opts.propagation_policy = opts.propagation_policy.or(query_opts.propagation_policy);
             if collection {
                 let items = rest::delete_collection(api, &t, &p, &opts).await?;
-                let list = render::list(t.res, &items, api.store.current_rev(), None, None, Output::Json, true);
+                let list = render::list(
+                    t.res,
+                    &items,
+                    api.store.current_rev(),
+                    None,
+                    None,
+                    Output::Json,
+                    true,
+                );
                 return Ok(json_response(StatusCode::OK, list));
             }
             let e = rest::delete(api, &t, &opts).await?;
@@ -162,7 +217,11 @@ async fn resource(app: &App, rp: ResourcePath, req: Request) -> ApiResult<Respon
         (m, _, sub) => Err(ApiError::method_not_allowed(format!(
             "the server does not allow this method on the requested resource ({m} {}{})",
             t.res.plural,
-            if sub.is_empty() { String::new() } else { format!("/{sub}") }
+            if sub.is_empty() {
+                String::new()
+            } else {
+                format!("/{sub}")
+            }
         ))),
     }
 }

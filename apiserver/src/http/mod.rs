@@ -30,7 +30,12 @@ pub fn router(app: Arc<App>) -> axum::Router {
 }
 
 pub fn json_response(code: StatusCode, body: impl Into<Body>) -> Response {
-    (code, [(header::CONTENT_TYPE, "application/json")], body.into()).into_response()
+    (
+        code,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.into(),
+    )
+        .into_response()
 }
 
 pub fn json_value(code: StatusCode, v: &Value) -> Response {
@@ -39,8 +44,10 @@ pub fn json_value(code: StatusCode, v: &Value) -> Response {
 
 /// Paths anyone may read, as upstream's system:public-info-viewer allows.
 fn is_public(path: &str) -> bool {
-    matches!(path, "/healthz" | "/readyz" | "/livez" | "/version" | "/metrics")
-        || path.starts_with("/healthz/")
+    matches!(
+        path,
+        "/healthz" | "/readyz" | "/livez" | "/version" | "/metrics"
+    ) || path.starts_with("/healthz/")
         || path.starts_with("/readyz/")
         || path.starts_with("/livez/")
 }
@@ -50,11 +57,21 @@ async fn dispatch(State(app): State<Arc<App>>, req: Request) -> Response {
     let path = req.uri().path().to_string();
     let method = req.method().clone();
     if !is_public(&path) {
-        let auth = req.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+        let auth = req
+            .headers()
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok());
         if app.tokens.authenticate(auth).is_none() {
+            let _ = read_body(req).await;
             return ApiError::unauthorized().into_response();
         }
     }
+    // The body is read before any answer: an HTTP/2 client still sending it would otherwise
+    // see its stream reset instead of the error.
+    let req = match read_body(req).await {
+        Ok(r) => r,
+        Err(e) => return e.into_response(),
+    };
     let route = parse(&path);
     let (verb, resource, sub) = labels(&method, &route, req.uri().query().unwrap_or(""));
     let resp = match handlers::handle(&app, route, req).await {
@@ -69,7 +86,12 @@ async fn dispatch(State(app): State<Arc<App>>, req: Request) -> Response {
     let code = resp.status().as_u16().to_string();
     app.metrics
         .requests
-        .get_or_create(&RequestLabels { verb: verb.clone(), resource: resource.clone(), subresource: sub, code })
+        .get_or_create(&RequestLabels {
+            verb: verb.clone(),
+            resource: resource.clone(),
+            subresource: sub,
+            code,
+        })
         .inc();
     app.metrics
         .latency
@@ -78,12 +100,29 @@ async fn dispatch(State(app): State<Arc<App>>, req: Request) -> Response {
     resp
 }
 
+async fn read_body(req: Request) -> Result<Request, ApiError> {
+    let (parts, body) = req.into_parts();
+    let bytes = axum::body::to_bytes(body, 3 * 1024 * 1024)
+        .await
+        .map_err(|e| {
+            ApiError::new(
+                413,
+                "RequestEntityTooLarge",
+                format!("request body too large or unreadable: {e}"),
+            )
+        })?;
+    Ok(Request::from_parts(parts, Body::from(bytes)))
+}
+
 /// The verb upstream reports for a request (LIST and WATCH are GETs of collections).
 fn labels(method: &Method, route: &Option<Route>, query: &str) -> (String, String, String) {
     let Some(Route::Resource(rp)) = route else {
         return (method.as_str().to_string(), String::new(), String::new());
     };
-    let watch = rp.legacy_watch || query.split('&').any(|kv| kv == "watch=true" || kv == "watch=1");
+    let watch = rp.legacy_watch
+        || query
+            .split('&')
+            .any(|kv| kv == "watch=true" || kv == "watch=1");
     let verb = match (method.as_str(), rp.name.is_empty()) {
         ("GET", true) if watch => "WATCH",
         ("GET", true) => "LIST",

@@ -8,7 +8,10 @@ pub enum Route {
     CoreVersions,
     Groups,
     Group(String),
-    ResourceList { group: String, version: String },
+    ResourceList {
+        group: String,
+        version: String,
+    },
     Resource(ResourcePath),
 }
 
@@ -24,7 +27,11 @@ pub struct ResourcePath {
 
 /// Parses a request path; None when it names nothing this server serves.
 pub fn parse(path: &str) -> Option<Route> {
-    let segs: Vec<&str> = path.trim_matches('/').split('/').filter(|s| !s.is_empty()).collect();
+    let segs: Vec<&str> = path
+        .trim_matches('/')
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .collect();
     let (group, version, rest) = match segs.as_slice() {
         ["api"] => return Some(Route::CoreVersions),
         ["apis"] => return Some(Route::Groups),
@@ -35,7 +42,10 @@ pub fn parse(path: &str) -> Option<Route> {
     };
     if rest.is_empty() {
         let known = resources::in_group(group, version).next().is_some();
-        return known.then(|| Route::ResourceList { group: group.into(), version: version.into() });
+        return known.then(|| Route::ResourceList {
+            group: group.into(),
+            version: version.into(),
+        });
     }
     let (legacy_watch, rest) = match rest {
         ["watch", r @ ..] => (true, r),
@@ -65,7 +75,10 @@ pub fn parse(path: &str) -> Option<Route> {
             match (res.namespaced, tail) {
                 (_, []) => rp(res, "", "", ""),
                 (false, [name]) => rp(res, "", name, ""),
-                (false, [name, sub]) if res.has_subresource(sub) || (res.kind == "Namespace" && *sub == "finalize") => {
+                (false, [name, sub])
+                    if res.has_subresource(sub)
+                        || (res.kind == "Namespace" && *sub == "finalize") =>
+                {
                     rp(res, "", name, sub)
                 }
                 _ => None,
@@ -93,11 +106,22 @@ mod tests {
     #[test]
     fn namespaced_and_cluster_paths() {
         let r = res("/api/v1/namespaces/default/pods/web/status");
-        assert_eq!((r.res.plural, r.namespace.as_str(), r.name.as_str(), r.sub.as_str()), ("pods", "default", "web", "status"));
+        assert_eq!(
+            (
+                r.res.plural,
+                r.namespace.as_str(),
+                r.name.as_str(),
+                r.sub.as_str()
+            ),
+            ("pods", "default", "web", "status")
+        );
         let r = res("/api/v1/pods");
         assert_eq!((r.res.plural, r.namespace.as_str()), ("pods", ""));
         let r = res("/api/v1/namespaces/kube-system");
-        assert_eq!((r.res.plural, r.name.as_str()), ("namespaces", "kube-system"));
+        assert_eq!(
+            (r.res.plural, r.name.as_str()),
+            ("namespaces", "kube-system")
+        );
         let r = res("/api/v1/nodes/n1/status");
         assert_eq!((r.res.plural, r.sub.as_str()), ("nodes", "status"));
         let r = res("/apis/apps/v1/namespaces/default/deployments/web/scale");
@@ -109,7 +133,13 @@ mod tests {
     #[test]
     fn discovery_paths_and_unknowns() {
         assert_eq!(parse("/api"), Some(Route::CoreVersions));
-        assert_eq!(parse("/apis/apps/v1"), Some(Route::ResourceList { group: "apps".into(), version: "v1".into() }));
+        assert_eq!(
+            parse("/apis/apps/v1"),
+            Some(Route::ResourceList {
+                group: "apps".into(),
+                version: "v1".into()
+            })
+        );
         assert_eq!(parse("/api/v1/widgets"), None);
         assert_eq!(parse("/apis/apps/v2"), None);
         assert_eq!(parse("/api/v1/namespaces/default/pods/web/exec"), None);

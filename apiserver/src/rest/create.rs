@@ -52,7 +52,13 @@ pub(super) fn check_namespace_field(res: &Resource, ns: &str, obj: &mut Value) -
     }
 }
 
-pub async fn create(api: &Api, res: &'static Resource, ns: &str, mut obj: Value, dry_run: bool) -> ApiResult<Entry> {
+pub async fn create(
+    api: &Api,
+    res: &'static Resource,
+    ns: &str,
+    mut obj: Value,
+    dry_run: bool,
+) -> ApiResult<Entry> {
     check_type(res, &mut obj)?;
     check_namespace_field(res, ns, &mut obj)?;
     if res.namespaced {
@@ -60,14 +66,28 @@ pub async fn create(api: &Api, res: &'static Resource, ns: &str, mut obj: Value,
     }
     {
         let m = meta_mut(&mut obj);
-        let name = m.get("name").and_then(Value::as_str).unwrap_or("").to_string();
+        let name = m
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         if name.is_empty() {
-            if let Some(g) = m.get("generateName").and_then(Value::as_str).filter(|g| !g.is_empty()) {
+            if let Some(g) = m
+                .get("generateName")
+                .and_then(Value::as_str)
+                .filter(|g| !g.is_empty())
+            {
                 let generated = format!("{g}{}", object::random_suffix());
                 m.insert("name".into(), json!(generated));
             }
         }
-        for k in ["resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "managedFields"] {
+        for k in [
+            "resourceVersion",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "selfLink",
+            "managedFields",
+        ] {
             m.remove(k);
         }
         m.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
@@ -82,16 +102,28 @@ pub async fn create(api: &Api, res: &'static Resource, ns: &str, mut obj: Value,
     if !causes.is_empty() {
         return Err(ApiError::invalid(res.kind, res.group, &name, &causes));
     }
-    let target = Target { res, namespace: ns.to_string(), name };
+    let target = Target {
+        res,
+        namespace: ns.to_string(),
+        name,
+    };
     if api.store.get(&target.key()).is_some() {
-        return Err(ApiError::already_exists(res.group, res.plural, &target.name));
+        return Err(ApiError::already_exists(
+            res.group,
+            res.plural,
+            &target.name,
+        ));
     }
     let reservation = hooks::allocate(api, res, None, &mut obj)?;
     if dry_run {
         reservation.rollback(&api.alloc);
         return Ok(Entry::new(0, obj));
     }
-    let w = Write { key: target.key(), value: Some(obj), precondition: Precondition::MustNotExist };
+    let w = Write {
+        key: target.key(),
+        value: Some(obj),
+        precondition: Precondition::MustNotExist,
+    };
     match api.store.write(w).await {
         Ok(e) => {
             reservation.commit(&api.alloc);

@@ -29,7 +29,10 @@ pub struct Preconditions {
 /// The grace period a Pod gets: none when it never ran on a node or has finished.
 fn pod_grace(pod: &Value, asked: Option<i64>) -> i64 {
     let unscheduled = pod["spec"]["nodeName"].as_str().unwrap_or("").is_empty();
-    let finished = matches!(pod["status"]["phase"].as_str(), Some("Succeeded" | "Failed"));
+    let finished = matches!(
+        pod["status"]["phase"].as_str(),
+        Some("Succeeded" | "Failed")
+    );
     if unscheduled || finished {
         return 0;
     }
@@ -46,12 +49,19 @@ pub async fn delete(api: &Api, t: &Target, opts: &DeleteOptions) -> ApiResult<En
         if let Some(p) = &opts.preconditions {
             let uid = object::meta_str(&cur.obj, "uid");
             if p.uid.as_deref().is_some_and(|u| u != uid) {
-                return Err(ApiError::new(409, "Conflict", format!(
-                    "Precondition failed: UID in precondition: {}, UID in object meta: {uid}",
-                    p.uid.as_deref().unwrap_or("")
-                )));
+                return Err(ApiError::new(
+                    409,
+                    "Conflict",
+                    format!(
+                        "Precondition failed: UID in precondition: {}, UID in object meta: {uid}",
+                        p.uid.as_deref().unwrap_or("")
+                    ),
+                ));
             }
-            if p.resource_version.as_deref().is_some_and(|r| r != cur.rev.to_string()) {
+            if p.resource_version
+                .as_deref()
+                .is_some_and(|r| r != cur.rev.to_string())
+            {
                 return Err(ApiError::new(409, "Conflict", format!(
                     "Precondition failed: ResourceVersion in precondition: {}, ResourceVersion in object meta: {}",
                     p.resource_version.as_deref().unwrap_or(""), cur.rev
@@ -73,9 +83,17 @@ pub async fn delete(api: &Api, t: &Target, opts: &DeleteOptions) -> ApiResult<En
             if !mark_deleting(&mut marked, grace) {
                 return Ok(cur);
             }
-            Write { key: t.key(), value: Some(marked), precondition: Precondition::Rev(cur.rev) }
+            Write {
+                key: t.key(),
+                value: Some(marked),
+                precondition: Precondition::Rev(cur.rev),
+            }
         } else {
-            Write { key: t.key(), value: None, precondition: Precondition::Rev(cur.rev) }
+            Write {
+                key: t.key(),
+                value: None,
+                precondition: Precondition::Rev(cur.rev),
+            }
         };
         match api.store.write(w).await {
             Ok(e) => {
@@ -116,15 +134,29 @@ fn namespace_has_content(api: &Api, t: &Target) -> bool {
     crate::resources::RESOURCES
         .iter()
         .filter(|r| r.namespaced)
-        .any(|r| !api.store.list(&format!("{}{}/", r.key_prefix(), t.name)).0.is_empty())
+        .any(|r| {
+            !api.store
+                .list(&format!("{}{}/", r.key_prefix(), t.name))
+                .0
+                .is_empty()
+        })
 }
 
 /// DELETE on a collection: every object that matches the selectors.
-pub async fn delete_collection(api: &Api, t: &Target, params: &ListParams, opts: &DeleteOptions) -> ApiResult<Vec<Entry>> {
+pub async fn delete_collection(
+    api: &Api,
+    t: &Target,
+    params: &ListParams,
+    opts: &DeleteOptions,
+) -> ApiResult<Vec<Entry>> {
     let (items, _) = list_entries(api, t, params)?;
     let mut out = Vec::new();
     for e in items {
-        let one = Target { name: object::name(&e.obj).to_string(), namespace: object::namespace(&e.obj).to_string(), ..t.clone() };
+        let one = Target {
+            name: object::name(&e.obj).to_string(),
+            namespace: object::namespace(&e.obj).to_string(),
+            ..t.clone()
+        };
         match delete(api, &one, opts).await {
             Ok(e) => out.push(e),
             Err(e) if e.code == 404 => {}

@@ -26,7 +26,10 @@ pub(super) fn fill_on_create(res: &Resource, obj: &mut Value) {
 
 /// The Pod's QoS class from its containers' requests and limits, as upstream computes it.
 pub fn qos_class(pod: &Value) -> &'static str {
-    let containers = pod["spec"]["containers"].as_array().cloned().unwrap_or_default();
+    let containers = pod["spec"]["containers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let mut any = false;
     let mut guaranteed = !containers.is_empty();
     for c in &containers {
@@ -80,7 +83,9 @@ impl Reservation {
 }
 
 fn cluster_ip(svc: &Value) -> Option<Ipv4Addr> {
-    svc["spec"]["clusterIP"].as_str().and_then(|s| s.parse().ok())
+    svc["spec"]["clusterIP"]
+        .as_str()
+        .and_then(|s| s.parse().ok())
 }
 
 fn node_ports(svc: &Value) -> HashSet<u16> {
@@ -130,8 +135,14 @@ fn allocate_service(
     svc: &mut Value,
     r: &mut Reservation,
 ) -> ApiResult<()> {
-    let svc_type = svc["spec"]["type"].as_str().unwrap_or("ClusterIP").to_string();
-    let old_ip = old.and_then(|o| o["spec"]["clusterIP"].as_str()).unwrap_or("").to_string();
+    let svc_type = svc["spec"]["type"]
+        .as_str()
+        .unwrap_or("ClusterIP")
+        .to_string();
+    let old_ip = old
+        .and_then(|o| o["spec"]["clusterIP"].as_str())
+        .unwrap_or("")
+        .to_string();
     let asked = svc["spec"]["clusterIP"].as_str().unwrap_or("").to_string();
     if svc_type == "ExternalName" {
         if let Some(ip) = old.and_then(cluster_ip) {
@@ -143,7 +154,11 @@ fn allocate_service(
         }
     } else if old.is_some() && !old_ip.is_empty() {
         if !asked.is_empty() && asked != old_ip {
-            return Err(invalid(svc, "spec.clusterIP", format!("Invalid value: \"{asked}\": field is immutable")));
+            return Err(invalid(
+                svc,
+                "spec.clusterIP",
+                format!("Invalid value: \"{asked}\": field is immutable"),
+            ));
         }
         svc["spec"]["clusterIP"] = json!(old_ip);
         svc["spec"]["clusterIPs"] = json!([old_ip]);
@@ -158,7 +173,11 @@ fn allocate_service(
             })?)
         };
         let ip = a.allocate_ip(want).map_err(|e| {
-            invalid(svc, "spec.clusterIPs", format!("Invalid value: [\"{asked}\"]: failed to allocate IP {asked}: {e}"))
+            invalid(
+                svc,
+                "spec.clusterIPs",
+                format!("Invalid value: [\"{asked}\"]: failed to allocate IP {asked}: {e}"),
+            )
         })?;
         r.new_ips.push(ip);
         svc["spec"]["clusterIP"] = json!(ip.to_string());

@@ -17,9 +17,9 @@ pub use read::{get, list, ListParams};
 pub fn read_is_watch(p: &ListParams) -> bool {
     read::is_true(&p.watch)
 }
+pub use hooks::rebuild_allocations;
 pub use subresources::{bind, get_scale, update_scale};
 pub use update::{patch, update, Sub};
-pub use hooks::rebuild_allocations;
 pub use watch::watch;
 
 use crate::alloc::Allocators;
@@ -65,7 +65,9 @@ impl Api {
             Some(e) if creating && crate::object::is_deleting(&e.obj) => Err(ApiError::new(
                 403,
                 "Forbidden",
-                format!("unable to create new content in namespace {ns} because it is being terminated"),
+                format!(
+                    "unable to create new content in namespace {ns} because it is being terminated"
+                ),
             )),
             Some(_) => Ok(()),
         }

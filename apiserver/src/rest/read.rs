@@ -45,22 +45,23 @@ pub struct Filter {
 impl Filter {
     pub fn new(p: &ListParams) -> ApiResult<Filter> {
         let labels = match p.label_selector.as_deref() {
-            Some(s) if !s.is_empty() => LabelSelector::parse(s).map_err(|e| {
-                ApiError::bad_request(format!("unable to parse requirement: {e}"))
-            })?,
+            Some(s) if !s.is_empty() => LabelSelector::parse(s)
+                .map_err(|e| ApiError::bad_request(format!("unable to parse requirement: {e}")))?,
             _ => LabelSelector::everything(),
         };
         let fields = match p.field_selector.as_deref() {
-            Some(s) if !s.is_empty() => Some(FieldSelector::parse(s).map_err(|e| {
-                ApiError::bad_request(format!("invalid field selector: {e}"))
-            })?),
+            Some(s) if !s.is_empty() => Some(
+                FieldSelector::parse(s)
+                    .map_err(|e| ApiError::bad_request(format!("invalid field selector: {e}")))?,
+            ),
             _ => None,
         };
         Ok(Filter { labels, fields })
     }
 
     pub fn matches(&self, obj: &serde_json::Value) -> bool {
-        self.labels.matches(object::labels(obj)) && self.fields.as_ref().is_none_or(|f| f.matches(obj))
+        self.labels.matches(object::labels(obj))
+            && self.fields.as_ref().is_none_or(|f| f.matches(obj))
     }
 }
 
@@ -95,7 +96,13 @@ fn decode_continue(token: &str) -> ApiResult<String> {
 pub fn list_entries(api: &Api, t: &Target, p: &ListParams) -> ApiResult<(Vec<Entry>, Rev)> {
     let filter = Filter::new(p)?;
     let (items, rev) = api.store.list(&prefix(t));
-    Ok((items.into_iter().filter(|e| filter.matches(&e.obj)).collect(), rev))
+    Ok((
+        items
+            .into_iter()
+            .filter(|e| filter.matches(&e.obj))
+            .collect(),
+        rev,
+    ))
 }
 
 pub fn list(api: &Api, t: &Target, p: &ListParams) -> ApiResult<Page> {
@@ -116,7 +123,12 @@ pub fn list(api: &Api, t: &Target, p: &ListParams) -> ApiResult<Page> {
         continue_ = Some(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(last));
         remaining = Some(rest.len());
     }
-    Ok(Page { items, rev, continue_, remaining })
+    Ok(Page {
+        items,
+        rev,
+        continue_,
+        remaining,
+    })
 }
 
 fn entry_key(t: &Target, e: &Entry) -> String {

@@ -12,11 +12,16 @@ use serde_json::{json, Value};
 pub async fn bind(api: &Api, t: &Target, binding: &Value) -> ApiResult<Entry> {
     let node = binding["target"]["name"].as_str().unwrap_or("");
     if node.is_empty() {
-        return Err(ApiError::invalid("Binding", "", &t.name, &[keelson_apiserver_registry::Cause {
-            reason: "FieldValueRequired".into(),
-            message: "Required value".into(),
-            field: "target.name".into(),
-        }]));
+        return Err(ApiError::invalid(
+            "Binding",
+            "",
+            &t.name,
+            &[keelson_apiserver_registry::Cause {
+                reason: "FieldValueRequired".into(),
+                message: "Required value".into(),
+                field: "target.name".into(),
+            }],
+        ));
     }
     let cur = api.get_entry(t)?;
     if let Some(uid) = binding["metadata"]["uid"].as_str() {
@@ -32,15 +37,28 @@ pub async fn bind(api: &Api, t: &Target, binding: &Value) -> ApiResult<Entry> {
         )));
     }
     if object::is_deleting(&cur.obj) {
-        return Err(ApiError::new(409, "Conflict", format!("pod {} is being deleted, cannot be assigned to a host", t.name)));
+        return Err(ApiError::new(
+            409,
+            "Conflict",
+            format!(
+                "pod {} is being deleted, cannot be assigned to a host",
+                t.name
+            ),
+        ));
     }
     let mut pod = (*cur.obj).clone();
     pod["spec"]["nodeName"] = json!(node);
     let entry = update(api, t, pod, Sub::Main, false).await?;
     let mut status = (*entry.obj).clone();
     let cond = json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": object::now_rfc3339()});
-    let conds = status["status"]["conditions"].as_array().cloned().unwrap_or_default();
-    let mut conds: Vec<Value> = conds.into_iter().filter(|c| c["type"] != "PodScheduled").collect();
+    let conds = status["status"]["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let mut conds: Vec<Value> = conds
+        .into_iter()
+        .filter(|c| c["type"] != "PodScheduled")
+        .collect();
     conds.push(cond);
     status["status"]["conditions"] = json!(conds);
     update(api, t, status, Sub::Status, false).await
@@ -76,7 +94,12 @@ pub fn get_scale(api: &Api, t: &Target) -> ApiResult<Value> {
 
 /// PUT or PATCH of a Scale: computes the wanted replicas on the Scale view, then writes them
 /// to the object's spec.replicas.
-pub async fn update_scale(api: &Api, t: &Target, body: &Value, kind: Option<PatchType>) -> ApiResult<Value> {
+pub async fn update_scale(
+    api: &Api,
+    t: &Target,
+    body: &Value,
+    kind: Option<PatchType>,
+) -> ApiResult<Value> {
     let cur = api.get_entry(t)?;
     let scale = scale_of(&cur.obj);
     let wanted = match kind {
@@ -86,18 +109,28 @@ pub async fn update_scale(api: &Api, t: &Target, body: &Value, kind: Option<Patc
         Some(_) => keelson_apimachinery::patch::merge_patch(&scale, body),
     };
     let replicas = wanted["spec"]["replicas"].as_i64().ok_or_else(|| {
-        ApiError::invalid("Scale", "autoscaling", &t.name, &[keelson_apiserver_registry::Cause {
-            reason: "FieldValueRequired".into(),
-            message: "Required value".into(),
-            field: "spec.replicas".into(),
-        }])
+        ApiError::invalid(
+            "Scale",
+            "autoscaling",
+            &t.name,
+            &[keelson_apiserver_registry::Cause {
+                reason: "FieldValueRequired".into(),
+                message: "Required value".into(),
+                field: "spec.replicas".into(),
+            }],
+        )
     })?;
     if replicas < 0 {
-        return Err(ApiError::invalid("Scale", "autoscaling", &t.name, &[keelson_apiserver_registry::Cause {
-            reason: "FieldValueInvalid".into(),
-            message: format!("Invalid value: {replicas}: must be greater than or equal to 0"),
-            field: "spec.replicas".into(),
-        }]));
+        return Err(ApiError::invalid(
+            "Scale",
+            "autoscaling",
+            &t.name,
+            &[keelson_apiserver_registry::Cause {
+                reason: "FieldValueInvalid".into(),
+                message: format!("Invalid value: {replicas}: must be greater than or equal to 0"),
+                field: "spec.replicas".into(),
+            }],
+        ));
     }
     let rv = object::meta_str(&wanted, "resourceVersion");
     let mut p = json!({ "spec": { "replicas": replicas } });

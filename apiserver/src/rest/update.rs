@@ -42,7 +42,13 @@ fn merge_owned(t: &Target, old: &Value, new: &mut Value, sub: Sub) -> ApiResult<
     }
     let om = object::meta(old).cloned().unwrap_or_default();
     let m = meta_mut(new);
-    for k in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"] {
+    for k in [
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "generation",
+    ] {
         match om.get(k) {
             Some(v) => m.insert(k.into(), v.clone()),
             None => m.remove(k),
@@ -75,7 +81,14 @@ fn pinned_rev(obj: &Value) -> ApiResult<Option<u64>> {
 }
 
 /// Validates and commits `new` over `old`; returns Ok(None) on a conflict the caller may retry.
-async fn commit(api: &Api, t: &Target, old: &Entry, mut new: Value, sub: Sub, dry_run: bool) -> ApiResult<Option<Entry>> {
+async fn commit(
+    api: &Api,
+    t: &Target,
+    old: &Entry,
+    mut new: Value,
+    sub: Sub,
+    dry_run: bool,
+) -> ApiResult<Option<Entry>> {
     merge_owned(t, &old.obj, &mut new, sub)?;
     keelson_apiserver_registry::apply_defaults(t.res.kind, &mut new);
     let mut generation = old.obj["metadata"]["generation"].as_i64().unwrap_or(1);
@@ -93,7 +106,10 @@ async fn commit(api: &Api, t: &Target, old: &Entry, mut new: Value, sub: Sub, dr
     // An object being deleted goes once its last finalizer is removed.
     let finished = object::is_deleting(&new)
         && object::finalizers(&new) == 0
-        && new["metadata"]["deletionGracePeriodSeconds"].as_i64().unwrap_or(0) == 0;
+        && new["metadata"]["deletionGracePeriodSeconds"]
+            .as_i64()
+            .unwrap_or(0)
+            == 0;
     let reservation = if finished {
         Reservation::release_all(&old.obj)
     } else {
@@ -129,7 +145,13 @@ fn create_on_update(kind: &str) -> bool {
     matches!(kind, "Endpoints" | "Event" | "Lease")
 }
 
-pub async fn update(api: &Api, t: &Target, body: Value, sub: Sub, dry_run: bool) -> ApiResult<Entry> {
+pub async fn update(
+    api: &Api,
+    t: &Target,
+    body: Value,
+    sub: Sub,
+    dry_run: bool,
+) -> ApiResult<Entry> {
     let pinned = pinned_rev(&body)?;
     for _ in 0..MAX_RETRIES {
         let old = match api.store.get(&t.key()) {
@@ -158,7 +180,14 @@ fn patch_err(e: patch::PatchError) -> ApiError {
     ApiError::new(code, reason, format!("the patch could not be applied: {e}"))
 }
 
-pub async fn patch(api: &Api, t: &Target, kind: PatchType, body: Value, sub: Sub, dry_run: bool) -> ApiResult<Entry> {
+pub async fn patch(
+    api: &Api,
+    t: &Target,
+    kind: PatchType,
+    body: Value,
+    sub: Sub,
+    dry_run: bool,
+) -> ApiResult<Entry> {
     for _ in 0..MAX_RETRIES {
         let old = match api.store.get(&t.key()) {
             Some(e) => e,

@@ -37,7 +37,10 @@ impl Stream {
         }
         let obj = json!({ "kind": self.res.kind, "apiVersion": self.res.api_version(), "metadata": meta });
         let bytes = serde_json::to_vec(&obj).unwrap_or_default();
-        self.tx.send(render::event("BOOKMARK", &bytes)).await.is_ok()
+        self.tx
+            .send(render::event("BOOKMARK", &bytes))
+            .await
+            .is_ok()
     }
 
     async fn gone(&self, message: String) {
@@ -46,13 +49,21 @@ impl Stream {
     }
 }
 
-pub fn watch(api: &Api, t: &Target, p: &ListParams, out: Output) -> ApiResult<mpsc::Receiver<Bytes>> {
+pub fn watch(
+    api: &Api,
+    t: &Target,
+    p: &ListParams,
+    out: Output,
+) -> ApiResult<mpsc::Receiver<Bytes>> {
     let filter = Filter::new(p)?;
     let initial = is_true(&p.send_initial_events);
     let from = match p.resource_version.as_deref() {
         None | Some("") | Some("0") => None,
         Some(_) if initial => None,
-        Some(s) => Some(s.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {s:?}")))?),
+        Some(s) => Some(
+            s.parse::<u64>()
+                .map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {s:?}")))?,
+        ),
     };
     let bookmarks = is_true(&p.allow_watch_bookmarks);
     let timeout = match p.timeout_seconds {
@@ -61,7 +72,12 @@ pub fn watch(api: &Api, t: &Target, p: &ListParams, out: Output) -> ApiResult<mp
         _ => Duration::from_secs(rand::rng().random_range(1800..3600)),
     };
     let (tx, rx) = mpsc::channel(256);
-    let stream = Stream { res: t.res, out, filter, tx };
+    let stream = Stream {
+        res: t.res,
+        out,
+        filter,
+        tx,
+    };
     match api.store.watch(&prefix(t), from) {
         Err(_) => {
             let msg = format!(
@@ -78,7 +94,14 @@ pub fn watch(api: &Api, t: &Target, p: &ListParams, out: Output) -> ApiResult<mp
     Ok(rx)
 }
 
-async fn run(s: Stream, start: WatchStart, mut sub: Subscription, initial: bool, bookmarks: bool, timeout: Duration) {
+async fn run(
+    s: Stream,
+    start: WatchStart,
+    mut sub: Subscription,
+    initial: bool,
+    bookmarks: bool,
+    timeout: Duration,
+) {
     if let WatchStart::Snapshot(items, rev) = start {
         for e in items.iter().filter(|e| s.filter.matches(&e.obj)) {
             if !s.send("ADDED", e).await {

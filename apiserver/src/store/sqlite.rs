@@ -50,7 +50,11 @@ impl Backend for SqliteBackend {
             .map_err(err)?;
         let rows = stmt
             .query_map([], |r| {
-                Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, Vec<u8>>(2)?))
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, Vec<u8>>(2)?,
+                ))
             })
             .map_err(err)?;
         for row in rows {
@@ -85,13 +89,17 @@ impl Backend for SqliteBackend {
         let tx = self.conn.transaction().map_err(err)?;
         {
             let mut put = tx
-                .prepare_cached("INSERT OR REPLACE INTO objects (key, rev, value) VALUES (?1, ?2, ?3)")
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO objects (key, rev, value) VALUES (?1, ?2, ?3)",
+                )
                 .map_err(err)?;
             let mut del = tx
                 .prepare_cached("DELETE FROM objects WHERE key = ?1")
                 .map_err(err)?;
             let mut hist = tx
-                .prepare_cached("INSERT INTO history (rev, key, type, value, ts) VALUES (?1, ?2, ?3, ?4, ?5)")
+                .prepare_cached(
+                    "INSERT INTO history (rev, key, type, value, ts) VALUES (?1, ?2, ?3, ?4, ?5)",
+                )
                 .map_err(err)?;
             for c in changes {
                 match c.kind {

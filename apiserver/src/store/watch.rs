@@ -62,7 +62,10 @@ impl WatchCache {
     }
 
     /// Loads history that was persisted before a restart.
-    pub(super) fn preload(&self, hist: &mut History, events: Vec<Arc<Event>>) {
+    pub(super) fn preload(&self, hist: &mut History, mut events: Vec<Arc<Event>>) {
+        if events.len() > self.max_events {
+            events.drain(..events.len() - self.max_events);
+        }
         if let Some(first) = events.first() {
             hist.oldest = first.entry.rev - 1;
         }

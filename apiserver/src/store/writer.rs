@@ -235,9 +235,7 @@ fn commit_batch<B: Backend>(backend: &mut B, shared: &Shared, batch: Vec<(Write,
 fn apply(w: &Write, current: Option<&Entry>, rev: Rev) -> Result<Event, StoreError> {
     match (w.precondition, current) {
         (Precondition::MustNotExist, Some(_)) => return Err(StoreError::AlreadyExists),
-        (Precondition::MustExist | Precondition::Rev(_), None) => {
-            return Err(StoreError::NotFound)
-        }
+        (Precondition::MustExist | Precondition::Rev(_), None) => return Err(StoreError::NotFound),
         (Precondition::Rev(want), Some(cur)) if cur.rev != want => {
             return Err(StoreError::Conflict { current: cur.rev })
         }

@@ -17,7 +17,11 @@ pub struct Server {
 
 fn free_port() -> u16 {
     // Bind to port 0 to learn a free port, then release it for the server.
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
 }
 
 impl Server {
@@ -26,16 +30,33 @@ impl Server {
     }
 
     pub fn start_with(extra: &[&str]) -> Server {
-        let dir = tempfile::Builder::new().prefix("keelson-apiserver-test").tempdir().unwrap();
-        let mut s = Server { child: None, dir, port: free_port(), extra: extra.iter().map(|s| s.to_string()).collect() };
+        let dir = tempfile::Builder::new()
+            .prefix("keelson-apiserver-test")
+            .tempdir()
+            .unwrap();
+        let mut s = Server {
+            child: None,
+            dir,
+            port: free_port(),
+            extra: extra.iter().map(|s| s.to_string()).collect(),
+        };
         s.spawn();
         s
     }
 
     fn spawn(&mut self) {
-        let log = std::fs::OpenOptions::new().create(true).append(true).open(self.dir.path().join("server.log")).unwrap();
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.path().join("server.log"))
+            .unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_keelson-apiserver"))
-            .args(["--data-dir", self.dir.path().to_str().unwrap(), "--bind-address", "127.0.0.1"])
+            .args([
+                "--data-dir",
+                self.dir.path().to_str().unwrap(),
+                "--bind-address",
+                "127.0.0.1",
+            ])
             .args(["--secure-port", &self.port.to_string()])
             .args(&self.extra)
             .stdout(log.try_clone().unwrap())
@@ -50,7 +71,12 @@ impl Server {
         let deadline = Instant::now() + Duration::from_secs(20);
         while Instant::now() < deadline {
             let out = Command::new("curl")
-                .args(["-sfk", "-m", "1", &format!("https://127.0.0.1:{}/readyz", self.port)])
+                .args([
+                    "-sfk",
+                    "-m",
+                    "1",
+                    &format!("https://127.0.0.1:{}/readyz", self.port),
+                ])
                 .output()
                 .expect("curl is needed by the API server tests (apt-get install curl)");
             if out.status.success() {
@@ -70,7 +96,10 @@ impl Server {
     }
 
     pub fn token(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("admin.token")).unwrap().trim().to_string()
+        std::fs::read_to_string(self.dir.path().join("admin.token"))
+            .unwrap()
+            .trim()
+            .to_string()
     }
 
     pub fn url(&self, path: &str) -> String {
@@ -94,7 +123,10 @@ impl Server {
         if let Some(mut c) = self.child.take() {
             unsafe { libc_kill(c.id() as i32, 15) };
             let status = c.wait().unwrap();
-            assert!(status.success(), "apiserver did not exit cleanly on SIGTERM: {status:?}");
+            assert!(
+                status.success(),
+                "apiserver did not exit cleanly on SIGTERM: {status:?}"
+            );
         }
     }
 
@@ -121,7 +153,12 @@ impl Server {
     /// kubectl that must succeed; returns stdout.
     pub fn kubectl_ok(&self, args: &[&str]) -> String {
         let out = self.kubectl(args);
-        assert!(out.status.success(), "kubectl {args:?} failed: {}\n{}", String::from_utf8_lossy(&out.stderr), String::from_utf8_lossy(&out.stdout));
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed: {}\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout)
+        );
         String::from_utf8_lossy(&out.stdout).to_string()
     }
 
@@ -135,36 +172,73 @@ impl Server {
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
         child.wait_with_output().unwrap()
     }
 
     /// An HTTP request with curl: (status code, body).
-    pub fn curl(&self, method: &str, path: &str, content_type: Option<&str>, body: Option<&str>, token: Option<&str>) -> (u16, String) {
+    pub fn curl(
+        &self,
+        method: &str,
+        path: &str,
+        content_type: Option<&str>,
+        body: Option<&str>,
+        token: Option<&str>,
+    ) -> (u16, String) {
         let mut cmd = Command::new("curl");
-        cmd.args(["-sk", "-m", "10", "-X", method, "-w", "\n%{http_code}", &self.url(path)]);
+        cmd.args([
+            "-sSk",
+            "-m",
+            "10",
+            "-X",
+            method,
+            "-w",
+            "\n%{http_code}",
+            &self.url(path),
+        ]);
         if let Some(t) = token {
             cmd.args(["-H", &format!("Authorization: Bearer {t}")]);
         }
-        if let Some(ct) = content_type {
+        // curl would otherwise label a body as a form.
+        let ct = content_type.or(body.map(|_| "application/json"));
+        if let Some(ct) = ct {
             cmd.args(["-H", &format!("Content-Type: {ct}")]);
         }
         if let Some(b) = body {
             cmd.args(["--data-binary", b]);
         }
         let out = cmd.output().unwrap();
+        if !out.status.success() {
+            eprintln!(
+                "curl {method} {path}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
         let text = String::from_utf8_lossy(&out.stdout).to_string();
         let (body, code) = text.rsplit_once('\n').unwrap_or(("", "0"));
         (code.trim().parse().unwrap_or(0), body.to_string())
     }
 
-    pub fn curl_admin(&self, method: &str, path: &str, content_type: Option<&str>, body: Option<&str>) -> (u16, String) {
+    pub fn curl_admin(
+        &self,
+        method: &str,
+        path: &str,
+        content_type: Option<&str>,
+        body: Option<&str>,
+    ) -> (u16, String) {
         self.curl(method, path, content_type, body, Some(&self.token()))
     }
 
     pub async fn client(&self) -> kube::Client {
         let kc = kube::config::Kubeconfig::read_from(self.kubeconfig()).unwrap();
-        let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default()).await.unwrap();
+        let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+            .await
+            .unwrap();
         kube::Client::try_from(cfg).unwrap()
     }
 
