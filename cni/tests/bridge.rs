@@ -27,7 +27,6 @@ fn conf(f: &Fixture, subnet: &str, extra: Value) -> Value {
     bridge_conf(
         "keelson-cni",
         "keelson-ipam",
-        "1.1.0",
         "kcnet",
         "kcbr0",
         subnet,

@@ -18,7 +18,6 @@ fn conf(data: &std::path::Path, subnet: &str) -> Value {
     bridge_conf(
         "keelson-cni",
         "keelson-ipam",
-        "1.1.0",
         "kcipam",
         "kcbr1",
         subnet,
@@ -202,15 +201,18 @@ fn serves_as_ipam_plugin_for_the_reference_bridge() {
     );
     let aliases = alias_dir(&["keelson-ipam"]);
     let cni_path = format!("{}:/usr/lib/cni", aliases.path().display());
-    let c = bridge_conf(
-        "bridge",
-        "keelson-ipam",
-        "1.0.0",
-        "kcdeleg",
-        "kcbr2",
-        "10.80.4.0/24",
-        data.path(),
-        json!({}),
+    let c = with(
+        &bridge_conf(
+            "bridge",
+            "keelson-ipam",
+            "kcdeleg",
+            "kcbr2",
+            "10.80.4.0/24",
+            data.path(),
+            json!({}),
+        ),
+        "cniVersion",
+        json!("1.0.0"),
     );
     let ns = Netns::new("c");
     let r = Call::new(
@@ -242,15 +244,18 @@ fn serves_as_ipam_plugin_for_the_reference_bridge() {
 #[test]
 fn delegates_to_reference_host_local_when_configured() {
     let (host, data) = setup();
-    let c = bridge_conf(
-        "keelson-cni",
-        "host-local",
-        "1.0.0",
-        "kchl",
-        "kcbr3",
-        "10.80.5.0/24",
-        data.path(),
-        json!({}),
+    let c = with(
+        &bridge_conf(
+            "keelson-cni",
+            "host-local",
+            "kchl",
+            "kcbr3",
+            "10.80.5.0/24",
+            data.path(),
+            json!({}),
+        ),
+        "cniVersion",
+        json!("1.0.0"),
     );
     let ns = Netns::new("c");
     let r = Call::new(&keelson_bin(), &host, "ADD", "hl")

@@ -265,11 +265,10 @@ pub fn alias_dir(names: &[&str]) -> tempfile::TempDir {
     dir
 }
 
-/// A keelson-cni (or reference bridge) configuration as JSON text.
+/// A keelson-cni (or reference bridge) configuration, cniVersion 1.1.0 (change it with `with`).
 pub fn bridge_conf(
     plugin: &str,
     ipam: &str,
-    version: &str,
     name: &str,
     bridge: &str,
     subnet: &str,
@@ -277,7 +276,7 @@ pub fn bridge_conf(
     extra: serde_json::Value,
 ) -> serde_json::Value {
     let mut conf = serde_json::json!({
-        "cniVersion": version,
+        "cniVersion": "1.1.0",
         "name": name,
         "type": plugin,
         "bridge": bridge,
