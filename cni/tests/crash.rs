@@ -1,0 +1,177 @@
+//! kill -9 of the plugin in the middle of ADD, many times; then the runtime's DEL and GC.
+//! Nothing may leak and no address may be handed out twice.
+
+mod common;
+
+use std::collections::HashSet;
+use std::io::Write;
+use std::time::Duration;
+
+use common::*;
+use serde_json::{json, Value};
+
+const KILLS: usize = 60;
+
+fn eth0_addr(ns: &Netns) -> Option<String> {
+    if !ns.links().contains(&"eth0".to_string()) {
+        return None;
+    }
+    ns.ip(&["-o", "-4", "addr", "show", "dev", "eth0"])
+        .split_whitespace()
+        .skip_while(|w| *w != "inet")
+        .nth(1)
+        .map(|a| a.split('/').next().unwrap_or(a).to_string())
+}
+
+#[test]
+fn kill_9_during_add_then_del_and_gc_leaks_nothing() {
+    require_root_and_tools(&["ip", "nsenter"]);
+    remove_stale();
+    let host = Netns::new("host");
+    let data = tempfile::tempdir().expect("tempdir");
+    let net_dir = data.path().join("kccrash");
+    let conf: Value = bridge_conf(
+        "keelson-cni",
+        "keelson-ipam",
+        "kccrash",
+        "kcbr7",
+        "10.85.0.0/24",
+        data.path(),
+        json!({}),
+    );
+    let text = conf.to_string();
+    let bin = keelson_bin();
+
+    // Warm up once so timings below land inside ADD rather than in the first bridge creation.
+    let warm = Netns::new("warm");
+    Call::new(&bin, &host, "ADD", "warm")
+        .netns(&warm)
+        .run(&text)
+        .expect_ok();
+    let warm2 = Netns::new("warm2");
+    let full = Call::new(&bin, &host, "ADD", "warm2")
+        .netns(&warm2)
+        .run(&text)
+        .expect_ok()
+        .elapsed;
+
+    let victims: Vec<Netns> = (0..KILLS).map(|i| Netns::new(&format!("k{i}"))).collect();
+    let mut killed = 0;
+    for (i, ns) in victims.iter().enumerate() {
+        let id = format!("crash-{i}");
+        let call = Call::new(&bin, &host, "ADD", &id).netns(ns);
+        let mut child = call.command().spawn().expect("spawn");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(text.as_bytes())
+            .expect("stdin");
+        // Spread the kill over the whole ADD, from start-up to the last netlink request.
+        let delay = full.mul_f64(i as f64 / KILLS as f64);
+        std::thread::sleep(delay.min(Duration::from_millis(20)));
+        let _ = child.kill();
+        let status = child.wait().expect("wait");
+        if std::os::unix::process::ExitStatusExt::signal(&status) == Some(9) {
+            killed += 1;
+        }
+    }
+    assert!(
+        killed > KILLS / 2,
+        "only {killed} of {KILLS} runs died by SIGKILL; the rest finished first"
+    );
+
+    // Fresh ADDs while the crashed ones' state is still there: no address may collide.
+    let fresh: Vec<Netns> = (0..5).map(|i| Netns::new(&format!("f{i}"))).collect();
+    for (i, ns) in fresh.iter().enumerate() {
+        Call::new(&bin, &host, "ADD", &format!("fresh-{i}"))
+            .netns(ns)
+            .run(&text)
+            .expect_ok();
+    }
+    let mut seen = HashSet::new();
+    for ns in victims.iter().chain(&fresh) {
+        if let Some(a) = eth0_addr(ns) {
+            assert!(
+                seen.insert(a.clone()),
+                "address {a} configured in two namespaces"
+            );
+        }
+    }
+    // Every allocation file holds a complete owner record.
+    for ip in allocations(&net_dir) {
+        let body = std::fs::read_to_string(net_dir.join(&ip)).expect("read allocation");
+        assert!(
+            body.contains("\r\neth0"),
+            "half-written allocation {ip}: {body:?}"
+        );
+    }
+
+    // The kills must have landed inside ADD: some crashed runs left an allocation behind.
+    let left_allocs = allocations(&net_dir).len() - 7;
+    let left_ifaces = victims.iter().filter(|ns| ns.links().len() > 1).count();
+    eprintln!(
+        "{killed} killed; {left_allocs} allocations and {left_ifaces} interfaces left by them"
+    );
+    assert!(
+        left_allocs > 0,
+        "no kill landed after the address was reserved"
+    );
+
+    // The runtime calls DEL for every failed ADD; half without a namespace path.
+    for (i, ns) in victims.iter().enumerate() {
+        let id = format!("crash-{i}");
+        let call = Call::new(&bin, &host, "DEL", &id);
+        let call = if i % 2 == 0 { call.netns(ns) } else { call };
+        call.run(&text).expect_ok();
+    }
+    // GC keeps exactly the live attachments (warm-ups and fresh ones).
+    let mut valid: Vec<Value> = (0..5)
+        .map(|i| json!({"containerID": format!("fresh-{i}"), "ifname": "eth0"}))
+        .collect();
+    valid.push(json!({"containerID": "warm", "ifname": "eth0"}));
+    valid.push(json!({"containerID": "warm2", "ifname": "eth0"}));
+    Call::new(&bin, &host, "GC", "")
+        .run(&with(&conf, "cni.dev/valid-attachments", json!(valid)).to_string())
+        .expect_ok();
+
+    assert_eq!(
+        allocations(&net_dir).len(),
+        7,
+        "allocations: {:?}",
+        allocations(&net_dir)
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let count_veths = || {
+        host.links()
+            .iter()
+            .filter(|l| l.starts_with("veth"))
+            .count()
+    };
+    while count_veths() != 7 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(count_veths(), 7, "host links: {:?}", host.links());
+    for ns in &victims {
+        assert_eq!(
+            ns.links(),
+            ["lo"],
+            "crashed attachment left an interface in {}",
+            ns.name
+        );
+    }
+
+    // Finally everything goes.
+    Call::new(&bin, &host, "GC", "")
+        .run(&with(&conf, "cni.dev/valid-attachments", json!([])).to_string())
+        .expect_ok();
+    assert!(allocations(&net_dir).is_empty());
+    assert!(wait_no_veths(&host).is_empty());
+    let leftovers: Vec<String> = std::fs::read_dir(&net_dir)
+        .expect("read dir")
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+}
