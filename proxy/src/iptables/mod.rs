@@ -135,7 +135,7 @@ impl IptablesBackend {
         let prog = self.variant.tool("-restore");
         let out = self
             .runner
-            .run(&prog, &["--noflush", "--counters"], Some(text.as_bytes()))?;
+            .run(&prog, &["-w", "5", "--noflush"], Some(text.as_bytes()))?;
         if !out.success() {
             return Err(ProxyError::command(&prog, "loading service rules", &out));
         }

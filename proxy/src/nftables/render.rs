@@ -301,6 +301,7 @@ fn chains(out: &mut String) {
         "nodeports",
         "service_rejects",
         "nodeport_rejects",
+        "typeof_anchor",
     ] {
         let _ = writeln!(out, "add chain {t} {name}");
     }
@@ -347,6 +348,17 @@ fn rules(opts: &RenderOptions, timeouts: &BTreeSet<u32>, out: &mut String) {
     rule(
         "nodeports",
         "meta l4proto . th dport vmap @nodeport_buckets",
+    );
+    // nft 1.0.6 gives the first rule that uses a map typed "... : ip daddr . tcp dport" a
+    // spurious "meta l4proto tcp" match (which would break UDP). These rules take that hit in
+    // a chain nothing jumps to, so the bucket rules below are compiled as written.
+    rule(
+        "typeof_anchor",
+        &format!("dnat ip to {dst} . numgen random mod 1 map @endpoints"),
+    );
+    rule(
+        "typeof_anchor",
+        "dnat ip to meta l4proto . th dport . numgen random mod 1 map @nodeport_endpoints",
     );
     for class in BUCKET_CLASSES {
         rule(

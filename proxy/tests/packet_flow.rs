@@ -1,0 +1,456 @@
+//! Packet-flow tests (root): rules loaded by the real backends into a test host's node
+//! namespace, exercised with real TCP/UDP connections from other test hosts.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use common::{in_ns, tcp_hits, tcp_once, udp_on, udp_once, Hosts, Servers, NODE_IP, POD_IPS};
+use keelson_proxy::app::{make_backend, IptablesVariant, ProxyMode};
+use keelson_proxy::exec::CommandRunner;
+use keelson_proxy::metrics::Metrics;
+use keelson_proxy::model::{Endpoint, Protocol, ProxyModel, ServicePort, ServicePortName};
+use keelson_proxy::proxier::Proxier;
+use keelson_proxy::sync_loop::{run_sync_loop, LoopConfig, StaticSource};
+
+const WEB: &str = "10.96.0.10";
+const STICKY: &str = "10.96.0.20";
+const EMPTY: &str = "10.96.0.50";
+const DNS: &str = "10.96.0.53";
+
+fn ep(ip: &str, port: u16, ready: bool) -> Endpoint {
+    Endpoint {
+        ip: ip.parse().expect("ip"),
+        port,
+        ready,
+        serving: ready,
+        terminating: false,
+        local: true,
+    }
+}
+
+fn svc(name: &str, ip: &str, port: u16, proto: Protocol, eps: Vec<Endpoint>) -> ServicePort {
+    ServicePort {
+        name: ServicePortName {
+            namespace: "default".into(),
+            name: name.into(),
+            port_name: String::new(),
+            protocol: proto,
+        },
+        cluster_ip: ip.parse().expect("ip"),
+        port,
+        node_port: None,
+        external_ips: Vec::new(),
+        affinity_timeout: None,
+        internal_local: false,
+        external_local: false,
+        endpoints: eps,
+    }
+}
+
+/// The services every test loads: web (two pods on different target ports, like a named port
+/// resolving per pod, plus a NodePort), sticky (ClientIP affinity), empty (no endpoints, with a
+/// NodePort), dns (UDP).
+fn model(pod2_ready: bool) -> ProxyModel {
+    let mut web = svc(
+        "web",
+        WEB,
+        80,
+        Protocol::Tcp,
+        vec![ep(POD_IPS[0], 8080, true), ep(POD_IPS[1], 8081, pod2_ready)],
+    );
+    web.node_port = Some(30080);
+    let mut sticky = svc(
+        "sticky",
+        STICKY,
+        80,
+        Protocol::Tcp,
+        vec![ep(POD_IPS[0], 8080, true), ep(POD_IPS[1], 8081, true)],
+    );
+    sticky.affinity_timeout = Some(600);
+    let mut empty = svc("empty", EMPTY, 80, Protocol::Tcp, vec![]);
+    empty.node_port = Some(30100);
+    let dns = svc(
+        "dns",
+        DNS,
+        53,
+        Protocol::Udp,
+        vec![ep(POD_IPS[0], 5353, true), ep(POD_IPS[1], 5353, true)],
+    );
+    let mut m = ProxyModel {
+        node_name: "node".into(),
+        node_ips: vec![NODE_IP.parse().expect("ip")],
+        services: BTreeMap::new(),
+    };
+    for s in [web, sticky, empty, dns] {
+        m.services.insert(s.name.clone(), s);
+    }
+    m
+}
+
+fn addr(ip: &str, port: u16) -> SocketAddr {
+    format!("{ip}:{port}").parse().expect("addr")
+}
+
+struct Env {
+    hosts: Hosts,
+    _servers: Vec<Servers>,
+}
+
+fn env() -> Env {
+    let hosts = Hosts::new();
+    let servers = vec![
+        Servers::start(&hosts.pods[0], "pod1", &[8080], &[5353]),
+        Servers::start(&hosts.pods[1], "pod2", &[8081], &[5353]),
+    ];
+    Env {
+        hosts,
+        _servers: servers,
+    }
+}
+
+fn proxier(mode: ProxyMode, variant: IptablesVariant, hosts: &Hosts) -> Proxier {
+    let netns = Some(hosts.node_path());
+    let backend = make_backend(
+        mode,
+        variant,
+        Some("10.244.0.0/16".parse().expect("cidr")),
+        &netns,
+    )
+    .expect("backend");
+    let conntrack = CommandRunner::in_netns(&hosts.node_path()).expect("netns runner");
+    Proxier::new(
+        backend,
+        Some(Box::new(conntrack)),
+        Arc::new(Metrics::new(Duration::from_secs(60))),
+    )
+}
+
+fn assert_spread(hits: &BTreeMap<String, usize>, total: usize, what: &str) {
+    for pod in ["pod1", "pod2"] {
+        let n = hits.get(pod).copied().unwrap_or(0);
+        assert!(
+            n * 4 >= total,
+            "{what}: {pod} got {n} of {total} (< 25%): {hits:?}"
+        );
+    }
+    assert_eq!(hits.values().sum::<usize>(), total);
+}
+
+/// 200 connections to the ClusterIP (and UDP datagrams) reach both backends.
+fn cluster_ip_spread(mode: ProxyMode, variant: IptablesVariant) {
+    let e = env();
+    let mut p = proxier(mode, variant, &e.hosts);
+    p.sync(model(true), true).expect("sync");
+    let hits = tcp_hits(&e.hosts.client, addr(WEB, 80), 200);
+    assert_spread(&hits, 200, "cluster IP");
+    let udp = in_ns(&e.hosts.client, || {
+        let mut hits = BTreeMap::new();
+        for _ in 0..40 {
+            let k = udp_once(addr(DNS, 53)).unwrap_or_else(|e| format!("error: {e}"));
+            *hits.entry(k).or_insert(0) += 1;
+        }
+        hits
+    });
+    assert!(
+        udp.contains_key("pod1") && udp.contains_key("pod2"),
+        "UDP spread: {udp:?}"
+    );
+    assert_eq!(udp.values().sum::<usize>(), 40);
+}
+
+/// NodePort from another test host (masqueraded: pods have no route back to it).
+fn node_port_from_other_host(mode: ProxyMode) {
+    let e = env();
+    let mut p = proxier(mode, IptablesVariant::Nft, &e.hosts);
+    p.sync(model(true), true).expect("sync");
+    let hits = tcp_hits(&e.hosts.node2, addr(NODE_IP, 30080), 200);
+    assert_spread(&hits, 200, "NodePort");
+}
+
+/// A pod reaches itself through its own Service; a Service without endpoints refuses at once.
+fn hairpin_and_reject(mode: ProxyMode) {
+    let e = env();
+    let mut p = proxier(mode, IptablesVariant::Nft, &e.hosts);
+    p.sync(model(true), true).expect("sync");
+    let hits = tcp_hits(&e.hosts.pods[0], addr(WEB, 80), 30);
+    assert!(
+        hits.get("pod1").copied().unwrap_or(0) > 0,
+        "pod1 never reached itself: {hits:?}"
+    );
+    assert_eq!(hits.values().sum::<usize>(), 30);
+    assert!(
+        hits.keys().all(|k| !k.starts_with("error")),
+        "hairpin failures: {hits:?}"
+    );
+
+    for (ns, target) in [
+        (&e.hosts.client, addr(EMPTY, 80)),
+        (&e.hosts.node2, addr(NODE_IP, 30100)),
+    ] {
+        let (took, res) = in_ns(ns, move || {
+            let start = Instant::now();
+            let r = tcp_once(target);
+            (start.elapsed(), r)
+        });
+        let err = res.expect_err("a service without endpoints must refuse");
+        assert_eq!(
+            err.kind(),
+            std::io::ErrorKind::ConnectionRefused,
+            "{target}: {err}"
+        );
+        assert!(
+            took < Duration::from_millis(500),
+            "{target}: refusal took {took:?}"
+        );
+    }
+}
+
+/// ClientIP affinity keeps one client on one backend; a backend that turns unready stops
+/// getting new connections; a removed UDP endpoint's conntrack entries are cleared.
+fn affinity_unready_and_udp_conntrack(mode: ProxyMode) {
+    let e = env();
+    let mut p = proxier(mode, IptablesVariant::Nft, &e.hosts);
+    p.sync(model(true), true).expect("sync");
+    let sticky = tcp_hits(&e.hosts.client, addr(STICKY, 80), 30);
+    assert_eq!(sticky.len(), 1, "affinity broken: {sticky:?}");
+    assert!(sticky.keys().all(|k| k.starts_with("pod")), "{sticky:?}");
+
+    // One UDP socket, so one conntrack entry, before the endpoint change.
+    let (tx, rx) = std::sync::mpsc::channel::<()>();
+    let (res_tx, res_rx) = std::sync::mpsc::channel();
+    let client = e.hosts.client.clone();
+    let udp_thread = std::thread::spawn(move || {
+        in_ns(&client, move || {
+            let s = std::net::UdpSocket::bind("0.0.0.0:0").expect("bind");
+            let mut first = udp_on(&s, addr(DNS, 53)).unwrap_or_default();
+            // Retry until pod2 answered, so that removing pod2 must change the path.
+            for _ in 0..50 {
+                if first == "pod2" {
+                    break;
+                }
+                let s2 = std::net::UdpSocket::bind("0.0.0.0:0").expect("bind");
+                first = udp_on(&s2, addr(DNS, 53)).unwrap_or_default();
+                if first == "pod2" {
+                    let _ = res_tx.send(first.clone());
+                    let _ = rx.recv();
+                    let after =
+                        udp_on(&s2, addr(DNS, 53)).unwrap_or_else(|e| format!("error: {e}"));
+                    let _ = res_tx.send(after);
+                    return;
+                }
+            }
+            let _ = res_tx.send(first.clone());
+            let _ = rx.recv();
+            let after = udp_on(&s, addr(DNS, 53)).unwrap_or_else(|e| format!("error: {e}"));
+            let _ = res_tx.send(after);
+        })
+    });
+    let before = res_rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("udp before");
+    assert_eq!(before, "pod2", "could not get a UDP flow to pod2");
+
+    let mut m = model(false);
+    // pod2 also leaves the UDP service.
+    if let Some(dns) = m.services.values_mut().find(|s| s.name.name == "dns") {
+        dns.endpoints.retain(|e| e.ip.to_string() == POD_IPS[0]);
+    }
+    p.sync(m, false).expect("partial sync");
+    let _ = tx.send(());
+    let after = res_rx
+        .recv_timeout(Duration::from_secs(30))
+        .expect("udp after");
+    let _ = udp_thread.join();
+    assert_eq!(
+        after, "pod1",
+        "the stale UDP conntrack entry still led to pod2"
+    );
+
+    let hits = tcp_hits(&e.hosts.client, addr(WEB, 80), 50);
+    assert_eq!(
+        hits.get("pod1"),
+        Some(&50),
+        "unready pod2 still got connections: {hits:?}"
+    );
+}
+
+/// Runs the sync loop (canary every second) in the background until dropped.
+struct Loop {
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Loop {
+    fn start(p: Proxier, model: ProxyModel) -> Loop {
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let source = Arc::new(StaticSource::default());
+        if let Ok(mut m) = source.model.lock() {
+            *m = Some(model);
+        }
+        let thread = std::thread::spawn(move || {
+            let rt = tokio::runtime::Runtime::new().expect("runtime");
+            rt.block_on(async move {
+                let cfg = LoopConfig {
+                    min_sync_period: Duration::from_millis(200),
+                    sync_period: Duration::from_secs(30),
+                    canary_period: Duration::from_secs(1),
+                };
+                tokio::select! {
+                    _ = run_sync_loop(p, source, Arc::new(tokio::sync::Notify::new()), cfg) => {}
+                    _ = rx => {}
+                }
+            });
+        });
+        Loop {
+            stop: Some(tx),
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Loop {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn wait_for_service(ns: &str, target: SocketAddr, limit: Duration) -> Option<Duration> {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        let ok = in_ns(ns, move || tcp_once(target).is_ok());
+        if ok {
+            return Some(start.elapsed());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    None
+}
+
+/// An external flush inside the test host: the canary notices and rules are back within 5 s.
+fn flush_restored(mode: ProxyMode) {
+    let e = env();
+    let p = proxier(mode, IptablesVariant::Nft, &e.hosts);
+    let _loop = Loop::start(p, model(true));
+    wait_for_service(&e.hosts.client, addr(WEB, 80), Duration::from_secs(10))
+        .expect("initial sync");
+    // Flush and look at the result in one go, so the check cannot race the repair.
+    let flushed_at = Instant::now();
+    let left = match mode {
+        ProxyMode::Iptables => e.hosts.on_node(&[
+            "sh",
+            "-c",
+            "iptables-nft -t nat -F && iptables-nft -t nat -S KUBE-SERVICES",
+        ]),
+        ProxyMode::Nftables => {
+            e.hosts
+                .on_node(&["sh", "-c", "nft flush ruleset && nft list ruleset"])
+        }
+    };
+    assert!(
+        !left.contains("-A ") && !left.contains("keelson"),
+        "flush left rules: {left}"
+    );
+    wait_for_service(&e.hosts.client, addr(WEB, 80), Duration::from_secs(8))
+        .expect("rules not restored after the flush");
+    let took = flushed_at.elapsed();
+    assert!(
+        took < Duration::from_secs(5),
+        "rules restored only after {took:?}"
+    );
+}
+
+fn dump(hosts: &Hosts, mode: ProxyMode) -> String {
+    match mode {
+        ProxyMode::Iptables => hosts
+            .on_node(&["iptables-nft-save"])
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| l.split(" [").next().unwrap_or(l).to_string())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        ProxyMode::Nftables => hosts.on_node(&["nft", "list", "table", "ip", "keelson"]),
+    }
+}
+
+/// A restarted proxy (fresh state) writes the same rules, with no window without rules.
+fn restart_same_rules(mode: ProxyMode) {
+    let e = env();
+    let mut first = proxier(mode, IptablesVariant::Nft, &e.hosts);
+    first.sync(model(true), true).expect("sync");
+    let before = dump(&e.hosts, mode);
+    drop(first);
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let failures = Arc::new(AtomicUsize::new(0));
+    let total = Arc::new(AtomicUsize::new(0));
+    let (s, f, t, client) = (
+        stop.clone(),
+        failures.clone(),
+        total.clone(),
+        e.hosts.client.clone(),
+    );
+    let hammer = std::thread::spawn(move || {
+        in_ns(&client, move || {
+            while !s.load(Ordering::SeqCst) {
+                if tcp_once(addr(WEB, 80)).is_err() {
+                    f.fetch_add(1, Ordering::SeqCst);
+                }
+                t.fetch_add(1, Ordering::SeqCst);
+            }
+        })
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    let mut second = proxier(mode, IptablesVariant::Nft, &e.hosts);
+    second.sync(model(true), true).expect("sync after restart");
+    std::thread::sleep(Duration::from_millis(200));
+    stop.store(true, Ordering::SeqCst);
+    let _ = hammer.join();
+    let after = dump(&e.hosts, mode);
+    assert_eq!(before, after, "a restart changed the rules");
+    assert!(
+        total.load(Ordering::SeqCst) > 10,
+        "too few connections to judge"
+    );
+    assert_eq!(
+        failures.load(Ordering::SeqCst),
+        0,
+        "connections failed during the restart"
+    );
+}
+
+macro_rules! both_backends {
+    ($($name:ident => $body:expr;)*) => {
+        mod iptables {
+            use super::*;
+            $( #[test] fn $name() { let mode = ProxyMode::Iptables; $body(mode) } )*
+        }
+        mod nftables {
+            use super::*;
+            $( #[test] fn $name() { let mode = ProxyMode::Nftables; $body(mode) } )*
+        }
+    };
+}
+
+both_backends! {
+    cluster_ip_spreads_over_both_backends => |m| cluster_ip_spread(m, IptablesVariant::Nft);
+    node_port_from_another_host => node_port_from_other_host;
+    hairpin_and_immediate_reject => hairpin_and_reject;
+    affinity_keeps_client_unready_stops_udp_conntrack_cleared => affinity_unready_and_udp_conntrack;
+    external_flush_is_repaired_within_5s => flush_restored;
+    restart_writes_the_same_rules => restart_same_rules;
+}
+
+#[test]
+fn iptables_legacy_cluster_ip_spread() {
+    cluster_ip_spread(ProxyMode::Iptables, IptablesVariant::Legacy);
+}
