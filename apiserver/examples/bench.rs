@@ -1,0 +1,263 @@
+//! `scripts/bench apiserver`: figures for a running keelson-apiserver, each beside the floor
+//! measured in the same run (raw SQLite commits on the same disk). Prints a human line and a JSON
+//! line per figure. Usage: bench <kubeconfig> <scratch-dir>
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
+use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+fn figure(name: &str, value: f64, unit: &str, baseline: Option<(&str, f64)>) {
+    let base = baseline
+        .map(|(b, v)| format!("   (baseline {b}: {v:.3} {unit})"))
+        .unwrap_or_default();
+    println!("{name:<44} {value:>12.3} {unit}{base}");
+    let mut j =
+        serde_json::json!({ "bench": "apiserver", "figure": name, "value": value, "unit": unit });
+    if let Some((b, v)) = baseline {
+        j["baseline"] = serde_json::json!({ "name": b, "value": v });
+    }
+    println!("{j}");
+}
+
+fn pct(sorted: &[f64], p: f64) -> f64 {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+fn cm(name: &str) -> ConfigMap {
+    serde_json::from_value(
+        serde_json::json!({ "metadata": { "name": name }, "data": { "k": "v" } }),
+    )
+    .unwrap()
+}
+
+/// The floor: durable SQLite commits (WAL, synchronous=FULL) of one row, and of 64 rows.
+fn sqlite_floor(dir: &std::path::Path) -> (f64, f64) {
+    let path = dir.join("floor.db");
+    let _ = std::fs::remove_file(&path);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; CREATE TABLE t (k TEXT PRIMARY KEY, v BLOB);").unwrap();
+    let blob = vec![b'x'; 400];
+    let (mut n, start) = (0u64, Instant::now());
+    while start.elapsed() < Duration::from_secs(2) {
+        conn.execute(
+            "INSERT INTO t VALUES (?1, ?2)",
+            rusqlite::params![format!("a{n}"), blob],
+        )
+        .unwrap();
+        n += 1;
+    }
+    let single = n as f64 / start.elapsed().as_secs_f64();
+    let (mut rows, start) = (0u64, Instant::now());
+    let mut conn = conn;
+    while start.elapsed() < Duration::from_secs(2) {
+        let tx = conn.transaction().unwrap();
+        for _ in 0..64 {
+            tx.execute(
+                "INSERT INTO t VALUES (?1, ?2)",
+                rusqlite::params![format!("b{rows}"), blob],
+            )
+            .unwrap();
+            rows += 1;
+        }
+        tx.commit().unwrap();
+    }
+    (single, rows as f64 / start.elapsed().as_secs_f64())
+}
+
+async fn writes_per_second(api: &Api<ConfigMap>, writers: usize, prefix: &str) -> f64 {
+    let start = Instant::now();
+    let tasks: Vec<_> = (0..writers)
+        .map(|w| {
+            let api = api.clone();
+            let prefix = prefix.to_string();
+            tokio::spawn(async move {
+                let mut n = 0u64;
+                while start.elapsed() < Duration::from_secs(3) {
+                    api.create(&PostParams::default(), &cm(&format!("{prefix}-{w}-{n}")))
+                        .await
+                        .unwrap();
+                    n += 1;
+                }
+                n
+            })
+        })
+        .collect();
+    let mut total = 0;
+    for t in tasks {
+        total += t.await.unwrap();
+    }
+    total as f64 / start.elapsed().as_secs_f64()
+}
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let (kubeconfig, scratch) = (&args[1], std::path::PathBuf::from(&args[2]));
+    let kc = kube::config::Kubeconfig::read_from(kubeconfig).unwrap();
+    let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+        .await
+        .unwrap();
+    let client = kube::Client::try_from(cfg).unwrap();
+    let ns_api: Api<Namespace> = Api::all(client.clone());
+    for ns in ["bench-w", "bench-p", "bench-watch"] {
+        let obj: Namespace =
+            serde_json::from_value(serde_json::json!({ "metadata": { "name": ns } })).unwrap();
+        let _ = ns_api.create(&PostParams::default(), &obj).await;
+    }
+    let (floor1, floor64) = sqlite_floor(&scratch);
+
+    eprintln!("create latency (1,000 sequential creates)...");
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "bench-w");
+    let mut lat = Vec::new();
+    for i in 0..1000 {
+        let t = Instant::now();
+        api.create(&PostParams::default(), &cm(&format!("lat-{i}")))
+            .await
+            .unwrap();
+        lat.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    lat.sort_by(f64::total_cmp);
+    let floor_ms = 1000.0 / floor1;
+    figure(
+        "create latency p50",
+        pct(&lat, 0.5),
+        "ms",
+        Some(("one durable SQLite commit", floor_ms)),
+    );
+    figure(
+        "create latency p99",
+        pct(&lat, 0.99),
+        "ms",
+        Some(("one durable SQLite commit", floor_ms)),
+    );
+
+    eprintln!("durable writes, 1 and 64 writers (3 s each)...");
+    let one = writes_per_second(&api, 1, "w1").await;
+    figure(
+        "durable writes/s, 1 writer",
+        one,
+        "writes/s",
+        Some(("SQLite single-row commits", floor1)),
+    );
+    let many = writes_per_second(&api, 64, "w64").await;
+    figure(
+        "durable writes/s, 64 writers",
+        many,
+        "writes/s",
+        Some(("SQLite 64-row commits", floor64)),
+    );
+
+    eprintln!("creating 10,000 pods for the list...");
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "bench-p");
+    let existing = pods
+        .list_metadata(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .len();
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(existing));
+    let tasks: Vec<_> = (0..32)
+        .map(|_| {
+            let (pods, next) = (pods.clone(), next.clone());
+            tokio::spawn(async move {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                    if i >= 10_000 {
+                        return;
+                    }
+                    let p: Pod = serde_json::from_value(serde_json::json!({
+                        "metadata": { "name": format!("p-{i}"), "labels": { "app": "bench", "i": i.to_string() } },
+                        "spec": { "nodeName": "n1", "containers": [{ "name": "c", "image": "busybox", "ports": [{ "containerPort": 80 }] }] },
+                    })).unwrap();
+                    pods.create(&PostParams::default(), &p).await.unwrap();
+                }
+            })
+        })
+        .collect();
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let url = "/api/v1/namespaces/bench-p/pods";
+    let mut times = Vec::new();
+    let mut bytes = 0;
+    for _ in 0..5 {
+        let t = Instant::now();
+        let req = http::Request::get(url).body(Vec::new()).unwrap();
+        let body = client.request_text(req).await.unwrap();
+        times.push(t.elapsed().as_secs_f64() * 1000.0);
+        bytes = body.len();
+    }
+    times.sort_by(f64::total_cmp);
+    figure("list 10,000 pods (median of 5)", times[2], "ms", None);
+    figure(
+        "list 10,000 pods, response size",
+        bytes as f64 / 1e6,
+        "MB",
+        None,
+    );
+
+    eprintln!("watch delivery to 100 watchers (200 writes)...");
+    let wapi: Api<ConfigMap> = Api::namespaced(client.clone(), "bench-watch");
+    let sent: Arc<std::sync::Mutex<std::collections::HashMap<String, Instant>>> =
+        Default::default();
+    let delays: Arc<std::sync::Mutex<Vec<f64>>> = Default::default();
+    let rv = wapi
+        .list_metadata(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut watchers = Vec::new();
+    for _ in 0..100 {
+        let (wapi, sent, delays, rv) = (wapi.clone(), sent.clone(), delays.clone(), rv.clone());
+        let stream = wapi.watch(&WatchParams::default(), &rv).await.unwrap();
+        watchers.push(tokio::spawn(async move {
+            futures::pin_mut!(stream);
+            let mut seen = 0;
+            while let Some(Ok(ev)) = stream.next().await {
+                if let WatchEvent::Added(o) = ev {
+                    let at = Instant::now();
+                    if let Some(t0) = sent
+                        .lock()
+                        .unwrap()
+                        .get(o.metadata.name.as_deref().unwrap_or(""))
+                    {
+                        delays
+                            .lock()
+                            .unwrap()
+                            .push(at.duration_since(*t0).as_secs_f64() * 1000.0);
+                    }
+                    seen += 1;
+                    if seen == 200 {
+                        return;
+                    }
+                }
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    for i in 0..200 {
+        let name = format!("w-{i}");
+        sent.lock().unwrap().insert(name.clone(), Instant::now());
+        wapi.create(&PostParams::default(), &cm(&name))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    for w in watchers {
+        let _ = tokio::time::timeout(Duration::from_secs(30), w).await;
+    }
+    let mut d = delays.lock().unwrap().clone();
+    d.sort_by(f64::total_cmp);
+    figure("watch delivery p50, 100 watchers", pct(&d, 0.5), "ms", None);
+    figure(
+        "watch delivery p99, 100 watchers",
+        pct(&d, 0.99),
+        "ms",
+        None,
+    );
+    figure("watch events delivered", d.len() as f64, "events", None);
+}
