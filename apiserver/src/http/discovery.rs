@@ -118,3 +118,68 @@ mod tests {
         assert_eq!(core["groupVersion"], "v1");
     }
 }
+
+/// The aggregated discovery media type kubectl 1.32 asks for first; answering it saves the
+/// per-group round trips of the older documents.
+pub const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+pub fn wants_aggregated(accept: Option<&str>) -> bool {
+    accept.is_some_and(|a| {
+        a.split(',').next().is_some_and(|first| {
+            let first = first.replace(' ', "");
+            first.contains("g=apidiscovery.k8s.io")
+                && first.contains("v=v2")
+                && first.contains("as=APIGroupDiscoveryList")
+        })
+    })
+}
+
+fn aggregated_resource(r: &Resource) -> Value {
+    let subs: Vec<Value> = r
+        .subresources
+        .iter()
+        .map(|s| {
+            let e = sub_entry(r, s);
+            let (g, v) = match *s {
+                "scale" => ("autoscaling", "v1"),
+                _ => (r.group, r.version),
+            };
+            json!({ "subresource": s, "responseKind": { "group": g, "version": v, "kind": e["kind"] }, "verbs": e["verbs"] })
+        })
+        .collect();
+    let mut e = json!({
+        "resource": r.plural, "singularResource": r.singular,
+        "responseKind": { "group": r.group, "version": r.version, "kind": r.kind },
+        "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
+        "verbs": r.verbs(), "subresources": subs,
+    });
+    if !r.short_names.is_empty() {
+        e["shortNames"] = json!(r.short_names);
+    }
+    if r.in_all {
+        e["categories"] = json!(["all"]);
+    }
+    e
+}
+
+/// /api (core only) or /apis (every named group) as an APIGroupDiscoveryList.
+pub fn aggregated(core: bool) -> Value {
+    let groups: Vec<&str> = if core { vec![""] } else { resources::groups() };
+    let items: Vec<Value> = groups
+        .into_iter()
+        .map(|g| {
+            let version = resources::RESOURCES
+                .iter()
+                .find(|r| r.group == g)
+                .map_or("v1", |r| r.version);
+            let res: Vec<Value> = resources::in_group(g, version)
+                .map(aggregated_resource)
+                .collect();
+            json!({
+                "metadata": { "name": g, "creationTimestamp": null },
+                "versions": [{ "version": version, "resources": res, "freshness": "Current" }],
+            })
+        })
+        .collect();
+    json!({ "kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items })
+}

@@ -37,6 +37,18 @@ pub async fn handle(app: &App, route: Option<Route>, req: Request) -> ApiResult<
             "",
         )
             .into_response_ok()),
+        (_, Some(Route::CoreVersions | Route::Groups))
+            if get && discovery::wants_aggregated(header_str(&req, header::ACCEPT)) =>
+        {
+            let core = path.trim_end_matches('/') == "/api";
+            let body = serde_json::to_vec(&discovery::aggregated(core)).unwrap_or_default();
+            Ok((
+                StatusCode::OK,
+                [(header::CONTENT_TYPE, discovery::AGGREGATED)],
+                body,
+            )
+                .into_response_ok())
+        }
         (_, Some(Route::CoreVersions)) if get => {
             Ok(json_value(StatusCode::OK, &discovery::core_versions()))
         }

@@ -1,0 +1,293 @@
+//! API semantics real clients rely on: finalizers, paging, bookmarks and initial-events-end,
+//! filtered watches, server-side apply, metadata-only lists, binding, scale, pods/log errors,
+//! aggregated discovery and metrics.
+
+mod common;
+
+use common::Server;
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use kube::api::{
+    Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
+};
+use serde_json::{json, Value};
+use std::time::Duration;
+
+const CM: &str = "/api/v1/namespaces/default/configmaps";
+
+fn parse(body: &str) -> Value {
+    serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"))
+}
+
+#[test]
+fn finalizers_hold_deletion_until_removed() {
+    let s = Server::start();
+    let (code, _) = s.curl_admin(
+        "POST",
+        CM,
+        None,
+        Some(r#"{"metadata":{"name":"held","finalizers":["example.com/hold"]}}"#),
+    );
+    assert_eq!(code, 201);
+    let (code, body) = s.curl_admin("DELETE", &format!("{CM}/held"), None, None);
+    assert_eq!(code, 200, "{body}");
+    let (code, body) = s.curl_admin("GET", &format!("{CM}/held"), None, None);
+    assert_eq!(code, 200);
+    assert!(parse(&body)["metadata"]["deletionTimestamp"].is_string());
+    let (code, _) = s.curl_admin(
+        "PATCH",
+        &format!("{CM}/held"),
+        Some("application/merge-patch+json"),
+        Some(r#"{"metadata":{"finalizers":null}}"#),
+    );
+    assert_eq!(code, 200);
+    let (code, _) = s.curl_admin("GET", &format!("{CM}/held"), None, None);
+    assert_eq!(code, 404);
+}
+
+#[test]
+fn lists_page_with_continue_tokens() {
+    let s = Server::start();
+    for i in 0..5 {
+        s.curl_admin(
+            "POST",
+            CM,
+            None,
+            Some(&format!(r#"{{"metadata":{{"name":"c{i}"}}}}"#)),
+        );
+    }
+    let mut names = Vec::new();
+    let mut cont = String::new();
+    for page in 0.. {
+        let path = format!(
+            "{CM}?limit=2{}",
+            if cont.is_empty() {
+                String::new()
+            } else {
+                format!("&continue={cont}")
+            }
+        );
+        let list = parse(&s.curl_admin("GET", &path, None, None).1);
+        assert!(!list["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .is_empty());
+        names.extend(
+            list["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|i| i["metadata"]["name"].as_str().unwrap().to_string()),
+        );
+        match list["metadata"]["continue"].as_str() {
+            Some(c) => cont = c.to_string(),
+            None => break,
+        }
+        assert!(page < 5, "paging never ended");
+    }
+    assert_eq!(names, ["c0", "c1", "c2", "c3", "c4"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watch_sends_initial_events_end_and_bookmarks() {
+    let s = Server::start();
+    let api: Api<ConfigMap> = Api::namespaced(s.client().await, "default");
+    api.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({"metadata": {"name": "a"}})).unwrap(),
+    )
+    .await
+    .unwrap();
+    let wp = WatchParams::streaming_lists().timeout(30);
+    let stream = api.watch(&wp, "0").await.unwrap();
+    futures::pin_mut!(stream);
+    let first = stream.next().await.unwrap().unwrap();
+    assert!(matches!(first, WatchEvent::Added(ref c) if c.metadata.name.as_deref() == Some("a")));
+    match stream.next().await.unwrap().unwrap() {
+        WatchEvent::Bookmark(b) => assert_eq!(
+            b.metadata
+                .annotations
+                .get("k8s.io/initial-events-end")
+                .map(String::as_str),
+            Some("true")
+        ),
+        other => panic!("expected the initial-events-end bookmark, got {other:?}"),
+    }
+    // A periodic bookmark follows within the bookmark period.
+    let next = tokio::time::timeout(Duration::from_secs(15), stream.next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(matches!(next, WatchEvent::Bookmark(_)), "{next:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn label_filtered_watch_sees_objects_enter_and_leave() {
+    let s = Server::start();
+    let api: Api<ConfigMap> = Api::namespaced(s.client().await, "default");
+    let rv = api
+        .list_metadata(&ListParams::default())
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let stream = api
+        .watch(&WatchParams::default().labels("tier=web"), &rv)
+        .await
+        .unwrap();
+    futures::pin_mut!(stream);
+    api.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({"metadata": {"name": "x"}})).unwrap(),
+    )
+    .await
+    .unwrap();
+    let label = |v: Option<&str>| json!({"metadata": {"labels": {"tier": v}}});
+    api.patch(
+        "x",
+        &PatchParams::default(),
+        &Patch::Merge(label(Some("web"))),
+    )
+    .await
+    .unwrap();
+    api.patch("x", &PatchParams::default(), &Patch::Merge(label(None)))
+        .await
+        .unwrap();
+    let mut kinds = Vec::new();
+    for _ in 0..2 {
+        kinds.push(match stream.next().await.unwrap().unwrap() {
+            WatchEvent::Added(_) => "ADDED",
+            WatchEvent::Deleted(_) => "DELETED",
+            WatchEvent::Modified(_) => "MODIFIED",
+            _ => "OTHER",
+        });
+    }
+    assert_eq!(kinds, ["ADDED", "DELETED"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_side_apply_creates_then_updates() {
+    let s = Server::start();
+    let api: Api<ConfigMap> = Api::namespaced(s.client().await, "default");
+    let pp = PatchParams::apply("keelson-test").force();
+    let v1 = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa"}, "data": {"a": "1"}});
+    let created = api.patch("ssa", &pp, &Patch::Apply(&v1)).await.unwrap();
+    assert_eq!(created.data.unwrap()["a"], "1");
+    let v2 = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa"}, "data": {"a": "2"}});
+    let updated = api.patch("ssa", &pp, &Patch::Apply(&v2)).await.unwrap();
+    assert_eq!(updated.data.unwrap()["a"], "2");
+    let again = api.patch("ssa", &pp, &Patch::Apply(&v2)).await.unwrap();
+    assert_eq!(
+        again.metadata.resource_version, updated.metadata.resource_version,
+        "an unchanged apply must not write"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metadata_lists_binding_and_scale() {
+    let s = Server::start();
+    let client = s.client().await;
+    let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
+    let pod: Pod = serde_json::from_value(json!({"metadata": {"generateName": "p-"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}})).unwrap();
+    let created = pods.create(&PostParams::default(), &pod).await.unwrap();
+    let name = created.metadata.name.unwrap();
+    assert!(name.starts_with("p-") && name.len() == 7, "{name}");
+    let meta = pods.list_metadata(&ListParams::default()).await.unwrap();
+    assert_eq!(meta.items[0].metadata.name.as_deref(), Some(name.as_str()));
+    // Binding sets the node once; a second binding is a conflict.
+    let binding = format!(
+        r#"{{"apiVersion":"v1","kind":"Binding","metadata":{{"name":"{name}"}},"target":{{"kind":"Node","name":"n1"}}}}"#
+    );
+    let path = format!("/api/v1/namespaces/default/pods/{name}/binding");
+    assert_eq!(s.curl_admin("POST", &path, None, Some(&binding)).0, 201);
+    assert_eq!(s.curl_admin("POST", &path, None, Some(&binding)).0, 409);
+    let bound = pods.get(&name).await.unwrap();
+    assert_eq!(bound.spec.unwrap().node_name.as_deref(), Some("n1"));
+    let conds = bound.status.unwrap().conditions.unwrap();
+    assert!(conds
+        .iter()
+        .any(|c| c.type_ == "PodScheduled" && c.status == "True"));
+    // pods/log names the missing piece while no agent serves the node.
+    let (code, body) = s.curl_admin(
+        "GET",
+        &format!("/api/v1/namespaces/default/pods/{name}/log"),
+        None,
+        None,
+    );
+    assert_eq!(code, 400, "{body}");
+    assert!(
+        body.contains("node n1") && body.contains("not registered"),
+        "{body}"
+    );
+    // The scale subresource reads and writes spec.replicas.
+    let deploys: Api<Deployment> = Api::namespaced(client, "default");
+    let d: Deployment = serde_json::from_value(json!({"metadata": {"name": "d"}, "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}})).unwrap();
+    deploys.create(&PostParams::default(), &d).await.unwrap();
+    let scale = deploys.get_scale("d").await.unwrap();
+    assert_eq!(scale.spec.unwrap().replicas, Some(1));
+    deploys
+        .patch_scale(
+            "d",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": 4}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(deploys.get("d").await.unwrap().spec.replicas, Some(4));
+    assert_eq!(
+        deploys
+            .get_scale("d")
+            .await
+            .unwrap()
+            .status
+            .unwrap()
+            .selector
+            .as_deref(),
+        Some("a=b")
+    );
+    pods.delete(&name, &DeleteParams::default()).await.unwrap();
+}
+
+#[test]
+fn aggregated_discovery_and_metrics() {
+    let s = Server::start();
+    let out = std::process::Command::new("curl")
+        .args(["-sk", "-H", &format!("Authorization: Bearer {}", s.token())])
+        .args(["-H", "Accept: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"])
+        .arg(s.url("/apis"))
+        .output()
+        .unwrap();
+    let list = parse(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(list["kind"], "APIGroupDiscoveryList");
+    let apps = list["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["metadata"]["name"] == "apps")
+        .unwrap();
+    let deploy = apps["versions"][0]["resources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["resource"] == "deployments")
+        .unwrap();
+    assert_eq!(deploy["scope"], "Namespaced");
+    assert!(deploy["subresources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|s| s["subresource"] == "scale" && s["responseKind"]["group"] == "autoscaling"));
+    s.kubectl_ok(&["get", "pods"]);
+    assert!(s.metric("apiserver_request_total{verb=\"LIST\",resource=\"pods\"") >= 1.0);
+    let (_, text) = s.curl("GET", "/metrics", None, None, None);
+    assert!(
+        text.contains("apiserver_request_duration_seconds_bucket"),
+        "{text}"
+    );
+    for probe in ["/healthz", "/readyz", "/livez"] {
+        assert_eq!(s.curl("GET", probe, None, None, None).0, 200);
+    }
+}
