@@ -95,30 +95,6 @@ pub fn version() -> Value {
     })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn scale_is_autoscaling_v1_and_short_names_present() {
-        let apps = resource_list("apps", "v1");
-        let res = apps["resources"].as_array().unwrap();
-        let scale = res
-            .iter()
-            .find(|r| r["name"] == "deployments/scale")
-            .unwrap();
-        assert_eq!(
-            (scale["group"].as_str(), scale["kind"].as_str()),
-            (Some("autoscaling"), Some("Scale"))
-        );
-        let deploy = res.iter().find(|r| r["name"] == "deployments").unwrap();
-        assert_eq!(deploy["shortNames"], json!(["deploy"]));
-        assert_eq!(deploy["categories"], json!(["all"]));
-        let core = resource_list("", "v1");
-        assert_eq!(core["groupVersion"], "v1");
-    }
-}
-
 /// The aggregated discovery media type kubectl 1.32 asks for first; answering it saves the
 /// per-group round trips of the older documents.
 pub const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
@@ -182,4 +158,28 @@ pub fn aggregated(core: bool) -> Value {
         })
         .collect();
     json!({ "kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scale_is_autoscaling_v1_and_short_names_present() {
+        let apps = resource_list("apps", "v1");
+        let res = apps["resources"].as_array().unwrap();
+        let scale = res
+            .iter()
+            .find(|r| r["name"] == "deployments/scale")
+            .unwrap();
+        assert_eq!(
+            (scale["group"].as_str(), scale["kind"].as_str()),
+            (Some("autoscaling"), Some("Scale"))
+        );
+        let deploy = res.iter().find(|r| r["name"] == "deployments").unwrap();
+        assert_eq!(deploy["shortNames"], json!(["deploy"]));
+        assert_eq!(deploy["categories"], json!(["all"]));
+        let core = resource_list("", "v1");
+        assert_eq!(core["groupVersion"], "v1");
+    }
 }
