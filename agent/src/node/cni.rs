@@ -28,7 +28,6 @@ pub fn render(network: &str, bridge: &str, pod_cidr: Ipv4Network, plugins: &CniP
             "ipam": {
                 "type": plugins.ipam,
                 "ranges": [[{ "subnet": pod_cidr.to_string(), "gateway": gateway }]],
-                "routes": [{ "dst": "0.0.0.0/0" }],
                 "dataDir": format!("/var/lib/keelson/cni/{network}"),
             }
         }]

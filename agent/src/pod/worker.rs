@@ -55,6 +55,9 @@ pub struct Worker {
     last_written: Option<PodStatus>,
     start_recorded: bool,
     seeded: bool,
+    /// Containers being stopped in the background (liveness failures), so a slow stop within
+    /// the grace period does not hold up status updates.
+    killing: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
 }
 
 impl Worker {
@@ -73,6 +76,7 @@ impl Worker {
             last_written: None,
             start_recorded: false,
             seeded: false,
+            killing: Arc::default(),
         }
     }
 
@@ -270,13 +274,36 @@ impl Worker {
                 }
             }
             Action::KillContainer { id, name, reason } => {
+                let fresh = self
+                    .killing
+                    .lock()
+                    .map(|mut k| k.insert(id.clone()))
+                    .unwrap_or(false);
+                if !fresh {
+                    return Ok(false);
+                }
                 tracing::info!(pod = %pod_key(pod), container = %name, %reason, "killing container");
                 let grace = grace_seconds(pod);
-                if let Some(c) = find_container(pod, &name, false) {
-                    self.pre_stop(&c, &id, observed, grace).await;
-                }
-                cri.stop_container(&id, grace).await?;
-                Ok(true)
+                let spec = find_container(pod, &name, false);
+                let ip = observed
+                    .sandbox
+                    .as_ref()
+                    .and_then(|s| s.ip.clone())
+                    .unwrap_or_default();
+                let (killing, poke) = (self.killing.clone(), self.poke_tx.clone());
+                tokio::spawn(async move {
+                    if let Some(c) = spec {
+                        pre_stop(cri.as_ref(), &c, &id, &ip, grace).await;
+                    }
+                    if let Err(e) = cri.stop_container(&id, grace).await {
+                        tracing::warn!(container = %id, error = %e, "stopping container failed");
+                    }
+                    if let Ok(mut k) = killing.lock() {
+                        k.remove(&id);
+                    }
+                    let _ = poke.try_send(());
+                });
+                Ok(false)
             }
             Action::RemoveContainers { ids } => {
                 for id in ids {
@@ -593,43 +620,6 @@ impl Worker {
         }
     }
 
-    /// preStop hook (exec or httpGet), bounded by the grace period.
-    async fn pre_stop(&self, container: &Container, id: &str, observed: &ObservedPod, grace: i64) {
-        let Some(handler) = container
-            .lifecycle
-            .as_ref()
-            .and_then(|l| l.pre_stop.clone())
-        else {
-            return;
-        };
-        let probe = k8s_openapi::api::core::v1::Probe {
-            exec: handler.exec.clone(),
-            http_get: handler.http_get.clone(),
-            tcp_socket: handler.tcp_socket.clone(),
-            timeout_seconds: Some(i32::try_from(grace.max(1)).unwrap_or(30)),
-            ..Default::default()
-        };
-        let ip = observed
-            .sandbox
-            .as_ref()
-            .and_then(|s| s.ip.clone())
-            .unwrap_or_default();
-        let budget = Duration::from_secs(u64::try_from(grace.max(1)).unwrap_or(30));
-        if let Some(sleep) = handler.sleep.as_ref() {
-            tokio::time::sleep(
-                Duration::from_secs(u64::try_from(sleep.seconds.max(0)).unwrap_or(0)).min(budget),
-            )
-            .await;
-            return;
-        }
-        let result = tokio::time::timeout(
-            budget,
-            probe::probe_once(&probe, container, &ip, id, self.ctx.cri.as_ref()),
-        )
-        .await;
-        tracing::info!(container = %container.name, ?result, "preStop hook ran");
-    }
-
     /// Stops every container (preStop first, within the grace period), stops and removes the
     /// sandboxes (CNI DEL releases the address), removes the pod's volumes and logs, then deletes
     /// the API object with grace 0 so `kubectl delete` returns.
@@ -647,11 +637,14 @@ impl Worker {
             let spec = pod.and_then(|p| find_container(p, &c.name, c.init));
             let id = c.id.clone();
             let cri = cri.clone();
-            let me = &*self;
-            let observed = &observed;
+            let ip = observed
+                .sandbox
+                .as_ref()
+                .and_then(|s| s.ip.clone())
+                .unwrap_or_default();
             stops.push(async move {
                 if let Some(spec) = spec {
-                    me.pre_stop(&spec, &id, observed, grace).await;
+                    pre_stop(cri.as_ref(), &spec, &id, &ip, grace).await;
                 }
                 cri.stop_container(&id, grace).await
             });
@@ -700,6 +693,44 @@ impl Worker {
         }
         Ok(())
     }
+}
+
+/// preStop hook (exec, httpGet, tcpSocket or sleep), bounded by the grace period.
+async fn pre_stop(
+    cri: &dyn crate::cri::Cri,
+    container: &Container,
+    id: &str,
+    pod_ip: &str,
+    grace: i64,
+) {
+    let Some(handler) = container
+        .lifecycle
+        .as_ref()
+        .and_then(|l| l.pre_stop.clone())
+    else {
+        return;
+    };
+    let budget = Duration::from_secs(u64::try_from(grace.max(1)).unwrap_or(30));
+    if let Some(sleep) = handler.sleep.as_ref() {
+        tokio::time::sleep(
+            Duration::from_secs(u64::try_from(sleep.seconds.max(0)).unwrap_or(0)).min(budget),
+        )
+        .await;
+        return;
+    }
+    let probe = k8s_openapi::api::core::v1::Probe {
+        exec: handler.exec.clone(),
+        http_get: handler.http_get.clone(),
+        tcp_socket: handler.tcp_socket.clone(),
+        timeout_seconds: Some(i32::try_from(grace.max(1)).unwrap_or(30)),
+        ..Default::default()
+    };
+    let result = tokio::time::timeout(
+        budget,
+        probe::probe_once(&probe, container, pod_ip, id, cri),
+    )
+    .await;
+    tracing::info!(container = %container.name, ?result, "preStop hook ran");
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -1,0 +1,470 @@
+//! A one-node cluster in two test hosts: a "control plane" host running keelson-apiserver, and a
+//! node host running containerd and keelson-agent (with keelson-cni), linked by a veth pair with
+//! 172.31.255.0/30 addresses. kubectl runs inside the control-plane host. Everything is removed on
+//! drop, and leftovers of crashed runs with the same prefix are removed first.
+
+#![allow(dead_code)]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use keelson_proto::runtime::v1 as cri;
+use keelson_proto::testing::{
+    cleanup_leftovers, require_root_and_tools, run, scripts_dir, Containerd, TestHost,
+};
+use serde_json::Value;
+
+pub const CP_IP: &str = "172.31.255.1";
+pub const NODE_IP: &str = "172.31.255.2";
+pub const POD_CIDR: &str = "10.244.7.0/24";
+pub const HTTP_IMAGE: &str = "127.0.0.1:5000/keelson/podname-http:1";
+pub const BUSYBOX: &str = "127.0.0.1:5000/keelson/busybox:1.35";
+
+fn target_bin(name: &str) -> PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../target/debug")
+        .join(name);
+    assert!(
+        path.is_file(),
+        "{} is missing: build it first (cargo build -p {name})",
+        path.display()
+    );
+    path
+}
+
+pub struct Cluster {
+    pub node_name: String,
+    pub cp: TestHost,
+    pub node: TestHost,
+    pub tmp: tempfile::TempDir,
+    pub kubeconfig: PathBuf,
+    pub socket: PathBuf,
+    api: Option<ChildGuard>,
+    agent: Option<ChildGuard>,
+    containerd: Option<Containerd>,
+    agent_log: PathBuf,
+}
+
+impl Cluster {
+    pub fn start(prefix: &str) -> Cluster {
+        require_root_and_tools(&[
+            "containerd",
+            "runc",
+            "skopeo",
+            "docker-registry",
+            "nsenter",
+            "ip",
+            "curl",
+            "kubectl",
+        ]);
+        cleanup_leftovers(prefix);
+        cleanup_leftovers(&format!("{prefix}c"));
+        let apiserver = target_bin("keelson-apiserver");
+        let cni = target_bin("keelson-cni");
+        let cp = TestHost::create(&format!("{prefix}c")).expect("control-plane test host");
+        let node = TestHost::create(prefix).expect("node test host");
+        let node_name = node.name.clone();
+        run(Command::new("ip").args([
+            "-n", &cp.name, "link", "add", "kv0", "type", "veth", "peer", "name", "kv1", "netns",
+            &node.name,
+        ]))
+        .expect("veth");
+        run(Command::new("ip").args([
+            "-n",
+            &cp.name,
+            "addr",
+            "add",
+            &format!("{CP_IP}/30"),
+            "dev",
+            "kv0",
+        ]))
+        .expect("addr");
+        run(Command::new("ip").args(["-n", &cp.name, "link", "set", "kv0", "up"])).expect("up");
+        run(Command::new("ip").args([
+            "-n",
+            &node.name,
+            "addr",
+            "add",
+            &format!("{NODE_IP}/30"),
+            "dev",
+            "kv1",
+        ]))
+        .expect("addr");
+        run(Command::new("ip").args(["-n", &node.name, "link", "set", "kv1", "up"])).expect("up");
+
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let bin = tmp.path().join("cni-bin");
+        std::fs::create_dir_all(&bin).expect("cni bin dir");
+        for name in ["keelson-cni", "keelson-ipam", "loopback"] {
+            std::os::unix::fs::symlink(&cni, bin.join(name)).expect("cni symlink");
+        }
+        let data = tmp.path().join("apiserver");
+        let api_log = std::fs::File::create(tmp.path().join("apiserver.log")).expect("log");
+        let api = Command::new("nsenter")
+            .arg(format!("--net={}", cp.netns_path()))
+            .arg(&apiserver)
+            .args([
+                "--data-dir",
+                &data.to_string_lossy(),
+                "--secure-port",
+                "6443",
+                "--advertise-address",
+                CP_IP,
+            ])
+            .stdout(Stdio::null())
+            .stderr(api_log)
+            .spawn()
+            .map(ChildGuard)
+            .expect("start keelson-apiserver");
+        let containerd = Containerd::start(&node, &bin, &tmp.path().join("net.d"))
+            .expect("containerd in the node host");
+        let socket = containerd.socket.clone();
+        let mut cluster = Cluster {
+            node_name,
+            cp,
+            node,
+            kubeconfig: data.join("admin.kubeconfig"),
+            socket,
+            agent_log: tmp.path().join("agent.log"),
+            tmp,
+            api: Some(api),
+            agent: None,
+            containerd: Some(containerd),
+        };
+        cluster.wait_until(Duration::from_secs(30), "apiserver /readyz", || {
+            run(cluster.cp.command("curl").args([
+                "-skf",
+                "-m",
+                "1",
+                &format!("https://{CP_IP}:6443/readyz"),
+            ]))
+            .ok()
+            .filter(|_| cluster.kubeconfig.exists())
+        });
+        cluster.start_agent();
+        cluster.wait_until(Duration::from_secs(30), "node Ready", || {
+            let node = cluster
+                .kubectl_json(&["get", "node", &cluster.node_name])
+                .ok()?;
+            let ready = node["status"]["conditions"]
+                .as_array()?
+                .iter()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True");
+            ready.then_some(())
+        });
+        cluster
+    }
+
+    pub fn start_agent(&mut self) {
+        assert!(self.agent.is_none(), "agent already running");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.agent_log)
+            .expect("agent log");
+        let child = Command::new("nsenter")
+            .arg(format!("--net={}", self.node.netns_path()))
+            .arg(env!("CARGO_BIN_EXE_keelson-agent"))
+            .args(["--kubeconfig", &self.kubeconfig.to_string_lossy()])
+            .args(["--hostname-override", &self.node_name])
+            .args([
+                "--container-runtime-endpoint",
+                &self.socket.to_string_lossy(),
+            ])
+            .args(["--node-ip", NODE_IP, "--pod-cidr", POD_CIDR])
+            .args([
+                "--cni-conf-dir",
+                &self.tmp.path().join("net.d").to_string_lossy(),
+            ])
+            .args([
+                "--root-dir",
+                &self.tmp.path().join("agent-root").to_string_lossy(),
+            ])
+            .args([
+                "--pod-log-dir",
+                &self.tmp.path().join("pod-logs").to_string_lossy(),
+            ])
+            .args(["--cgroup-root", &format!("/{}", self.node_name)])
+            .env("RUST_LOG", "keelson_agent=debug")
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .map(ChildGuard)
+            .expect("start keelson-agent");
+        self.agent = Some(child);
+    }
+
+    /// Stops the agent with a signal ("TERM" or "KILL") and waits for it to exit.
+    pub fn stop_agent(&mut self, signal: &str) {
+        if let Some(mut child) = self.agent.take() {
+            let _ = Command::new("kill")
+                .args([&format!("-{signal}"), &child.0.id().to_string()])
+                .status();
+            let _ = child.0.wait();
+        }
+    }
+
+    pub fn agent_log(&self) -> String {
+        std::fs::read_to_string(&self.agent_log).unwrap_or_default()
+    }
+
+    pub fn kubectl(&self, args: &[&str]) -> Result<String, String> {
+        run(self
+            .cp
+            .command("kubectl")
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args(args))
+    }
+
+    pub fn kubectl_json(&self, args: &[&str]) -> Result<Value, String> {
+        let mut all: Vec<&str> = args.to_vec();
+        all.extend(["-o", "json"]);
+        let out = self.kubectl(&all)?;
+        serde_json::from_str(&out).map_err(|e| format!("kubectl output is not JSON: {e}: {out}"))
+    }
+
+    pub fn apply(&self, yaml: &str) {
+        let path = self.tmp.path().join(format!(
+            "apply-{}.yaml",
+            keelson_proto::testing::random_suffix()
+        ));
+        std::fs::write(&path, yaml).expect("write manifest");
+        self.kubectl(&["apply", "-f", &path.to_string_lossy()])
+            .expect("kubectl apply");
+    }
+
+    pub fn pod(&self, name: &str) -> Value {
+        self.kubectl_json(&["get", "pod", name])
+            .unwrap_or(Value::Null)
+    }
+
+    /// Polls `check` every 200 ms until it returns Some, or fails the test naming `what`.
+    pub fn wait_until<T>(
+        &self,
+        timeout: Duration,
+        what: &str,
+        mut check: impl FnMut() -> Option<T>,
+    ) -> T {
+        let start = Instant::now();
+        loop {
+            if let Some(v) = check() {
+                return v;
+            }
+            if start.elapsed() > timeout {
+                panic!(
+                    "timed out after {timeout:?} waiting for {what}\n--- agent log (tail) ---\n{}",
+                    tail(&self.agent_log(), 40)
+                );
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// Runs a command inside the node test host.
+    pub fn on_node(&self, program: &str, args: &[&str]) -> Result<String, String> {
+        run(self.node.command(program).args(args))
+    }
+
+    /// The pod sandboxes and containers containerd holds.
+    pub fn runtime_state(&self) -> (Vec<cri::PodSandbox>, Vec<cri::Container>) {
+        let socket = self.socket.clone();
+        block_on(async move {
+            let channel = keelson_proto::connect_unix(&socket)
+                .await
+                .expect("connect to containerd");
+            let mut rt = keelson_proto::RuntimeServiceClient::new(channel);
+            let sandboxes = rt
+                .list_pod_sandbox(cri::ListPodSandboxRequest { filter: None })
+                .await
+                .expect("ListPodSandbox")
+                .into_inner()
+                .items;
+            let containers = rt
+                .list_containers(cri::ListContainersRequest { filter: None })
+                .await
+                .expect("ListContainers")
+                .into_inner()
+                .containers;
+            (sandboxes, containers)
+        })
+    }
+
+    /// Addresses the node's IPAM has handed out (files named by IP under its data directory).
+    pub fn allocated_addresses(&self) -> Vec<String> {
+        let dir = ipam_dir(&self.node_name);
+        let mut found = Vec::new();
+        for entry in walk(&dir) {
+            let name = entry
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if name.parse::<std::net::Ipv4Addr>().is_ok() {
+                found.push(name);
+            }
+        }
+        found
+    }
+
+    pub fn metrics(&self) -> String {
+        self.on_node(
+            "curl",
+            &["-sk", "-m", "5", "https://127.0.0.1:10250/metrics"],
+        )
+        .unwrap_or_default()
+    }
+}
+
+fn ipam_dir(node: &str) -> PathBuf {
+    PathBuf::from(format!("/var/lib/keelson/cni/keelson-{node}"))
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+pub fn tail(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].join("\n")
+}
+
+pub fn block_on<F: std::future::Future + Send + 'static>(f: F) -> F::Output
+where
+    F::Output: Send + 'static,
+{
+    // A thread of its own, so this works from sync tests and from Drop alike.
+    std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime")
+            .block_on(f)
+    })
+    .join()
+    .expect("runtime thread")
+}
+
+/// Stops and removes every sandbox over CRI (which runs CNI DEL and removes the pod netns).
+fn remove_all_sandboxes(socket: PathBuf) {
+    block_on(async move {
+        let Ok(channel) = keelson_proto::connect_unix(&socket).await else {
+            return;
+        };
+        let mut rt = keelson_proto::RuntimeServiceClient::new(channel);
+        let Ok(list) = rt
+            .list_pod_sandbox(cri::ListPodSandboxRequest { filter: None })
+            .await
+        else {
+            return;
+        };
+        for s in list.into_inner().items {
+            let _ = rt
+                .stop_pod_sandbox(cri::StopPodSandboxRequest {
+                    pod_sandbox_id: s.id.clone(),
+                })
+                .await;
+            let _ = rt
+                .remove_pod_sandbox(cri::RemovePodSandboxRequest {
+                    pod_sandbox_id: s.id,
+                })
+                .await;
+        }
+    });
+}
+
+/// Removes the (empty) cgroups runc created under the node's cgroup root, deepest first.
+fn remove_cgroups(root: &str) {
+    let Ok(controllers) = std::fs::read_dir("/sys/fs/cgroup") else {
+        return;
+    };
+    for c in controllers.flatten() {
+        let base = c.path().join(root.trim_start_matches('/'));
+        let mut dirs = Vec::new();
+        collect_dirs(&base, &mut dirs);
+        dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+        for d in dirs {
+            let _ = std::fs::remove_dir(d);
+        }
+    }
+}
+
+fn collect_dirs(dir: &Path, out: &mut Vec<PathBuf>) {
+    if !dir.is_dir() {
+        return;
+    }
+    out.push(dir.to_path_buf());
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                collect_dirs(&e.path(), out);
+            }
+        }
+    }
+}
+
+/// A child process killed (by its PID) when dropped, also when a test panics half-way.
+pub struct ChildGuard(pub Child);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.stop_agent("KILL");
+        remove_all_sandboxes(self.socket.clone());
+        self.containerd.take();
+        self.api.take();
+        remove_cgroups(&format!("/{}", self.node_name));
+        let _ = std::fs::remove_dir_all(ipam_dir(&self.node_name));
+        let _ = scripts_dir();
+    }
+}
+
+/// Container IDs and restart counts by container name, from the pod's status.
+pub fn container_ids(pod: &Value) -> HashMap<String, (String, i64)> {
+    pod["status"]["containerStatuses"]
+        .as_array()
+        .map(|cs| {
+            cs.iter()
+                .map(|c| {
+                    (
+                        c["name"].as_str().unwrap_or("").to_string(),
+                        (
+                            c["containerID"].as_str().unwrap_or("").to_string(),
+                            c["restartCount"].as_i64().unwrap_or(-1),
+                        ),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+pub fn is_ready(pod: &Value) -> bool {
+    pod["status"]["conditions"].as_array().is_some_and(|cs| {
+        cs.iter()
+            .any(|c| c["type"] == "Ready" && c["status"] == "True")
+    })
+}
+
+/// A pod manifest bound to the node (as the scheduler would bind it).
+pub fn pod_yaml(name: &str, node: &str, body: &str) -> String {
+    format!("apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\n  labels: {{app: {name}}}\nspec:\n  nodeName: {node}\n  terminationGracePeriodSeconds: 2\n{body}")
+}
