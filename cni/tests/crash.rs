@@ -171,7 +171,10 @@ fn kill_9_during_add_then_del_and_gc_leaks_nothing() {
         .expect("read dir")
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(".tmp"))
+        .filter(|n| n.starts_with(".tmp") || n.starts_with(".owner-"))
         .collect();
-    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+    assert!(
+        leftovers.is_empty(),
+        "temporary or index files left: {leftovers:?}"
+    );
 }

@@ -107,35 +107,45 @@ fn rollback(store: &mut dyn Store, ips: &[IpAddr]) {
     }
 }
 
-/// Releases what `owner` holds. `hints` (the previous result's addresses) are checked first;
-/// only when none of them belonged to the owner is the whole store scanned.
+/// Releases what `owner` holds: the previous result's addresses (`hints`) and the owner's
+/// index; only when neither exists is every allocation scanned (allocations made by another
+/// tool, or an ADD that never reported).
 pub fn release(store: &mut dyn Store, owner: &Owner, hints: &[IpAddr]) -> Result<Vec<IpAddr>> {
+    let mut candidates: Vec<IpAddr> = hints.to_vec();
+    match store
+        .indexed(owner)
+        .map_err(|e| store_err("reading owner index", e))?
+    {
+        Some(ix) => candidates.extend(ix),
+        None if hints.is_empty() => {
+            for (ip, o) in store
+                .list()
+                .map_err(|e| store_err("listing allocations", e))?
+            {
+                if o.matches(owner) {
+                    candidates.push(ip);
+                }
+            }
+        }
+        None => {}
+    }
+    candidates.sort();
+    candidates.dedup();
     let mut released = Vec::new();
-    for ip in hints {
+    for ip in candidates {
         let held = store
-            .owner_of(*ip)
+            .owner_of(ip)
             .map_err(|e| store_err("reading allocation", e))?;
         if held.is_some_and(|o| o.matches(owner)) {
-            store
-                .release(*ip)
-                .map_err(|e| store_err(&format!("releasing {ip}"), e))?;
-            released.push(*ip);
-        }
-    }
-    if !released.is_empty() {
-        return Ok(released);
-    }
-    for (ip, o) in store
-        .list()
-        .map_err(|e| store_err("listing allocations", e))?
-    {
-        if o.matches(owner) {
             store
                 .release(ip)
                 .map_err(|e| store_err(&format!("releasing {ip}"), e))?;
             released.push(ip);
         }
     }
+    store
+        .drop_index(owner)
+        .map_err(|e| store_err("removing owner index", e))?;
     Ok(released)
 }
 
@@ -155,6 +165,9 @@ pub fn gc(store: &mut dyn Store, valid: &HashSet<Owner>) -> Result<Vec<IpAddr>> 
             released.push(ip);
         }
     }
+    store
+        .drop_indexes_except(valid)
+        .map_err(|e| store_err("removing owner indexes", e))?;
     Ok(released)
 }
 
@@ -250,6 +263,7 @@ mod tests {
         // A hint naming someone else's address is ignored.
         let b_ip = *store.allocs.iter().find(|(_, o)| o.id == "b").unwrap().0;
         assert_eq!(release(&mut store, &own("a"), &[b_ip]).unwrap(), vec![a]);
+        assert!(!store.index.contains_key(&own("a")));
         assert_eq!(
             release(&mut store, &own("a"), &[]).unwrap(),
             Vec::<IpAddr>::new()
@@ -291,5 +305,56 @@ mod tests {
         assert_eq!(Owner::from_file("abc\r\neth0"), o);
         let old = Owner::from_file("abc");
         assert!(old.matches(&o));
+    }
+}
+
+#[cfg(test)]
+mod index_tests {
+    use super::*;
+    use crate::ipam::store::MemStore;
+
+    fn set(cidr: &str) -> Vec<Range> {
+        vec![Range::new(cidr.parse().unwrap(), None, None, None).unwrap()]
+    }
+
+    #[test]
+    fn allocations_without_index_are_found_by_scan() {
+        // As host-local writes them: no owner index.
+        let mut store = MemStore::default();
+        let o = Owner::new("old", "eth0");
+        store.allocs.insert("10.1.0.7".parse().unwrap(), o.clone());
+        assert_eq!(release(&mut store, &o, &[]).unwrap().len(), 1);
+        assert!(store.allocs.is_empty());
+    }
+
+    #[test]
+    fn stale_index_entry_is_harmless() {
+        // A crash after the index entry but before the allocation file.
+        let mut store = MemStore::default();
+        let o = Owner::new("a", "eth0");
+        let other = Owner::new("b", "eth0");
+        store
+            .index
+            .insert(o.clone(), vec!["10.1.0.2".parse().unwrap()]);
+        store
+            .allocs
+            .insert("10.1.0.2".parse().unwrap(), other.clone());
+        // a's ADD must not adopt b's address, and a's DEL must not free it.
+        let got = allocate(&mut store, &[set("10.1.0.0/24")], &o).unwrap();
+        assert_ne!(got[0].ip.to_string(), "10.1.0.2");
+        release(&mut store, &o, &[]).unwrap();
+        assert_eq!(store.allocs.len(), 1);
+        assert_eq!(store.allocs.values().next(), Some(&other));
+    }
+
+    #[test]
+    fn gc_drops_indexes_of_collected_owners() {
+        let mut store = MemStore::default();
+        let sets = vec![set("10.1.0.0/24")];
+        allocate(&mut store, &sets, &Owner::new("a", "eth0")).unwrap();
+        allocate(&mut store, &sets, &Owner::new("b", "eth0")).unwrap();
+        let keep: HashSet<Owner> = [Owner::new("a", "eth0")].into_iter().collect();
+        gc(&mut store, &keep).unwrap();
+        assert_eq!(store.index.len(), 1);
     }
 }

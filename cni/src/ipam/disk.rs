@@ -15,6 +15,9 @@ use super::store::{Owner, Store};
 
 const TMP_PREFIX: &str = ".tmp-";
 const LAST_RESERVED: &str = "last_reserved_ip.";
+/// Per-owner index: the addresses an owner was given, one a line. host-local ignores these
+/// (their content never matches an owner record).
+const INDEX_PREFIX: &str = ".owner-";
 
 pub struct DiskStore {
     dir: PathBuf,
@@ -50,6 +53,13 @@ impl DiskStore {
 
     fn path_of(&self, ip: IpAddr) -> PathBuf {
         self.dir.join(ip.to_string())
+    }
+
+    fn index_path(&self, owner: &Owner) -> PathBuf {
+        self.dir.join(format!(
+            "{INDEX_PREFIX}{:016x}",
+            crate::names::fnv1a(&[&owner.id, &owner.ifname])
+        ))
     }
 
     fn write_atomic(&self, tmp_name: &str, body: &str) -> io::Result<PathBuf> {
@@ -116,6 +126,39 @@ impl Store for DiskStore {
             Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
             _ => Ok(()),
         }
+    }
+
+    fn indexed(&self, owner: &Owner) -> io::Result<Option<Vec<IpAddr>>> {
+        match fs::read_to_string(self.index_path(owner)) {
+            Ok(s) => Ok(Some(
+                s.lines().filter_map(|l| l.trim().parse().ok()).collect(),
+            )),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    fn drop_index(&mut self, owner: &Owner) -> io::Result<()> {
+        match fs::remove_file(self.index_path(owner)) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    fn drop_indexes_except(&mut self, keep: &std::collections::HashSet<Owner>) -> io::Result<()> {
+        let keep: std::collections::HashSet<PathBuf> =
+            keep.iter().map(|o| self.index_path(o)).collect();
+        for entry in fs::read_dir(&self.dir)? {
+            let entry = entry?;
+            let is_index = entry
+                .file_name()
+                .to_str()
+                .is_some_and(|n| n.starts_with(INDEX_PREFIX));
+            if is_index && !keep.contains(&entry.path()) {
+                let _ = fs::remove_file(entry.path());
+            }
+        }
+        Ok(())
     }
 
     fn list(&self) -> io::Result<Vec<(IpAddr, Owner)>> {

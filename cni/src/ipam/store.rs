@@ -46,6 +46,13 @@ pub trait Store {
     fn release(&mut self, ip: IpAddr) -> io::Result<()>;
     /// Every allocation, in no particular order.
     fn list(&self) -> io::Result<Vec<(IpAddr, Owner)>>;
+    /// Addresses recorded in the owner's index (a superset of what it holds: an entry is
+    /// written before the allocation, so a crash in between leaves only a harmless extra).
+    /// None when the owner has no index, e.g. for allocations written by host-local.
+    fn indexed(&self, owner: &Owner) -> io::Result<Option<Vec<IpAddr>>>;
+    fn drop_index(&mut self, owner: &Owner) -> io::Result<()>;
+    /// Removes the indexes of every owner not in `keep` (GC).
+    fn drop_indexes_except(&mut self, keep: &std::collections::HashSet<Owner>) -> io::Result<()>;
 }
 
 /// In-memory store for unit tests.
@@ -53,6 +60,7 @@ pub trait Store {
 pub struct MemStore {
     pub allocs: std::collections::BTreeMap<IpAddr, Owner>,
     pub last: std::collections::BTreeMap<usize, IpAddr>,
+    pub index: std::collections::HashMap<Owner, Vec<IpAddr>>,
 }
 
 impl Store for MemStore {
@@ -60,6 +68,7 @@ impl Store for MemStore {
         if self.allocs.contains_key(&ip) {
             return Ok(false);
         }
+        self.index.entry(owner.clone()).or_default().push(ip);
         self.allocs.insert(ip, owner.clone());
         self.last.insert(set_index, ip);
         Ok(true)
@@ -76,5 +85,16 @@ impl Store for MemStore {
     }
     fn list(&self) -> io::Result<Vec<(IpAddr, Owner)>> {
         Ok(self.allocs.iter().map(|(ip, o)| (*ip, o.clone())).collect())
+    }
+    fn indexed(&self, owner: &Owner) -> io::Result<Option<Vec<IpAddr>>> {
+        Ok(self.index.get(owner).cloned())
+    }
+    fn drop_index(&mut self, owner: &Owner) -> io::Result<()> {
+        self.index.remove(owner);
+        Ok(())
+    }
+    fn drop_indexes_except(&mut self, keep: &std::collections::HashSet<Owner>) -> io::Result<()> {
+        self.index.retain(|o, _| keep.contains(o));
+        Ok(())
     }
 }
