@@ -146,3 +146,6 @@ pub fn set_resource_version(obj: &mut Value, rev: Rev) {
         meta.insert("resourceVersion".into(), Value::String(rev.to_string()));
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,167 @@
+//! The store's rules with an in-memory backend; the SQLite backend is exercised by the
+//! server tests (restart, kill -9).
+
+use super::*;
+use serde_json::json;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Keeps commits in memory; can be told to fail the next commit.
+#[derive(Default, Clone)]
+struct MemBackend {
+    commits: Arc<Mutex<Vec<(Rev, Vec<Change>)>>>,
+    fail_next: Arc<Mutex<bool>>,
+}
+
+impl Backend for MemBackend {
+    fn load(&mut self, _: u64) -> Result<Loaded, StoreError> {
+        Ok(Loaded::default())
+    }
+    fn commit(&mut self, rev: Rev, changes: &[Change]) -> Result<(), StoreError> {
+        if std::mem::take(&mut *self.fail_next.lock().unwrap()) {
+            return Err(StoreError::Backend("disk full".into()));
+        }
+        self.commits.lock().unwrap().push((rev, changes.to_vec()));
+        Ok(())
+    }
+    fn prune_history(&mut self, _: u64) -> Result<(), StoreError> {
+        Ok(())
+    }
+}
+
+fn put(key: &str, p: Precondition) -> Write {
+    Write {
+        key: key.into(),
+        value: Some(json!({"metadata": {"name": key}})),
+        precondition: p,
+    }
+}
+
+fn open(b: &MemBackend, max_events: usize) -> Store {
+    Store::open(b.clone(), Duration::from_secs(300), max_events).unwrap()
+}
+
+#[tokio::test]
+async fn writes_get_increasing_revisions_and_preconditions_hold() {
+    let b = MemBackend::default();
+    let s = open(&b, 100);
+    let a = s
+        .write(put("/a", Precondition::MustNotExist))
+        .await
+        .unwrap();
+    assert_eq!(a.rev, 1);
+    assert_eq!(a.obj["metadata"]["resourceVersion"], "1");
+    assert_eq!(
+        s.write(put("/a", Precondition::MustNotExist))
+            .await
+            .unwrap_err(),
+        StoreError::AlreadyExists
+    );
+    assert_eq!(
+        s.write(put("/b", Precondition::MustExist))
+            .await
+            .unwrap_err(),
+        StoreError::NotFound
+    );
+    let a2 = s.write(put("/a", Precondition::Rev(1))).await.unwrap();
+    assert_eq!(a2.rev, 2);
+    assert_eq!(
+        s.write(put("/a", Precondition::Rev(1))).await.unwrap_err(),
+        StoreError::Conflict { current: 2 }
+    );
+    let del = s
+        .write(Write {
+            key: "/a".into(),
+            value: None,
+            precondition: Precondition::MustExist,
+        })
+        .await
+        .unwrap();
+    assert_eq!(del.rev, 3);
+    assert!(s.get("/a").is_none());
+    assert_eq!(s.current_rev(), 3);
+}
+
+#[tokio::test]
+async fn a_failed_commit_changes_nothing() {
+    let b = MemBackend::default();
+    let s = open(&b, 100);
+    *b.fail_next.lock().unwrap() = true;
+    assert!(matches!(
+        s.write(put("/a", Precondition::MustNotExist)).await,
+        Err(StoreError::Backend(_))
+    ));
+    assert!(s.get("/a").is_none());
+    assert_eq!(s.current_rev(), 0);
+    assert_eq!(
+        s.write(put("/a", Precondition::MustNotExist))
+            .await
+            .unwrap()
+            .rev,
+        1
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_writes_are_batched() {
+    let b = MemBackend::default();
+    let s = open(&b, 10_000);
+    let tasks: Vec<_> = (0..500)
+        .map(|i| {
+            let s = s.clone();
+            tokio::spawn(async move {
+                s.write(put(&format!("/k{i}"), Precondition::MustNotExist))
+                    .await
+                    .unwrap()
+                    .rev
+            })
+        })
+        .collect();
+    let mut revs = Vec::new();
+    for t in tasks {
+        revs.push(t.await.unwrap());
+    }
+    revs.sort();
+    assert_eq!(revs, (1..=500).collect::<Vec<_>>());
+    let commits = b.commits.lock().unwrap().len();
+    assert!(
+        commits < 500,
+        "500 concurrent writes took {commits} commits"
+    );
+}
+
+#[tokio::test]
+async fn watches_resume_after_a_revision_and_too_old_is_refused() {
+    let b = MemBackend::default();
+    let s = open(&b, 3);
+    for i in 0..5 {
+        s.write(put(&format!("/p/{i}"), Precondition::MustNotExist))
+            .await
+            .unwrap();
+    }
+    // History holds revisions 3..=5: resuming after 2 works, after 1 is too old.
+    let (_, mut sub) = s.watch("/p/", Some(2)).unwrap();
+    let next = sub.next().await.unwrap().unwrap();
+    assert_eq!((next.entry.rev, next.kind), (3, EventType::Added));
+    assert!(s.watch("/p/", Some(1)).is_err());
+    match s.watch("/p/", None).unwrap() {
+        (WatchStart::Snapshot(items, rev), _) => assert_eq!((items.len(), rev), (5, 5)),
+        _ => panic!("expected a snapshot"),
+    }
+}
+
+#[tokio::test]
+async fn modified_events_carry_the_previous_object() {
+    let b = MemBackend::default();
+    let s = open(&b, 100);
+    s.write(put("/a", Precondition::MustNotExist))
+        .await
+        .unwrap();
+    let (_, mut sub) = s.watch("/", Some(1)).unwrap();
+    let mut w = put("/a", Precondition::MustExist);
+    w.value = Some(json!({"metadata": {"name": "a", "labels": {"x": "y"}}}));
+    s.write(w).await.unwrap();
+    let ev = sub.next().await.unwrap().unwrap();
+    assert_eq!(ev.kind, EventType::Modified);
+    assert_eq!(ev.prev.as_ref().unwrap()["metadata"]["name"], "/a");
+}
