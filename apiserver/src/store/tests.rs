@@ -6,10 +6,12 @@ use serde_json::json;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+type Commits = Arc<Mutex<Vec<(Rev, Vec<Change>)>>>;
+
 /// Keeps commits in memory; can be told to fail the next commit.
 #[derive(Default, Clone)]
 struct MemBackend {
-    commits: Arc<Mutex<Vec<(Rev, Vec<Change>)>>>,
+    commits: Commits,
     fail_next: Arc<Mutex<bool>>,
 }
 
