@@ -7,6 +7,7 @@ mod error;
 pub mod fields;
 pub mod labels;
 pub mod patch;
+pub mod protobuf;
 mod validation;
 
 pub use error::SelectorError;

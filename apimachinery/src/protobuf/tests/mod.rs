@@ -1,0 +1,4 @@
+mod encoder;
+mod errors;
+mod fixtures;
+mod objects;
