@@ -5,6 +5,7 @@
 pub mod config;
 pub mod env;
 pub mod error;
+pub mod install;
 pub mod ipam;
 pub mod masq;
 pub mod names;

@@ -10,7 +10,21 @@ fn main() -> anyhow::Result<()> {
             .with_writer(std::io::stderr)
             .init();
     }
-    let argv0 = std::env::args().next().unwrap_or_default();
+    let args: Vec<String> = std::env::args().collect();
+    // Runtimes call plugins without arguments; `install <dir>` is for people and the agent.
+    if args.get(1).map(String::as_str) == Some("install") {
+        let dir = args
+            .get(2)
+            .ok_or_else(|| anyhow::anyhow!("usage: keelson-cni install <cni-bin-dir>"))?;
+        let me = std::env::current_exe()?;
+        keelson_cni::install::install(&me, std::path::Path::new(dir))?;
+        println!(
+            "installed {} into {dir}",
+            keelson_cni::install::BIN_NAMES.join(", ")
+        );
+        return Ok(());
+    }
+    let argv0 = args.first().cloned().unwrap_or_default();
     let mut stdin = Vec::new();
     let is_version = std::env::var("CNI_COMMAND").is_ok_and(|c| c == "VERSION");
     // VERSION may be called with nothing on stdin; do not block on a terminal.
