@@ -68,6 +68,20 @@ pub fn patch_type(ct: Option<&str>) -> Result<PatchType, ApiError> {
 pub fn parse_body(ct: Option<&str>, body: &[u8]) -> Result<Value, ApiError> {
     let ct = ct.unwrap_or("application/json");
     let mt = ct.split(';').next().unwrap_or("").trim();
+    // kubectl's typed clients (kubectl create namespace, deployment, ...) send protobuf.
+    if mt == keelson_apimachinery::protobuf::CONTENT_TYPE {
+        use keelson_apimachinery::protobuf::{decode, ProtobufError};
+        return decode(body).map_err(|e| match e {
+            ProtobufError::NoSchema { .. } => ApiError::new(
+                415,
+                "UnsupportedMediaType",
+                format!("{e}; send it as application/json"),
+            ),
+            other => {
+                ApiError::bad_request(format!("the protobuf body could not be decoded: {other}"))
+            }
+        });
+    }
     let known = mt.is_empty()
         || mt == "*/*"
         || mt.starts_with("application/json")

@@ -410,3 +410,88 @@ fn rollout_status_waits_for_observed_generation() {
         stdout(&out)
     );
 }
+
+#[test]
+fn create_subcommands_send_protobuf_and_work() {
+    let s = Server::start();
+    s.kubectl_ok(&["create", "namespace", "team"]);
+    s.kubectl_ok(&[
+        "create",
+        "deployment",
+        "api",
+        "-n",
+        "team",
+        "--image=busybox",
+        "--replicas=2",
+        "--port=8080",
+    ]);
+    s.kubectl_ok(&[
+        "create",
+        "configmap",
+        "cfg",
+        "-n",
+        "team",
+        "--from-literal=a=b",
+    ]);
+    s.kubectl_ok(&[
+        "create",
+        "secret",
+        "generic",
+        "sec",
+        "-n",
+        "team",
+        "--from-literal=pw=x",
+    ]);
+    s.kubectl_ok(&[
+        "create",
+        "service",
+        "nodeport",
+        "api",
+        "-n",
+        "team",
+        "--tcp=80:8080",
+    ]);
+    assert_eq!(
+        s.kubectl_ok(&[
+            "get",
+            "deploy",
+            "api",
+            "-n",
+            "team",
+            "-o",
+            "jsonpath={.spec.replicas} {.spec.template.spec.containers[0].ports[0].containerPort}"
+        ]),
+        "2 8080"
+    );
+    assert_eq!(
+        s.kubectl_ok(&["get", "cm", "cfg", "-n", "team", "-o", "jsonpath={.data.a}"]),
+        "b"
+    );
+    assert_eq!(
+        s.kubectl_ok(&[
+            "get",
+            "secret",
+            "sec",
+            "-n",
+            "team",
+            "-o",
+            "jsonpath={.data.pw}"
+        ]),
+        "eA=="
+    );
+    let np = s.kubectl_ok(&[
+        "get",
+        "svc",
+        "api",
+        "-n",
+        "team",
+        "-o",
+        "jsonpath={.spec.type} {.spec.ports[0].nodePort}",
+    ]);
+    let (ty, port) = np.split_once(' ').unwrap();
+    assert_eq!(ty, "NodePort");
+    assert!(
+        (30000..=32767).contains(&port.parse::<u16>().unwrap()),
+        "{np}"
+    );
+}
