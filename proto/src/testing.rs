@@ -78,6 +78,7 @@ pub fn cleanup_leftovers(prefix: &str) {
         for line in String::from_utf8_lossy(&out.stdout).lines() {
             let name = line.split_whitespace().next().unwrap_or("");
             if name.starts_with(&full) {
+                remove_cgroups(name);
                 let _ = Command::new(scripts_dir().join("registry"))
                     .args(["--netns", name, "stop"])
                     .output();

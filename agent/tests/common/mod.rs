@@ -385,36 +385,6 @@ fn remove_all_sandboxes(socket: PathBuf) {
     });
 }
 
-/// Removes the (empty) cgroups runc created under the node's cgroup root, deepest first.
-fn remove_cgroups(root: &str) {
-    let Ok(controllers) = std::fs::read_dir("/sys/fs/cgroup") else {
-        return;
-    };
-    for c in controllers.flatten() {
-        let base = c.path().join(root.trim_start_matches('/'));
-        let mut dirs = Vec::new();
-        collect_dirs(&base, &mut dirs);
-        dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
-        for d in dirs {
-            let _ = std::fs::remove_dir(d);
-        }
-    }
-}
-
-fn collect_dirs(dir: &Path, out: &mut Vec<PathBuf>) {
-    if !dir.is_dir() {
-        return;
-    }
-    out.push(dir.to_path_buf());
-    if let Ok(rd) = std::fs::read_dir(dir) {
-        for e in rd.flatten() {
-            if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
-                collect_dirs(&e.path(), out);
-            }
-        }
-    }
-}
-
 /// A child process killed (by its PID) when dropped, also when a test panics half-way.
 pub struct ChildGuard(pub Child);
 
@@ -431,7 +401,6 @@ impl Drop for Cluster {
         remove_all_sandboxes(self.socket.clone());
         self.containerd.take();
         self.api.take();
-        remove_cgroups(&format!("/{}", self.node_name));
         let _ = std::fs::remove_dir_all(ipam_dir(&self.node_name));
         let _ = scripts_dir();
     }

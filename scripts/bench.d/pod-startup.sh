@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Pod startup on one node: N pods (default 30) created at once, creation -> Running observed via
+# watch (p50/p99), beside the bare CRI sequence (RunPodSandbox + PullImage of a present image +
+# CreateContainer + StartContainer, N at once) timed in the same run on the same containerd; then
+# the agent's RSS with 30 and with 100 pods. Runs a one-node cluster in two test hosts
+# (control plane + node, veth 172.31.254.0/30), removed on exit.
+# Env: COUNT (30), BIG (100), KEELSON_BIN_DIR (target/release if the binaries are there, else target/debug).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+count=${COUNT:-30}
+big=${BIG:-100}
+cd "$root"
+echo "pod-startup: building keelson-agent and the measurement helper (debug profile)"
+cargo build -q -p keelson-agent --bin keelson-agent --example bench_pod_startup
+for b in keelson-apiserver keelson-cni; do
+  [ -x "target/debug/$b" ] || cargo build -q -p "$b"
+done
+bin=${KEELSON_BIN_DIR:-target/debug}
+helper=target/debug/examples/bench_pod_startup
+sfx=$(head -c3 /dev/urandom | od -An -tx1 | tr -d ' \n')
+cp=kt-benchc-$sfx node=kt-bench-$sfx nodename=kt-bench-$sfx
+tmp=$(mktemp -d)
+api_pid="" agent_pid=""
+cleanup() {
+  set +e
+  [ -n "$agent_pid" ] && kill "$agent_pid" 2>/dev/null && wait "$agent_pid" 2>/dev/null
+  [ -S "$sock" ] && "$helper" cleanup --socket "$sock" 2>/dev/null
+  scripts/containerd/stop "$node" --purge >/dev/null 2>&1
+  [ -n "$api_pid" ] && kill "$api_pid" 2>/dev/null && wait "$api_pid" 2>/dev/null
+  scripts/registry --netns "$node" stop >/dev/null 2>&1
+  ip netns del "$cp" 2>/dev/null; ip netns del "$node" 2>/dev/null
+  rm -rf "/var/lib/keelson/cni/keelson-$nodename" "$tmp"
+  for c in /sys/fs/cgroup/*/"$nodename" /sys/fs/cgroup/*/keelson-bench; do
+    [ -d "$c" ] && find "$c" -depth -type d -exec rmdir {} \; 2>/dev/null
+  done
+}
+sock=/run/keelson/containerd/$node/containerd.sock
+trap cleanup EXIT
+# Leftovers of an interrupted run.
+for ns in $(ip netns list | awk '{print $1}' | grep '^kt-bench' || true); do
+  scripts/containerd/stop "$ns" --purge >/dev/null 2>&1 || true
+  scripts/registry --netns "$ns" stop >/dev/null 2>&1 || true
+  ip netns del "$ns" 2>/dev/null || true
+done
+
+echo "pod-startup: test hosts $cp (apiserver) and $node (containerd + agent)"
+ip netns add "$cp"; ip netns add "$node"
+ip -n "$cp" link set lo up; ip -n "$node" link set lo up
+ip -n "$cp" link add kv0 type veth peer name kv1 netns "$node"
+ip -n "$cp" addr add 172.31.254.1/30 dev kv0; ip -n "$cp" link set kv0 up
+ip -n "$node" addr add 172.31.254.2/30 dev kv1; ip -n "$node" link set kv1 up
+mkdir -p "$tmp/cni-bin" "$tmp/net.d"
+for n in keelson-cni keelson-ipam loopback; do ln -s "$root/$bin/keelson-cni" "$tmp/cni-bin/$n"; done
+scripts/images/build | tail -1
+nsenter --net="/var/run/netns/$cp" "$bin/keelson-apiserver" --data-dir "$tmp/api" --advertise-address 172.31.254.1 \
+  >"$tmp/apiserver.log" 2>&1 </dev/null &
+api_pid=$!
+scripts/containerd/start "$node" --netns "$node" --cni-bin-dir "$tmp/cni-bin" --cni-conf-dir "$tmp/net.d" | tail -1 >/dev/null
+for _ in $(seq 100); do
+  [ -f "$tmp/api/admin.kubeconfig" ] && nsenter --net="/var/run/netns/$cp" curl -skf -m 1 https://172.31.254.1:6443/readyz >/dev/null 2>&1 && break
+  sleep 0.2
+done
+kc=$tmp/api/admin.kubeconfig
+nsenter --net="/var/run/netns/$node" "$bin/keelson-agent" --kubeconfig "$kc" --hostname-override "$nodename" \
+  --container-runtime-endpoint "$sock" --node-ip 172.31.254.2 --pod-cidr 10.244.254.0/24 \
+  --cni-conf-dir "$tmp/net.d" --root-dir "$tmp/agent" --pod-log-dir "$tmp/logs" --cgroup-root "/$nodename" \
+  >"$tmp/agent.log" 2>&1 </dev/null &
+agent_pid=$!
+kubectl_cp() { nsenter --net="/var/run/netns/$cp" kubectl --kubeconfig "$kc" "$@"; }
+for _ in $(seq 150); do
+  kubectl_cp get node "$nodename" 2>/dev/null | grep -q ' Ready' && break
+  sleep 0.2
+done
+kubectl_cp get node "$nodename" | grep -q ' Ready' || { echo "pod-startup: node not Ready; agent log:"; tail -20 "$tmp/agent.log"; exit 1; }
+
+# In the node host: the helper reaches the apiserver and containerd like the agent does.
+run_helper() { nsenter --net="/var/run/netns/$node" "$helper" "$@"; }
+echo "pod-startup: warm-up (image present, pause image pulled)"
+run_helper api --kubeconfig "$kc" --node "$nodename" --count 2 --prefix warm >/dev/null
+sleep 3
+echo "pod-startup: bare CRI sequence, $count pods at once"
+read -r _ bare50 bare99 < <(run_helper cri --socket "$sock" --count "$count")
+sleep 2
+echo "pod-startup: through the API and the agent, $count pods at once"
+read -r _ agent50 agent99 < <(KEEP_PODS=1 run_helper api --kubeconfig "$kc" --node "$nodename" --count "$count" --prefix p30)
+sleep 2
+rss30=$(awk '/VmRSS/ {print $2}' "/proc/$agent_pid/status")
+kubectl_cp delete pods -l bench=p30 --wait=true >/dev/null
+echo "pod-startup: $big pods, for the agent's RSS"
+KEEP_PODS=1 run_helper api --kubeconfig "$kc" --node "$nodename" --count "$big" --prefix p100 >/dev/null
+sleep 3
+rss100=$(awk '/VmRSS/ {print $2}' "/proc/$agent_pid/status")
+kubectl_cp delete pods -l bench=p100 --wait=true >/dev/null
+
+ratio50=$(awk -v a="$agent50" -v b="$bare50" 'BEGIN {printf "%.2f", a / b}')
+ratio99=$(awk -v a="$agent99" -v b="$bare99" 'BEGIN {printf "%.2f", a / b}')
+printf '\n%-40s %10s %10s\n' "pod startup, $count pods at once" "p50 ms" "p99 ms"
+printf '%-40s %10s %10s\n' "bare CRI sequence (floor)" "$bare50" "$bare99"
+printf '%-40s %10s %10s\n' "keelson-agent, creation -> Running" "$agent50" "$agent99"
+printf '%-40s %10s %10s\n' "ratio agent / floor" "$ratio50" "$ratio99"
+printf '%-40s %10s\n' "agent RSS with $count pods (MiB)" "$((rss30 / 1024))"
+printf '%-40s %10s\n' "agent RSS with $big pods (MiB)" "$((rss100 / 1024))"
+echo "binaries: $bin"
+json() { printf '{"bench":"pod-startup","figure":"%s","value":%s,"unit":"%s","baseline":"%s","baseline_value":%s}\n' "$@"; }
+json "agent_p50_ms" "$agent50" ms "bare_cri_p50_ms" "$bare50"
+json "agent_p99_ms" "$agent99" ms "bare_cri_p99_ms" "$bare99"
+json "agent_over_floor_p50" "$ratio50" ratio "target" 1.2
+json "agent_over_floor_p99" "$ratio99" ratio "target" 1.2
+json "agent_rss_${count}_pods_kib" "$rss30" KiB "target_100_pods_kib" $((30 * 1024))
+json "agent_rss_${big}_pods_kib" "$rss100" KiB "target_100_pods_kib" $((30 * 1024))
