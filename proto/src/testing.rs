@@ -122,6 +122,38 @@ impl Drop for TestHost {
         let _ = Command::new("ip")
             .args(["netns", "del", &self.name])
             .output();
+        // Pods of a test host use cgroups under /<host name> (tests pass it as cgroup parent).
+        remove_cgroups(&self.name);
+    }
+}
+
+/// Removes the (empty) cgroup tree `/<root>` in every cgroup v1 controller, deepest first.
+pub fn remove_cgroups(root: &str) {
+    let Ok(controllers) = std::fs::read_dir("/sys/fs/cgroup") else {
+        return;
+    };
+    for c in controllers.flatten() {
+        let base = c.path().join(root.trim_start_matches('/'));
+        let mut dirs = Vec::new();
+        collect_dirs(&base, &mut dirs);
+        dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+        for d in dirs {
+            let _ = std::fs::remove_dir(d);
+        }
+    }
+}
+
+fn collect_dirs(dir: &Path, out: &mut Vec<PathBuf>) {
+    if !dir.is_dir() {
+        return;
+    }
+    out.push(dir.to_path_buf());
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            if e.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                collect_dirs(&e.path(), out);
+            }
+        }
     }
 }
 
