@@ -5,24 +5,35 @@ pub mod affinity;
 pub mod render;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::net::Ipv4Addr;
 
 use crate::backend::{RuleBackend, SyncScope, SyncStats};
 use crate::error::ProxyError;
 use crate::exec::Runner;
-use crate::model::{ProxyModel, ServicePortName};
+use crate::model::{ProxyModel, ServicePort, ServicePortName};
 
-use render::{Elem, RenderOptions, FAMILY_TABLE};
+use render::{Elem, RenderOptions, SetName, FAMILY_TABLE};
 
 pub struct NftBackend {
     runner: Box<dyn Runner>,
     opts: RenderOptions,
-    /// Elements last written per service port; only valid while `synced`.
-    cache: BTreeMap<ServicePortName, Vec<Elem>>,
-    /// How many service ports contribute each element (a pod IP can back several Services).
-    refs: HashMap<Elem, usize>,
+    /// Service ports as last written (their elements are re-rendered when needed: cheaper in
+    /// memory than keeping every element). Only valid while `synced`.
+    applied: BTreeMap<ServicePortName, ServicePort>,
+    node_ips: Vec<Ipv4Addr>,
+    /// How many service ports use each pod IP (its hairpin element stays while any does).
+    hairpin_refs: HashMap<Ipv4Addr, usize>,
     /// Affinity timeouts whose sets and rules exist.
     timeouts: BTreeSet<u32>,
     synced: bool,
+}
+
+/// Elements of one service port keyed by (set, key), for diffing.
+fn keyed(elems: Vec<Elem>) -> BTreeMap<(SetName, String), Option<String>> {
+    elems
+        .into_iter()
+        .map(|e| ((e.set, e.key), e.value))
+        .collect()
 }
 
 impl NftBackend {
@@ -30,34 +41,27 @@ impl NftBackend {
         NftBackend {
             runner,
             opts,
-            cache: BTreeMap::new(),
-            refs: HashMap::new(),
+            applied: BTreeMap::new(),
+            node_ips: Vec::new(),
+            hairpin_refs: HashMap::new(),
             timeouts: BTreeSet::new(),
             synced: false,
         }
     }
 
-    fn render_all(&self, model: &ProxyModel) -> BTreeMap<ServicePortName, Vec<Elem>> {
-        model
-            .services
-            .iter()
-            .map(|(k, sp)| {
-                (
-                    k.clone(),
-                    render::service_elements(sp, &model.node_ips, &self.opts),
-                )
-            })
-            .collect()
+    fn elements(&self, sp: &ServicePort, node_ips: &[Ipv4Addr]) -> Vec<Elem> {
+        render::service_elements(sp, node_ips, &self.opts)
     }
 
-    /// The text of a full sync. `existing_timeouts` are affinity sets present in the kernel.
+    /// The text of a full sync and the number of elements it writes. `existing_timeouts` are
+    /// affinity sets present in the kernel; `stale_affinity` learned entries to drop.
     pub fn full_sync_text(
         &self,
         model: &ProxyModel,
         existing_timeouts: &BTreeSet<u32>,
         stale_affinity: &[String],
         recreate: bool,
-    ) -> (String, BTreeMap<ServicePortName, Vec<Elem>>, usize) {
+    ) -> (String, usize) {
         let timeouts = render::affinity_timeouts(model);
         let mut text = if recreate {
             render::recreate_skeleton(&self.opts, &timeouts)
@@ -65,67 +69,94 @@ impl NftBackend {
             let stale: BTreeSet<u32> = existing_timeouts.difference(&timeouts).copied().collect();
             render::skeleton(&self.opts, &timeouts, &stale)
         };
-        if !recreate && !stale_affinity.is_empty() {
+        if !recreate {
             delete_affinity_text(stale_affinity, &mut text);
         }
-        let cache = self.render_all(model);
-        let grouped = render::merge_elements(cache.values().flatten());
+        let mut all: Vec<Elem> = model
+            .services
+            .values()
+            .flat_map(|sp| self.elements(sp, &model.node_ips))
+            .collect();
+        let hairpin: BTreeSet<Ipv4Addr> = model
+            .services
+            .values()
+            .flat_map(render::hairpin_ips)
+            .collect();
+        all.extend(hairpin.into_iter().map(render::hairpin_elem));
+        let grouped = render::merge_elements(all.iter());
         let written = render::add_elements_text(&grouped, &mut text);
-        (text, cache, written)
+        (text, written)
     }
 
-    /// The text of a partial sync: element deletions then additions, and the new reference counts.
+    /// The text of a partial sync (element deletions, then additions) and the element count.
+    /// Updates the applied state as if the text were loaded; a failed load is followed by a
+    /// full sync, which rebuilds that state from scratch.
     pub fn partial_sync_text(
-        &self,
+        &mut self,
         model: &ProxyModel,
         changed: &[ServicePortName],
-    ) -> (
-        String,
-        BTreeMap<ServicePortName, Vec<Elem>>,
-        HashMap<Elem, usize>,
-        usize,
-    ) {
-        let mut cache = self.cache.clone();
-        let mut refs = self.refs.clone();
+    ) -> (String, usize) {
         let mut removed: Vec<Elem> = Vec::new();
         let mut added: Vec<Elem> = Vec::new();
+        let mut hairpin_delta: BTreeMap<Ipv4Addr, i64> = BTreeMap::new();
         for name in changed {
-            let old = cache.remove(name).unwrap_or_default();
-            let new = model
-                .services
-                .get(name)
-                .map(|sp| render::service_elements(sp, &model.node_ips, &self.opts))
+            let old = self.applied.remove(name);
+            let new = model.services.get(name);
+            let old_elems = old
+                .as_ref()
+                .map(|sp| keyed(self.elements(sp, &self.node_ips)))
                 .unwrap_or_default();
-            for e in &old {
-                if let Some(c) = refs.get_mut(e) {
-                    *c -= 1;
-                    if *c == 0 {
-                        refs.remove(e);
-                        removed.push(e.clone());
-                    }
+            let new_elems = new
+                .map(|sp| keyed(self.elements(sp, &model.node_ips)))
+                .unwrap_or_default();
+            for ((set, key), value) in &old_elems {
+                if new_elems.get(&(*set, key.clone())) != Some(value) {
+                    removed.push(Elem {
+                        set: *set,
+                        key: key.clone(),
+                        value: value.clone(),
+                    });
                 }
             }
-            for e in &new {
-                let c = refs.entry(e.clone()).or_insert(0);
-                *c += 1;
-                if *c == 1 {
-                    added.push(e.clone());
+            for ((set, key), value) in &new_elems {
+                if old_elems.get(&(*set, key.clone())) != Some(value) {
+                    added.push(Elem {
+                        set: *set,
+                        key: key.clone(),
+                        value: value.clone(),
+                    });
                 }
             }
-            if model.services.contains_key(name) {
-                cache.insert(name.clone(), new);
+            for ip in old.iter().flat_map(render::hairpin_ips) {
+                *hairpin_delta.entry(ip).or_insert(0) -= 1;
+            }
+            for ip in new.into_iter().flat_map(render::hairpin_ips) {
+                *hairpin_delta.entry(ip).or_insert(0) += 1;
+            }
+            if let (Some(_), Some(sp)) = (new, model.services.get(name)) {
+                self.applied.insert(name.clone(), sp.clone());
             }
         }
-        // An element removed and re-added by two services in one batch needs no change.
-        let re_added: BTreeSet<&Elem> = added.iter().collect();
-        let really_removed: Vec<&Elem> = removed.iter().filter(|e| !re_added.contains(e)).collect();
-        let removed_set: BTreeSet<&Elem> = removed.iter().collect();
-        let really_added: Vec<&Elem> = added.iter().filter(|e| !removed_set.contains(e)).collect();
+        for (ip, delta) in hairpin_delta {
+            let before = self.hairpin_refs.get(&ip).copied().unwrap_or(0);
+            let after = (before as i64 + delta).max(0) as usize;
+            match (before, after) {
+                (0, a) if a > 0 => added.push(render::hairpin_elem(ip)),
+                (b, 0) if b > 0 => removed.push(render::hairpin_elem(ip)),
+                _ => {}
+            }
+            if after == 0 {
+                self.hairpin_refs.remove(&ip);
+            } else {
+                self.hairpin_refs.insert(ip, after);
+            }
+        }
         let mut text = String::new();
-        render::delete_elements_text(&really_removed, &mut text);
-        let grouped = render::merge_elements(really_added.iter().copied());
-        let written = render::add_elements_text(&grouped, &mut text) + really_removed.len();
-        (text, cache, refs, written)
+        let removed_refs: Vec<&Elem> = removed.iter().collect();
+        render::delete_elements_text(&removed_refs, &mut text);
+        let grouped = render::merge_elements(added.iter());
+        let written = render::add_elements_text(&grouped, &mut text) + removed.len();
+        (text, written)
     }
 
     fn apply(&self, text: &str) -> Result<(), ProxyError> {
@@ -162,6 +193,8 @@ impl NftBackend {
         found
     }
 
+    /// Learned affinity entries that point to endpoints no longer valid. Listing one map is
+    /// cheap (unlike listing a chain, which makes nft fetch every element of the table).
     fn stale_affinity(&self, model: &ProxyModel) -> Vec<String> {
         let Ok(out) = self
             .runner
@@ -176,18 +209,26 @@ impl NftBackend {
     }
 
     fn full_sync(&mut self, model: &ProxyModel) -> Result<SyncStats, ProxyError> {
+        let existing = if self.synced {
+            self.timeouts.clone()
+        } else {
+            self.existing_timeouts()
+        };
         self.synced = false;
-        let existing = self.existing_timeouts();
         let stale = self.stale_affinity(model);
-        let (text, cache, written) = self.full_sync_text(model, &existing, &stale, false);
+        let (text, written) = self.full_sync_text(model, &existing, &stale, false);
         if let Err(e) = self.apply(&text) {
             // A table from another version (or a half-removed one): replace it atomically.
             tracing::warn!(error = %e, "nft full sync failed, recreating table {FAMILY_TABLE}");
-            let (text, _, _) = self.full_sync_text(model, &existing, &[], true);
+            let (text, _) = self.full_sync_text(model, &existing, &[], true);
             self.apply(&text)?;
         }
-        self.refs = count_refs(&cache);
-        self.cache = cache;
+        self.applied = model.services.clone();
+        self.node_ips = model.node_ips.clone();
+        self.hairpin_refs = HashMap::new();
+        for ip in model.services.values().flat_map(render::hairpin_ips) {
+            *self.hairpin_refs.entry(ip).or_insert(0) += 1;
+        }
         self.timeouts = render::affinity_timeouts(model);
         self.synced = true;
         Ok(SyncStats {
@@ -195,14 +236,6 @@ impl NftBackend {
             written,
         })
     }
-}
-
-fn count_refs(cache: &BTreeMap<ServicePortName, Vec<Elem>>) -> HashMap<Elem, usize> {
-    let mut refs = HashMap::new();
-    for e in cache.values().flatten() {
-        *refs.entry(e.clone()).or_insert(0) += 1;
-    }
-    refs
 }
 
 fn delete_affinity_text(keys: &[String], out: &mut String) {
@@ -214,6 +247,19 @@ fn delete_affinity_text(keys: &[String], out: &mut String) {
     }
 }
 
+/// Whether an affinity service lost an endpoint (its learned entries may now point nowhere).
+fn affinity_lost_endpoints(old: Option<&ServicePort>, new: Option<&ServicePort>) -> bool {
+    let Some(old) = old.filter(|o| o.affinity_timeout.is_some()) else {
+        return false;
+    };
+    let kept: BTreeSet<_> = new
+        .map(|n| n.used_endpoints().iter().map(|e| (e.ip, e.port)).collect())
+        .unwrap_or_default();
+    old.used_endpoints()
+        .iter()
+        .any(|e| !kept.contains(&(e.ip, e.port)))
+}
+
 impl RuleBackend for NftBackend {
     fn name(&self) -> &'static str {
         "nftables"
@@ -222,35 +268,28 @@ impl RuleBackend for NftBackend {
     fn sync(&mut self, model: &ProxyModel, scope: &SyncScope) -> Result<SyncStats, ProxyError> {
         let changed = match scope {
             SyncScope::Partial(changed)
-                if self.synced && render::affinity_timeouts(model) == self.timeouts =>
+                if self.synced
+                    && model.node_ips == self.node_ips
+                    && render::affinity_timeouts(model) == self.timeouts =>
             {
                 changed
             }
             _ => return self.full_sync(model),
         };
-        let (mut text, cache, refs, written) = self.partial_sync_text(model, changed);
-        let touches_affinity = changed.iter().any(|n| {
-            let had = self.cache.get(n).is_some_and(|els| {
-                els.iter()
-                    .any(|e| matches!(e.set, render::SetName::Affinity(_)))
-            });
-            had || model
-                .services
-                .get(n)
-                .is_some_and(|s| s.affinity_timeout.is_some())
-        });
-        if touches_affinity {
-            let stale = self.stale_affinity(model);
-            delete_affinity_text(&stale, &mut text);
+        let check_affinity = changed
+            .iter()
+            .any(|n| affinity_lost_endpoints(self.applied.get(n), model.services.get(n)));
+        let (mut text, written) = self.partial_sync_text(model, changed);
+        if check_affinity {
+            delete_affinity_text(&self.stale_affinity(model), &mut text);
         }
         if !text.is_empty() {
             if let Err(e) = self.apply(&text) {
                 tracing::warn!(error = %e, "partial nft sync failed, doing a full sync");
+                self.synced = false;
                 return self.full_sync(model);
             }
         }
-        self.cache = cache;
-        self.refs = refs;
         Ok(SyncStats {
             full: false,
             written,
@@ -261,12 +300,10 @@ impl RuleBackend for NftBackend {
         if !self.synced {
             return Ok(false);
         }
-        let out = self.runner.run(
-            "nft",
-            &["list", "chain", "ip", "keelson", "nat_prerouting"],
-            None,
-        )?;
-        let present = out.success() && out.stdout.contains("jump services");
+        let out = self
+            .runner
+            .run("nft", &["list", "set", "ip", "keelson", "canary"], None)?;
+        let present = out.success() && out.stdout.contains("elements = { 0x00000001 }");
         if !present {
             self.synced = false;
         }
