@@ -180,6 +180,18 @@ fn gc_releases_exactly_the_attachments_not_listed() {
 }
 
 #[test]
+fn status_fails_when_data_dir_unusable() {
+    let (host, data) = setup();
+    // A file where the directory should be.
+    let blocker = data.path().join("blocker");
+    std::fs::write(&blocker, b"").expect("write");
+    let c = conf(&blocker, "10.80.6.0/24");
+    let st = Call::new(&keelson_bin(), &host, "STATUS", "").run(&c.to_string());
+    assert_eq!(st.code(), 50);
+    assert!(!st.json()["details"].as_str().unwrap_or_default().is_empty());
+}
+
+#[test]
 fn status_ok_and_gc_needs_1_1() {
     let (host, data) = setup();
     let c = conf(data.path(), "10.80.3.0/24");

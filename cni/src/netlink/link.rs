@@ -199,3 +199,22 @@ pub fn delete_index(nl: &mut Netlink, index: u32) -> io::Result<bool> {
         Err(e) => Err(e),
     }
 }
+
+/// Takes a link down and moves it to `group`, marking it for a batched delete.
+pub fn retire(nl: &mut Netlink, index: u32, group: u32) -> io::Result<()> {
+    let mut msg = LinkMessage::default();
+    msg.header.index = index;
+    msg.header.change_mask |= LinkFlags::Up;
+    msg.attributes.push(LinkAttribute::Group(group));
+    nl.request(RouteNetlinkMessage::SetLink(msg), 0)
+}
+
+/// Deletes every link in `group` in one kernel batch (one set of RCU waits for all).
+pub fn delete_group(nl: &mut Netlink, group: u32) -> io::Result<()> {
+    let mut msg = LinkMessage::default();
+    msg.attributes.push(LinkAttribute::Group(group));
+    match nl.request(RouteNetlinkMessage::DelLink(msg), 0) {
+        Err(e) if !is_not_found(&e) => Err(e),
+        _ => Ok(()),
+    }
+}

@@ -8,7 +8,7 @@ use crate::env::CniEnv;
 use crate::error::{code, CniError, Result};
 use crate::ipam::store::Owner;
 use crate::masq::{self, Firewall, Iptables};
-use crate::netlink::{link, Netlink};
+use crate::netlink::{is_not_found, link, Netlink};
 use crate::netns::NetNs;
 use crate::{names, reaper};
 
@@ -34,11 +34,15 @@ pub fn del(env: &CniEnv, conf: &NetConf, stdin: &[u8]) -> Result<()> {
                 .map_err(nl_err(format!("cannot delete {veth}")))?;
         }
         Some(l) => {
-            link::set_down(&mut host, l.index)
-                .map_err(nl_err(format!("cannot take {veth} down")))?;
-            if reaper::delete_later(l.index).is_err() {
-                link::delete_index(&mut host, l.index)
-                    .map_err(nl_err(format!("cannot delete {veth}")))?;
+            // A reaper from an earlier DEL may delete it between our look-up and now.
+            match link::retire(&mut host, l.index, reaper::RETIRED_GROUP) {
+                Err(e) if !is_not_found(&e) => {
+                    return Err(CniError::netlink(format!("cannot retire {veth}"), &e))
+                }
+                _ => {}
+            }
+            if reaper::reap_later().is_err() {
+                reaper::reap_now().map_err(nl_err(format!("cannot delete {veth}")))?;
             }
         }
         // Our end is gone already: look at the container's side; a missing namespace means
