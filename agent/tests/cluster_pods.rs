@@ -343,7 +343,18 @@ fn configmap_secret_volumes_and_field_ref_env() {
 fn delete_removes_sandbox_and_address_and_cleans_up_after_downtime() {
     let mut cluster = Cluster::start("agdel");
     let node = cluster.node_name.clone();
-    for name in ["first", "second", "third"] {
+    // "first" has a preStop hook that writes into a hostPath directory.
+    let host_dir = cluster.tmp.path().join("prestop");
+    std::fs::create_dir_all(&host_dir).expect("host dir");
+    cluster.apply(&pod_yaml(
+        "first",
+        &node,
+        &format!(
+            "  containers:\n  - name: app\n    image: {HTTP_IMAGE}\n    readinessProbe:\n      tcpSocket: {{port: 8080}}\n      periodSeconds: 1\n    lifecycle:\n      preStop:\n        exec: {{command: [sh, -c, 'echo bye from $HOSTNAME > /host/prestop']}}\n    volumeMounts: [{{name: host, mountPath: /host}}]\n  volumes:\n  - name: host\n    hostPath: {{path: {}, type: Directory}}\n",
+            host_dir.display()
+        ),
+    ));
+    for name in ["second", "third"] {
         cluster.apply(&http_pod(name, &node));
     }
     let ip = ready_pod_ip(&cluster, "first", Duration::from_secs(60));
@@ -476,4 +487,88 @@ fn agent_restart_adopts_running_pods_without_restarts() {
             .count(),
         10
     );
+}
+
+#[test]
+fn init_containers_run_in_order_and_exits_are_noticed_within_two_seconds() {
+    let cluster = Cluster::start("aginit");
+    cluster.apply(&pod_yaml(
+        "job",
+        &cluster.node_name,
+        &format!(
+            r#"  restartPolicy: Never
+  initContainers:
+  - name: first
+    image: {BUSYBOX}
+    command: [sh, -c, 'echo one > /work/order']
+    volumeMounts: [{{name: work, mountPath: /work}}]
+  - name: second
+    image: {BUSYBOX}
+    command: [sh, -c, 'echo two >> /work/order']
+    volumeMounts: [{{name: work, mountPath: /work}}]
+  containers:
+  - name: main
+    image: {BUSYBOX}
+    command: [sh, -c, 'cat /work/order; sleep 3']
+    volumeMounts: [{{name: work, mountPath: /work}}]
+  volumes:
+  - name: work
+    emptyDir: {{}}
+"#
+        ),
+    ));
+    let pod = cluster.wait_until(Duration::from_secs(60), "the pod to succeed", || {
+        let pod = cluster.pod("job");
+        (pod["status"]["phase"] == "Succeeded").then_some(pod)
+    });
+    let seen_at = std::time::SystemTime::now();
+    let finished = pod["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"]
+        .as_str()
+        .expect("finishedAt")
+        .to_string();
+    let finished: k8s_openapi::jiff::Timestamp = finished.parse().expect("RFC 3339");
+    let finished = std::time::UNIX_EPOCH
+        + Duration::from_secs(u64::try_from(finished.as_second()).expect("after 1970"));
+    // finishedAt is truncated to the second: up to 1 s of the gap is rounding, 2 s is the budget.
+    let gap = seen_at.duration_since(finished).unwrap_or_default();
+    assert!(
+        gap <= Duration::from_millis(3500),
+        "exit noticed {gap:?} after finishedAt"
+    );
+    let inits = pod["status"]["initContainerStatuses"]
+        .as_array()
+        .expect("init statuses");
+    assert_eq!(inits.len(), 2);
+    for init in inits {
+        assert_eq!(init["state"]["terminated"]["reason"], "Completed", "{init}");
+    }
+    let conditions = pod["status"]["conditions"].as_array().expect("conditions");
+    assert!(conditions
+        .iter()
+        .any(|c| c["type"] == "Initialized" && c["status"] == "True"));
+    assert_eq!(
+        cluster
+            .kubectl(&["logs", "job", "-c", "main"])
+            .expect("logs"),
+        "one\ntwo\n"
+    );
+    assert_eq!(
+        cluster
+            .kubectl(&["logs", "job", "-c", "second"])
+            .expect("logs"),
+        ""
+    );
+    // The finished pod's sandbox is stopped and its address released; the status keeps it.
+    cluster.wait_until(Duration::from_secs(10), "the sandbox to stop", || {
+        let (sandboxes, _) = cluster.runtime_state();
+        sandboxes.iter().all(|s| s.state != 0).then_some(())
+    });
+    assert!(
+        cluster.allocated_addresses().is_empty(),
+        "{:?}",
+        cluster.allocated_addresses()
+    );
+    assert!(cluster.pod("job")["status"]["podIP"]
+        .as_str()
+        .is_some_and(|ip| ip.starts_with("10.244.7.")));
 }

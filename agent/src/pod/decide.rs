@@ -57,8 +57,12 @@ impl PodState {
             return PodState::NeedsSandbox { attempt: 0 };
         };
         if !sandbox.ready {
+            // A finished pod's sandbox is stopped on purpose: it is not recreated.
             if regular_all_done(pod, observed, policy) {
                 return PodState::Completed;
+            }
+            if policy == RestartPolicy::Never && init_failed(pod, observed) {
+                return PodState::InitFailed;
             }
             return PodState::NeedsSandbox {
                 attempt: sandbox.attempt + 1,
@@ -100,6 +104,14 @@ fn regular_all_done(pod: &Pod, observed: &ObservedPod, policy: RestartPolicy) ->
         })
 }
 
+fn init_failed(pod: &Pod, observed: &ObservedPod) -> bool {
+    init_containers(pod).iter().any(|c| {
+        observed
+            .latest(&c.name)
+            .is_some_and(|o| o.state == RunState::Exited && o.exit_code != 0)
+    })
+}
+
 pub fn init_containers(pod: &Pod) -> &[Container] {
     pod.spec
         .as_ref()
@@ -132,6 +144,9 @@ pub enum Action {
     },
     /// Remove exited containers no longer needed for status or logs.
     RemoveContainers { ids: Vec<String> },
+    /// Stop the sandbox of a pod whose work is done (releases its address; containers stay
+    /// for status and logs).
+    StopSandbox { id: String },
 }
 
 /// A container that waits: why, and for how long at most.
@@ -200,7 +215,13 @@ pub fn plan(
                 );
             }
         }
-        PodState::Completed | PodState::InitFailed => {}
+        PodState::Completed | PodState::InitFailed => {
+            if let Some(sandbox) = observed.sandbox.as_ref().filter(|s| s.ready) {
+                plan.actions.push(Action::StopSandbox {
+                    id: sandbox.id.clone(),
+                });
+            }
+        }
     }
     let garbage = observed.garbage();
     let mut stale = observed.stale_containers.clone();
@@ -489,7 +510,8 @@ mod tests {
                 .push(container("app", 0, RunState::Exited, exit, 1));
             let (state, plan) = plan(&p, &observed, &[], 2 * SEC);
             assert_eq!(state == PodState::Completed, done, "{policy} exit {exit}");
-            assert_eq!(plan.actions.is_empty(), done, "{policy} exit {exit}");
+            let stops = plan.actions == vec![Action::StopSandbox { id: "sb".into() }];
+            assert_eq!(stops, done, "{policy} exit {exit}: {:?}", plan.actions);
         }
     }
 
@@ -531,6 +553,6 @@ mod tests {
         observed.containers.push(failed);
         let (state, plan) = plan(&p, &observed, &[], 2 * SEC);
         assert_eq!(state, PodState::InitFailed);
-        assert!(plan.actions.is_empty());
+        assert_eq!(plan.actions, vec![Action::StopSandbox { id: "sb".into() }]);
     }
 }

@@ -50,7 +50,19 @@ pub fn compute(input: &StatusInput<'_>) -> PodStatus {
         && !matches!(input.state, PodState::InitFailed));
     let containers_ready = !statuses.is_empty() && statuses.iter().all(|s| s.ready);
     let phase = phase(input, &statuses, policy);
-    let pod_ip = input.observed.sandbox.as_ref().and_then(|s| s.ip.clone());
+    // A finished pod keeps the address it had after its sandbox is stopped, as with the kubelet.
+    let pod_ip = input
+        .observed
+        .sandbox
+        .as_ref()
+        .and_then(|s| s.ip.clone())
+        .or_else(|| {
+            input
+                .state
+                .is_finished()
+                .then(|| old.pod_ip.clone())
+                .flatten()
+        });
 
     let mut conditions = vec![
         condition(&old, "PodScheduled", true, None, input.now),

@@ -305,6 +305,10 @@ impl Worker {
                 });
                 Ok(false)
             }
+            Action::StopSandbox { id } => {
+                cri.stop_pod_sandbox(&id).await?;
+                Ok(true)
+            }
             Action::RemoveContainers { ids } => {
                 for id in ids {
                     if let Err(e) = cri.remove_container(&id).await {
