@@ -89,3 +89,78 @@ pub fn delete_flows(runner: &dyn Runner, flows: &[Vec<String>]) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Endpoint, ServicePort, ServicePortName};
+    use std::collections::BTreeMap;
+
+    fn model(eps: &[&str], proto: Protocol) -> ProxyModel {
+        let name = ServicePortName {
+            namespace: "default".into(),
+            name: "dns".into(),
+            port_name: String::new(),
+            protocol: proto,
+        };
+        let sp = ServicePort {
+            name: name.clone(),
+            cluster_ip: "10.96.0.53".parse().unwrap(),
+            port: 53,
+            node_port: Some(30053),
+            external_ips: Vec::new(),
+            affinity_timeout: None,
+            internal_local: false,
+            external_local: false,
+            endpoints: eps
+                .iter()
+                .map(|ip| Endpoint {
+                    ip: ip.parse().unwrap(),
+                    port: 5353,
+                    ready: true,
+                    serving: true,
+                    terminating: false,
+                    local: false,
+                })
+                .collect(),
+        };
+        ProxyModel {
+            services: BTreeMap::from([(name, sp)]),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn removed_udp_endpoint_flows_are_deleted() {
+        let old = model(&["10.244.1.2", "10.244.1.3"], Protocol::Udp);
+        let new = model(&["10.244.1.2"], Protocol::Udp);
+        let flows = stale_udp_flows(&old, &new);
+        let text: Vec<String> = flows.iter().map(|f| f.join(" ")).collect();
+        assert_eq!(
+            text,
+            [
+                "-D -p udp --orig-dst 10.96.0.53 --dst-nat 10.244.1.3",
+                "-D -p udp --orig-port-dst 30053 --dst-nat 10.244.1.3",
+            ]
+        );
+        // TCP needs nothing: connections end on their own.
+        let old = model(&["10.244.1.2", "10.244.1.3"], Protocol::Tcp);
+        assert!(stale_udp_flows(&old, &model(&["10.244.1.2"], Protocol::Tcp)).is_empty());
+    }
+
+    #[test]
+    fn service_gaining_endpoints_clears_rejected_flows() {
+        let flows = stale_udp_flows(
+            &model(&[], Protocol::Udp),
+            &model(&["10.244.1.2"], Protocol::Udp),
+        );
+        let text: Vec<String> = flows.iter().map(|f| f.join(" ")).collect();
+        assert_eq!(
+            text,
+            [
+                "-D -p udp --orig-dst 10.96.0.53",
+                "-D -p udp --orig-port-dst 30053"
+            ]
+        );
+    }
+}

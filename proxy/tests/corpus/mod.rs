@@ -1,5 +1,8 @@
 //! A corpus of Services and EndpointSlices covering every feature, as the API would serve them.
 
+// Each test crate uses a different part of the corpus.
+#![allow(dead_code)]
+
 use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use keelson_proxy::from_k8s::build_model;
