@@ -119,6 +119,7 @@ pub async fn run(cfg: AgentConfig) -> Result<(), AgentError> {
 
     let ctx = Arc::new(Context {
         cri,
+        events: crate::pod::events::Recorder::new(client.clone(), cfg.node_name.clone()),
         client,
         settings: NodeSettings {
             node_name: cfg.node_name.clone(),

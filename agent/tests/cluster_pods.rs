@@ -104,6 +104,25 @@ fn pod_runs_ready_answers_http_and_shows_logs() {
     let streamed = String::from_utf8_lossy(&out.stdout);
     assert!(streamed.contains("GET /followed -> 200"), "{streamed}");
 
+    // Events tell the story, as `kubectl describe pod` shows it.
+    let events = cluster.wait_until(Duration::from_secs(10), "pod events", || {
+        let events = cluster.pod_events("web");
+        events
+            .iter()
+            .any(|e| e.starts_with("Started: Started container app"))
+            .then_some(events)
+    });
+    for expected in [
+        "Pulling: Pulling image",
+        "Pulled: Successfully pulled image",
+        "Created: Created container app",
+    ] {
+        assert!(
+            events.iter().any(|e| e.starts_with(expected)),
+            "{expected} in {events:?}"
+        );
+    }
+
     // Node, lease, health and metrics.
     let node = cluster
         .kubectl_json(&["get", "node", &cluster.node_name])
@@ -215,6 +234,26 @@ fn crash_loop_backs_off_and_probes_restart_and_unready() {
             table.contains("CrashLoopBackOff").then_some(())
         },
     );
+    let events = cluster.pod_events("crash");
+    assert!(
+        events
+            .iter()
+            .any(|e| e.starts_with("BackOff: Back-off restarting failed container app")),
+        "{events:?}"
+    );
+    let events = cluster.pod_events("live");
+    assert!(
+        events
+            .iter()
+            .any(|e| e.starts_with("Unhealthy: Liveness probe failed")),
+        "{events:?}"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| e.starts_with("Killing: Container app failed liveness probe")),
+        "{events:?}"
+    );
     let last = &cluster.pod("crash")["status"]["containerStatuses"][0]["lastState"]["terminated"];
     assert_eq!(last["exitCode"], 1, "{last}");
     let previous = cluster
@@ -282,6 +321,19 @@ fn missing_image_gives_err_image_pull_then_back_off() {
         "registry's message kept: {message}"
     );
     assert_eq!(cluster.pod("missing")["status"]["phase"], "Pending");
+    let events = cluster.pod_events("missing");
+    assert!(
+        events
+            .iter()
+            .any(|e| e.starts_with("Failed: Failed to pull image") && e.contains("not found")),
+        "{events:?}"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| e.starts_with("BackOff: Back-off pulling image")),
+        "{events:?}"
+    );
 }
 
 #[test]

@@ -191,7 +191,7 @@ async fn post_status(
     cfg: &NodeConfig,
     ready: bool,
     message: &str,
-) -> Result<(), NodeError> {
+) -> Result<NodeStatus, NodeError> {
     let api: Api<Node> = Api::all(client.clone());
     let err = |source| NodeError::Api {
         node: cfg.name.clone(),
@@ -203,17 +203,30 @@ async fn post_status(
     api.patch_status(&cfg.name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
         .map_err(err)?;
-    Ok(())
+    Ok(status)
 }
 
-/// Posts the node status every `period` (Ready follows the runtime's RuntimeReady and
-/// NetworkReady conditions).
+/// The status without heartbeat times, to tell a real change from the passing of time.
+fn without_heartbeats(mut status: NodeStatus) -> NodeStatus {
+    for c in status.conditions.iter_mut().flatten() {
+        c.last_heartbeat_time = None;
+    }
+    status
+}
+
+/// How often an unchanged status is posted anyway (the Lease is the frequent heartbeat), as the
+/// kubelet's nodeStatusReportFrequency.
+pub const REPORT_UNCHANGED_EVERY: Duration = Duration::from_secs(300);
+
+/// Checks the runtime every `period` and posts the node status when it changed (Ready follows
+/// the runtime's RuntimeReady and NetworkReady conditions), or every five minutes.
 pub async fn status_loop(
     client: kube::Client,
     cfg: NodeConfig,
     cri: Arc<dyn Cri>,
     period: Duration,
 ) {
+    let mut last: Option<(NodeStatus, std::time::Instant)> = None;
     loop {
         tokio::time::sleep(period).await;
         let (ready, message) = match cri.status().await {
@@ -232,8 +245,20 @@ pub async fn status_loop(
             }
             Err(e) => (false, format!("container runtime is down: {e}")),
         };
-        if let Err(e) = post_status(&client, &cfg, ready, &message).await {
-            tracing::warn!(error = %e, "posting node status failed");
+        let candidate =
+            without_heartbeats(status(&cfg, ready, &message, last.as_ref().map(|(s, _)| s)));
+        let due = match &last {
+            Some((previous, at)) => {
+                *previous != candidate || at.elapsed() >= REPORT_UNCHANGED_EVERY
+            }
+            None => true,
+        };
+        if !due {
+            continue;
+        }
+        match post_status(&client, &cfg, ready, &message).await {
+            Ok(posted) => last = Some((without_heartbeats(posted), std::time::Instant::now())),
+            Err(e) => tracing::warn!(error = %e, "posting node status failed"),
         }
     }
 }

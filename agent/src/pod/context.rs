@@ -19,6 +19,7 @@ pub struct Context {
     pub root: PathBuf,
     pub host_ip: String,
     pub metrics: Arc<Metrics>,
+    pub events: super::events::Recorder,
     /// Latest version of every pod bound to this node, by UID.
     pub pods: RwLock<HashMap<String, Arc<Pod>>>,
 }

@@ -4,6 +4,7 @@
 pub mod context;
 pub mod decide;
 pub mod env;
+pub mod events;
 pub mod manager;
 pub mod observed;
 pub mod probe;

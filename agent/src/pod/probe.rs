@@ -20,6 +20,8 @@ pub struct ProbeTable {
     pub view: ProbeView,
     /// Containers whose liveness or startup probe failed past its threshold.
     pub unhealthy: Vec<String>,
+    /// The latest failure of each probe, by container id and kind (for events).
+    pub last_failure: HashMap<(String, &'static str), String>,
 }
 
 pub type SharedProbes = Arc<Mutex<ProbeTable>>;
@@ -135,6 +137,16 @@ pub enum Kind {
     Readiness,
 }
 
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Startup => "Startup",
+            Kind::Liveness => "Liveness",
+            Kind::Readiness => "Readiness",
+        }
+    }
+}
+
 /// Probes one container until it is aborted (the worker aborts it when the container stops).
 #[allow(clippy::too_many_arguments)]
 pub async fn run(
@@ -177,6 +189,10 @@ pub async fn run(
                     failures += 1;
                     successes = 0;
                     tracing::debug!(container = %container.name, ?kind, %why, "probe failed");
+                    if let Ok(mut t) = table.lock() {
+                        t.last_failure
+                            .insert((container_id.clone(), kind.name()), why.clone());
+                    }
                 }
             }
             let changed = record(

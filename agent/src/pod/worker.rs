@@ -13,6 +13,7 @@ use tokio::sync::mpsc;
 
 use super::context::Context;
 use super::decide::{self, Action, PodState, Waiting};
+use super::events::Kind;
 use super::observed::{ObservedPod, RunState};
 use super::probe::{self, Probers, SharedProbes};
 use super::status::{self, StatusInput};
@@ -58,6 +59,9 @@ pub struct Worker {
     /// Containers being stopped in the background (liveness failures), so a slow stop within
     /// the grace period does not hold up status updates.
     killing: Arc<std::sync::Mutex<std::collections::HashSet<String>>>,
+    /// Waiting reasons and readiness already announced by events, so each is sent once.
+    announced_waiting: BTreeMap<String, String>,
+    announced_unready: std::collections::HashSet<String>,
 }
 
 impl Worker {
@@ -77,6 +81,8 @@ impl Worker {
             start_recorded: false,
             seeded: false,
             killing: Arc::default(),
+            announced_waiting: BTreeMap::new(),
+            announced_unready: std::collections::HashSet::new(),
         }
     }
 
@@ -177,6 +183,7 @@ impl Worker {
             waiting.entry(name.clone()).or_insert_with(|| w.clone());
         }
         self.manage_probes(pod, &observed);
+        self.announce(pod, &observed, &waiting);
         let probe_view = self
             .probes
             .lock()
@@ -220,6 +227,13 @@ impl Worker {
                     Ok(_) => Ok(true),
                     Err(e) => {
                         tracing::warn!(pod = %pod_key(pod), error = %e, "sandbox creation failed");
+                        self.ctx.events.pod(
+                            pod,
+                            None,
+                            Kind::Warning,
+                            "FailedCreatePodSandBox",
+                            format!("Failed to create pod sandbox: {e}"),
+                        );
                         for c in decide::regular_containers(pod)
                             .iter()
                             .chain(decide::init_containers(pod))
@@ -283,6 +297,27 @@ impl Worker {
                     return Ok(false);
                 }
                 tracing::info!(pod = %pod_key(pod), container = %name, %reason, "killing container");
+                let why = self
+                    .probes
+                    .lock()
+                    .ok()
+                    .and_then(|t| t.last_failure.get(&(id.clone(), "Liveness")).cloned());
+                if let Some(why) = why {
+                    self.ctx.events.pod(
+                        pod,
+                        Some(&name),
+                        Kind::Warning,
+                        "Unhealthy",
+                        format!("Liveness probe failed: {why}"),
+                    );
+                }
+                self.ctx.events.pod(
+                    pod,
+                    Some(&name),
+                    Kind::Normal,
+                    "Killing",
+                    format!("Container {name} {reason}, will be restarted"),
+                );
                 let grace = grace_seconds(pod);
                 let spec = find_container(pod, &name, false);
                 let ip = observed
@@ -365,10 +400,26 @@ impl Worker {
                 reason: "CreateContainerError".into(),
                 message: e.status.message().to_string(),
             })?;
+        let events = &self.ctx.events;
+        let name = &container.name;
+        events.pod(
+            pod,
+            Some(name),
+            Kind::Normal,
+            "Created",
+            format!("Created container {name}"),
+        );
         cri.start_container(&id).await.map_err(|e| Waiting {
             reason: "RunContainerError".into(),
             message: e.status.message().to_string(),
         })?;
+        events.pod(
+            pod,
+            Some(name),
+            Kind::Normal,
+            "Started",
+            format!("Started container {name}"),
+        );
         Ok(())
     }
 
@@ -387,6 +438,13 @@ impl Worker {
         let cri = &self.ctx.cri;
         if policy != "Always" {
             if let Ok(Some(present)) = cri.image_status(&image).await {
+                self.ctx.events.pod(
+                    pod,
+                    Some(&container.name),
+                    Kind::Normal,
+                    "Pulled",
+                    format!("Container image \"{image}\" already present on machine"),
+                );
                 return Ok(present.id);
             }
             if policy == "Never" {
@@ -406,14 +464,39 @@ impl Worker {
                 });
             }
         }
+        self.ctx.events.pod(
+            pod,
+            Some(&container.name),
+            Kind::Normal,
+            "Pulling",
+            format!("Pulling image \"{image}\""),
+        );
+        let started = Instant::now();
         match cri.pull_image(&image, Some(sandbox.clone())).await {
             Ok(image_ref) => {
                 self.pulls.remove(&image);
+                self.ctx.events.pod(
+                    pod,
+                    Some(&container.name),
+                    Kind::Normal,
+                    "Pulled",
+                    format!(
+                        "Successfully pulled image \"{image}\" in {:.3}s",
+                        started.elapsed().as_secs_f64()
+                    ),
+                );
                 Ok(image_ref)
             }
             Err(e) => {
                 let message = format!("Failed to pull image \"{image}\": {}", e.status.message());
                 tracing::info!(pod = %pod_key(pod), %message, "image pull failed");
+                self.ctx.events.pod(
+                    pod,
+                    Some(&container.name),
+                    Kind::Warning,
+                    "Failed",
+                    message.clone(),
+                );
                 let entry = self.pulls.entry(image).or_insert(PullFailure {
                     count: 0,
                     at: Instant::now(),
@@ -576,6 +659,60 @@ impl Worker {
         self.probers.retain(&running, &self.probes);
     }
 
+    /// Events for waiting containers (BackOff, Failed) and readiness failures, once per change.
+    fn announce(&mut self, pod: &Pod, observed: &ObservedPod, waiting: &BTreeMap<String, Waiting>) {
+        for (name, w) in waiting {
+            let key = format!("{}|{}", w.reason, w.message);
+            if self.announced_waiting.get(name) == Some(&key) {
+                continue;
+            }
+            self.announced_waiting.insert(name.clone(), key);
+            let (kind, reason, message) = match w.reason.as_str() {
+                "CrashLoopBackOff" => (
+                    Kind::Warning,
+                    "BackOff",
+                    format!(
+                        "Back-off restarting failed container {name} in pod {}",
+                        pod_key(pod)
+                    ),
+                ),
+                "ImagePullBackOff" => (Kind::Normal, "BackOff", w.message.clone()),
+                "ContainerCreating" | "PodInitializing" => continue,
+                other => (
+                    Kind::Warning,
+                    "Failed",
+                    format!("Error: {other}: {}", w.message),
+                ),
+            };
+            self.ctx.events.pod(pod, Some(name), kind, reason, message);
+        }
+        self.announced_waiting
+            .retain(|name, _| waiting.contains_key(name));
+        let Ok(table) = self.probes.lock() else {
+            return;
+        };
+        for c in observed
+            .containers
+            .iter()
+            .filter(|c| c.state == RunState::Running)
+        {
+            let unready = table.view.ready.get(&c.id) == Some(&false);
+            if unready && self.announced_unready.insert(c.id.clone()) {
+                if let Some(why) = table.last_failure.get(&(c.id.clone(), "Readiness")) {
+                    self.ctx.events.pod(
+                        pod,
+                        Some(&c.name),
+                        Kind::Warning,
+                        "Unhealthy",
+                        format!("Readiness probe failed: {why}"),
+                    );
+                }
+            } else if !unready {
+                self.announced_unready.remove(&c.id);
+            }
+        }
+    }
+
     fn record_start(&mut self, pod: &Pod, status: &PodStatus) {
         if self.start_recorded {
             return;
@@ -639,6 +776,12 @@ impl Worker {
             .filter(|c| c.state == RunState::Running)
         {
             let spec = pod.and_then(|p| find_container(p, &c.name, c.init));
+            if let Some(p) = pod {
+                let msg = format!("Stopping container {}", c.name);
+                self.ctx
+                    .events
+                    .pod(p, Some(&c.name), Kind::Normal, "Killing", msg);
+            }
             let id = c.id.clone();
             let cri = cri.clone();
             let ip = observed

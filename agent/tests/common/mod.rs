@@ -308,6 +308,36 @@ impl Cluster {
         found
     }
 
+    /// "reason: message" of the events about a pod, oldest first.
+    pub fn pod_events(&self, pod: &str) -> Vec<String> {
+        let Ok(list) = self.kubectl_json(&["get", "events"]) else {
+            return Vec::new();
+        };
+        let mut events: Vec<(String, String)> = list["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|e| e["involvedObject"]["name"] == pod)
+            .map(|e| {
+                let at = e["eventTime"]
+                    .as_str()
+                    .or(e["lastTimestamp"].as_str())
+                    .unwrap_or("")
+                    .to_string();
+                (
+                    at,
+                    format!(
+                        "{}: {}",
+                        e["reason"].as_str().unwrap_or(""),
+                        e["message"].as_str().unwrap_or("")
+                    ),
+                )
+            })
+            .collect();
+        events.sort();
+        events.into_iter().map(|(_, text)| text).collect()
+    }
+
     pub fn metrics(&self) -> String {
         self.on_node(
             "curl",
