@@ -98,17 +98,13 @@ impl IptablesBackend {
         (restore_text(&input), cache)
     }
 
-    /// Renders the text of a partial sync and the cache after it.
-    pub fn partial_sync_text(
-        &self,
-        model: &ProxyModel,
-        changed: &[ServicePortName],
-    ) -> (String, BTreeMap<ServicePortName, ServiceRules>) {
-        let mut cache = self.cache.clone();
+    /// Renders the text of a partial sync, updating the cache as if it were loaded (a failed
+    /// load is followed by a full sync, which rebuilds the cache from scratch).
+    pub fn partial_sync_text(&mut self, model: &ProxyModel, changed: &[ServicePortName]) -> String {
         let mut delete_chains = Vec::new();
         let mut rewritten = Vec::new();
         for name in changed {
-            let old = cache.remove(name);
+            let old = self.cache.remove(name);
             let new = model
                 .services
                 .get(name)
@@ -119,16 +115,16 @@ impl IptablesBackend {
             }
             if let Some(new) = new {
                 rewritten.push(name.clone());
-                cache.insert(name.clone(), new);
+                self.cache.insert(name.clone(), new);
             }
         }
         let input = RestoreInput {
-            all: cache.values().collect(),
-            rewrite: rewritten.iter().filter_map(|n| cache.get(n)).collect(),
+            all: self.cache.values().collect(),
+            rewrite: rewritten.iter().filter_map(|n| self.cache.get(n)).collect(),
             delete_chains,
             missing_jumps: Vec::new(),
         };
-        (restore_text(&input), cache)
+        restore_text(&input)
     }
 
     fn restore(&self, text: &str) -> Result<(), ProxyError> {
@@ -176,18 +172,16 @@ impl RuleBackend for IptablesBackend {
             SyncScope::Partial(changed) if self.synced => changed,
             _ => return self.full_sync(model),
         };
-        let (text, cache) = self.partial_sync_text(model, changed);
+        let text = self.partial_sync_text(model, changed);
         match self.restore(&text) {
-            Ok(()) => {
-                self.cache = cache;
-                Ok(SyncStats {
-                    full: false,
-                    written: count_rules(&text),
-                })
-            }
+            Ok(()) => Ok(SyncStats {
+                full: false,
+                written: count_rules(&text),
+            }),
             Err(e) => {
                 // The kernel state no longer matches our cache; start over from iptables-save.
                 tracing::warn!(error = %e, "partial iptables sync failed, doing a full sync");
+                self.synced = false;
                 self.full_sync(model)
             }
         }
