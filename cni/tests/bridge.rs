@@ -274,3 +274,31 @@ fn ipv6_dual_stack_without_dad_wait() {
     tcp_roundtrip(&ns, "[fd00:77:6::1]:7003".into()).expect("v6 tcp to gateway");
     server.join().expect("server");
 }
+
+#[test]
+fn gc_removes_masquerade_chains_of_collected_attachments_only() {
+    let f = fixture();
+    require_root_and_tools(&["iptables-save", "iptables-restore"]);
+    let (a, b) = (Netns::new("a"), Netns::new("b"));
+    let c = conf(&f, "10.77.7.0/24", json!({"ipMasq": true}));
+    add(&f, "masq-a", &a, &c);
+    add(&f, "masq-b", &b, &c);
+    let gc = with(
+        &c,
+        "cni.dev/valid-attachments",
+        json!([{"containerID": "masq-a", "ifname": "eth0"}]),
+    );
+    Call::new(&keelson_bin(), &f.host, "GC", "")
+        .run(&gc.to_string())
+        .expect_ok();
+    let text = String::from_utf8_lossy(&f.host.sh("iptables-save -t nat").stdout).into_owned();
+    assert!(
+        text.contains("-s 10.77.7.2/32"),
+        "kept attachment lost its rule: {text}"
+    );
+    assert!(
+        !text.contains("-s 10.77.7.3/32"),
+        "collected attachment kept its rule: {text}"
+    );
+    assert_eq!(text.matches(":KCNI-").count(), 1, "{text}");
+}

@@ -26,14 +26,19 @@ pub fn allocate(
     sets: &[Vec<Range>],
     owner: &Owner,
 ) -> Result<Vec<Allocated>> {
-    let existing = store
-        .list()
-        .map_err(|e| store_err("listing allocations", e))?;
-    let mine: Vec<IpAddr> = existing
-        .iter()
-        .filter(|(_, o)| o == owner)
-        .map(|(ip, _)| *ip)
-        .collect();
+    // The owner's index makes this O(1): no scan of every allocation on the hot path.
+    let mut mine: Vec<IpAddr> = Vec::new();
+    let indexed = store
+        .indexed(owner)
+        .map_err(|e| store_err("reading owner index", e))?;
+    for ip in indexed.unwrap_or_default() {
+        let held = store
+            .owner_of(ip)
+            .map_err(|e| store_err("reading allocation", e))?;
+        if held.as_ref() == Some(owner) {
+            mine.push(ip);
+        }
+    }
     let mut out: Vec<Allocated> = Vec::new();
     let mut fresh: Vec<IpAddr> = Vec::new();
     for (set_index, set) in sets.iter().enumerate() {

@@ -80,6 +80,15 @@ impl Store for DiskStore {
         if target.exists() {
             return Ok(false);
         }
+        // Index first: a crash after it leaves an entry that release() verifies and skips.
+        let mut index = self.indexed(owner)?.unwrap_or_default();
+        if !index.contains(&ip) {
+            index.push(ip);
+            let body: String = index.iter().map(|i| format!("{i}\n")).collect();
+            let tmp =
+                self.write_atomic(&format!("{TMP_PREFIX}index-{}", std::process::id()), &body)?;
+            fs::rename(tmp, self.index_path(owner))?;
+        }
         let tmp = self.write_atomic(
             &format!("{TMP_PREFIX}{ip}-{}", std::process::id()),
             &owner.to_file(),
@@ -91,16 +100,10 @@ impl Store for DiskStore {
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
             Err(e) => return Err(e),
         }
-        let last_tmp = self.write_atomic(
-            &format!(
-                "{TMP_PREFIX}{LAST_RESERVED}{set_index}-{}",
-                std::process::id()
-            ),
-            &ip.to_string(),
-        )?;
-        fs::rename(
-            last_tmp,
+        // Only a round-robin hint: written in place; a torn write just restarts the scan.
+        fs::write(
             self.dir.join(format!("{LAST_RESERVED}{set_index}")),
+            ip.to_string(),
         )?;
         Ok(true)
     }
@@ -205,6 +208,14 @@ mod tests {
             fs::read_to_string(net.join("last_reserved_ip.0")).unwrap(),
             "10.1.0.2"
         );
+        assert_eq!(
+            store.indexed(&Owner::new("abc", "eth0")).unwrap(),
+            Some(vec![ip])
+        );
+        // Allocation and index files are not listed as allocations.
+        assert_eq!(store.list().unwrap().len(), 1);
+        store.drop_index(&Owner::new("abc", "eth0")).unwrap();
+        assert_eq!(store.indexed(&Owner::new("abc", "eth0")).unwrap(), None);
         fs::write(net.join(".tmp-10.1.0.3-1"), "half").unwrap();
         let listed = store.list().unwrap();
         assert_eq!(listed.len(), 1);

@@ -72,7 +72,9 @@ pub fn add(env: &CniEnv, conf: &NetConf, stdin: &[u8]) -> Result<CniResult> {
         masq: false,
     };
 
+    tracing::debug!("ADD: namespaces open");
     let mut ipres = ipam.add(env, stdin)?;
+    tracing::debug!("ADD: addresses allocated");
     undo.ipam = Some(&ipam);
     if ipres.ips.is_empty() {
         return Err(CniError::config("IPAM returned no addresses"));
@@ -85,6 +87,7 @@ pub fn add(env: &CniEnv, conf: &NetConf, stdin: &[u8]) -> Result<CniResult> {
         .filter_map(|ip| ip.gateway.map(|g| (g, ip.address.prefix())))
         .collect();
     let bridge = ensure_bridge(&mut host, conf, &gateways)?;
+    tracing::debug!("ADD: bridge ready");
 
     let veth_name = names::host_veth(&env.container_id, &env.ifname);
     // An ADD killed earlier for the same attachment may have left its pair behind.
@@ -112,6 +115,7 @@ pub fn add(env: &CniEnv, conf: &NetConf, stdin: &[u8]) -> Result<CniResult> {
             )
         }
     })?;
+    tracing::debug!("ADD: veth created");
     let host_veth = link::get(&mut host, &veth_name)
         .map_err(nl_err(format!("cannot read {veth_name}")))?
         .ok_or_else(|| {
@@ -155,6 +159,7 @@ pub fn add(env: &CniEnv, conf: &NetConf, stdin: &[u8]) -> Result<CniResult> {
                 ip.address, env.ifname
             )))?;
     }
+    tracing::debug!("ADD: container addresses set");
     let result_routes = routes::result_routes(&ipres.routes, &ipres.ips, conf.is_default_gateway);
     for (dst, gw) in routes::kernel_routes(&result_routes, &ipres.ips) {
         route::add(&mut cnl, dst, gw, cif.index)
@@ -162,6 +167,7 @@ pub fn add(env: &CniEnv, conf: &NetConf, stdin: &[u8]) -> Result<CniResult> {
             .map_err(nl_err(format!("cannot add route {dst} in {}", env.netns)))?;
     }
 
+    tracing::debug!("ADD: routes set");
     if conf.gateway_on_bridge() {
         let v4 = ipres.ips.iter().any(|ip| ip.address.is_ipv4());
         let v6 = ipres.ips.iter().any(|ip| ip.address.is_ipv6());
