@@ -159,6 +159,22 @@ fn pod_runs_ready_answers_http_and_shows_logs() {
         "{metrics}"
     );
     assert!(metrics.contains("keelson_agent_pod_workers 1"), "{metrics}");
+
+    // A changed image (kubectl set image) restarts the container with the new one.
+    let new_image = HTTP_IMAGE.replace(":1", ":2");
+    cluster
+        .kubectl(&["set", "image", "pod/web", &format!("app={new_image}")])
+        .expect("kubectl set image");
+    cluster.wait_until(
+        Duration::from_secs(30),
+        "the container restarted with the new image",
+        || {
+            let pod = cluster.pod("web");
+            let cs = &pod["status"]["containerStatuses"][0];
+            (cs["image"] == new_image.as_str() && cs["restartCount"] == 1 && is_ready(&pod))
+                .then_some(())
+        },
+    );
 }
 
 #[test]

@@ -232,6 +232,11 @@ pub fn plan(
     (state, plan)
 }
 
+fn changed(spec: &Container, observed: &ObservedContainer) -> bool {
+    !observed.spec_hash.is_empty()
+        && observed.spec_hash != crate::pod::translate::container_hash(spec)
+}
+
 #[allow(clippy::too_many_arguments)]
 fn decide_container(
     plan: &mut Plan,
@@ -259,6 +264,12 @@ fn decide_container(
                     name: spec.name.clone(),
                     reason: "failed liveness probe".into(),
                 });
+            } else if changed(spec, latest) {
+                plan.actions.push(Action::KillContainer {
+                    id: latest.id.clone(),
+                    name: spec.name.clone(),
+                    reason: "definition changed".into(),
+                });
             }
         }
         // A container created but never started (agent crashed in between) counts as a failed attempt.
@@ -268,6 +279,15 @@ fn decide_container(
             } else {
                 1
             };
+            // A container stopped because its definition changed comes back at once.
+            if changed(spec, latest) && policy == RestartPolicy::Always {
+                plan.actions.push(Action::StartContainer {
+                    name: spec.name.clone(),
+                    init,
+                    attempt: latest.attempt + 1,
+                });
+                return;
+            }
             if !policy.restarts(exit_code) {
                 return;
             }
@@ -382,6 +402,7 @@ mod tests {
             message: String::new(),
             image: "img".into(),
             image_ref: "sha256:x".into(),
+            spec_hash: String::new(),
         }
     }
 
@@ -527,6 +548,43 @@ mod tests {
             .push(container("app", 0, RunState::Running, 0, 0));
         let (_, plan) = plan(&p, &observed, &["app-0".to_string()], SEC);
         assert!(matches!(&plan.actions[0], Action::KillContainer { id, .. } if id == "app-0"));
+    }
+
+    #[test]
+    fn changed_definition_restarts_the_container_at_once() {
+        let p = pod("Always", &[], &["app"]);
+        let spec = &p.spec.as_ref().unwrap().containers[0];
+        let mut observed = ObservedPod {
+            sandbox: sandbox(true),
+            ..Default::default()
+        };
+        let mut running = container("app", 0, RunState::Running, 0, 0);
+        running.spec_hash = crate::pod::translate::container_hash(spec);
+        observed.containers.push(running.clone());
+        let (_, same) = plan(&p, &observed, &[], SEC);
+        assert!(same.actions.is_empty(), "{:?}", same.actions);
+
+        running.spec_hash = "0000".into();
+        observed.containers[0] = running.clone();
+        let (_, kill) = plan(&p, &observed, &[], SEC);
+        assert!(
+            matches!(&kill.actions[0], Action::KillContainer { reason, .. } if reason == "definition changed")
+        );
+
+        let mut exited = running;
+        exited.state = RunState::Exited;
+        exited.attempt = 3;
+        exited.finished_at_ns = SEC;
+        observed.containers[0] = exited;
+        let (_, start) = plan(&p, &observed, &[], SEC);
+        assert_eq!(
+            start.actions,
+            vec![Action::StartContainer {
+                name: "app".into(),
+                init: false,
+                attempt: 4
+            }]
+        );
     }
 
     #[test]

@@ -38,6 +38,8 @@ pub struct ObservedContainer {
     pub message: String,
     pub image: String,
     pub image_ref: String,
+    /// Hash of the container spec it was created from (empty for containers of older agents).
+    pub spec_hash: String,
 }
 
 /// The runtime view of one pod: its newest sandbox and that sandbox's containers, plus every
@@ -167,5 +169,10 @@ fn observe_container(c: &cri::ContainerStatus, sandbox_id: &str) -> ObservedCont
             .map(|i| i.image.clone())
             .unwrap_or_default(),
         image_ref: c.image_ref.clone(),
+        spec_hash: c
+            .annotations
+            .get(crate::pod::translate::HASH_ANNOTATION)
+            .cloned()
+            .unwrap_or_default(),
     }
 }

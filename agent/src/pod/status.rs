@@ -351,6 +351,7 @@ mod tests {
             message: String::new(),
             image: "busybox".into(),
             image_ref: "sha256:abc".into(),
+            spec_hash: String::new(),
         }
     }
 

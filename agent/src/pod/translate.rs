@@ -189,6 +189,22 @@ fn merge_custom(mut config: cri::DnsConfig, pod: &Pod) -> cri::DnsConfig {
     config
 }
 
+/// Annotation with the hash of the container's spec when it was created: a running container
+/// whose spec changed since (e.g. `kubectl set image`) is restarted.
+pub const HASH_ANNOTATION: &str = "io.keelson.container.hash";
+
+/// A stable hash (FNV-1a over the JSON form) of the container spec, so that it survives agent
+/// upgrades, unlike std's hasher.
+pub fn container_hash(c: &Container) -> String {
+    let text = serde_json::to_string(c).unwrap_or_default();
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
 /// A volume mount resolved to a host path.
 #[derive(Clone, Debug, PartialEq)]
 pub struct HostMount {
@@ -231,10 +247,13 @@ pub fn container_config(input: &ContainerInput<'_>) -> cri::ContainerConfig {
         labels::CONTAINER_KIND.to_string(),
         if input.init { "init" } else { "regular" }.to_string(),
     );
-    let annotations = HashMap::from([(
-        "io.kubernetes.container.restartCount".to_string(),
-        input.attempt.to_string(),
-    )]);
+    let annotations = HashMap::from([
+        (
+            "io.kubernetes.container.restartCount".to_string(),
+            input.attempt.to_string(),
+        ),
+        (HASH_ANNOTATION.to_string(), container_hash(c)),
+    ]);
 
     let command = c
         .command
