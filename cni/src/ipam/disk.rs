@@ -100,11 +100,16 @@ impl Store for DiskStore {
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
             Err(e) => return Err(e),
         }
-        // Only a round-robin hint: written in place; a torn write just restarts the scan.
-        fs::write(
-            self.dir.join(format!("{LAST_RESERVED}{set_index}")),
-            ip.to_string(),
-        )?;
+        // Only a round-robin hint, so written in place (a torn write just restarts the scan),
+        // and without O_TRUNC: ext4 flushes a file truncated to zero on close, ~0.5 ms.
+        let text = ip.to_string();
+        let mut f = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(self.dir.join(format!("{LAST_RESERVED}{set_index}")))?;
+        f.write_all(text.as_bytes())?;
+        f.set_len(text.len() as u64)?;
         Ok(true)
     }
 
