@@ -14,7 +14,7 @@ use crate::config::AgentConfig;
 use crate::cri::{Cri, GrpcCri};
 use crate::error::AgentError;
 use crate::metrics::Metrics;
-use crate::node::{cni, lease, machine, registration};
+use crate::node::{cni, lease, machine, registration, routes};
 use crate::pod::context::Context;
 use crate::pod::manager::Manager;
 use crate::pod::translate::NodeSettings;
@@ -110,6 +110,7 @@ pub async fn run(cfg: AgentConfig) -> Result<(), AgentError> {
         node_uid,
         Duration::from_secs(10),
     ));
+    tokio::spawn(routes::run(client.clone(), cfg.node_name.clone()));
     tokio::spawn(registration::status_loop(
         client.clone(),
         node_cfg,

@@ -4,3 +4,4 @@ pub mod cni;
 pub mod lease;
 pub mod machine;
 pub mod registration;
+pub mod routes;

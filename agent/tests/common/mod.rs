@@ -34,6 +34,88 @@ fn target_bin(name: &str) -> PathBuf {
     path
 }
 
+/// Joins a node host to the control plane's bridge with `ip`/24 on its side (link kv1).
+fn link_node(cp: &TestHost, node: &TestHost, index: usize, ip: &str) {
+    let cp_side = format!("kp{index}");
+    run(Command::new("ip").args([
+        "-n", &cp.name, "link", "add", &cp_side, "type", "veth", "peer", "name", "kv1", "netns",
+        &node.name,
+    ]))
+    .expect("veth");
+    run(Command::new("ip").args([
+        "-n", &cp.name, "link", "set", &cp_side, "master", "kbr", "up",
+    ]))
+    .expect("attach");
+    run(Command::new("ip").args([
+        "-n",
+        &node.name,
+        "addr",
+        "add",
+        &format!("{ip}/24"),
+        "dev",
+        "kv1",
+    ]))
+    .expect("addr");
+    run(Command::new("ip").args(["-n", &node.name, "link", "set", "kv1", "up"])).expect("up");
+}
+
+/// How a keelson-agent is started for one node.
+struct AgentSpec<'a> {
+    host: &'a TestHost,
+    name: &'a str,
+    socket: &'a Path,
+    ip: &'a str,
+    pod_cidr: &'a str,
+    dir: &'a Path,
+    kubeconfig: &'a Path,
+    log: &'a Path,
+}
+
+fn spawn_agent(a: &AgentSpec<'_>) -> ChildGuard {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(a.log)
+        .expect("agent log");
+    Command::new("nsenter")
+        .arg(format!("--net={}", a.host.netns_path()))
+        .arg(env!("CARGO_BIN_EXE_keelson-agent"))
+        .args(["--kubeconfig", &a.kubeconfig.to_string_lossy()])
+        .args(["--hostname-override", a.name])
+        .args(["--container-runtime-endpoint", &a.socket.to_string_lossy()])
+        .args(["--node-ip", a.ip, "--pod-cidr", a.pod_cidr])
+        .args(["--cni-conf-dir", &a.dir.join("net.d").to_string_lossy()])
+        .args(["--root-dir", &a.dir.join("agent-root").to_string_lossy()])
+        .args(["--pod-log-dir", &a.dir.join("pod-logs").to_string_lossy()])
+        .args(["--cgroup-root", &format!("/{}", a.name)])
+        .env("RUST_LOG", "keelson_agent=debug")
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .map(ChildGuard)
+        .expect("start keelson-agent")
+}
+
+/// A further node: its own test host, containerd and agent.
+pub struct ExtraNode {
+    pub name: String,
+    pub ip: String,
+    pub pod_cidr: String,
+    pub socket: PathBuf,
+    agent: Option<ChildGuard>,
+    containerd: Option<Containerd>,
+    pub host: TestHost,
+}
+
+impl Drop for ExtraNode {
+    fn drop(&mut self) {
+        self.agent.take();
+        remove_all_sandboxes(self.socket.clone());
+        self.containerd.take();
+        let _ = std::fs::remove_dir_all(ipam_dir(&self.name));
+    }
+}
+
 pub struct Cluster {
     pub node_name: String,
     pub cp: TestHost,
@@ -45,6 +127,8 @@ pub struct Cluster {
     agent: Option<ChildGuard>,
     containerd: Option<Containerd>,
     agent_log: PathBuf,
+    cni_bin: PathBuf,
+    pub extra: Vec<ExtraNode>,
 }
 
 impl Cluster {
@@ -66,33 +150,21 @@ impl Cluster {
         let cp = TestHost::create(&format!("{prefix}c")).expect("control-plane test host");
         let node = TestHost::create(prefix).expect("node test host");
         let node_name = node.name.clone();
-        run(Command::new("ip").args([
-            "-n", &cp.name, "link", "add", "kv0", "type", "veth", "peer", "name", "kv1", "netns",
-            &node.name,
-        ]))
-        .expect("veth");
+        // The control-plane host holds a bridge that every node's veth joins (172.31.255.0/24).
+        run(Command::new("ip").args(["-n", &cp.name, "link", "add", "kbr", "type", "bridge"]))
+            .expect("bridge");
         run(Command::new("ip").args([
             "-n",
             &cp.name,
             "addr",
             "add",
-            &format!("{CP_IP}/30"),
+            &format!("{CP_IP}/24"),
             "dev",
-            "kv0",
+            "kbr",
         ]))
         .expect("addr");
-        run(Command::new("ip").args(["-n", &cp.name, "link", "set", "kv0", "up"])).expect("up");
-        run(Command::new("ip").args([
-            "-n",
-            &node.name,
-            "addr",
-            "add",
-            &format!("{NODE_IP}/30"),
-            "dev",
-            "kv1",
-        ]))
-        .expect("addr");
-        run(Command::new("ip").args(["-n", &node.name, "link", "set", "kv1", "up"])).expect("up");
+        run(Command::new("ip").args(["-n", &cp.name, "link", "set", "kbr", "up"])).expect("up");
+        link_node(&cp, &node, 0, NODE_IP);
 
         let tmp = tempfile::tempdir().expect("tempdir");
         let bin = tmp.path().join("cni-bin");
@@ -132,6 +204,8 @@ impl Cluster {
             api: Some(api),
             agent: None,
             containerd: Some(containerd),
+            cni_bin: bin,
+            extra: Vec::new(),
         };
         cluster.wait_until(Duration::from_secs(30), "apiserver /readyz", || {
             run(cluster.cp.command("curl").args([
@@ -159,41 +233,60 @@ impl Cluster {
 
     pub fn start_agent(&mut self) {
         assert!(self.agent.is_none(), "agent already running");
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.agent_log)
-            .expect("agent log");
-        let child = Command::new("nsenter")
-            .arg(format!("--net={}", self.node.netns_path()))
-            .arg(env!("CARGO_BIN_EXE_keelson-agent"))
-            .args(["--kubeconfig", &self.kubeconfig.to_string_lossy()])
-            .args(["--hostname-override", &self.node_name])
-            .args([
-                "--container-runtime-endpoint",
-                &self.socket.to_string_lossy(),
-            ])
-            .args(["--node-ip", NODE_IP, "--pod-cidr", POD_CIDR])
-            .args([
-                "--cni-conf-dir",
-                &self.tmp.path().join("net.d").to_string_lossy(),
-            ])
-            .args([
-                "--root-dir",
-                &self.tmp.path().join("agent-root").to_string_lossy(),
-            ])
-            .args([
-                "--pod-log-dir",
-                &self.tmp.path().join("pod-logs").to_string_lossy(),
-            ])
-            .args(["--cgroup-root", &format!("/{}", self.node_name)])
-            .env("RUST_LOG", "keelson_agent=debug")
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .map(ChildGuard)
-            .expect("start keelson-agent");
-        self.agent = Some(child);
+        let dir = self.tmp.path().to_path_buf();
+        self.agent = Some(spawn_agent(&AgentSpec {
+            host: &self.node,
+            name: &self.node_name,
+            socket: &self.socket,
+            ip: NODE_IP,
+            pod_cidr: POD_CIDR,
+            dir: &dir,
+            kubeconfig: &self.kubeconfig,
+            log: &self.agent_log,
+        }));
+    }
+
+    /// Adds node number `extra.len() + 1` (address 172.31.255.3, .4, ...; pod CIDR
+    /// 10.244.8.0/24, 10.244.9.0/24, ...) and waits until it is Ready.
+    pub fn add_node(&mut self, prefix: &str) -> &ExtraNode {
+        let index = self.extra.len() + 1;
+        cleanup_leftovers(prefix);
+        let host = TestHost::create(prefix).expect("node test host");
+        let ip = format!("172.31.255.{}", 2 + index);
+        let pod_cidr = format!("10.244.{}.0/24", 7 + index);
+        link_node(&self.cp, &host, index, &ip);
+        let dir = self.tmp.path().join(format!("node{index}"));
+        let containerd = Containerd::start(&host, &self.cni_bin, &dir.join("net.d"))
+            .expect("containerd in the node host");
+        let name = host.name.clone();
+        let agent = spawn_agent(&AgentSpec {
+            host: &host,
+            name: &name,
+            socket: &containerd.socket,
+            ip: &ip,
+            pod_cidr: &pod_cidr,
+            dir: &dir,
+            kubeconfig: &self.kubeconfig,
+            log: &self.tmp.path().join(format!("agent{index}.log")),
+        });
+        self.extra.push(ExtraNode {
+            name: name.clone(),
+            ip,
+            pod_cidr,
+            socket: containerd.socket.clone(),
+            agent: Some(agent),
+            containerd: Some(containerd),
+            host,
+        });
+        self.wait_until(Duration::from_secs(30), "the added node Ready", || {
+            let node = self.kubectl_json(&["get", "node", &name]).ok()?;
+            let ready = node["status"]["conditions"]
+                .as_array()?
+                .iter()
+                .any(|c| c["type"] == "Ready" && c["status"] == "True");
+            ready.then_some(())
+        });
+        self.extra.last().expect("just added")
     }
 
     /// Stops the agent with a signal ("TERM" or "KILL") and waits for it to exit.
@@ -427,6 +520,7 @@ impl Drop for ChildGuard {
 
 impl Drop for Cluster {
     fn drop(&mut self) {
+        self.extra.clear();
         self.stop_agent("KILL");
         remove_all_sandboxes(self.socket.clone());
         self.containerd.take();
