@@ -3,12 +3,12 @@
 #   full sync, one-service change, each beside the raw load time of the same rule text
 #   (iptables-restore / nft -f) and of a kube-proxy-shaped rule set of the same size.
 # Everything runs inside throw-away network namespaces (kp-bench-<pid>-*); every command is
-# capped (PROXY_BENCH_CAP seconds, default 90): iptables-nft needs minutes at 5,000+ services.
+# capped (PROXY_BENCH_CAP seconds, default 120): iptables-nft needs minutes at 5,000+ services.
 # Usage: scripts/bench proxy [N ...]     (PROXY_BENCH_BACKENDS="nftables iptables-legacy iptables")
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-cap=${PROXY_BENCH_CAP:-90}
+cap=${PROXY_BENCH_CAP:-120}
 sizes=${*:-1000 5000 10000}
 backends=${PROXY_BENCH_BACKENDS:-nftables iptables-legacy iptables}
 [ "$(id -u)" = 0 ] || { echo "proxy bench: needs root (network namespaces)" >&2; exit 1; }
@@ -43,7 +43,7 @@ raw_load() { # file program args...
 }
 
 json() { echo "{\"bench\":\"proxy\",\"figure\":\"$1\",\"backend\":\"$2\",\"services\":$3,\"value\":\"$4\",\"unit\":\"$5\"}"; }
-get() { grep "\"figure\":\"$1\"" "$2" 2>/dev/null | sed 's/.*"value":\([0-9.]*\).*/\1/' | head -1; }
+get() { { grep "\"figure\":\"$1\"" "$2" 2>/dev/null || true; } | sed 's/.*"value":\([0-9.]*\).*/\1/' | head -1; }
 
 printf '%-16s %8s | %10s %12s %14s | %11s %14s | %8s\n' backend services "full sync" "raw same" "kube-shaped" "1 change" "1 change raw" "max RSS"
 printf '%-16s %8s | %10s %12s %14s | %11s %14s | %8s\n' "" "" "(s)" "text (s)" "raw load (s)" "(ms)" "same text (ms)" "(MiB)"
