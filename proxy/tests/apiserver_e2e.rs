@@ -121,6 +121,67 @@ async fn wait_until(what: &str, limit: Duration, mut check: impl FnMut() -> bool
     panic!("{what}: not within {limit:?}");
 }
 
+fn start_proxy(
+    dir: &Path,
+    kubeconfig: &Path,
+    mode: &str,
+    metrics_port: u16,
+    hosts: &Hosts,
+) -> Proc {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("proxy.log"))
+        .expect("log");
+    Proc(
+        Command::new(env!("CARGO_BIN_EXE_keelson-proxy"))
+            .args(["--kubeconfig", &kubeconfig.display().to_string()])
+            .args(["--hostname-override", "node", "--proxy-mode", mode])
+            .args([
+                "--cluster-cidr",
+                "10.244.0.0/16",
+                "--min-sync-period",
+                "200ms",
+            ])
+            .args([
+                "--metrics-bind-address",
+                &format!("127.0.0.1:{metrics_port}"),
+            ])
+            .args(["--netns", &hosts.node_path().display().to_string()])
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start keelson-proxy"),
+    )
+}
+
+/// A plain HTTP GET on the metrics port ("" when nothing answers yet).
+fn get(port: u16, path: &str) -> String {
+    use std::io::{Read, Write};
+    let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return String::new();
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+    let _ = s.write_all(format!("GET {path} HTTP/1.0\r\n\r\n").as_bytes());
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    out
+}
+
+fn dump(hosts: &Hosts, mode: &str) -> String {
+    if mode == "iptables" {
+        hosts
+            .on_node(&["iptables-nft-save"])
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| l.split(" [").next().unwrap_or(l).to_string())
+            .collect::<Vec<_>>()
+            .join("\n")
+    } else {
+        hosts.on_node(&["nft", "list", "table", "ip", "keelson"])
+    }
+}
+
 async fn scenario(mode: &str) {
     let hosts = Hosts::new();
     let _servers = [
@@ -157,27 +218,7 @@ async fn scenario(mode: &str) {
         .expect("create slice");
 
     let metrics_port = 20000 + rand::random::<u16>() % 10000;
-    let log = std::fs::File::create(dir.path().join("proxy.log")).expect("log");
-    let _proxy = Proc(
-        Command::new(env!("CARGO_BIN_EXE_keelson-proxy"))
-            .args(["--kubeconfig", &kubeconfig.display().to_string()])
-            .args(["--hostname-override", "node", "--proxy-mode", mode])
-            .args([
-                "--cluster-cidr",
-                "10.244.0.0/16",
-                "--min-sync-period",
-                "200ms",
-            ])
-            .args([
-                "--metrics-bind-address",
-                &format!("127.0.0.1:{metrics_port}"),
-            ])
-            .args(["--netns", &hosts.node_path().display().to_string()])
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .expect("start keelson-proxy"),
-    );
+    let proxy = start_proxy(dir.path(), &kubeconfig, mode, metrics_port, &hosts);
     let target: SocketAddr = format!("{cluster_ip}:80").parse().expect("addr");
     let client_ns = hosts.client.clone();
     wait_until("rules for the new Service", Duration::from_secs(15), || {
@@ -213,6 +254,38 @@ async fn scenario(mode: &str) {
     assert!(
         health.starts_with("HTTP/1.0 200") || health.starts_with("HTTP/1.1 200"),
         "{health}"
+    );
+
+    // A restarted proxy writes the same rules, and connections keep working meanwhile.
+    let before = dump(&hosts, mode);
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let (s, ns) = (stop.clone(), client_ns.clone());
+    let hammer = std::thread::spawn(move || {
+        common::in_ns(&ns, move || {
+            let (mut ok, mut failed) = (0, 0);
+            while !s.load(std::sync::atomic::Ordering::SeqCst) {
+                match common::tcp_once(target) {
+                    Ok(_) => ok += 1,
+                    Err(_) => failed += 1,
+                }
+            }
+            (ok, failed)
+        })
+    });
+    drop(proxy);
+    let metrics_port = 20000 + rand::random::<u16>() % 10000;
+    let _proxy = start_proxy(dir.path(), &kubeconfig, mode, metrics_port, &hosts);
+    wait_until("restarted proxy synced", Duration::from_secs(15), || {
+        get(metrics_port, "/healthz").contains(" 200 ")
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let (ok, failed) = tokio::task::block_in_place(|| hammer.join().expect("hammer"));
+    assert_eq!(dump(&hosts, mode), before, "the restart changed the rules");
+    assert!(
+        ok > 5 && failed == 0,
+        "during the restart: {ok} ok, {failed} failed"
     );
 
     // The Service goes away: so do its rules.
