@@ -61,6 +61,7 @@ pub fn run(inv: &Invocation) -> Outcome {
 }
 
 fn dispatch(inv: &Invocation) -> Result<Option<String>> {
+    tracing::debug!("start");
     let (cmd, cni_env) = env::parse(inv.getenv)?;
     if cmd == Command::Version {
         let requested = serde_json::from_slice::<serde_json::Value>(inv.stdin)
@@ -83,6 +84,16 @@ fn dispatch(inv: &Invocation) -> Result<Option<String>> {
                 conf.cni_version
             ),
             "set \"cniVersion\": \"1.1.0\" in the network configuration",
+        ));
+    }
+    if cmd == Command::Check && !version::has_check(&conf.cni_version) {
+        return Err(CniError::new(
+            error::code::INCOMPATIBLE_VERSION,
+            format!(
+                "CHECK needs cniVersion 0.4.0 or later, config has {}",
+                conf.cni_version
+            ),
+            "CHECK was added in CNI spec 0.4.0",
         ));
     }
     match plugin::role(inv.argv0, &conf) {

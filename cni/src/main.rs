@@ -42,6 +42,7 @@ fn main() -> anyhow::Result<()> {
         writeln!(out, "{text}")?;
         out.flush()?;
     }
+    tracing::debug!("done");
     if outcome.error.is_some() {
         std::process::exit(1);
     }

@@ -22,6 +22,11 @@ pub fn at_least_1_1(version: &str) -> bool {
     parse(version) >= (1, 1, 0)
 }
 
+/// CHECK exists from spec 0.4.0 on.
+pub fn has_check(version: &str) -> bool {
+    parse(version) >= (0, 4, 0)
+}
+
 /// Results before 1.0.0 carry a "version" field on each IP.
 pub fn pre_1_0(version: &str) -> bool {
     parse(version) < (1, 0, 0)
@@ -64,6 +69,7 @@ mod tests {
         assert!(at_least_1_1("1.1.0"));
         assert!(!at_least_1_1("1.0.0"));
         assert!(pre_1_0("0.4.0"));
+        assert!(has_check("0.4.0") && !has_check("0.3.1"));
         assert!(!pre_1_0("1.0.0"));
     }
 

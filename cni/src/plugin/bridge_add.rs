@@ -174,6 +174,7 @@ pub fn add(env: &CniEnv, conf: &NetConf, stdin: &[u8]) -> Result<CniResult> {
         sysctl::ensure_forwarding(v4, v6)
             .map_err(|e| CniError::io("cannot enable forwarding", &e))?;
     }
+    tracing::debug!("ADD: forwarding on");
     if conf.ip_masq {
         undo.masq = true;
         install_masq(conf, env, &ipres, &Iptables)?;
