@@ -266,7 +266,11 @@ fn kill_9_add_del_cycles_leak_nothing() {
             .expect_ok();
         if i % 50 == 49 || i + 1 == cycles {
             let allocs = allocations(&net_dir);
-            assert_eq!(allocs, [kept_ip.clone()], "cycle {i}: leaked allocations");
+            assert_eq!(
+                allocs,
+                std::slice::from_ref(&kept_ip),
+                "cycle {i}: leaked allocations"
+            );
         }
     }
     assert!(
