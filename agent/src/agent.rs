@@ -94,7 +94,16 @@ pub async fn run(cfg: AgentConfig) -> Result<(), AgentError> {
         port: cfg.port,
         runtime_version,
     };
-    let node = registration::register(&client, &node_cfg).await?;
+    // The API server may start after the agent (or be restarting): keep trying, as the kubelet does.
+    let node = loop {
+        match registration::register(&client, &node_cfg).await {
+            Ok(node) => break node,
+            Err(e) => {
+                tracing::warn!(error = %e, "node registration failed; retrying in 2s");
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            }
+        }
+    };
     tracing::info!(node = %cfg.node_name, ip = %node_ip, "node registered");
     let pod_cidr = wait_for_pod_cidr(&client, &cfg, node).await?;
     write_cni_config(&cfg, &pod_cidr)?;
@@ -151,6 +160,7 @@ pub async fn run(cfg: AgentConfig) -> Result<(), AgentError> {
         cfg.tls_cert_file.as_deref(),
         cfg.tls_key_file.as_deref(),
         &names,
+        cfg.client_ca_file.as_deref(),
     )?;
     let addr = SocketAddr::new(cfg.address, cfg.port);
     tracing::info!(%addr, "serving logs, healthz and metrics over HTTPS");

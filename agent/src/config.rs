@@ -26,6 +26,8 @@ pub struct AgentConfig {
     pub port: u16,
     pub tls_cert_file: Option<PathBuf>,
     pub tls_key_file: Option<PathBuf>,
+    /// Require client certificates signed by this CA on port 10250.
+    pub client_ca_file: Option<PathBuf>,
     pub max_pods: u32,
     pub node_labels: Vec<(String, String)>,
 }

@@ -60,6 +60,9 @@ struct Flags {
     tls_cert_file: Option<PathBuf>,
     #[arg(long = "tls-private-key-file")]
     tls_private_key_file: Option<PathBuf>,
+    /// Require client certificates signed by this CA on the HTTPS port (default: no client auth).
+    #[arg(long = "client-ca-file")]
+    client_ca_file: Option<PathBuf>,
     #[arg(long = "max-pods", default_value_t = 110)]
     max_pods: u32,
     /// Extra node labels, key=value, comma separated.
@@ -112,6 +115,7 @@ async fn main() -> anyhow::Result<()> {
         port: flags.port,
         tls_cert_file: flags.tls_cert_file,
         tls_key_file: flags.tls_private_key_file,
+        client_ca_file: flags.client_ca_file,
         max_pods: flags.max_pods,
         node_labels,
     };

@@ -62,6 +62,15 @@ pub fn compute(input: &StatusInput<'_>) -> PodStatus {
                 .is_finished()
                 .then(|| old.pod_ip.clone())
                 .flatten()
+        })
+        // Pods on the host network have the node's address (the runtime reports none).
+        .or_else(|| {
+            let host_network = pod
+                .spec
+                .as_ref()
+                .and_then(|s| s.host_network)
+                .unwrap_or(false);
+            (host_network && input.observed.sandbox.is_some()).then(|| input.host_ip.to_string())
         });
 
     let mut conditions = vec![
