@@ -21,8 +21,9 @@ pub fn del(env: &CniEnv, conf: &NetConf, stdin: &[u8]) -> Result<()> {
         .iter()
         .flat_map(|r| r.ips.iter().map(|ip| ip.address.ip()))
         .collect();
-    ipam.del(env, stdin, &hints)?;
 
+    // Interface and rules go first, the addresses last: a DEL killed half-way must not leave
+    // a working interface whose address was already handed to someone else.
     let mut host = Netlink::open().map_err(|e| CniError::netlink("cannot open netlink", &e))?;
     let veth = names::host_veth(&env.container_id, &env.ifname);
     let nl_err = |what: String| move |e: std::io::Error| CniError::netlink(what, &e);
@@ -64,7 +65,7 @@ pub fn del(env: &CniEnv, conf: &NetConf, stdin: &[u8]) -> Result<()> {
         let chain = names::masq_chain(&conf.name, &env.container_id, &env.ifname);
         teardown_masq(conf, &Iptables, |c| c == chain)?;
     }
-    Ok(())
+    ipam.del(env, stdin, &hints)
 }
 
 /// Best-effort removal of one attachment's masquerade chain (used by ADD's rollback).
