@@ -721,3 +721,38 @@ fn pods_on_two_nodes_reach_each_other_through_node_routes() {
         "{logs}"
     );
 }
+
+#[test]
+fn a_pod_bound_after_creation_is_started() {
+    let cluster = Cluster::start("agbind");
+    // Created unbound, then bound through pods/binding, as the scheduler does.
+    cluster.apply(&format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: late\nspec:\n  terminationGracePeriodSeconds: 2\n  containers:\n  - name: app\n    image: {HTTP_IMAGE}\n"
+    ));
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(
+        cluster.pod("late")["status"]["phase"]
+            .as_str()
+            .unwrap_or("Pending"),
+        "Pending"
+    );
+    let binding = cluster.tmp.path().join("binding.json");
+    std::fs::write(
+        &binding,
+        format!(
+            r#"{{"apiVersion":"v1","kind":"Binding","metadata":{{"name":"late"}},"target":{{"apiVersion":"v1","kind":"Node","name":"{}"}}}}"#,
+            cluster.node_name
+        ),
+    )
+    .expect("binding");
+    cluster
+        .kubectl(&[
+            "create",
+            "--raw",
+            "/api/v1/namespaces/default/pods/late/binding",
+            "-f",
+            &binding.to_string_lossy(),
+        ])
+        .expect("bind");
+    ready_pod_ip(&cluster, "late", Duration::from_secs(60));
+}
