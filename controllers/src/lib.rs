@@ -1,1 +1,104 @@
-//! Filled by a later issue.
+//! Keelson's controllers: deployment, replicaset, endpointslice, and a garbage collector that
+//! also finishes namespace deletion. Ordinary API clients (kube-rs), as against any cluster.
+
+pub mod deployment;
+pub mod endpointslice;
+pub mod gc;
+pub mod pods;
+pub mod replicaset;
+pub mod selector;
+mod serve;
+
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
+use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::api::Api;
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Kube(#[from] kube::Error),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+pub fn is_not_found(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.is_not_found())
+}
+
+pub struct Ctx {
+    pub client: kube::Client,
+    pub metrics: serve::Metrics,
+}
+
+fn error_policy<K>(obj: Arc<K>, e: &Error, ctx: Arc<Ctx>) -> Action
+where
+    K: kube::ResourceExt,
+{
+    ctx.metrics.errors.inc();
+    tracing::warn!(name = %obj.name_any(), namespace = ?obj.namespace(), error = %e, "reconcile failed; retrying in 2 s");
+    Action::requeue(Duration::from_secs(2))
+}
+
+/// Counts each finished reconcile for /metrics.
+fn counted<T>(ctx: Arc<Ctx>) -> impl FnMut(T) -> futures::future::Ready<()> {
+    move |_| {
+        ctx.metrics.reconciles.inc();
+        futures::future::ready(())
+    }
+}
+
+/// Runs every controller until SIGTERM or Ctrl-C.
+pub async fn run(client: kube::Client, metrics_addr: SocketAddr) -> anyhow::Result<()> {
+    let ctx = Arc::new(Ctx {
+        client: client.clone(),
+        metrics: serve::Metrics::new(),
+    });
+    let cfg = watcher::Config::default();
+    let rs = Controller::new(Api::<ReplicaSet>::all(client.clone()), cfg.clone())
+        .owns(Api::<Pod>::all(client.clone()), cfg.clone())
+        .shutdown_on_signal()
+        .run(replicaset::reconcile, error_policy, ctx.clone())
+        .for_each(counted(ctx.clone()));
+    let deploy = Controller::new(Api::<Deployment>::all(client.clone()), cfg.clone())
+        .owns(Api::<ReplicaSet>::all(client.clone()), cfg.clone())
+        .shutdown_on_signal()
+        .run(deployment::reconcile, error_policy, ctx.clone())
+        .for_each(counted(ctx.clone()));
+    let svc_ctrl = Controller::new(Api::<Service>::all(client.clone()), cfg.clone());
+    let services = svc_ctrl.store();
+    let slices = svc_ctrl
+        .owns(Api::<EndpointSlice>::all(client.clone()), cfg.clone())
+        .watches(
+            Api::<Pod>::all(client.clone()),
+            cfg.clone(),
+            move |pod: Pod| {
+                services
+                    .state()
+                    .iter()
+                    .filter(|s| endpointslice::selects(s, &pod))
+                    .map(|s| ObjectRef::from_obj(s.as_ref()))
+                    .collect::<Vec<_>>()
+            },
+        )
+        .shutdown_on_signal()
+        .run(endpointslice::reconcile, error_policy, ctx.clone())
+        .for_each(counted(ctx.clone()));
+    let gc = tokio::spawn(gc::run(ctx.clone(), Duration::from_secs(1)));
+    let server = tokio::spawn(serve::serve(metrics_addr, ctx.clone()));
+    tracing::info!(
+        "controllers running: deployment, replicaset, endpointslice, garbage collector, namespace"
+    );
+    futures::join!(rs, deploy, slices);
+    gc.abort();
+    server.abort();
+    tracing::info!("controllers stopped");
+    Ok(())
+}

@@ -167,3 +167,22 @@ async fn modified_events_carry_the_previous_object() {
     assert_eq!(ev.kind, EventType::Modified);
     assert_eq!(ev.prev.as_ref().unwrap()["metadata"]["name"], "/a");
 }
+
+#[tokio::test]
+async fn watches_see_only_their_prefix() {
+    let b = MemBackend::default();
+    let s = open(&b, 100);
+    let (_, mut pods) = s.watch("/core/pods/", Some(0)).unwrap();
+    s.write(put(
+        "/apps/deployments/default/web",
+        Precondition::MustNotExist,
+    ))
+    .await
+    .unwrap();
+    s.write(put("/core/pods/default/web-1", Precondition::MustNotExist))
+        .await
+        .unwrap();
+    let ev = pods.next().await.unwrap().unwrap();
+    assert_eq!(ev.key, "/core/pods/default/web-1");
+    assert_eq!(pods.last_rev(), 2);
+}

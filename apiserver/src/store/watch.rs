@@ -78,9 +78,11 @@ impl WatchCache {
         self: &Arc<Self>,
         hist: &History,
         rev: Rev,
+        prefix: &str,
     ) -> Result<Subscription, TooOld> {
         let backlog = since(hist, rev)?;
         Ok(Subscription {
+            prefix: prefix.to_string(),
             cache: self.clone(),
             backlog: backlog.into(),
             rx: self.tx.subscribe(),
@@ -101,8 +103,10 @@ fn since(hist: &History, rev: Rev) -> Result<Vec<Arc<Event>>, TooOld> {
     Ok(hist.events.range(start..).map(|(_, e)| e.clone()).collect())
 }
 
-/// A stream of committed events after a revision, each delivered once and in order.
+/// A stream of the committed events under a key prefix after a revision, each delivered once
+/// and in order.
 pub struct Subscription {
+    prefix: String,
     cache: Arc<WatchCache>,
     backlog: VecDeque<Arc<Event>>,
     rx: broadcast::Receiver<Arc<Event>>,
@@ -117,14 +121,18 @@ impl Subscription {
             if let Some(e) = self.backlog.pop_front() {
                 if e.entry.rev > self.last {
                     self.last = e.entry.rev;
-                    return Some(Ok(e));
+                    if e.key.starts_with(&self.prefix) {
+                        return Some(Ok(e));
+                    }
                 }
                 continue;
             }
             match self.rx.recv().await {
                 Ok(e) if e.entry.rev > self.last => {
                     self.last = e.entry.rev;
-                    return Some(Ok(e));
+                    if e.key.starts_with(&self.prefix) {
+                        return Some(Ok(e));
+                    }
                 }
                 Ok(_) => continue,
                 Err(broadcast::error::RecvError::Lagged(_)) => {

@@ -132,11 +132,11 @@ impl Store {
         match from {
             None => {
                 let (items, rev) = self.list(prefix);
-                let sub = self.shared.cache.subscribe(&hist, rev)?;
+                let sub = self.shared.cache.subscribe(&hist, rev, prefix)?;
                 Ok((WatchStart::Snapshot(items, rev), sub))
             }
             Some(rev) => {
-                let sub = self.shared.cache.subscribe(&hist, rev)?;
+                let sub = self.shared.cache.subscribe(&hist, rev, prefix)?;
                 Ok((WatchStart::Resume, sub))
             }
         }

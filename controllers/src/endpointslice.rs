@@ -1,0 +1,291 @@
+//! The EndpointSlice controller: for each Service with a selector, the Pods it selects (with an
+//! IP) as endpoints, grouped by the ports their targetPorts resolve to, with ready, serving and
+//! terminating conditions. Slices are named from the Service and the port set, so a sync is
+//! idempotent; slices no longer wanted are deleted.
+
+use crate::pods::{is_controlled_by, is_ready, owner_ref};
+use crate::{Ctx, Error};
+use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::api::core::v1::{Pod, Service};
+use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions, EndpointPort, EndpointSlice};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::controller::Action;
+use kube::ResourceExt;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+pub const SERVICE_NAME: &str = "kubernetes.io/service-name";
+pub const MANAGED_BY: &str = "endpointslice.kubernetes.io/managed-by";
+const CONTROLLER: &str = "endpointslice-controller.k8s.io";
+
+/// Whether a Service's selector picks this Pod.
+pub fn selects(svc: &Service, pod: &Pod) -> bool {
+    let Some(sel) = svc
+        .spec
+        .as_ref()
+        .and_then(|s| s.selector.as_ref())
+        .filter(|s| !s.is_empty())
+    else {
+        return false;
+    };
+    svc.namespace() == pod.namespace() && sel.iter().all(|(k, v)| pod.labels().get(k) == Some(v))
+}
+
+/// The port a Pod serves a Service port on, or None when a named targetPort is not declared.
+fn resolve(pod: &Pod, target: Option<&IntOrString>, port: i32, protocol: &str) -> Option<i32> {
+    match target {
+        None => Some(port),
+        Some(IntOrString::Int(p)) => Some(*p),
+        Some(IntOrString::String(name)) => pod
+            .spec
+            .as_ref()?
+            .containers
+            .iter()
+            .flat_map(|c| c.ports.iter().flatten())
+            .find(|p| {
+                p.name.as_deref() == Some(name.as_str())
+                    && p.protocol.as_deref().unwrap_or("TCP") == protocol
+            })
+            .map(|p| p.container_port),
+    }
+}
+
+fn endpoint(pod: &Pod) -> Option<Endpoint> {
+    let ip = pod
+        .status
+        .as_ref()?
+        .pod_ip
+        .clone()
+        .filter(|ip| !ip.is_empty())?;
+    let terminating = pod.metadata.deletion_timestamp.is_some();
+    Some(Endpoint {
+        addresses: vec![ip],
+        conditions: Some(EndpointConditions {
+            ready: Some(is_ready(pod) && !terminating),
+            serving: Some(is_ready(pod)),
+            terminating: Some(terminating),
+        }),
+        node_name: pod.spec.as_ref().and_then(|s| s.node_name.clone()),
+        target_ref: Some(ObjectReference {
+            kind: Some("Pod".into()),
+            name: pod.metadata.name.clone(),
+            namespace: pod.metadata.namespace.clone(),
+            uid: pod.metadata.uid.clone(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    })
+}
+
+fn short_hash(s: &str) -> String {
+    let mut h: u32 = 0x811c9dc5;
+    for b in s.bytes() {
+        h ^= b as u32;
+        h = h.wrapping_mul(0x01000193);
+    }
+    format!("{:05x}", h & 0xfffff)
+}
+
+/// The slices a Service should have, given the Pods in its namespace.
+pub fn desired(svc: &Service, pods: &[Pod]) -> Vec<EndpointSlice> {
+    let Some(spec) = svc.spec.as_ref() else {
+        return Vec::new();
+    };
+    let ports = spec.ports.clone().unwrap_or_default();
+    let mut groups: BTreeMap<Vec<(String, String, i32)>, Vec<Endpoint>> = BTreeMap::new();
+    let mut selected: Vec<&Pod> = pods
+        .iter()
+        .filter(|p| selects(svc, p))
+        .filter(|p| {
+            !matches!(
+                p.status.as_ref().and_then(|s| s.phase.as_deref()),
+                Some("Succeeded" | "Failed")
+            )
+        })
+        .collect();
+    selected.sort_by_key(|p| p.name_any());
+    for pod in selected {
+        let Some(ep) = endpoint(pod) else {
+            continue;
+        };
+        let mut set = Vec::new();
+        for p in &ports {
+            let proto = p.protocol.clone().unwrap_or_else(|| "TCP".into());
+            if let Some(port) = resolve(pod, p.target_port.as_ref(), p.port, &proto) {
+                set.push((p.name.clone().unwrap_or_default(), proto, port));
+            }
+        }
+        groups.entry(set).or_default().push(ep);
+    }
+    let name = svc.name_any();
+    groups
+        .into_iter()
+        .map(|(set, endpoints)| {
+            let key = format!("{set:?}");
+            let ports = set
+                .into_iter()
+                .map(|(n, proto, port)| EndpointPort {
+                    name: Some(n),
+                    protocol: Some(proto),
+                    port: Some(port),
+                    app_protocol: None,
+                })
+                .collect();
+            let mut labels = svc.labels().clone();
+            labels.insert(SERVICE_NAME.into(), name.clone());
+            labels.insert(MANAGED_BY.into(), CONTROLLER.into());
+            EndpointSlice {
+                metadata: kube::api::ObjectMeta {
+                    name: Some(format!("{name}-{}", short_hash(&key))),
+                    namespace: svc.namespace(),
+                    labels: Some(labels),
+                    owner_references: Some(vec![owner_ref(
+                        "v1",
+                        "Service",
+                        &name,
+                        &svc.uid().unwrap_or_default(),
+                    )]),
+                    ..Default::default()
+                },
+                address_type: "IPv4".into(),
+                endpoints: Some(endpoints),
+                ports: Some(ports),
+            }
+        })
+        .collect()
+}
+
+pub async fn reconcile(svc: Arc<Service>, ctx: Arc<Ctx>) -> Result<Action, Error> {
+    let ns = svc.namespace().unwrap_or_default();
+    let has_selector = svc
+        .spec
+        .as_ref()
+        .and_then(|s| s.selector.as_ref())
+        .is_some_and(|s| !s.is_empty());
+    if svc.metadata.deletion_timestamp.is_some() || !has_selector {
+        return Ok(Action::await_change());
+    }
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
+    let slices: Api<EndpointSlice> = Api::namespaced(ctx.client.clone(), &ns);
+    let all = pods.list(&ListParams::default()).await?.items;
+    let want = desired(&svc, &all);
+    let have = slices
+        .list(&ListParams::default().labels(&format!("{SERVICE_NAME}={}", svc.name_any())))
+        .await?
+        .items;
+    let uid = svc.uid().unwrap_or_default();
+    for s in &want {
+        let name = s.name_any();
+        match have.iter().find(|h| h.name_any() == name) {
+            None => {
+                slices.create(&PostParams::default(), s).await?;
+            }
+            Some(h)
+                if h.endpoints != s.endpoints || h.ports != s.ports || h.labels() != s.labels() =>
+            {
+                let patch = serde_json::json!({ "metadata": { "labels": s.labels() }, "endpoints": s.endpoints, "ports": s.ports });
+                slices
+                    .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await?;
+            }
+            Some(_) => {}
+        }
+    }
+    for h in have.iter().filter(|h| {
+        is_controlled_by(*h, &uid) && !want.iter().any(|w| w.name_any() == h.name_any())
+    }) {
+        match slices.delete(&h.name_any(), &DeleteParams::default()).await {
+            Err(e) if !crate::is_not_found(&e) => return Err(e.into()),
+            _ => {}
+        }
+    }
+    Ok(Action::requeue(Duration::from_secs(300)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pods::pod;
+
+    fn svc(target: serde_json::Value) -> Service {
+        serde_json::from_value(serde_json::json!({
+            "metadata": { "name": "web", "namespace": "default", "uid": "s1" },
+            "spec": { "selector": { "app": "web" }, "ports": [{ "name": "http", "port": 80, "targetPort": target, "protocol": "TCP" }] },
+        }))
+        .unwrap()
+    }
+
+    fn with_port(mut p: Pod, name: &str, port: i32) -> Pod {
+        p.spec.as_mut().unwrap().containers[0].ports = Some(vec![serde_json::from_value(
+            serde_json::json!({"name": name, "containerPort": port}),
+        )
+        .unwrap()]);
+        p
+    }
+
+    #[test]
+    fn ready_and_unready_pods_with_resolved_named_ports() {
+        let pods = vec![
+            with_port(pod("a", true, "Running"), "http", 8080),
+            with_port(pod("bb", false, "Running"), "http", 8080),
+        ];
+        let slices = desired(&svc(serde_json::json!("http")), &pods);
+        assert_eq!(slices.len(), 1);
+        let s = &slices[0];
+        assert_eq!(s.ports.as_ref().unwrap()[0].port, Some(8080));
+        assert_eq!(s.labels()[SERVICE_NAME], "web");
+        let ready: Vec<_> = s
+            .endpoints
+            .iter()
+            .flatten()
+            .map(|e| e.conditions.as_ref().unwrap().ready)
+            .collect();
+        assert_eq!(ready, [Some(true), Some(false)]);
+        assert_eq!(
+            s.endpoints.as_ref().unwrap()[0]
+                .target_ref
+                .as_ref()
+                .unwrap()
+                .name
+                .as_deref(),
+            Some("a")
+        );
+    }
+
+    #[test]
+    fn terminating_pods_serve_but_are_not_ready_and_finished_pods_are_gone() {
+        let mut t = pod("a", true, "Running");
+        t.metadata.deletion_timestamp =
+            serde_json::from_value(serde_json::json!("2026-01-01T00:00:00Z")).unwrap();
+        let slices = desired(
+            &svc(serde_json::json!(8080)),
+            &[t, pod("done", true, "Succeeded")],
+        );
+        let c = slices[0].endpoints.as_ref().unwrap()[0]
+            .conditions
+            .clone()
+            .unwrap();
+        assert_eq!(
+            (c.ready, c.serving, c.terminating),
+            (Some(false), Some(true), Some(true))
+        );
+        assert_eq!(slices[0].endpoints.as_ref().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn pods_with_different_ports_get_separate_slices_with_stable_names() {
+        let pods = vec![
+            with_port(pod("a", true, "Running"), "http", 8080),
+            with_port(pod("bb", true, "Running"), "http", 9090),
+        ];
+        let s1 = desired(&svc(serde_json::json!("http")), &pods);
+        let s2 = desired(&svc(serde_json::json!("http")), &pods);
+        assert_eq!(s1.len(), 2);
+        assert_eq!(
+            s1.iter().map(|s| s.name_any()).collect::<Vec<_>>(),
+            s2.iter().map(|s| s.name_any()).collect::<Vec<_>>()
+        );
+    }
+}

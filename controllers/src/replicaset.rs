@@ -1,0 +1,181 @@
+//! The ReplicaSet controller: keeps spec.replicas active Pods from the template, and reports
+//! how many exist and are ready.
+
+use crate::pods::{is_active, is_controlled_by, is_ready, owner_ref};
+use crate::{selector, Ctx, Error};
+use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetStatus};
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::controller::Action;
+use kube::ResourceExt;
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Debug, PartialEq)]
+pub struct Plan {
+    pub create: usize,
+    pub delete: Vec<String>,
+    pub status: ReplicaSetStatus,
+}
+
+/// Which Pods go first when scaling down: unscheduled, then pending, then not ready, then newest.
+fn deletion_rank(p: &Pod) -> (u8, u8, u8, std::cmp::Reverse<String>) {
+    let scheduled = p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some();
+    let running = p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
+    let created = p
+        .metadata
+        .creation_timestamp
+        .as_ref()
+        .map(|t| t.0.to_string())
+        .unwrap_or_default();
+    (
+        scheduled as u8,
+        running as u8,
+        is_ready(p) as u8,
+        std::cmp::Reverse(created),
+    )
+}
+
+/// Decides what to create and delete for the Pods this ReplicaSet controls.
+pub fn plan(rs: &ReplicaSet, owned: &[Pod]) -> Plan {
+    let want = rs.spec.replicas.unwrap_or(1).max(0) as usize;
+    let mut active: Vec<&Pod> = owned.iter().filter(|p| is_active(p)).collect();
+    let (create, delete) = if active.len() < want {
+        (want - active.len(), Vec::new())
+    } else {
+        active.sort_by_key(|p| deletion_rank(p));
+        let extra = active.len() - want;
+        (0, active[..extra].iter().map(|p| p.name_any()).collect())
+    };
+    let ready = active.iter().filter(|p| is_ready(p)).count() as i32;
+    let status = ReplicaSetStatus {
+        replicas: active.len() as i32,
+        fully_labeled_replicas: Some(active.len() as i32),
+        ready_replicas: Some(ready),
+        available_replicas: Some(ready),
+        observed_generation: rs.metadata.generation,
+        ..Default::default()
+    };
+    Plan {
+        create,
+        delete,
+        status,
+    }
+}
+
+fn new_pod(rs: &ReplicaSet) -> Result<Pod, Error> {
+    let template = rs
+        .spec
+        .template
+        .clone()
+        .ok_or_else(|| Error::Invalid("ReplicaSet has no template".into()))?;
+    let mut meta = template.metadata.unwrap_or_default();
+    meta.generate_name = Some(format!("{}-", rs.name_any()));
+    meta.namespace = rs.namespace();
+    meta.owner_references = Some(vec![owner_ref(
+        "apps/v1",
+        "ReplicaSet",
+        &rs.name_any(),
+        &rs.uid().unwrap_or_default(),
+    )]);
+    Ok(Pod {
+        metadata: meta,
+        spec: template.spec,
+        status: None,
+    })
+}
+
+pub async fn reconcile(rs: Arc<ReplicaSet>, ctx: Arc<Ctx>) -> Result<Action, Error> {
+    if rs.metadata.deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
+    let ns = rs.namespace().unwrap_or_default();
+    let uid = rs.uid().unwrap_or_default();
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
+    let sel = selector::to_query(&rs.spec.selector);
+    let owned: Vec<Pod> = pods
+        .list(&ListParams::default().labels(&sel))
+        .await?
+        .items
+        .into_iter()
+        .filter(|p| is_controlled_by(p, &uid))
+        .collect();
+    let plan = plan(&rs, &owned);
+    for _ in 0..plan.create {
+        pods.create(&PostParams::default(), &new_pod(&rs)?).await?;
+    }
+    for name in &plan.delete {
+        match pods.delete(name, &DeleteParams::default()).await {
+            Err(e) if !crate::is_not_found(&e) => return Err(e.into()),
+            _ => {}
+        }
+    }
+    if plan.create > 0 || !plan.delete.is_empty() {
+        tracing::info!(replicaset = %rs.name_any(), namespace = %ns, created = plan.create, deleted = plan.delete.len(), "scaled");
+    }
+    if rs.status.as_ref() != Some(&plan.status) {
+        let rsapi: Api<ReplicaSet> = Api::namespaced(ctx.client.clone(), &ns);
+        let patch = serde_json::json!({ "status": plan.status });
+        rsapi
+            .patch_status(
+                &rs.name_any(),
+                &PatchParams::default(),
+                &Patch::Merge(&patch),
+            )
+            .await?;
+    }
+    Ok(Action::requeue(Duration::from_secs(300)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pods::pod;
+
+    fn rs(replicas: i32) -> ReplicaSet {
+        serde_json::from_value(serde_json::json!({
+            "metadata": { "name": "web-1", "namespace": "default", "generation": 2 },
+            "spec": { "replicas": replicas, "selector": { "matchLabels": { "app": "web" } },
+                "template": { "metadata": { "labels": { "app": "web" } }, "spec": { "containers": [{ "name": "c", "image": "i" }] } } },
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn creates_the_missing_and_counts_ready() {
+        let p = plan(&rs(3), &[pod("a", true, "Running")]);
+        assert_eq!(p.create, 2);
+        assert!(p.delete.is_empty());
+        assert_eq!(
+            (
+                p.status.replicas,
+                p.status.ready_replicas,
+                p.status.observed_generation
+            ),
+            (1, Some(1), Some(2))
+        );
+    }
+
+    #[test]
+    fn deletes_unready_before_ready_and_ignores_finished() {
+        let pods = [
+            pod("ready", true, "Running"),
+            pod("slow", false, "Pending"),
+            pod("done", false, "Succeeded"),
+        ];
+        let p = plan(&rs(1), &pods);
+        assert_eq!((p.create, p.delete.clone()), (0, vec!["slow".to_string()]));
+        let p = plan(&rs(2), &pods);
+        assert_eq!((p.create, p.delete.len()), (0, 0));
+    }
+
+    #[test]
+    fn new_pods_follow_the_template_and_point_to_their_owner() {
+        let mut r = rs(1);
+        r.metadata.uid = Some("u1".into());
+        let p = new_pod(&r).unwrap();
+        assert_eq!(p.metadata.generate_name.as_deref(), Some("web-1-"));
+        assert_eq!(p.metadata.labels.unwrap()["app"], "web");
+        assert_eq!(p.metadata.owner_references.unwrap()[0].uid, "u1");
+    }
+}

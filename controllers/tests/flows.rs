@@ -1,0 +1,301 @@
+//! The controllers against a real keelson-apiserver, driven by kubectl; the test plays the
+//! node agent by reporting Pods Running and Ready.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// A binary of the workspace, next to this test's own target directory.
+fn bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe.parent().and_then(|d| d.parent()).unwrap();
+    let path = dir.join(name);
+    assert!(
+        path.is_file(),
+        "{} is missing: run `cargo build --workspace` first",
+        path.display()
+    );
+    path
+}
+
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+struct Cluster {
+    dir: tempfile::TempDir,
+    _procs: Vec<Proc>,
+}
+
+impl Cluster {
+    fn start() -> Cluster {
+        let dir = tempfile::Builder::new()
+            .prefix("keelson-controllers-test")
+            .tempdir()
+            .unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let log = |n: &str| std::fs::File::create(dir.path().join(n)).unwrap();
+        let api = Command::new(bin("keelson-apiserver"))
+            .args([
+                "--data-dir",
+                dir.path().to_str().unwrap(),
+                "--bind-address",
+                "127.0.0.1",
+                "--secure-port",
+                &port.to_string(),
+            ])
+            .stdout(log("apiserver.log"))
+            .stderr(log("apiserver.err"))
+            .spawn()
+            .unwrap();
+        let procs = vec![Proc(api)];
+        let kubeconfig = dir.path().join("admin.kubeconfig");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !kubeconfig.exists()
+            || !Command::new("curl")
+                .args([
+                    "-sfk",
+                    "-m",
+                    "1",
+                    &format!("https://127.0.0.1:{port}/readyz"),
+                ])
+                .output()
+                .unwrap()
+                .status
+                .success()
+        {
+            assert!(Instant::now() < deadline, "apiserver did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let metrics_port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let cm = Command::new(bin("keelson-controller-manager"))
+            .args([
+                "--kubeconfig",
+                kubeconfig.to_str().unwrap(),
+                "--metrics-bind-address",
+                &format!("127.0.0.1:{metrics_port}"),
+            ])
+            .stdout(log("controllers.log"))
+            .stderr(log("controllers.err"))
+            .spawn()
+            .unwrap();
+        let mut c = Cluster { dir, _procs: procs };
+        c._procs.push(Proc(cm));
+        c
+    }
+
+    fn kubectl(&self, args: &[&str]) -> Output {
+        Command::new("kubectl")
+            .args(args)
+            .env("KUBECONFIG", self.dir.path().join("admin.kubeconfig"))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args);
+        assert!(
+            out.status.success(),
+            "kubectl {args:?}: {}\ncontroller log:\n{}",
+            String::from_utf8_lossy(&out.stderr),
+            self.log()
+        );
+        String::from_utf8_lossy(&out.stdout).to_string()
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("controllers.log")).unwrap_or_default()
+    }
+
+    fn eventually(&self, what: &str, mut f: impl FnMut() -> bool) {
+        // Generous: every step is a durable write, and fsync is slow while other tests build.
+        let deadline = Instant::now() + Duration::from_secs(90);
+        while Instant::now() < deadline {
+            if f() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        panic!(
+            "timed out waiting for {what}; controller log:\n{}",
+            self.log()
+        );
+    }
+
+    fn pods(&self, selector: &str) -> Vec<String> {
+        self.ok(&["get", "pods", "-l", selector, "-o", "jsonpath={range .items[?(@.metadata.deletionTimestamp)]}{end}{range .items[*]}{.metadata.name}{\"\\n\"}{end}"])
+            .lines()
+            .map(String::from)
+            .collect()
+    }
+
+    /// What a node agent reports once a Pod's containers run and pass readiness.
+    fn mark_ready(&self, selector: &str) {
+        for (i, p) in self.pods(selector).iter().enumerate() {
+            let status = format!(
+                r#"{{"status":{{"phase":"Running","podIP":"10.244.0.{}","conditions":[{{"type":"Ready","status":"True"}}]}}}}"#,
+                10 + i
+            );
+            self.ok(&[
+                "patch",
+                "pod",
+                p,
+                "--subresource=status",
+                "--type=merge",
+                "-p",
+                &status,
+            ]);
+        }
+    }
+}
+
+fn example(name: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../examples")
+        .join(name)
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn deployment_to_ready_pods_endpoints_rollout_and_cascade() {
+    let c = Cluster::start();
+    c.ok(&[
+        "apply",
+        "-f",
+        &example("deployment.yaml"),
+        "-f",
+        &example("service.yaml"),
+    ]);
+    c.eventually("3 pods from the deployment", || {
+        c.pods("app=web").len() == 3
+    });
+    let owner = c.ok(&[
+        "get",
+        "pods",
+        "-l",
+        "app=web",
+        "-o",
+        "jsonpath={.items[0].metadata.ownerReferences[0].kind}",
+    ]);
+    assert_eq!(owner, "ReplicaSet");
+    c.mark_ready("app=web");
+    c.ok(&["rollout", "status", "deployment/web", "--timeout=90s"]);
+    let ready = c.ok(&[
+        "get",
+        "deploy",
+        "web",
+        "-o",
+        "jsonpath={.status.readyReplicas}/{.status.availableReplicas}",
+    ]);
+    assert_eq!(ready, "3/3");
+
+    // The Service's EndpointSlice lists the three ready Pods on the resolved named port.
+    c.eventually("3 ready endpoints", || {
+        let out = c.kubectl(&[
+            "get",
+            "endpointslices",
+            "-l",
+            "kubernetes.io/service-name=web",
+            "-o",
+            "jsonpath={.items[0].ports[0].port} {.items[0].endpoints[*].conditions.ready}",
+        ]);
+        String::from_utf8_lossy(&out.stdout) == "8080 true true true"
+    });
+
+    // Scaling up and down.
+    c.ok(&["scale", "deployment", "web", "--replicas=5"]);
+    c.eventually("5 pods", || c.pods("app=web").len() == 5);
+    c.ok(&["scale", "deployment", "web", "--replicas=2"]);
+    c.eventually("2 pods", || c.pods("app=web").len() == 2);
+    c.mark_ready("app=web");
+
+    // A new image rolls to a new ReplicaSet as its Pods become ready; the old one goes to 0.
+    c.ok(&[
+        "set",
+        "image",
+        "deployment/web",
+        "web=127.0.0.1:5000/keelson/podname-http:2",
+    ]);
+    c.eventually("two ReplicaSets", || {
+        c.ok(&["get", "rs", "-o", "name"]).lines().count() == 2
+    });
+    c.eventually("the rollout to finish", || {
+        c.mark_ready("app=web");
+        let images = c.ok(&[
+            "get",
+            "pods",
+            "-l",
+            "app=web",
+            "-o",
+            "jsonpath={.items[*].spec.containers[0].image}",
+        ]);
+        let st = c.ok(&[
+            "get",
+            "deploy",
+            "web",
+            "-o",
+            "jsonpath={.status.updatedReplicas}/{.status.replicas}/{.status.availableReplicas}",
+        ]);
+        st == "2/2/2" && images.split(' ').all(|i| i.ends_with(":2"))
+    });
+    c.ok(&["rollout", "status", "deployment/web", "--timeout=90s"]);
+
+    // Deleting the Deployment removes its ReplicaSets and Pods (garbage collector).
+    c.ok(&["delete", "deployment", "web"]);
+    c.eventually("ReplicaSets and Pods to be collected", || {
+        c.ok(&["get", "rs", "-o", "name"]).is_empty()
+            && c.ok(&["get", "pods", "-o", "name"]).is_empty()
+    });
+    // Deleting the Service removes its EndpointSlice.
+    c.ok(&["delete", "service", "web"]);
+    c.eventually("the EndpointSlice to be collected", || {
+        c.ok(&["get", "endpointslices", "-o", "name"]).is_empty()
+    });
+}
+
+#[test]
+fn namespace_deletion_empties_then_removes_it() {
+    let c = Cluster::start();
+    c.ok(&["create", "namespace", "doomed"]);
+    c.ok(&[
+        "create",
+        "configmap",
+        "a",
+        "-n",
+        "doomed",
+        "--from-literal=k=v",
+    ]);
+    c.ok(&[
+        "create",
+        "deployment",
+        "d",
+        "-n",
+        "doomed",
+        "--image=busybox",
+    ]);
+    c.eventually("the deployment's pod", || {
+        c.ok(&["get", "pods", "-n", "doomed", "-o", "name"])
+            .lines()
+            .count()
+            == 1
+    });
+    let out = c.ok(&["delete", "namespace", "doomed", "--timeout=90s"]);
+    assert!(out.contains("deleted"), "{out}");
+    assert!(!c.kubectl(&["get", "namespace", "doomed"]).status.success());
+}
