@@ -756,3 +756,71 @@ fn a_pod_bound_after_creation_is_started() {
         .expect("bind");
     ready_pod_ip(&cluster, "late", Duration::from_secs(60));
 }
+
+#[test]
+fn startup_probe_gates_liveness_and_readiness() {
+    let cluster = Cluster::start("agstart");
+    cluster.apply(&pod_yaml(
+        "slow",
+        &cluster.node_name,
+        &format!(
+            r#"  containers:
+  - name: app
+    image: {BUSYBOX}
+    command: [sh, -c, 'sleep 4; touch /tmp/up; sleep 3600']
+    startupProbe:
+      exec: {{command: [cat, /tmp/up]}}
+      periodSeconds: 1
+      failureThreshold: 30
+    livenessProbe:
+      exec: {{command: [cat, /tmp/up]}}
+      periodSeconds: 1
+      failureThreshold: 1
+    readinessProbe:
+      exec: {{command: [cat, /tmp/up]}}
+      periodSeconds: 1
+"#
+        ),
+    ));
+    // Running but not started (and so not ready) while the startup probe fails; the liveness
+    // probe, which would fail too, does not run yet.
+    cluster.wait_until(Duration::from_secs(30), "running, not yet started", || {
+        let pod = cluster.pod("slow");
+        let cs = &pod["status"]["containerStatuses"][0];
+        (cs["state"]["running"].is_object() && cs["started"] == false && cs["ready"] == false)
+            .then_some(())
+    });
+    cluster.wait_until(Duration::from_secs(30), "started and ready", || {
+        let pod = cluster.pod("slow");
+        let cs = &pod["status"]["containerStatuses"][0];
+        (cs["started"] == true && cs["ready"] == true).then_some(())
+    });
+    assert_eq!(
+        container_ids(&cluster.pod("slow"))["app"].1,
+        0,
+        "no liveness restart before startup"
+    );
+}
+
+#[test]
+fn containerd_restart_keeps_pods_and_the_agent_recovers() {
+    let cluster = Cluster::start("agcrd");
+    cluster.apply(&http_pod("before", &cluster.node_name));
+    let ip = ready_pod_ip(&cluster, "before", Duration::from_secs(60));
+    let ids = container_ids(&cluster.pod("before"));
+    cluster.restart_containerd();
+    cluster.apply(&http_pod("after", &cluster.node_name));
+    ready_pod_ip(&cluster, "after", Duration::from_secs(60));
+    assert_eq!(
+        container_ids(&cluster.pod("before")),
+        ids,
+        "the running pod was not restarted"
+    );
+    let body = cluster
+        .on_node("curl", &["-sS", "-m", "5", &format!("http://{ip}:8080/")])
+        .expect("HTTP");
+    assert_eq!(body, "before\n");
+    cluster
+        .kubectl(&["delete", "pod", "before", "--timeout=30s"])
+        .expect("delete after the restart");
+}

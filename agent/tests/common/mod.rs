@@ -246,6 +246,23 @@ impl Cluster {
         }));
     }
 
+    /// Stops containerd (its containers keep running in their shims) and starts it again.
+    pub fn restart_containerd(&self) {
+        let name = self.node.name.clone();
+        run(Command::new(scripts_dir().join("containerd/stop")).arg(&name))
+            .expect("stop containerd");
+        run(Command::new(scripts_dir().join("containerd/start")).args([
+            name.as_str(),
+            "--netns",
+            &self.node.name,
+            "--cni-bin-dir",
+            &self.cni_bin.to_string_lossy(),
+            "--cni-conf-dir",
+            &self.tmp.path().join("net.d").to_string_lossy(),
+        ]))
+        .expect("start containerd again");
+    }
+
     /// Adds node number `extra.len() + 1` (address 172.31.255.3, .4, ...; pod CIDR
     /// 10.244.8.0/24, 10.244.9.0/24, ...) and waits until it is Ready.
     pub fn add_node(&mut self, prefix: &str) -> &ExtraNode {
