@@ -8,6 +8,7 @@ pub mod fields;
 pub mod labels;
 pub mod patch;
 pub mod protobuf;
+pub mod quantity;
 mod validation;
 
 pub use error::SelectorError;

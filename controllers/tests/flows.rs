@@ -1,5 +1,5 @@
-//! The controllers against a real keelson-apiserver, driven by kubectl; the test plays the
-//! node agent by reporting Pods Running and Ready.
+//! The controllers and the scheduler against a real keelson-apiserver, driven by kubectl; the
+//! test plays the node agents by registering Nodes and reporting Pods Running and Ready.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
@@ -92,8 +92,25 @@ impl Cluster {
             .stderr(log("controllers.err"))
             .spawn()
             .unwrap();
+        let sched_port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let sched = Command::new(bin("keelson-scheduler"))
+            .args([
+                "--kubeconfig",
+                kubeconfig.to_str().unwrap(),
+                "--metrics-bind-address",
+                &format!("127.0.0.1:{sched_port}"),
+            ])
+            .stdout(log("scheduler.log"))
+            .stderr(log("scheduler.err"))
+            .spawn()
+            .unwrap();
         let mut c = Cluster { dir, _procs: procs };
         c._procs.push(Proc(cm));
+        c._procs.push(Proc(sched));
         c
     }
 
@@ -298,4 +315,88 @@ fn namespace_deletion_empties_then_removes_it() {
     let out = c.ok(&["delete", "namespace", "doomed", "--timeout=90s"]);
     assert!(out.contains("deleted"), "{out}");
     assert!(!c.kubectl(&["get", "namespace", "doomed"]).status.success());
+}
+
+fn node(name: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: {name}\n  labels: {{kubernetes.io/hostname: {name}}}\nstatus:\n  allocatable: {{cpu: '2', memory: 4Gi, pods: '110'}}\n  conditions: [{{type: Ready, status: 'True', reason: KubeletReady, message: ready}}]\n"
+    )
+}
+
+#[test]
+fn scheduler_spreads_replicas_and_explains_unschedulable_pods() {
+    let c = Cluster::start();
+    for n in ["node-a", "node-b", "node-c"] {
+        let mut child = Command::new("kubectl")
+            .args(["apply", "-f", "-"])
+            .env("KUBECONFIG", c.dir.path().join("admin.kubeconfig"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(&mut child.stdin.take().unwrap(), node(n).as_bytes()).unwrap();
+        assert!(child.wait().unwrap().success());
+    }
+    c.ok(&[
+        "create",
+        "deployment",
+        "spread",
+        "--image=busybox",
+        "--replicas=6",
+    ]);
+    c.eventually("6 pods bound to nodes", || {
+        let nodes = c.ok(&[
+            "get",
+            "pods",
+            "-l",
+            "app=spread",
+            "-o",
+            "jsonpath={.items[*].spec.nodeName}",
+        ]);
+        nodes.split_whitespace().count() == 6
+    });
+    let nodes = c.ok(&[
+        "get",
+        "pods",
+        "-l",
+        "app=spread",
+        "-o",
+        "jsonpath={.items[*].spec.nodeName}",
+    ]);
+    for n in ["node-a", "node-b", "node-c"] {
+        assert_eq!(
+            nodes.split_whitespace().filter(|x| *x == n).count(),
+            2,
+            "not spread evenly: {nodes}"
+        );
+    }
+    let scheduled = c.ok(&[
+        "get",
+        "pods",
+        "-l",
+        "app=spread",
+        "-o",
+        "jsonpath={.items[0].status.conditions[?(@.type==\"PodScheduled\")].status}",
+    ]);
+    assert_eq!(scheduled, "True");
+    c.ok(&[
+        "run",
+        "nowhere",
+        "--image=busybox",
+        "--overrides={\"spec\":{\"nodeSelector\":{\"disk\":\"nvme\"}}}",
+    ]);
+    c.eventually("the unschedulable condition", || {
+        let msg = c.ok(&[
+            "get",
+            "pod",
+            "nowhere",
+            "-o",
+            "jsonpath={.status.conditions[?(@.type==\"PodScheduled\")].message}",
+        ]);
+        msg == "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."
+    });
+    assert_eq!(
+        c.ok(&["get", "pod", "nowhere", "-o", "jsonpath={.spec.nodeName}"]),
+        ""
+    );
 }

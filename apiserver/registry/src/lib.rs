@@ -11,7 +11,7 @@ mod json;
 pub mod kinds;
 pub mod names;
 mod path;
-pub mod quantity;
+pub use keelson_apimachinery::quantity;
 pub mod selector;
 mod tables;
 mod validation;
