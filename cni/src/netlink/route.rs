@@ -77,8 +77,9 @@ pub fn list(nl: &mut Netlink) -> io::Result<Vec<RouteDetails>> {
             continue;
         }
         let v4 = r.header.address_family == AddressFamily::Inet;
+        // A default route carries no destination attribute.
         let mut dst_ip: IpAddr = if v4 {
-            "0.0.0.0".parse().unwrap_or(IpAddr::from([0u8; 4]))
+            IpAddr::from([0u8; 4])
         } else {
             IpAddr::from([0u16; 8])
         };
