@@ -90,6 +90,10 @@ echo "pod-startup: $big pods, for the agent's RSS"
 KEEP_PODS=1 run_helper api --kubeconfig "$kc" --node "$nodename" --count "$big" --prefix p100 >/dev/null
 sleep 3
 rss100=$(awk '/VmRSS/ {print $2}' "/proc/$agent_pid/status")
+# The agent's CPU while 100 pods just run (relist, resyncs, lease): 20 s of idle.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$agent_pid/stat"; }
+t0=$(cpu_ticks); sleep 20; t1=$(cpu_ticks)
+idle_cpu=$(awk -v a="$t0" -v b="$t1" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.1f", (b - a) / hz / 20 * 100}')
 kubectl_cp delete pods -l bench=p100 --wait=true >/dev/null
 
 ratio50=$(awk -v a="$agent50" -v b="$bare50" 'BEGIN {printf "%.2f", a / b}')
@@ -100,6 +104,7 @@ printf '%-40s %10s %10s\n' "keelson-agent, creation -> Running" "$agent50" "$age
 printf '%-40s %10s %10s\n' "ratio agent / floor" "$ratio50" "$ratio99"
 printf '%-40s %10s\n' "agent RSS with $count pods (MiB)" "$((rss30 / 1024))"
 printf '%-40s %10s\n' "agent RSS with $big pods (MiB)" "$((rss100 / 1024))"
+printf '%-40s %10s\n' "agent CPU, $big pods idle (% of a core)" "$idle_cpu"
 echo "binaries: $bin"
 json() { printf '{"bench":"pod-startup","figure":"%s","value":%s,"unit":"%s","baseline":"%s","baseline_value":%s}\n' "$@"; }
 json "agent_p50_ms" "$agent50" ms "bare_cri_p50_ms" "$bare50"
@@ -108,3 +113,4 @@ json "agent_over_floor_p50" "$ratio50" ratio "target" 1.2
 json "agent_over_floor_p99" "$ratio99" ratio "target" 1.2
 json "agent_rss_${count}_pods_kib" "$rss30" KiB "target_100_pods_kib" $((30 * 1024))
 json "agent_rss_${big}_pods_kib" "$rss100" KiB "target_100_pods_kib" $((30 * 1024))
+json "agent_idle_cpu_${big}_pods_percent" "$idle_cpu" percent "none" 0

@@ -21,6 +21,10 @@ use super::{env, translate, volumes};
 use crate::backoff;
 use crate::cri::labels;
 
+/// Every pod is synced at least this often even when nothing changed (the kubelet's
+/// syncFrequency): configMap and secret volumes follow their objects within it.
+pub const RESYNC: Duration = Duration::from_secs(60);
+
 /// Messages to a worker.
 #[derive(Debug)]
 pub enum Msg {
@@ -202,8 +206,8 @@ impl Worker {
         self.write_status(pod, status).await?;
         // Periodic resync refreshes configMap/secret volumes and catches anything missed.
         Ok(wake
-            .unwrap_or(Duration::from_secs(10))
-            .min(Duration::from_secs(10)))
+            .unwrap_or(RESYNC)
+            .min(RESYNC))
     }
 
     /// Performs one action; returns whether it changed the runtime.
