@@ -272,8 +272,16 @@ fn decide_container(
                 });
             }
         }
-        // A container created but never started (agent crashed in between) counts as a failed attempt.
-        RunState::Created | RunState::Unknown | RunState::Exited => {
+        // Created but never started: the agent died in between. It never ran, so the next attempt
+        // starts at once whatever the policy.
+        RunState::Created => {
+            plan.actions.push(Action::StartContainer {
+                name: spec.name.clone(),
+                init,
+                attempt: latest.attempt + 1,
+            });
+        }
+        RunState::Unknown | RunState::Exited => {
             let exit_code = if latest.state == RunState::Exited {
                 latest.exit_code
             } else {
@@ -583,6 +591,39 @@ mod tests {
                 name: "app".into(),
                 init: false,
                 attempt: 4
+            }]
+        );
+    }
+
+    #[test]
+    fn a_never_started_attempt_is_retried_and_then_removed() {
+        let p = pod("Never", &[], &["app"]);
+        let mut observed = ObservedPod {
+            sandbox: sandbox(true),
+            ..Default::default()
+        };
+        // The agent died between CreateContainer and StartContainer: the next attempt starts,
+        // whatever the restart policy (the container never ran).
+        observed
+            .containers
+            .push(container("app", 0, RunState::Created, 0, 0));
+        let (_, retry) = plan(&p, &observed, &[], SEC);
+        assert_eq!(
+            retry.actions,
+            vec![Action::StartContainer {
+                name: "app".into(),
+                init: false,
+                attempt: 1
+            }]
+        );
+        observed
+            .containers
+            .push(container("app", 1, RunState::Running, 0, 0));
+        let (_, cleanup) = plan(&p, &observed, &[], SEC);
+        assert_eq!(
+            cleanup.actions,
+            vec![Action::RemoveContainers {
+                ids: vec!["app-0".into()]
             }]
         );
     }

@@ -111,7 +111,8 @@ impl ObservedPod {
             .max_by_key(|c| c.attempt)
     }
 
-    /// Exited attempts older than the previous one: removed so that dead containers do not pile up.
+    /// Exited attempts older than the previous one, and created-but-never-started ones that are
+    /// not the newest (left by an agent that died in between): removed so they do not pile up.
     pub fn garbage(&self) -> Vec<String> {
         let mut ids = Vec::new();
         let names: std::collections::BTreeSet<&str> =
@@ -126,9 +127,10 @@ impl ObservedPod {
                 self.containers
                     .iter()
                     .filter(|c| {
+                        let newest = keep.first() == Some(&c.id.as_str());
                         c.name == name
-                            && c.state == RunState::Exited
-                            && !keep.contains(&c.id.as_str())
+                            && ((c.state == RunState::Exited && !keep.contains(&c.id.as_str()))
+                                || (c.state == RunState::Created && !newest))
                     })
                     .map(|c| c.id.clone()),
             );

@@ -222,6 +222,14 @@ fn container_status(spec: &Container, input: &StatusInput<'_>, init: bool) -> Co
                     });
                     status.last_state = previous.map(last_terminated);
                 }
+                RunState::Created => {
+                    let creating = Waiting {
+                        reason: "ContainerCreating".into(),
+                        message: String::new(),
+                    };
+                    status.state = Some(waiting_state(waiting.unwrap_or(&creating)));
+                    status.last_state = previous.map(last_terminated);
+                }
                 _ => {
                     if let Some(w) = waiting {
                         status.state = Some(waiting_state(w));

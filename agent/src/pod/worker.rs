@@ -205,9 +205,7 @@ impl Worker {
         self.record_start(pod, &status);
         self.write_status(pod, status).await?;
         // Periodic resync refreshes configMap/secret volumes and catches anything missed.
-        Ok(wake
-            .unwrap_or(RESYNC)
-            .min(RESYNC))
+        Ok(wake.unwrap_or(RESYNC).min(RESYNC))
     }
 
     /// Performs one action; returns whether it changed the runtime.
