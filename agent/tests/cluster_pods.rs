@@ -364,7 +364,7 @@ fn configmap_secret_volumes_and_field_ref_env() {
   - name: app
     image: {BUSYBOX}
     workingDir: /etc/cfg
-    command: [sh, -c, 'echo "name=$POD_NAME ip=$POD_IP color=$COLOR pw=$PW uid=$(id -u) pwd=$(pwd)"; ls /etc/cfg /etc/sec; cat /etc/cfg/color /etc/sec/password; echo; sleep 3600']
+    command: [sh, -c, 'echo "name=$POD_NAME ip=$POD_IP color=$COLOR pw=$PW uid=$(id -u) pwd=$(pwd)"; ls /etc/cfg /etc/sec; cat /etc/cfg/color /etc/sec/password; echo; echo limits $(cat /sys/fs/cgroup/memory/memory.limit_in_bytes) $(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us) $(cat /sys/fs/cgroup/cpu/cpu.cfs_period_us); cat /etc/resolv.conf; sleep 3600']
     securityContext: {{runAsUser: 1234}}
     resources:
       limits: {{cpu: 250m, memory: 64Mi}}
@@ -393,7 +393,7 @@ fn configmap_secret_volumes_and_field_ref_env() {
         cluster
             .kubectl(&["logs", "envvol"])
             .ok()
-            .filter(|l| l.contains("hunter2\n"))
+            .filter(|l| l.contains("ndots"))
     });
     assert!(
         logs.contains(&format!(
@@ -404,6 +404,18 @@ fn configmap_secret_volumes_and_field_ref_env() {
     assert!(logs.contains("/etc/cfg:\ncolor\nsize\n"), "{logs}");
     assert!(logs.contains("/etc/sec:\npassword\n"), "{logs}");
     assert!(logs.contains("bluehunter2"), "{logs}");
+    // Limits reach the container's cgroups: 64Mi of memory, 250m of CPU (CFS quota / period).
+    assert!(logs.contains("limits 67108864 25000 100000"), "{logs}");
+    // dnsPolicy ClusterFirst: the cluster DNS server and the namespace's search path.
+    assert!(
+        logs.contains(&format!("nameserver {CLUSTER_DNS}")),
+        "{logs}"
+    );
+    assert!(
+        logs.contains("search default.svc.cluster.local svc.cluster.local cluster.local"),
+        "{logs}"
+    );
+    assert!(logs.contains("options ndots:5"), "{logs}");
     assert_eq!(cluster.pod("envvol")["status"]["qosClass"], "Guaranteed");
 }
 

@@ -20,6 +20,8 @@ pub const CP_IP: &str = "172.31.255.1";
 pub const NODE_IP: &str = "172.31.255.2";
 pub const POD_CIDR: &str = "10.244.7.0/24";
 pub const HTTP_IMAGE: &str = "127.0.0.1:5000/keelson/podname-http:1";
+/// Written into pods' resolv.conf (dnsPolicy ClusterFirst); nothing answers there in tests.
+pub const CLUSTER_DNS: &str = "10.96.0.10";
 pub const BUSYBOX: &str = "127.0.0.1:5000/keelson/busybox:1.35";
 
 fn target_bin(name: &str) -> PathBuf {
@@ -88,6 +90,7 @@ fn spawn_agent(a: &AgentSpec<'_>) -> ChildGuard {
         .args(["--root-dir", &a.dir.join("agent-root").to_string_lossy()])
         .args(["--pod-log-dir", &a.dir.join("pod-logs").to_string_lossy()])
         .args(["--cgroup-root", &format!("/{}", a.name)])
+        .args(["--cluster-dns", CLUSTER_DNS])
         .env("RUST_LOG", "keelson_agent=debug")
         .stdout(Stdio::null())
         .stderr(log)
