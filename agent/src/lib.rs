@@ -7,6 +7,8 @@ pub mod agent;
 pub mod backoff;
 pub mod config;
 pub mod cri;
+#[cfg(test)]
+pub mod cri_fake;
 pub mod error;
 pub mod metrics;
 pub mod node;

@@ -937,6 +937,10 @@ fn now_ns() -> i64 {
 }
 
 #[cfg(test)]
+#[path = "worker_tests.rs"]
+mod worker_tests;
+
+#[cfg(test)]
 mod tests {
     use super::default_pull_policy;
 

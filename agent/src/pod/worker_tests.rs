@@ -1,0 +1,299 @@
+//! The pod worker against the fake CRI runtime and a recording fake API server: the calls it
+//! makes and the status it writes, without root or containerd.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::{Arc, Mutex, RwLock};
+
+use http_body_util::{BodyExt, Full};
+use k8s_openapi::api::core::v1::Pod;
+use tokio::sync::mpsc;
+
+use super::*;
+use crate::cri_fake::FakeCri;
+use crate::metrics::Metrics;
+use crate::pod::context::Context;
+use crate::pod::events::Recorder;
+use crate::pod::translate::NodeSettings;
+
+/// Requests the fake API server received: (method, path, body).
+type Requests = Arc<Mutex<Vec<(String, String, serde_json::Value)>>>;
+
+/// A kube client whose server answers 404 to reads, echoes writes back, and records them.
+fn fake_api() -> (kube::Client, Requests) {
+    let requests: Requests = Arc::default();
+    let log = requests.clone();
+    let service = tower::service_fn(move |req: http::Request<kube::client::Body>| {
+        let log = log.clone();
+        async move {
+            let method = req.method().to_string();
+            let path = req.uri().path().to_string();
+            let body = req
+                .into_body()
+                .collect()
+                .await
+                .map(|b| b.to_bytes())
+                .unwrap_or_default();
+            let json: serde_json::Value =
+                serde_json::from_slice(&body).unwrap_or(serde_json::Value::Null);
+            log.lock()
+                .unwrap()
+                .push((method.clone(), path.clone(), json.clone()));
+            let (code, answer) = if method == "GET" {
+                (
+                    404,
+                    serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404}),
+                )
+            } else {
+                let mut pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "default"}});
+                if json.is_object() && json.get("kind").is_some() {
+                    pod = json;
+                }
+                (200, pod)
+            };
+            let response = http::Response::builder()
+                .status(code)
+                .header("content-type", "application/json")
+                .body(Full::new(bytes::Bytes::from(answer.to_string())))
+                .unwrap();
+            Ok::<_, Infallible>(response)
+        }
+    });
+    (kube::Client::new(service, "default"), requests)
+}
+
+fn pod(policy: &str) -> Pod {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "web", "namespace": "default", "uid": "uid-1", "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {
+            "nodeName": "node-a",
+            "restartPolicy": policy,
+            "terminationGracePeriodSeconds": 5,
+            "containers": [{"name": "app", "image": "registry.test/app:1"}]
+        }
+    }))
+    .unwrap()
+}
+
+struct Fixture {
+    cri: Arc<FakeCri>,
+    requests: Requests,
+    ctx: Arc<Context>,
+    _root: tempfile::TempDir,
+}
+
+fn fixture() -> Fixture {
+    let cri = Arc::new(FakeCri::default());
+    let (client, requests) = fake_api();
+    let root = tempfile::tempdir().unwrap();
+    let ctx = Arc::new(Context {
+        cri: cri.clone(),
+        events: Recorder::new(client.clone(), "node-a".into()),
+        client,
+        settings: NodeSettings {
+            node_name: "node-a".into(),
+            cgroup_root: "/keelson".into(),
+            pod_log_root: root.path().join("logs").display().to_string(),
+            cluster_dns: vec![],
+            cluster_domain: "cluster.local".into(),
+        },
+        root: root.path().to_path_buf(),
+        host_ip: "172.31.0.2".into(),
+        metrics: Arc::new(Metrics::new()),
+        pods: RwLock::new(HashMap::new()),
+    });
+    Fixture {
+        cri,
+        requests,
+        ctx,
+        _root: root,
+    }
+}
+
+fn worker(f: &Fixture) -> Worker {
+    let (_tx, rx) = mpsc::channel(1);
+    Worker::new("uid-1".into(), f.ctx.clone(), rx)
+}
+
+/// The pod statuses written (PATCH pods/web/status), in order.
+fn statuses(requests: &Requests) -> Vec<serde_json::Value> {
+    requests
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(m, p, _)| m == "PATCH" && p.ends_with("/pods/web/status"))
+        .map(|(_, _, b)| b["status"].clone())
+        .collect()
+}
+
+fn mutations(calls: &[String]) -> Vec<String> {
+    calls
+        .iter()
+        .filter(|c| !c.starts_with("List"))
+        .map(|c| c.split(' ').take(2).collect::<Vec<_>>().join(" "))
+        .collect()
+}
+
+#[tokio::test]
+async fn new_pod_runs_and_reports_running() {
+    let f = fixture();
+    let mut w = worker(&f);
+    w.sync(&pod("Always")).await.unwrap();
+    let calls = mutations(&f.cri.take_calls());
+    assert_eq!(
+        calls,
+        vec![
+            "RunPodSandbox web",
+            "PullImage registry.test/app:1",
+            "CreateContainer app",
+            "StartContainer c2"
+        ],
+        "sandbox, pull (IfNotPresent, image absent), create, start"
+    );
+    let written = statuses(&f.requests);
+    assert_eq!(written.len(), 1, "one status write");
+    let status = &written[0];
+    assert_eq!(status["phase"], "Running");
+    assert_eq!(status["podIP"], "10.0.0.2");
+    assert_eq!(status["hostIP"], "172.31.0.2");
+    assert_eq!(status["containerStatuses"][0]["ready"], true);
+    assert_eq!(
+        status["containerStatuses"][0]["containerID"],
+        "containerd://c2"
+    );
+
+    // The same state again: nothing to do, nothing written.
+    let mut adopted = pod("Always");
+    adopted.status = serde_json::from_value(status.clone()).ok();
+    w.sync(&adopted).await.unwrap();
+    assert!(mutations(&f.cri.take_calls()).is_empty());
+    assert_eq!(statuses(&f.requests).len(), 1);
+}
+
+#[tokio::test]
+async fn a_restarted_agent_adopts_what_runs() {
+    let f = fixture();
+    worker(&f).sync(&pod("Always")).await.unwrap();
+    f.cri.take_calls();
+    let first = statuses(&f.requests)[0].clone();
+    let mut p = pod("Always");
+    p.status = serde_json::from_value(first).ok();
+    // A new worker (as after an agent restart) rebuilds its view from CRI labels.
+    worker(&f).sync(&p).await.unwrap();
+    assert!(
+        mutations(&f.cri.take_calls()).is_empty(),
+        "no container created or restarted"
+    );
+    assert_eq!(
+        statuses(&f.requests).len(),
+        1,
+        "and no status write: nothing changed"
+    );
+    assert_eq!(f.cri.running_containers(), 1);
+}
+
+#[tokio::test]
+async fn a_crashing_container_restarts_then_backs_off() {
+    let f = fixture();
+    let mut w = worker(&f);
+    let p = pod("Always");
+    w.sync(&p).await.unwrap();
+    f.cri.take_calls();
+    f.cri.exit("app", 1, 0);
+    w.sync(&p).await.unwrap();
+    assert_eq!(
+        mutations(&f.cri.take_calls()),
+        vec!["CreateContainer app", "StartContainer c3"],
+        "first restart at once"
+    );
+    f.cri.exit("app", 1, 0);
+    let wake = w.sync(&p).await.unwrap();
+    let calls = mutations(&f.cri.take_calls());
+    assert!(
+        !calls.iter().any(|c| c.starts_with("CreateContainer")),
+        "{calls:?}"
+    );
+    assert!(
+        wake > Duration::from_secs(8) && wake <= Duration::from_secs(10),
+        "woken when the 10 s back-off ends: {wake:?}"
+    );
+    let last = statuses(&f.requests).last().cloned().unwrap();
+    let cs = &last["containerStatuses"][0];
+    assert_eq!(cs["state"]["waiting"]["reason"], "CrashLoopBackOff");
+    assert_eq!(cs["restartCount"], 1);
+    assert_eq!(cs["lastState"]["terminated"]["exitCode"], 1);
+}
+
+#[tokio::test]
+async fn a_failed_pull_reports_err_image_pull_then_back_off() {
+    let f = fixture();
+    f.cri
+        .missing_images
+        .lock()
+        .unwrap()
+        .insert("registry.test/app:1".into());
+    let mut w = worker(&f);
+    let p = pod("Always");
+    w.sync(&p).await.unwrap();
+    let first = statuses(&f.requests).last().cloned().unwrap();
+    assert_eq!(
+        first["containerStatuses"][0]["state"]["waiting"]["reason"],
+        "ErrImagePull"
+    );
+    assert!(first["containerStatuses"][0]["state"]["waiting"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("not found"));
+    f.cri.take_calls();
+    w.sync(&p).await.unwrap();
+    assert!(
+        !f.cri
+            .take_calls()
+            .iter()
+            .any(|c| c.starts_with("PullImage")),
+        "no pull during the back-off"
+    );
+    let second = statuses(&f.requests).last().cloned().unwrap();
+    assert_eq!(
+        second["containerStatuses"][0]["state"]["waiting"]["reason"],
+        "ImagePullBackOff"
+    );
+    assert_eq!(second["phase"], "Pending");
+}
+
+#[tokio::test]
+async fn deletion_stops_everything_then_deletes_the_pod_with_grace_zero() {
+    let f = fixture();
+    let mut w = worker(&f);
+    let mut p = pod("Always");
+    w.sync(&p).await.unwrap();
+    f.cri.take_calls();
+    p.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        k8s_openapi::jiff::Timestamp::now(),
+    ));
+    p.metadata.deletion_grace_period_seconds = Some(5);
+    w.teardown(Some(&p), Teardown::Deleted).await.unwrap();
+    assert_eq!(
+        mutations(&f.cri.take_calls()),
+        vec![
+            "StopContainer c2",
+            "StopPodSandbox sb1",
+            "RemovePodSandbox sb1"
+        ]
+    );
+    assert_eq!(f.cri.sandbox_count(), 0);
+    let requests = f.requests.lock().unwrap();
+    let delete = requests
+        .iter()
+        .find(|(m, _, _)| m == "DELETE")
+        .expect("pod deleted");
+    assert!(
+        delete.1.ends_with("/namespaces/default/pods/web"),
+        "{}",
+        delete.1
+    );
+    assert_eq!(delete.2["gracePeriodSeconds"], 0);
+    assert_eq!(delete.2["preconditions"]["uid"], "uid-1");
+}
