@@ -143,6 +143,16 @@ pub async fn run(cfg: AgentConfig) -> Result<(), AgentError> {
         metrics,
         pods: RwLock::new(HashMap::new()),
     });
+    let limits = crate::pod::log_rotation::Limits {
+        max_size: cfg.container_log_max_size,
+        max_files: cfg.container_log_max_files,
+    };
+    tokio::spawn(crate::pod::log_rotation::run(
+        ctx.cri.clone(),
+        cfg.node_name.clone(),
+        limits,
+        Duration::from_secs(10),
+    ));
     let manager = Manager::new(ctx.clone());
     let synced = Arc::new(tokio::sync::Notify::new());
     tokio::spawn(manager.clone().watch(synced.clone()));

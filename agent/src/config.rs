@@ -29,5 +29,8 @@ pub struct AgentConfig {
     /// Require client certificates signed by this CA on port 10250.
     pub client_ca_file: Option<PathBuf>,
     pub max_pods: u32,
+    /// Container logs are rotated over this size, keeping this many files per container.
+    pub container_log_max_size: u64,
+    pub container_log_max_files: usize,
     pub node_labels: Vec<(String, String)>,
 }

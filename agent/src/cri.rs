@@ -73,6 +73,8 @@ pub trait Cri: Send + Sync {
         cmd: Vec<String>,
         timeout_seconds: i64,
     ) -> CriResult<cri::ExecSyncResponse>;
+    /// Asks the runtime to reopen the container's log file (after the agent rotated it).
+    async fn reopen_container_log(&self, id: &str) -> CriResult<()>;
     async fn image_status(&self, image: &str) -> CriResult<Option<cri::Image>>;
     async fn pull_image(
         &self,
@@ -265,6 +267,20 @@ impl Cri for GrpcCri {
             timeout: timeout_seconds,
         };
         call!(self, runtime, exec_sync, "ExecSync", req)
+    }
+
+    async fn reopen_container_log(&self, id: &str) -> CriResult<()> {
+        let req = cri::ReopenContainerLogRequest {
+            container_id: id.into(),
+        };
+        call!(
+            self,
+            runtime,
+            reopen_container_log,
+            "ReopenContainerLog",
+            req
+        )
+        .map(|_| ())
     }
 
     async fn image_status(&self, image: &str) -> CriResult<Option<cri::Image>> {

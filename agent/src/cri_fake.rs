@@ -345,6 +345,11 @@ impl Cri for FakeCri {
         Ok(cri::ExecSyncResponse::default())
     }
 
+    async fn reopen_container_log(&self, id: &str) -> CriResult<()> {
+        self.log(format!("ReopenContainerLog {id}"));
+        Ok(())
+    }
+
     async fn image_status(&self, image: &str) -> CriResult<Option<cri::Image>> {
         let s = self
             .state

@@ -65,6 +65,12 @@ struct Flags {
     client_ca_file: Option<PathBuf>,
     #[arg(long = "max-pods", default_value_t = 110)]
     max_pods: u32,
+    /// Rotate a container's log when it grows over this size (a quantity such as 10Mi).
+    #[arg(long = "container-log-max-size", default_value = "10Mi")]
+    container_log_max_size: String,
+    /// Log files kept per container, the current one included.
+    #[arg(long = "container-log-max-files", default_value_t = 5)]
+    container_log_max_files: usize,
     /// Extra node labels, key=value, comma separated.
     #[arg(long = "node-labels", value_delimiter = ',')]
     node_labels: Vec<String>,
@@ -117,6 +123,15 @@ async fn main() -> anyhow::Result<()> {
         tls_key_file: flags.tls_private_key_file,
         client_ca_file: flags.client_ca_file,
         max_pods: flags.max_pods,
+        container_log_max_size: keelson_agent::quantity::bytes(&flags.container_log_max_size)
+            .and_then(|b| u64::try_from(b).ok())
+            .ok_or_else(|| {
+                anyhow::anyhow!(
+                    "--container-log-max-size {}: not a size",
+                    flags.container_log_max_size
+                )
+            })?,
+        container_log_max_files: flags.container_log_max_files.max(1),
         node_labels,
     };
     tokio::select! {

@@ -836,3 +836,43 @@ fn containerd_restart_keeps_pods_and_the_agent_recovers() {
         .kubectl(&["delete", "pod", "before", "--timeout=30s"])
         .expect("delete after the restart");
 }
+
+#[test]
+fn container_logs_are_rotated_and_still_served_in_order() {
+    let cluster = Cluster::start("agrot");
+    let pad = "x".repeat(100);
+    cluster.apply(&pod_yaml(
+        "chatty",
+        &cluster.node_name,
+        &format!(
+            "  containers:\n  - name: app\n    image: {BUSYBOX}\n    command: [sh, -c, 'i=0; while true; do echo \"line $i {pad}\"; i=$((i+1)); usleep 5000; done']\n"
+        ),
+    ));
+    ready_pod_ip(&cluster, "chatty", Duration::from_secs(60));
+    // The agent runs with --container-log-max-size 64Ki --container-log-max-files 3.
+    cluster.wait_until(Duration::from_secs(60), "two rotations", || {
+        let files = cluster.log_files(&cluster.pod("chatty"), "app");
+        (files.len() >= 3).then_some(())
+    });
+    std::thread::sleep(Duration::from_secs(11));
+    let files = cluster.log_files(&cluster.pod("chatty"), "app");
+    assert!(files.len() <= 3, "at most 3 files per container: {files:?}");
+    let logs = cluster.kubectl(&["logs", "chatty"]).expect("kubectl logs");
+    let numbers: Vec<u64> = logs
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(1)?.parse().ok())
+        .collect();
+    assert!(numbers.len() > 500, "{} lines", numbers.len());
+    assert!(
+        numbers.first() > Some(&0),
+        "the oldest lines were rotated away"
+    );
+    assert!(
+        numbers.windows(2).all(|w| w[1] == w[0] + 1),
+        "served in order, without gaps"
+    );
+    let last = cluster
+        .kubectl(&["logs", "chatty", "--tail", "1"])
+        .expect("tail");
+    assert!(last.starts_with("line "), "{last}");
+}

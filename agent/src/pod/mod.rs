@@ -5,6 +5,7 @@ pub mod context;
 pub mod decide;
 pub mod env;
 pub mod events;
+pub mod log_rotation;
 pub mod manager;
 pub mod observed;
 pub mod probe;

@@ -115,7 +115,18 @@ async fn container_logs(
         )
             .into_response();
     };
-    let content = tokio::fs::read_to_string(&file).await.unwrap_or_default();
+    // Rotated files first (oldest first), then the current one.
+    let mut content = String::new();
+    for rotated in crate::pod::log_rotation::rotated_files(&file) {
+        content.push_str(
+            &tokio::fs::read_to_string(&rotated)
+                .await
+                .unwrap_or_default(),
+        );
+    }
+    let current = tokio::fs::read_to_string(&file).await.unwrap_or_default();
+    let rotated_len = content.len();
+    content.push_str(&current);
     // Only whole lines: a line being written is picked up by follow.
     let complete_len = content.rfind('\n').map_or(0, |i| i + 1);
     let lines: Vec<&str> = content[..complete_len].lines().collect();
@@ -135,7 +146,7 @@ async fn container_logs(
     tokio::spawn(follow(
         ctx,
         file,
-        complete_len as u64,
+        complete_len.saturating_sub(rotated_len) as u64,
         first,
         opts.timestamps,
         uid,
@@ -170,6 +181,10 @@ async fn follow(
     loop {
         let mut chunk = String::new();
         if let Ok(mut f) = tokio::fs::File::open(&file).await {
+            // A file shorter than what was read is a new one (the log was rotated).
+            if f.metadata().await.is_ok_and(|m| m.len() < offset) {
+                offset = 0;
+            }
             if f.seek(std::io::SeekFrom::Start(offset)).await.is_ok() {
                 if let Ok(n) = f.read_to_string(&mut chunk).await {
                     offset += n as u64;

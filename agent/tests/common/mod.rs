@@ -91,6 +91,13 @@ fn spawn_agent(a: &AgentSpec<'_>) -> ChildGuard {
         .args(["--pod-log-dir", &a.dir.join("pod-logs").to_string_lossy()])
         .args(["--cgroup-root", &format!("/{}", a.name)])
         .args(["--cluster-dns", CLUSTER_DNS])
+        // Small, so that a test sees rotation within seconds.
+        .args([
+            "--container-log-max-size",
+            "64Ki",
+            "--container-log-max-files",
+            "3",
+        ])
         .env("RUST_LOG", "keelson_agent=debug")
         .stdout(Stdio::null())
         .stderr(log)
@@ -419,6 +426,18 @@ impl Cluster {
             }
         }
         found
+    }
+
+    /// The pod's log files for a container on the first node (current and rotated).
+    pub fn log_files(&self, pod: &Value, container: &str) -> Vec<PathBuf> {
+        let m = &pod["metadata"];
+        let dir = self.tmp.path().join("pod-logs").join(format!(
+            "{}_{}_{}",
+            m["namespace"].as_str().unwrap_or(""),
+            m["name"].as_str().unwrap_or(""),
+            m["uid"].as_str().unwrap_or("")
+        ));
+        walk(&dir.join(container))
     }
 
     /// "reason: message" of the events about a pod, oldest first.
