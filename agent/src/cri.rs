@@ -75,6 +75,7 @@ pub trait Cri: Send + Sync {
     ) -> CriResult<cri::ExecSyncResponse>;
     /// Asks the runtime to reopen the container's log file (after the agent rotated it).
     async fn reopen_container_log(&self, id: &str) -> CriResult<()>;
+    async fn list_images(&self) -> CriResult<Vec<cri::Image>>;
     async fn image_status(&self, image: &str) -> CriResult<Option<cri::Image>>;
     async fn pull_image(
         &self,
@@ -281,6 +282,17 @@ impl Cri for GrpcCri {
             req
         )
         .map(|_| ())
+    }
+
+    async fn list_images(&self) -> CriResult<Vec<cri::Image>> {
+        call!(
+            self,
+            images,
+            list_images,
+            "ListImages",
+            cri::ListImagesRequest { filter: None }
+        )
+        .map(|r| r.images)
     }
 
     async fn image_status(&self, image: &str) -> CriResult<Option<cri::Image>> {

@@ -350,6 +350,22 @@ impl Cri for FakeCri {
         Ok(())
     }
 
+    async fn list_images(&self) -> CriResult<Vec<cri::Image>> {
+        let s = self
+            .state
+            .lock()
+            .map_err(|_| not_found("ListImages", "lock"))?;
+        Ok(s.images
+            .iter()
+            .map(|i| cri::Image {
+                id: format!("sha256:{i}"),
+                repo_tags: vec![i.clone()],
+                size: 1000,
+                ..Default::default()
+            })
+            .collect())
+    }
+
     async fn image_status(&self, image: &str) -> CriResult<Option<cri::Image>> {
         let s = self
             .state

@@ -136,6 +136,22 @@ fn pod_runs_ready_answers_http_and_shows_logs() {
         node["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"],
         10250
     );
+    // status.images lists what the node holds (the scheduler's image locality reads it).
+    cluster.wait_until(Duration::from_secs(30), "the image in node status", || {
+        let node = cluster
+            .kubectl_json(&["get", "node", &cluster.node_name])
+            .ok()?;
+        let images = node["status"]["images"].as_array()?.clone();
+        images
+            .iter()
+            .any(|i| {
+                i["names"]
+                    .as_array()
+                    .is_some_and(|n| n.iter().any(|n| n == HTTP_IMAGE))
+                    && i["sizeBytes"].as_i64() > Some(0)
+            })
+            .then_some(())
+    });
     let lease = cluster
         .kubectl_json(&["-n", "kube-node-lease", "get", "lease", &cluster.node_name])
         .expect("lease");

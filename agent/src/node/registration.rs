@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{
-    DaemonEndpoint, Node, NodeAddress, NodeCondition, NodeDaemonEndpoints, NodeSpec, NodeStatus,
-    NodeSystemInfo,
+    ContainerImage, DaemonEndpoint, Node, NodeAddress, NodeCondition, NodeDaemonEndpoints,
+    NodeSpec, NodeStatus, NodeSystemInfo,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
@@ -88,7 +88,7 @@ pub async fn register(client: &kube::Client, cfg: &NodeConfig) -> Result<Node, N
             }
         }
     };
-    post_status(client, cfg, true, "").await?;
+    post_status(client, cfg, true, "", &[]).await?;
     Ok(node)
 }
 
@@ -97,6 +97,7 @@ pub fn status(
     ready: bool,
     message: &str,
     previous: Option<&NodeStatus>,
+    images: &[ContainerImage],
 ) -> NodeStatus {
     let now =
         Time(Timestamp::from_second(Timestamp::now().as_second()).unwrap_or(Timestamp::UNIX_EPOCH));
@@ -160,6 +161,7 @@ pub fn status(
             ),
             condition("Ready", ready, ready_reason, &ready_message),
         ]),
+        images: (!images.is_empty()).then(|| images.to_vec()),
         daemon_endpoints: Some(NodeDaemonEndpoints {
             kubelet_endpoint: Some(DaemonEndpoint {
                 port: i32::from(cfg.port),
@@ -191,6 +193,7 @@ async fn post_status(
     cfg: &NodeConfig,
     ready: bool,
     message: &str,
+    images: &[ContainerImage],
 ) -> Result<NodeStatus, NodeError> {
     let api: Api<Node> = Api::all(client.clone());
     let err = |source| NodeError::Api {
@@ -198,7 +201,7 @@ async fn post_status(
         source,
     };
     let previous = api.get_status(&cfg.name).await.map_err(err)?.status;
-    let status = status(cfg, ready, message, previous.as_ref());
+    let status = status(cfg, ready, message, previous.as_ref(), images);
     let patch = serde_json::json!({ "status": status });
     api.patch_status(&cfg.name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
@@ -212,6 +215,36 @@ fn without_heartbeats(mut status: NodeStatus) -> NodeStatus {
         c.last_heartbeat_time = None;
     }
     status
+}
+
+/// The node's images for status.images (what the scheduler's image locality scores): names and
+/// size, largest first, at most 50 as the kubelet reports. Pure.
+pub fn node_images(images: &[keelson_proto::runtime::v1::Image]) -> Vec<ContainerImage> {
+    let mut list: Vec<ContainerImage> = images
+        .iter()
+        .map(|i| {
+            let mut names: Vec<String> = i
+                .repo_digests
+                .iter()
+                .chain(i.repo_tags.iter())
+                .cloned()
+                .collect();
+            if names.is_empty() {
+                names.push(i.id.clone());
+            }
+            ContainerImage {
+                names: Some(names),
+                size_bytes: i64::try_from(i.size).ok(),
+            }
+        })
+        .collect();
+    list.sort_by(|a, b| {
+        b.size_bytes
+            .cmp(&a.size_bytes)
+            .then_with(|| a.names.cmp(&b.names))
+    });
+    list.truncate(50);
+    list
 }
 
 /// How often an unchanged status is posted anyway (the Lease is the frequent heartbeat), as the
@@ -245,8 +278,18 @@ pub async fn status_loop(
             }
             Err(e) => (false, format!("container runtime is down: {e}")),
         };
-        let candidate =
-            without_heartbeats(status(&cfg, ready, &message, last.as_ref().map(|(s, _)| s)));
+        let images = cri
+            .list_images()
+            .await
+            .map(|i| node_images(&i))
+            .unwrap_or_default();
+        let candidate = without_heartbeats(status(
+            &cfg,
+            ready,
+            &message,
+            last.as_ref().map(|(s, _)| s),
+            &images,
+        ));
         let due = match &last {
             Some((previous, at)) => {
                 *previous != candidate || at.elapsed() >= REPORT_UNCHANGED_EVERY
@@ -256,9 +299,35 @@ pub async fn status_loop(
         if !due {
             continue;
         }
-        match post_status(&client, &cfg, ready, &message).await {
+        match post_status(&client, &cfg, ready, &message, &images).await {
             Ok(posted) => last = Some((without_heartbeats(posted), std::time::Instant::now())),
             Err(e) => tracing::warn!(error = %e, "posting node status failed"),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::node_images;
+    use keelson_proto::runtime::v1 as cri;
+
+    #[test]
+    fn images_largest_first_with_digests_and_tags() {
+        let image = |id: &str, tag: &str, size: u64| cri::Image {
+            id: id.into(),
+            repo_tags: vec![tag.into()],
+            repo_digests: vec![format!("{tag}@sha256:{id}")],
+            size,
+            ..Default::default()
+        };
+        let list = node_images(&[image("a", "small:1", 10), image("b", "big:1", 1000)]);
+        assert_eq!(
+            list[0].names.as_ref().unwrap(),
+            &vec!["big:1@sha256:b".to_string(), "big:1".to_string()]
+        );
+        assert_eq!(list[0].size_bytes, Some(1000));
+        assert_eq!(list.len(), 2);
+        let many: Vec<cri::Image> = (0..60).map(|i| image(&i.to_string(), "x", i)).collect();
+        assert_eq!(node_images(&many).len(), 50);
     }
 }
