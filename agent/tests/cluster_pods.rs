@@ -892,3 +892,27 @@ fn container_logs_are_rotated_and_still_served_in_order() {
         .expect("tail");
     assert!(last.starts_with("line "), "{last}");
 }
+
+#[test]
+fn host_network_pod_uses_the_node_address() {
+    let cluster = Cluster::start("aghost");
+    cluster.apply(&pod_yaml(
+        "hostnet",
+        &cluster.node_name,
+        &format!("  hostNetwork: true\n  containers:\n  - name: app\n    image: {HTTP_IMAGE}\n    env: [{{name: PORT, value: \"18080\"}}, {{name: POD_NAME, value: hostnet}}]\n"),
+    ));
+    let ip = ready_pod_ip(&cluster, "hostnet", Duration::from_secs(60));
+    assert_eq!(ip, NODE_IP, "a host-network pod has the node's address");
+    let body = cluster
+        .on_node(
+            "curl",
+            &["-sS", "-m", "5", &format!("http://{NODE_IP}:18080/")],
+        )
+        .expect("HTTP on the node address");
+    assert_eq!(body, "hostnet\n");
+    assert!(
+        cluster.allocated_addresses().is_empty(),
+        "no pod address allocated: {:?}",
+        cluster.allocated_addresses()
+    );
+}
