@@ -104,6 +104,22 @@ fn pod_runs_ready_answers_http_and_shows_logs() {
     let streamed = String::from_utf8_lossy(&out.stdout);
     assert!(streamed.contains("GET /followed -> 200"), "{streamed}");
 
+    // --since: only what was written in the last seconds.
+    std::thread::sleep(Duration::from_secs(3));
+    cluster
+        .on_node(
+            "curl",
+            &["-sS", "-m", "5", &format!("http://{ip}:8080/recent")],
+        )
+        .expect("HTTP");
+    let recent = cluster
+        .kubectl(&["logs", "web", "--since=2s"])
+        .expect("kubectl logs --since");
+    assert!(
+        recent.contains("GET /recent -> 200") && !recent.contains("listening"),
+        "{recent}"
+    );
+
     // Events tell the story, as `kubectl describe pod` shows it.
     let events = cluster.wait_until(Duration::from_secs(10), "pod events", || {
         let events = cluster.pod_events("web");

@@ -11,6 +11,8 @@ pub struct LogOptions {
     pub timestamps: bool,
     pub previous: bool,
     pub limit_bytes: Option<usize>,
+    /// Only lines written at or after this time (sinceSeconds / sinceTime).
+    pub since: Option<k8s_openapi::jiff::Timestamp>,
 }
 
 /// One CRI log record.
@@ -53,6 +55,19 @@ pub fn render(lines: &[&str], timestamps: bool) -> String {
         continuing = r.partial;
     }
     out
+}
+
+/// The lines written at or after `cutoff` (lines without a readable time are kept).
+pub fn since<'a>(lines: &[&'a str], cutoff: k8s_openapi::jiff::Timestamp) -> Vec<&'a str> {
+    lines
+        .iter()
+        .filter(|l| {
+            parse_line(l)
+                .and_then(|r| r.timestamp.parse::<k8s_openapi::jiff::Timestamp>().ok())
+                .is_none_or(|t| t >= cutoff)
+        })
+        .copied()
+        .collect()
 }
 
 /// The last `n` logical lines (a partial record belongs to the line it continues).
@@ -113,6 +128,12 @@ mod tests {
             render(&LINES, true),
             "2026-12-02T10:00:00.1Z first\n2026-12-02T10:00:01.1Z second\n2026-12-02T10:00:02.1Z third\n"
         );
+    }
+
+    #[test]
+    fn since_keeps_lines_at_or_after_the_cutoff() {
+        let cutoff: k8s_openapi::jiff::Timestamp = "2026-12-02T10:00:01Z".parse().unwrap();
+        assert_eq!(render(&since(&LINES, cutoff), false), "second\nthird\n");
     }
 
     #[test]

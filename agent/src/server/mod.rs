@@ -86,6 +86,15 @@ fn options(q: &HashMap<String, String>) -> LogOptions {
         timestamps: flag("timestamps"),
         previous: flag("previous"),
         limit_bytes: q.get("limitBytes").and_then(|v| v.parse().ok()),
+        since: q
+            .get("sinceSeconds")
+            .and_then(|v| v.parse::<i64>().ok())
+            .and_then(|secs| {
+                k8s_openapi::jiff::Timestamp::now()
+                    .checked_sub(k8s_openapi::jiff::SignedDuration::from_secs(secs))
+                    .ok()
+            })
+            .or_else(|| q.get("sinceTime").and_then(|v| v.parse().ok())),
     }
 }
 
@@ -129,7 +138,10 @@ async fn container_logs(
     content.push_str(&current);
     // Only whole lines: a line being written is picked up by follow.
     let complete_len = content.rfind('\n').map_or(0, |i| i + 1);
-    let lines: Vec<&str> = content[..complete_len].lines().collect();
+    let mut lines: Vec<&str> = content[..complete_len].lines().collect();
+    if let Some(cutoff) = opts.since {
+        lines = logs::since(&lines, cutoff);
+    }
     let shown = match opts.tail_lines {
         Some(n) => logs::tail(&lines, n),
         None => lines,
