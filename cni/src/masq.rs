@@ -60,6 +60,22 @@ pub fn render_add(network: &str, chain: &str, addrs: &[(IpAddr, IpNetwork)]) -> 
     out
 }
 
+/// Restore text that undoes exactly what `render_add` installed for these addresses. It fails
+/// as a whole when the rules are not as added (gone, duplicated); callers then fall back to
+/// `render_teardown` over iptables-save output.
+pub fn render_remove(network: &str, chain: &str, addrs: &[IpAddr]) -> String {
+    let c = comment(network);
+    let mut out = String::from("*nat\n");
+    for ip in addrs {
+        let host = if ip.is_ipv4() { 32 } else { 128 };
+        out.push_str(&format!(
+            "-D POSTROUTING -s {ip}/{host} -m comment --comment \"{c}\" -j {chain}\n"
+        ));
+    }
+    out.push_str(&format!("-F {chain}\n-X {chain}\nCOMMIT\n"));
+    out
+}
+
 /// Chains of `network` found in iptables-save output (by the comment on their rules).
 pub fn chains_of(save: &str, network: &str) -> Vec<String> {
     let c = comment(network);
@@ -173,6 +189,16 @@ mod tests {
              -A KCNI-00 ! -d 224.0.0.0/4 -m comment --comment \"keelson-cni:net1\" -j MASQUERADE\n\
              -A POSTROUTING -s 10.1.0.2/32 -m comment --comment \"keelson-cni:net1\" -j KCNI-00\n\
              COMMIT\n"
+        );
+    }
+
+    #[test]
+    fn remove_text_mirrors_add() {
+        let text = render_remove("net1", "KCNI-00", &["10.1.0.2".parse().unwrap()]);
+        assert_eq!(
+            text,
+            "*nat\n-D POSTROUTING -s 10.1.0.2/32 -m comment --comment \"keelson-cni:net1\" -j KCNI-00\n\
+             -F KCNI-00\n-X KCNI-00\nCOMMIT\n"
         );
     }
 

@@ -62,10 +62,38 @@ pub fn del(env: &CniEnv, conf: &NetConf, stdin: &[u8]) -> Result<()> {
         None => {}
     }
     if conf.ip_masq {
-        let chain = names::masq_chain(&conf.name, &env.container_id, &env.ifname);
-        teardown_masq(conf, &Iptables, |c| c == chain)?;
+        remove_masq_rules(conf, env, &hints, &Iptables)?;
     }
     ipam.del(env, stdin, &hints)
+}
+
+/// Removes one attachment's masquerade rules: with the previous result's addresses in one
+/// iptables-restore call; otherwise (or when the rules are not as ADD left them) by reading
+/// iptables-save and removing whatever belongs to the chain.
+fn remove_masq_rules(
+    conf: &NetConf,
+    env: &CniEnv,
+    ips: &[IpAddr],
+    fw: &dyn Firewall,
+) -> Result<()> {
+    let chain = names::masq_chain(&conf.name, &env.container_id, &env.ifname);
+    let mut fast = !ips.is_empty();
+    for v6 in [false, true] {
+        let family: Vec<IpAddr> = ips
+            .iter()
+            .copied()
+            .filter(|ip| ip.is_ipv6() == v6)
+            .collect();
+        if fast && !family.is_empty() {
+            fast = fw
+                .restore_nat(v6, &masq::render_remove(&conf.name, &chain, &family))
+                .is_ok();
+        }
+    }
+    if fast {
+        return Ok(());
+    }
+    teardown_masq(conf, fw, |c| c == chain)
 }
 
 /// Best-effort removal of one attachment's masquerade chain (used by ADD's rollback).
