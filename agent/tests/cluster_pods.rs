@@ -396,7 +396,7 @@ fn configmap_secret_volumes_and_field_ref_env() {
   - name: app
     image: {BUSYBOX}
     workingDir: /etc/cfg
-    command: [sh, -c, 'echo "name=$POD_NAME ip=$POD_IP color=$COLOR pw=$PW uid=$(id -u) pwd=$(pwd)"; ls /etc/cfg /etc/sec; cat /etc/cfg/color /etc/sec/password; echo; echo limits $(cat /sys/fs/cgroup/memory/memory.limit_in_bytes) $(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us) $(cat /sys/fs/cgroup/cpu/cpu.cfs_period_us); cat /etc/resolv.conf; sleep 3600']
+    command: [sh, -c, 'echo "name=$POD_NAME ip=$POD_IP color=$COLOR pw=$PW uid=$(id -u) pwd=$(pwd)"; ls /etc/cfg /etc/sec; cat /etc/cfg/color /etc/sec/password; echo; echo limits $(cat /sys/fs/cgroup/memory/memory.limit_in_bytes) $(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us) $(cat /sys/fs/cgroup/cpu/cpu.cfs_period_us); cat /etc/resolv.conf; cat /etc/podinfo/labels; sleep 3600']
     securityContext: {{runAsUser: 1234}}
     resources:
       limits: {{cpu: 250m, memory: 64Mi}}
@@ -412,7 +412,11 @@ fn configmap_secret_volumes_and_field_ref_env() {
     volumeMounts:
     - {{name: cfg, mountPath: /etc/cfg}}
     - {{name: sec, mountPath: /etc/sec}}
+    - {{name: podinfo, mountPath: /etc/podinfo}}
   volumes:
+  - name: podinfo
+    downwardAPI:
+      items: [{{path: labels, fieldRef: {{fieldPath: metadata.labels}}}}]
   - name: cfg
     configMap: {{name: app-config}}
   - name: sec
@@ -425,7 +429,7 @@ fn configmap_secret_volumes_and_field_ref_env() {
         cluster
             .kubectl(&["logs", "envvol"])
             .ok()
-            .filter(|l| l.contains("ndots"))
+            .filter(|l| l.contains("app=\"envvol\""))
     });
     assert!(
         logs.contains(&format!(
@@ -448,6 +452,10 @@ fn configmap_secret_volumes_and_field_ref_env() {
         "{logs}"
     );
     assert!(logs.contains("options ndots:5"), "{logs}");
+    assert!(
+        logs.contains("app=\"envvol\""),
+        "downwardAPI volume: {logs}"
+    );
     assert_eq!(cluster.pod("envvol")["status"]["qosClass"], "Guaranteed");
 }
 

@@ -166,7 +166,12 @@ fn lookup(
     })
 }
 
-fn field(pod: &Pod, path: &str, pod_ip: &str, host_ip: &str) -> Result<String, EnvError> {
+pub(crate) fn field(
+    pod: &Pod,
+    path: &str,
+    pod_ip: &str,
+    host_ip: &str,
+) -> Result<String, EnvError> {
     let meta = &pod.metadata;
     let spec = pod.spec.as_ref();
     let bracket = |prefix: &str| {
@@ -203,7 +208,7 @@ fn field(pod: &Pod, path: &str, pod_ip: &str, host_ip: &str) -> Result<String, E
     })
 }
 
-fn resource(container: &Container, name: &str) -> String {
+pub(crate) fn resource(container: &Container, name: &str) -> String {
     let res = container.resources.clone().unwrap_or_default();
     let (map, key) = match name.split_once('.') {
         Some(("limits", k)) => (res.limits, k.to_string()),

@@ -6,7 +6,9 @@ use std::io::Write;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use k8s_openapi::api::core::v1::{Container, KeyToPath, Pod};
+use k8s_openapi::api::core::v1::{
+    Container, DownwardAPIVolumeFile, KeyToPath, Pod, ProjectedVolumeSource,
+};
 
 use super::translate::HostMount;
 
@@ -32,6 +34,8 @@ pub enum VolumeError {
         #[source]
         source: std::io::Error,
     },
+    #[error("volume {volume}: {message}")]
+    Invalid { volume: String, message: String },
     #[error("container {container} mounts volume {volume}, which the pod does not declare")]
     Undeclared { container: String, volume: String },
 }
@@ -57,6 +61,14 @@ pub fn referenced(pod: &Pod) -> (Vec<String>, Vec<String>) {
         }
         if let Some(s) = &v.secret {
             secrets.extend(s.secret_name.clone());
+        }
+        for src in v.projected.iter().flat_map(|p| p.sources.iter().flatten()) {
+            if let Some(cm) = &src.config_map {
+                cms.push(cm.name.clone());
+            }
+            if let Some(s) = &src.secret {
+                secrets.push(s.name.clone());
+            }
         }
     }
     (cms, secrets)
@@ -136,8 +148,24 @@ pub fn prepare(
                 }
             }
             dir
+        } else if let Some(d) = &v.downward_api {
+            let data =
+                downward_files(pod, d.items.as_deref().unwrap_or(&[])).map_err(|message| {
+                    VolumeError::Invalid {
+                        volume: v.name.clone(),
+                        message,
+                    }
+                })?;
+            write_keys(&dir, &data, None, d.default_mode.unwrap_or(0o644))
+                .map_err(|e| io(&dir, e))?;
+            dir
+        } else if let Some(p) = &v.projected {
+            let data = projected_files(pod, p, objects, &v.name)?;
+            write_keys(&dir, &data, None, p.default_mode.unwrap_or(0o644))
+                .map_err(|e| io(&dir, e))?;
+            dir
         } else {
-            // emptyDir, and kinds the agent does not fill (projected, downwardAPI): an empty directory.
+            // emptyDir, and kinds the agent does not fill: an empty directory.
             std::fs::create_dir_all(&dir).map_err(|e| io(&dir, e))?;
             std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777))
                 .map_err(|e| io(&dir, e))?;
@@ -146,6 +174,103 @@ pub fn prepare(
         paths.insert(v.name.clone(), path);
     }
     Ok(paths)
+}
+
+/// Files of a downwardAPI volume (or projection): pod fields and container resources.
+fn downward_files(
+    pod: &Pod,
+    items: &[DownwardAPIVolumeFile],
+) -> Result<BTreeMap<String, Vec<u8>>, String> {
+    let mut files = BTreeMap::new();
+    for item in items {
+        let value = if let Some(f) = &item.field_ref {
+            let map = |m: &Option<BTreeMap<String, String>>| {
+                m.iter()
+                    .flatten()
+                    .map(|(k, v)| format!("{k}={v:?}\n"))
+                    .collect::<String>()
+            };
+            match f.field_path.as_str() {
+                "metadata.labels" => map(&pod.metadata.labels),
+                "metadata.annotations" => map(&pod.metadata.annotations),
+                other => super::env::field(pod, other, "", "").map_err(|e| e.to_string())?,
+            }
+        } else if let Some(r) = &item.resource_field_ref {
+            let name = r.container_name.clone().unwrap_or_default();
+            let container = pod
+                .spec
+                .iter()
+                .flat_map(|s| s.containers.iter())
+                .find(|c| c.name == name)
+                .ok_or_else(|| format!("resourceFieldRef names unknown container {name:?}"))?;
+            super::env::resource(container, &r.resource)
+        } else {
+            continue;
+        };
+        files.insert(item.path.clone(), value.into_bytes());
+    }
+    Ok(files)
+}
+
+/// Files of a projected volume: configMap, secret and downwardAPI sources merged.
+/// (serviceAccountToken sources are not filled: no token issuing API is assumed.)
+fn projected_files(
+    pod: &Pod,
+    p: &ProjectedVolumeSource,
+    objects: &Objects,
+    volume: &str,
+) -> Result<BTreeMap<String, Vec<u8>>, VolumeError> {
+    let select = |data: &BTreeMap<String, Vec<u8>>,
+                  items: Option<&[KeyToPath]>|
+     -> BTreeMap<String, Vec<u8>> {
+        match items {
+            Some(items) => items
+                .iter()
+                .filter_map(|i| data.get(&i.key).map(|v| (i.path.clone(), v.clone())))
+                .collect(),
+            None => data.clone(),
+        }
+    };
+    let mut files = BTreeMap::new();
+    for src in p.sources.iter().flatten() {
+        if let Some(cm) = &src.config_map {
+            match objects.config_maps.get(&cm.name) {
+                Some(data) => files.extend(select(data, cm.items.as_deref())),
+                None if cm.optional.unwrap_or(false) => {}
+                None => {
+                    return Err(VolumeError::Missing {
+                        volume: volume.to_string(),
+                        kind: "configmap",
+                        name: cm.name.clone(),
+                    })
+                }
+            }
+        }
+        if let Some(s) = &src.secret {
+            match objects.secrets.get(&s.name) {
+                Some(data) => files.extend(select(data, s.items.as_deref())),
+                None if s.optional.unwrap_or(false) => {}
+                None => {
+                    return Err(VolumeError::Missing {
+                        volume: volume.to_string(),
+                        kind: "secret",
+                        name: s.name.clone(),
+                    })
+                }
+            }
+        }
+        if let Some(d) = &src.downward_api {
+            files.extend(
+                downward_files(pod, d.items.as_deref().unwrap_or(&[])).map_err(|message| {
+                    VolumeError::Invalid {
+                        volume: volume.to_string(),
+                        message,
+                    }
+                })?,
+            );
+        }
+    }
+    Ok(files)
 }
 
 /// Writes one file per key (or per listed item), replacing files of keys that went away.
@@ -341,6 +466,52 @@ mod tests {
         assert_eq!(
             missing.to_string(),
             "volume cfg: configmap app-config not found"
+        );
+    }
+
+    #[test]
+    fn downward_api_and_projected_volumes() {
+        let tmp = tempfile::tempdir().unwrap();
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "web", "namespace": "shop", "uid": "u2", "labels": {"app": "web", "tier": "front"}},
+            "spec": {
+                "containers": [{"name": "app", "resources": {"limits": {"memory": "64Mi"}}}],
+                "volumes": [
+                    {"name": "info", "downwardAPI": {"items": [
+                        {"path": "name", "fieldRef": {"fieldPath": "metadata.name"}},
+                        {"path": "labels", "fieldRef": {"fieldPath": "metadata.labels"}},
+                        {"path": "mem", "resourceFieldRef": {"containerName": "app", "resource": "limits.memory"}}
+                    ]}},
+                    {"name": "all", "projected": {"sources": [
+                        {"configMap": {"name": "app-config", "items": [{"key": "color", "path": "conf/color"}]}},
+                        {"secret": {"name": "db"}},
+                        {"downwardAPI": {"items": [{"path": "ns", "fieldRef": {"fieldPath": "metadata.namespace"}}]}}
+                    ]}}
+                ]
+            }
+        }))
+        .unwrap();
+        let mut objects = Objects::default();
+        objects.config_maps.insert(
+            "app-config".into(),
+            BTreeMap::from([("color".into(), b"blue".to_vec())]),
+        );
+        objects.secrets.insert(
+            "db".into(),
+            BTreeMap::from([("password".into(), b"hunter2".to_vec())]),
+        );
+        let paths = prepare(tmp.path(), &pod, &objects).unwrap();
+        let read = |v: &str, f: &str| std::fs::read_to_string(paths[v].join(f)).unwrap();
+        assert_eq!(read("info", "name"), "web");
+        assert_eq!(read("info", "labels"), "app=\"web\"\ntier=\"front\"\n");
+        assert_eq!(read("info", "mem"), "67108864");
+        assert_eq!(read("all", "conf/color"), "blue");
+        assert_eq!(read("all", "password"), "hunter2");
+        assert_eq!(read("all", "ns"), "shop");
+        let missing = prepare(tmp.path(), &pod, &Objects::default()).unwrap_err();
+        assert_eq!(
+            missing.to_string(),
+            "volume all: configmap app-config not found"
         );
     }
 }
