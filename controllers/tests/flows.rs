@@ -32,36 +32,49 @@ struct Cluster {
     _procs: Vec<Proc>,
 }
 
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Starts a workspace binary with its output in `dir`/NAME.log.
+fn spawn(dir: &std::path::Path, name: &str, args: &[&str]) -> Proc {
+    let log = std::fs::File::create(dir.join(format!("{name}.log"))).unwrap();
+    let child = Command::new(bin(name))
+        .args(args)
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .unwrap();
+    Proc(child)
+}
+
 impl Cluster {
     fn start() -> Cluster {
         let dir = tempfile::Builder::new()
             .prefix("keelson-controllers-test")
             .tempdir()
             .unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let log = |n: &str| std::fs::File::create(dir.path().join(n)).unwrap();
-        let api = Command::new(bin("keelson-apiserver"))
-            .args([
+        let port = free_port().to_string();
+        let data = dir.path().to_str().unwrap().to_string();
+        let mut procs = vec![spawn(
+            dir.path(),
+            "keelson-apiserver",
+            &[
                 "--data-dir",
-                dir.path().to_str().unwrap(),
+                &data,
                 "--bind-address",
                 "127.0.0.1",
                 "--secure-port",
-                &port.to_string(),
-            ])
-            .stdout(log("apiserver.log"))
-            .stderr(log("apiserver.err"))
-            .spawn()
-            .unwrap();
-        let procs = vec![Proc(api)];
+                &port,
+            ],
+        )];
         let kubeconfig = dir.path().join("admin.kubeconfig");
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !kubeconfig.exists()
-            || !Command::new("curl")
+        let ready = || {
+            Command::new("curl")
                 .args([
                     "-sfk",
                     "-m",
@@ -72,46 +85,22 @@ impl Cluster {
                 .unwrap()
                 .status
                 .success()
-        {
+        };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while !kubeconfig.exists() || !ready() {
             assert!(Instant::now() < deadline, "apiserver did not start");
             std::thread::sleep(Duration::from_millis(50));
         }
-        let metrics_port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let cm = Command::new(bin("keelson-controller-manager"))
-            .args([
-                "--kubeconfig",
-                kubeconfig.to_str().unwrap(),
-                "--metrics-bind-address",
-                &format!("127.0.0.1:{metrics_port}"),
-            ])
-            .stdout(log("controllers.log"))
-            .stderr(log("controllers.err"))
-            .spawn()
-            .unwrap();
-        let sched_port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let sched = Command::new(bin("keelson-scheduler"))
-            .args([
-                "--kubeconfig",
-                kubeconfig.to_str().unwrap(),
-                "--metrics-bind-address",
-                &format!("127.0.0.1:{sched_port}"),
-            ])
-            .stdout(log("scheduler.log"))
-            .stderr(log("scheduler.err"))
-            .spawn()
-            .unwrap();
-        let mut c = Cluster { dir, _procs: procs };
-        c._procs.push(Proc(cm));
-        c._procs.push(Proc(sched));
-        c
+        let kc = kubeconfig.to_str().unwrap();
+        for name in ["keelson-controller-manager", "keelson-scheduler"] {
+            let metrics = format!("127.0.0.1:{}", free_port());
+            procs.push(spawn(
+                dir.path(),
+                name,
+                &["--kubeconfig", kc, "--metrics-bind-address", &metrics],
+            ));
+        }
+        Cluster { dir, _procs: procs }
     }
 
     fn kubectl(&self, args: &[&str]) -> Output {
@@ -135,7 +124,8 @@ impl Cluster {
     }
 
     fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("controllers.log")).unwrap_or_default()
+        std::fs::read_to_string(self.dir.path().join("keelson-controller-manager.log"))
+            .unwrap_or_default()
     }
 
     fn eventually(&self, what: &str, mut f: impl FnMut() -> bool) {
