@@ -1,4 +1,7 @@
 //! Pure conversion of Services, EndpointSlices and the Node into the proxy model.
+//!
+//! Objects are first reduced to small `ServiceInfo` / `SliceInfo` records (what the watches keep
+//! in memory: full objects for 10,000 Services would cost tens of MiB), then joined into the model.
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
@@ -14,54 +17,47 @@ pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
 /// Default sessionAffinity ClientIP timeout (3 hours), as in the API.
 pub const DEFAULT_AFFINITY_TIMEOUT: u32 = 10800;
 
-/// Builds the model. Services without a usable IPv4 cluster IP (headless, ExternalName,
-/// IPv6-only) are skipped: nothing on the node has to answer for them.
-pub fn build_model(
-    node_name: &str,
-    node: Option<&Node>,
-    services: &[&Service],
-    slices: &[&EndpointSlice],
-) -> ProxyModel {
-    let slices_by_service = group_slices(slices);
-    let mut model = ProxyModel {
-        node_name: node_name.to_string(),
-        node_ips: node.map(node_ips).unwrap_or_default(),
-        services: BTreeMap::new(),
-    };
-    for svc in services {
-        let ns = svc.metadata.namespace.clone().unwrap_or_default();
-        let name = svc.metadata.name.clone().unwrap_or_default();
-        let empty = Vec::new();
-        let svc_slices = slices_by_service
-            .get(&(ns.clone(), name.clone()))
-            .unwrap_or(&empty);
-        for port in service_ports(svc, node_name, svc_slices) {
-            model.services.insert(port.name.clone(), port);
-        }
-    }
-    model
+/// One port of a Service spec.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortSpec {
+    pub name: String,
+    pub protocol: Protocol,
+    pub port: u16,
+    pub node_port: Option<u16>,
 }
 
-fn group_slices<'a>(
-    slices: &[&'a EndpointSlice],
-) -> BTreeMap<(String, String), Vec<&'a EndpointSlice>> {
-    let mut out: BTreeMap<(String, String), Vec<&EndpointSlice>> = BTreeMap::new();
-    for slice in slices {
-        if slice.address_type != "IPv4" {
-            continue;
-        }
-        let Some(svc) = slice
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(SERVICE_NAME_LABEL))
-        else {
-            continue;
-        };
-        let ns = slice.metadata.namespace.clone().unwrap_or_default();
-        out.entry((ns, svc.clone())).or_default().push(slice);
-    }
-    out
+/// What the proxy needs of a Service.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServiceInfo {
+    pub namespace: String,
+    pub name: String,
+    pub cluster_ip: Ipv4Addr,
+    pub ports: Vec<PortSpec>,
+    pub external_ips: Vec<Ipv4Addr>,
+    pub affinity_timeout: Option<u32>,
+    pub internal_local: bool,
+    pub external_local: bool,
+}
+
+/// One endpoint of a slice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SliceEndpoint {
+    pub ips: Vec<Ipv4Addr>,
+    pub ready: bool,
+    pub serving: bool,
+    pub terminating: bool,
+    pub node_name: Option<String>,
+}
+
+/// What the proxy needs of an EndpointSlice.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SliceInfo {
+    pub namespace: String,
+    /// The Service it belongs to (its kubernetes.io/service-name label).
+    pub service: String,
+    /// (port name, protocol, port number).
+    pub ports: Vec<(String, Protocol, u16)>,
+    pub endpoints: Vec<SliceEndpoint>,
 }
 
 /// The node's IPv4 InternalIP and ExternalIP addresses.
@@ -83,7 +79,8 @@ pub fn node_ips(node: &Node) -> Vec<Ipv4Addr> {
     ips
 }
 
-fn cluster_ipv4(svc: &Service) -> Option<Ipv4Addr> {
+/// `None` for Services nothing on the node answers for: headless, ExternalName, IPv6-only.
+pub fn service_info(svc: &Service) -> Option<ServiceInfo> {
     let spec = svc.spec.as_ref()?;
     if spec.type_.as_deref() == Some("ExternalName") {
         return None;
@@ -91,18 +88,7 @@ fn cluster_ipv4(svc: &Service) -> Option<Ipv4Addr> {
     let mut candidates: Vec<&String> = spec.cluster_ips.iter().flatten().collect();
     candidates.extend(spec.cluster_ip.iter());
     // "None" (headless) and IPv6 addresses fail to parse and are skipped.
-    candidates.into_iter().find_map(|ip| ip.parse().ok())
-}
-
-fn service_ports(svc: &Service, node_name: &str, slices: &[&EndpointSlice]) -> Vec<ServicePort> {
-    let Some(spec) = svc.spec.as_ref() else {
-        return Vec::new();
-    };
-    let Some(cluster_ip) = cluster_ipv4(svc) else {
-        return Vec::new();
-    };
-    let namespace = svc.metadata.namespace.clone().unwrap_or_default();
-    let name = svc.metadata.name.clone().unwrap_or_default();
+    let cluster_ip = candidates.into_iter().find_map(|ip| ip.parse().ok())?;
     let affinity_timeout = (spec.session_affinity.as_deref() == Some("ClientIP")).then(|| {
         spec.session_affinity_config
             .as_ref()
@@ -121,41 +107,146 @@ fn service_ports(svc: &Service, node_name: &str, slices: &[&EndpointSlice]) -> V
     external_ips.sort();
     external_ips.dedup();
     let exposes_node_ports = matches!(spec.type_.as_deref(), Some("NodePort" | "LoadBalancer"));
+    let ports = spec
+        .ports
+        .iter()
+        .flatten()
+        .filter_map(|p| {
+            Some(PortSpec {
+                name: p.name.clone().unwrap_or_default(),
+                protocol: Protocol::from_k8s(p.protocol.as_deref())?,
+                port: u16::try_from(p.port).ok()?,
+                node_port: p
+                    .node_port
+                    .filter(|_| exposes_node_ports)
+                    .and_then(|n| u16::try_from(n).ok())
+                    .filter(|n| *n > 0),
+            })
+        })
+        .collect();
+    Some(ServiceInfo {
+        namespace: svc.metadata.namespace.clone().unwrap_or_default(),
+        name: svc.metadata.name.clone().unwrap_or_default(),
+        cluster_ip,
+        ports,
+        external_ips,
+        affinity_timeout,
+        internal_local: spec.internal_traffic_policy.as_deref() == Some("Local"),
+        external_local: spec.external_traffic_policy.as_deref() == Some("Local"),
+    })
+}
 
-    let mut out = Vec::new();
-    for p in spec.ports.iter().flatten() {
-        let (Some(protocol), Ok(port)) = (
-            Protocol::from_k8s(p.protocol.as_deref()),
-            u16::try_from(p.port),
-        ) else {
-            continue;
-        };
-        let port_name = p.name.clone().unwrap_or_default();
-        let node_port = if exposes_node_ports {
-            p.node_port
-                .and_then(|n| u16::try_from(n).ok())
-                .filter(|n| *n > 0)
-        } else {
-            None
-        };
-        out.push(ServicePort {
-            name: ServicePortName {
-                namespace: namespace.clone(),
-                name: name.clone(),
-                port_name: port_name.clone(),
-                protocol,
-            },
-            cluster_ip,
-            port,
-            node_port,
-            external_ips: external_ips.clone(),
-            affinity_timeout,
-            internal_local: spec.internal_traffic_policy.as_deref() == Some("Local"),
-            external_local: spec.external_traffic_policy.as_deref() == Some("Local"),
-            endpoints: endpoints_for_port(&port_name, protocol, node_name, slices),
-        });
+/// `None` for slices that are not IPv4 or belong to no Service.
+pub fn slice_info(slice: &EndpointSlice) -> Option<SliceInfo> {
+    if slice.address_type != "IPv4" {
+        return None;
     }
-    out
+    let service = slice
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(SERVICE_NAME_LABEL))?
+        .clone();
+    let ports = slice
+        .ports
+        .iter()
+        .flatten()
+        .filter_map(|p| {
+            Some((
+                p.name.clone().unwrap_or_default(),
+                Protocol::from_k8s(p.protocol.as_deref())?,
+                u16::try_from(p.port?).ok()?,
+            ))
+        })
+        .collect();
+    let endpoints = slice
+        .endpoints
+        .iter()
+        .flatten()
+        .map(|ep| {
+            let cond = ep.conditions.clone().unwrap_or_default();
+            // The API says an unset ready/serving condition means "true".
+            let ready = cond.ready.unwrap_or(true);
+            SliceEndpoint {
+                ips: ep.addresses.iter().filter_map(|a| a.parse().ok()).collect(),
+                ready,
+                serving: cond.serving.unwrap_or(ready),
+                terminating: cond.terminating.unwrap_or(false),
+                node_name: ep.node_name.clone(),
+            }
+        })
+        .collect();
+    Some(SliceInfo {
+        namespace: slice.metadata.namespace.clone().unwrap_or_default(),
+        service,
+        ports,
+        endpoints,
+    })
+}
+
+/// Builds the model from whole objects (tests and tools; the proxy keeps only the infos).
+pub fn build_model(
+    node_name: &str,
+    node: Option<&Node>,
+    services: &[&Service],
+    slices: &[&EndpointSlice],
+) -> ProxyModel {
+    let services: Vec<ServiceInfo> = services.iter().filter_map(|s| service_info(s)).collect();
+    let slices: Vec<SliceInfo> = slices.iter().filter_map(|s| slice_info(s)).collect();
+    build_model_from_infos(
+        node_name,
+        node.map(node_ips).unwrap_or_default(),
+        services.iter(),
+        slices.iter(),
+    )
+}
+
+/// Joins Services with their slices into the model.
+pub fn build_model_from_infos<'a>(
+    node_name: &str,
+    node_ips: Vec<Ipv4Addr>,
+    services: impl Iterator<Item = &'a ServiceInfo>,
+    slices: impl Iterator<Item = &'a SliceInfo>,
+) -> ProxyModel {
+    let mut by_service: BTreeMap<(&str, &str), Vec<&SliceInfo>> = BTreeMap::new();
+    for s in slices {
+        by_service
+            .entry((s.namespace.as_str(), s.service.as_str()))
+            .or_default()
+            .push(s);
+    }
+    let mut model = ProxyModel {
+        node_name: node_name.to_string(),
+        node_ips,
+        services: BTreeMap::new(),
+    };
+    for svc in services {
+        let svc_slices = by_service
+            .get(&(svc.namespace.as_str(), svc.name.as_str()))
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        for p in &svc.ports {
+            let name = ServicePortName {
+                namespace: svc.namespace.clone(),
+                name: svc.name.clone(),
+                port_name: p.name.clone(),
+                protocol: p.protocol,
+            };
+            let port = ServicePort {
+                name: name.clone(),
+                cluster_ip: svc.cluster_ip,
+                port: p.port,
+                node_port: p.node_port,
+                external_ips: svc.external_ips.clone(),
+                affinity_timeout: svc.affinity_timeout,
+                internal_local: svc.internal_local,
+                external_local: svc.external_local,
+                endpoints: endpoints_for_port(&p.name, p.protocol, node_name, svc_slices),
+            };
+            model.services.insert(name, port);
+        }
+    }
+    model
 }
 
 /// Endpoints of one Service port. The port number comes from the slice's port with the same name,
@@ -164,42 +255,32 @@ fn endpoints_for_port(
     port_name: &str,
     protocol: Protocol,
     node_name: &str,
-    slices: &[&EndpointSlice],
+    slices: &[&SliceInfo],
 ) -> Vec<Endpoint> {
     let mut by_addr: BTreeMap<(Ipv4Addr, u16), Endpoint> = BTreeMap::new();
     for slice in slices {
-        let Some(port) = slice.ports.iter().flatten().find_map(|sp| {
-            let same_name = sp.name.as_deref().unwrap_or("") == port_name;
-            let same_proto = Protocol::from_k8s(sp.protocol.as_deref()) == Some(protocol);
-            (same_name && same_proto)
-                .then_some(sp.port)
-                .flatten()
-                .and_then(|p| u16::try_from(p).ok())
-        }) else {
+        let Some(port) = slice
+            .ports
+            .iter()
+            .find(|(name, proto, _)| name == port_name && *proto == protocol)
+            .map(|(_, _, port)| *port)
+        else {
             continue;
         };
-        for ep in slice.endpoints.iter().flatten() {
-            let cond = ep.conditions.clone().unwrap_or_default();
-            // The API says an unset ready/serving condition means "true".
-            let ready = cond.ready.unwrap_or(true);
-            let serving = cond.serving.unwrap_or(ready);
-            let terminating = cond.terminating.unwrap_or(false);
+        for ep in &slice.endpoints {
             let local = ep.node_name.as_deref() == Some(node_name);
-            for addr in &ep.addresses {
-                let Ok(ip) = addr.parse::<Ipv4Addr>() else {
-                    continue;
-                };
+            for ip in &ep.ips {
                 let candidate = Endpoint {
-                    ip,
+                    ip: *ip,
                     port,
-                    ready,
-                    serving,
-                    terminating,
+                    ready: ep.ready,
+                    serving: ep.serving,
+                    terminating: ep.terminating,
                     local,
                 };
                 // During slice moves an address can appear twice; keep the more usable copy.
                 by_addr
-                    .entry((ip, port))
+                    .entry((*ip, port))
                     .and_modify(|old| {
                         if !old.ready && candidate.ready {
                             *old = candidate.clone();
