@@ -629,7 +629,7 @@ fn init_containers_run_in_order_and_exits_are_noticed_within_two_seconds() {
   containers:
   - name: main
     image: {BUSYBOX}
-    command: [sh, -c, 'cat /work/order; sleep 3']
+    command: [sh, -c, 'cat /work/order; echo all done > /dev/termination-log; sleep 3']
     volumeMounts: [{{name: work, mountPath: /work}}]
   volumes:
   - name: work
@@ -655,6 +655,12 @@ fn init_containers_run_in_order_and_exits_are_noticed_within_two_seconds() {
         gap <= Duration::from_millis(3500),
         "exit noticed {gap:?} after finishedAt"
     );
+    let terminated = &pod["status"]["containerStatuses"][0]["state"]["terminated"];
+    assert_eq!(
+        terminated["message"], "all done\n",
+        "terminationMessagePath read: {terminated}"
+    );
+    assert_eq!(terminated["reason"], "Completed");
     let inits = pod["status"]["initContainerStatuses"]
         .as_array()
         .expect("init statuses");

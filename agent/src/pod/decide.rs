@@ -411,6 +411,7 @@ mod tests {
             image: "img".into(),
             image_ref: "sha256:x".into(),
             spec_hash: String::new(),
+            log_path: String::new(),
         }
     }
 

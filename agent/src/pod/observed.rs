@@ -40,6 +40,7 @@ pub struct ObservedContainer {
     pub image_ref: String,
     /// Hash of the container spec it was created from (empty for containers of older agents).
     pub spec_hash: String,
+    pub log_path: String,
 }
 
 /// The runtime view of one pod: its newest sandbox and that sandbox's containers, plus every
@@ -171,6 +172,7 @@ fn observe_container(c: &cri::ContainerStatus, sandbox_id: &str) -> ObservedCont
             .map(|i| i.image.clone())
             .unwrap_or_default(),
         image_ref: c.image_ref.clone(),
+        log_path: c.log_path.clone(),
         spec_hash: c
             .annotations
             .get(crate::pod::translate::HASH_ANNOTATION)

@@ -369,6 +369,7 @@ mod tests {
             image: "busybox".into(),
             image_ref: "sha256:abc".into(),
             spec_hash: String::new(),
+            log_path: String::new(),
         }
     }
 

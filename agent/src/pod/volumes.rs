@@ -45,6 +45,38 @@ pub fn pod_dir(root: &Path, pod: &Pod) -> PathBuf {
         .join(pod.metadata.uid.as_deref().unwrap_or("unknown"))
 }
 
+/// The host file mounted at a container's terminationMessagePath, per attempt.
+pub fn termination_log(root: &Path, pod: &Pod, container: &str, attempt: u32) -> PathBuf {
+    pod_dir(root, pod)
+        .join("containers")
+        .join(container)
+        .join(format!("{attempt}.termination-log"))
+}
+
+/// Creates the (empty, world-writable) termination-log file and its mount.
+pub fn termination_mount(
+    root: &Path,
+    pod: &Pod,
+    container: &Container,
+    attempt: u32,
+) -> std::io::Result<HostMount> {
+    let file = termination_log(root, pod, &container.name, attempt);
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::File::create(&file)?;
+    // The container may run as any user.
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666))?;
+    Ok(HostMount {
+        container_path: container
+            .termination_message_path
+            .clone()
+            .unwrap_or_else(|| "/dev/termination-log".into()),
+        host_path: file.display().to_string(),
+        readonly: false,
+    })
+}
+
 /// Names of ConfigMaps and Secrets the pod's volumes need.
 pub fn referenced(pod: &Pod) -> (Vec<String>, Vec<String>) {
     let mut cms = Vec::new();

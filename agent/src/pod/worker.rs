@@ -155,6 +155,7 @@ impl Worker {
 
     async fn sync(&mut self, pod: &Pod) -> Result<Duration, SyncError> {
         let mut observed = self.observe().await?;
+        termination_messages(&self.ctx.root, pod, &mut observed);
         self.seed_probes(pod, &observed);
         let mut wake: Option<Duration> = None;
         let mut waiting = BTreeMap::new();
@@ -179,6 +180,7 @@ impl Worker {
                 progressed |= self.act(pod, &observed, action, &mut wake).await?;
             }
             observed = self.observe().await?;
+            termination_messages(&self.ctx.root, pod, &mut observed);
             if !progressed {
                 break;
             }
@@ -380,8 +382,11 @@ impl Worker {
             .map_err(config_error)?;
         let paths = volumes::prepare(&self.ctx.root, pod, &objects)
             .map_err(|e| config_error(e.to_string()))?;
-        let mounts =
+        let mut mounts =
             volumes::mounts_for(pod, container, &paths).map_err(|e| config_error(e.to_string()))?;
+        let termination = volumes::termination_mount(&self.ctx.root, pod, container, attempt)
+            .map_err(|e| config_error(format!("termination log: {e}")))?;
+        mounts.push(termination);
         let env = env::resolve(pod, container, pod_ip, &self.ctx.host_ip, &env_sources)
             .map_err(|e| config_error(e.to_string()))?;
         let config = translate::container_config(&translate::ContainerInput {
@@ -841,6 +846,46 @@ impl Worker {
             tracing::info!(pod = %self.uid, "pod no longer in the API: removed from the runtime");
         }
         Ok(())
+    }
+}
+
+/// The message of exited containers: what they wrote to their terminationMessagePath, or with
+/// terminationMessagePolicy FallbackToLogsOnError and a failure, the end of their log.
+fn termination_messages(root: &std::path::Path, pod: &Pod, observed: &mut ObservedPod) {
+    const MAX: usize = 4096;
+    for c in observed
+        .containers
+        .iter_mut()
+        .filter(|c| c.state == RunState::Exited && c.message.is_empty())
+    {
+        let file = volumes::termination_log(root, pod, &c.name, c.attempt);
+        let mut text = std::fs::read(&file)
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default();
+        let spec = find_container(pod, &c.name, c.init);
+        let fallback = spec.and_then(|s| s.termination_message_policy).as_deref()
+            == Some("FallbackToLogsOnError");
+        if text.is_empty() && fallback && c.exit_code != 0 {
+            let log = std::fs::read_to_string(&c.log_path).unwrap_or_default();
+            let lines: Vec<&str> = log.lines().collect();
+            let tail = crate::server::logs::tail(&lines, 80);
+            text = crate::server::logs::render(&tail, false);
+            if text.len() > 2048 {
+                let cut = text.len() - 2048;
+                let start = (cut..text.len())
+                    .find(|i| text.is_char_boundary(*i))
+                    .unwrap_or(text.len());
+                text = text[start..].to_string();
+            }
+        }
+        if text.len() > MAX {
+            let end = (0..=MAX)
+                .rev()
+                .find(|i| text.is_char_boundary(*i))
+                .unwrap_or(0);
+            text.truncate(end);
+        }
+        c.message = text;
     }
 }
 

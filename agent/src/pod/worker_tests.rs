@@ -227,6 +227,27 @@ async fn a_crashing_container_restarts_then_backs_off() {
 }
 
 #[tokio::test]
+async fn the_termination_message_is_reported() {
+    let f = fixture();
+    let mut w = worker(&f);
+    let p = pod("Never");
+    w.sync(&p).await.unwrap();
+    let file = volumes::termination_log(&f.ctx.root, &p, "app", 0);
+    assert!(
+        file.exists(),
+        "created before the container starts, to be mounted"
+    );
+    std::fs::write(&file, "disk full\n").unwrap();
+    f.cri.exit("app", 2, 0);
+    w.sync(&p).await.unwrap();
+    let last = statuses(&f.requests).last().cloned().unwrap();
+    let terminated = &last["containerStatuses"][0]["state"]["terminated"];
+    assert_eq!(terminated["message"], "disk full\n");
+    assert_eq!(terminated["exitCode"], 2);
+    assert_eq!(last["phase"], "Failed");
+}
+
+#[tokio::test]
 async fn a_failed_pull_reports_err_image_pull_then_back_off() {
     let f = fixture();
     f.cri
