@@ -3,6 +3,7 @@
 //!   proxy_bench render  iptables|nftables N FILE   our full-sync text for N services x 4 endpoints
 //!   proxy_bench kube-nft N FILE                    a kube-proxy-nftables-shaped rule set (chain per
 //!                                                  service and per endpoint, vmap per service)
+//!   proxy_bench k8s-objects N FILE                N Services + EndpointSlices as a List (JSON)
 //!   proxy_bench sync iptables|iptables-legacy|nftables N
 //!       runs the real backend in the current network namespace: full sync, then a change to one
 //!       service; prints one JSON line per figure (run it under `ip netns exec`).
@@ -155,6 +156,36 @@ fn kube_nft(n: u32) -> String {
     out
 }
 
+/// N Services and their EndpointSlices (4 ready endpoints each) as one `kubectl create -f` List.
+fn k8s_objects(n: u32) -> String {
+    let mut items = Vec::new();
+    for i in 0..n {
+        items.push(serde_json::json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": format!("svc-{i}"), "namespace": "default"},
+            "spec": {"selector": {"app": format!("a{i}")},
+                     "ports": [{"name": "http", "port": 80, "targetPort": 8080}]}
+        }));
+        let eps: Vec<_> = (0..4)
+            .map(|j| {
+                serde_json::json!({
+                    "addresses": [ip(Ipv4Addr::new(10, 128, 0, 0), i * 4 + j + 1).to_string()],
+                    "conditions": {"ready": true}, "nodeName": "node"
+                })
+            })
+            .collect();
+        items.push(serde_json::json!({
+            "apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+            "metadata": {"name": format!("svc-{i}-x"), "namespace": "default",
+                         "labels": {"kubernetes.io/service-name": format!("svc-{i}")}},
+            "addressType": "IPv4",
+            "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+            "endpoints": eps
+        }));
+    }
+    serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items}).to_string()
+}
+
 fn rss_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
@@ -300,7 +331,7 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let arg = |i: usize| args.get(i).cloned().unwrap_or_default();
     let n: u32 = match arg(1).as_str() {
-        "kube-nft" => arg(2).parse().unwrap_or(1000),
+        "kube-nft" | "k8s-objects" => arg(2).parse().unwrap_or(1000),
         _ => arg(3).parse().unwrap_or(1000),
     };
     let result = match arg(1).as_str() {
@@ -315,6 +346,7 @@ fn main() {
             std::fs::write(arg(4), text).map_err(|e| e.to_string())
         }
         "kube-nft" => std::fs::write(arg(3), kube_nft(n)).map_err(|e| e.to_string()),
+        "k8s-objects" => std::fs::write(arg(3), k8s_objects(n)).map_err(|e| e.to_string()),
         "sync" => sync(&arg(2), n),
         _ => Err("usage: proxy_bench render|kube-nft|sync ...".to_string()),
     };
