@@ -565,7 +565,6 @@ impl Drop for Cluster {
         self.containerd.take();
         self.api.take();
         let _ = std::fs::remove_dir_all(ipam_dir(&self.node_name));
-        let _ = scripts_dir();
     }
 }
 
