@@ -212,3 +212,29 @@ fn nft_unchanged_model_writes_nothing_in_a_partial_sync() {
     assert_eq!(stats.written, 0);
     assert!(r.take_calls().is_empty());
 }
+
+#[test]
+fn iptables_variant_autodetect_follows_existing_rules() {
+    use keelson_proxy::iptables::detect_variant;
+    let r = FakeRunner::default();
+    assert_eq!(
+        detect_variant(&r),
+        Variant::Nft,
+        "no rules anywhere: nf_tables"
+    );
+    r.answer(
+        "iptables-legacy-save",
+        ok("*nat\n:KUBE-SERVICES - [0:0]\n-A PREROUTING -j KUBE-SERVICES\nCOMMIT\n"),
+    );
+    assert_eq!(
+        detect_variant(&r),
+        Variant::Legacy,
+        "Kubernetes rules in legacy tables"
+    );
+    r.answer("iptables-nft-save", ok("*nat\n:KUBE-SERVICES - [0:0]\n:KUBE-NODEPORTS - [0:0]\n-A PREROUTING -j KUBE-SERVICES\nCOMMIT\n"));
+    assert_eq!(
+        detect_variant(&r),
+        Variant::Nft,
+        "more of them in nf_tables"
+    );
+}

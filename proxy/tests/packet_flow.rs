@@ -9,7 +9,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{in_ns, tcp_hits, tcp_once, udp_on, udp_once, Hosts, Servers, NODE_IP, POD_IPS};
+use common::{
+    in_ns, tcp_answers, tcp_hits, tcp_once, udp_on, udp_once, Hosts, Servers, NODE_IP, POD_IPS,
+};
 use keelson_proxy::app::{make_backend, IptablesVariant, ProxyMode};
 use keelson_proxy::exec::CommandRunner;
 use keelson_proxy::metrics::Metrics;
@@ -21,6 +23,7 @@ const WEB: &str = "10.96.0.10";
 const STICKY: &str = "10.96.0.20";
 const EMPTY: &str = "10.96.0.50";
 const DNS: &str = "10.96.0.53";
+const LOCAL: &str = "10.96.0.30";
 
 fn ep(ip: &str, port: u16, ready: bool) -> Endpoint {
     Endpoint {
@@ -81,12 +84,25 @@ fn model(pod2_ready: bool) -> ProxyModel {
         Protocol::Udp,
         vec![ep(POD_IPS[0], 5353, true), ep(POD_IPS[1], 5353, true)],
     );
+    // Both traffic policies Local; pod2 counts as running on another node.
+    let mut remote = ep(POD_IPS[1], 8081, true);
+    remote.local = false;
+    let mut local = svc(
+        "local",
+        LOCAL,
+        80,
+        Protocol::Tcp,
+        vec![ep(POD_IPS[0], 8080, true), remote],
+    );
+    local.node_port = Some(30090);
+    local.internal_local = true;
+    local.external_local = true;
     let mut m = ProxyModel {
         node_name: "node".into(),
         node_ips: vec![NODE_IP.parse().expect("ip")],
         services: BTreeMap::new(),
     };
-    for s in [web, sticky, empty, dns] {
+    for s in [web, sticky, empty, dns, local] {
         m.services.insert(s.name.clone(), s);
     }
     m
@@ -163,13 +179,33 @@ fn cluster_ip_spread(mode: ProxyMode, variant: IptablesVariant) {
     assert_eq!(udp.values().sum::<usize>(), 40);
 }
 
-/// NodePort from another test host (masqueraded: pods have no route back to it).
+/// NodePort from another test host: masqueraded (pods see the node's address) and spread;
+/// with externalTrafficPolicy Local only this node's endpoint answers and sees the client's
+/// own address; internalTrafficPolicy Local keeps cluster-IP traffic on this node too.
 fn node_port_from_other_host(mode: ProxyMode) {
     let e = env();
     let mut p = proxier(mode, IptablesVariant::Nft, &e.hosts);
     p.sync(model(true), true).expect("sync");
     let hits = tcp_hits(&e.hosts.node2, addr(NODE_IP, 30080), 200);
     assert_spread(&hits, 200, "NodePort");
+    let seen = tcp_answers(&e.hosts.node2, addr(NODE_IP, 30080), 20);
+    assert!(
+        seen.keys().all(|k| k.ends_with(" 10.244.1.1")),
+        "not masqueraded: {seen:?}"
+    );
+
+    let local = tcp_answers(&e.hosts.node2, addr(NODE_IP, 30090), 40);
+    assert_eq!(
+        local.get("pod1 192.168.78.2"),
+        Some(&40),
+        "externalTrafficPolicy Local: {local:?}"
+    );
+    let internal = tcp_hits(&e.hosts.client, addr(LOCAL, 80), 40);
+    assert_eq!(
+        internal.get("pod1"),
+        Some(&40),
+        "internalTrafficPolicy Local: {internal:?}"
+    );
 }
 
 /// A pod reaches itself through its own Service; a Service without endpoints refuses at once.

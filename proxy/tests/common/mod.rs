@@ -116,9 +116,10 @@ impl Servers {
                 let _ = tx.send(());
                 while !stop.load(Ordering::SeqCst) {
                     match l.accept() {
-                        Ok((mut s, _)) => {
+                        Ok((mut s, peer)) => {
                             let _ = s.set_nonblocking(false);
-                            let _ = s.write_all(format!("{name}\n").as_bytes());
+                            // The name, then the client address as this pod sees it.
+                            let _ = s.write_all(format!("{name} {}\n", peer.ip()).as_bytes());
                         }
                         Err(_) => std::thread::sleep(Duration::from_millis(2)),
                     }
@@ -161,11 +162,29 @@ impl Drop for Servers {
 
 /// One TCP connection: the name the server answered with.
 pub fn tcp_once(addr: SocketAddr) -> std::io::Result<String> {
+    let answer = tcp_answer(addr)?;
+    Ok(answer.split_whitespace().next().unwrap_or("").to_string())
+}
+
+/// One TCP connection: "name client-address-seen-by-the-pod".
+pub fn tcp_answer(addr: SocketAddr) -> std::io::Result<String> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))?;
     s.set_read_timeout(Some(Duration::from_secs(2)))?;
     let mut out = String::new();
     s.read_to_string(&mut out)?;
     Ok(out.trim().to_string())
+}
+
+/// `n` connections from namespace `ns`, counted by full answer (name and seen client address).
+pub fn tcp_answers(ns: &str, addr: SocketAddr, n: usize) -> BTreeMap<String, usize> {
+    in_ns(ns, move || {
+        let mut hits = BTreeMap::new();
+        for _ in 0..n {
+            let key = tcp_answer(addr).unwrap_or_else(|e| format!("error: {e}"));
+            *hits.entry(key).or_insert(0) += 1;
+        }
+        hits
+    })
 }
 
 /// `n` connections from namespace `ns`: answers counted by server name, failures under "error".
@@ -286,6 +305,11 @@ impl Hosts {
             ns_run(
                 pod,
                 &["ip", "route", "add", "192.168.77.0/24", "via", "10.244.1.1"],
+            );
+            // Replies to node2 without masquerade (externalTrafficPolicy Local keeps the client IP).
+            ns_run(
+                pod,
+                &["ip", "route", "add", "192.168.78.0/24", "via", "10.244.1.1"],
             );
         }
         for (peer, node_ip, peer_ip) in [
