@@ -98,10 +98,20 @@ pub fn service_info(svc: &Service) -> Option<ServiceInfo> {
             .filter(|t| *t > 0)
             .unwrap_or(DEFAULT_AFFINITY_TIMEOUT)
     });
+    // LoadBalancer ingress IPs take the same path as external IPs (kube-proxy's KUBE-EXT chain).
+    let lb_ips = svc
+        .status
+        .as_ref()
+        .and_then(|s| s.load_balancer.as_ref())
+        .and_then(|lb| lb.ingress.as_ref())
+        .into_iter()
+        .flatten()
+        .filter_map(|i| i.ip.as_ref());
     let mut external_ips: Vec<Ipv4Addr> = spec
         .external_ips
         .iter()
         .flatten()
+        .chain(lb_ips)
         .filter_map(|ip| ip.parse().ok())
         .collect();
     external_ips.sort();

@@ -107,3 +107,29 @@ fn changed_services_lists_only_what_differs() {
     b.services.remove(&removed);
     assert_eq!(a.changed_services(&b), vec![removed]);
 }
+
+#[test]
+fn load_balancer_ingress_ips_are_served_like_external_ips() {
+    let mut services = corpus::services();
+    let ext = services
+        .iter_mut()
+        .find(|s| s.metadata.name.as_deref() == Some("ext"))
+        .expect("ext");
+    *ext = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "ext", "namespace": "default"},
+        "spec": {"type": "LoadBalancer", "clusterIP": "10.96.0.40", "externalIPs": ["192.168.99.10"],
+                 "ports": [{"port": 443, "targetPort": 8443, "nodePort": 30443}]},
+        "status": {"loadBalancer": {"ingress": [{"ip": "192.168.99.20"}, {"hostname": "lb.example.invalid"}]}}
+    }))
+    .expect("service");
+    let m = corpus::model_of(&services, &corpus::slices());
+    let ext = port(&m, "ext", "");
+    assert_eq!(
+        ext.external_ips,
+        vec![
+            Ipv4Addr::new(192, 168, 99, 10),
+            Ipv4Addr::new(192, 168, 99, 20)
+        ]
+    );
+    assert_eq!(ext.node_port, Some(30443));
+}

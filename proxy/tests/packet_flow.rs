@@ -200,6 +200,17 @@ fn node_port_from_other_host(mode: ProxyMode) {
         Some(&40),
         "externalTrafficPolicy Local: {local:?}"
     );
+    // Pods and the node itself are not outside clients: they reach every endpoint (pod2 also
+    // itself, through the hairpin masquerade).
+    for (who, ns) in [("pod2", &e.hosts.pods[1]), ("node", &e.hosts.node)] {
+        let hits = tcp_hits(ns, addr(NODE_IP, 30090), 60);
+        assert!(
+            hits.contains_key("pod1")
+                && hits.contains_key("pod2")
+                && hits.values().sum::<usize>() == 60,
+            "externalTrafficPolicy Local from {who}: {hits:?}"
+        );
+    }
     let internal = tcp_hits(&e.hosts.client, addr(LOCAL, 80), 40);
     assert_eq!(
         internal.get("pod1"),

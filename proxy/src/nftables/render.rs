@@ -22,11 +22,17 @@ pub const BUCKET_CLASSES: [u32; 24] = [
 pub const AFFINITY_SIZE: u32 = 262_144;
 
 /// Names of the sets and maps that carry per-service elements.
-pub const ELEMENT_SETS: [&str; 12] = [
+pub const ELEMENT_SETS: [&str; 18] = [
     "service_buckets",
     "nodeport_buckets",
     "endpoints",
     "nodeport_endpoints",
+    "ext_cluster_buckets",
+    "ext_cluster_endpoints",
+    "nodeport_cluster_buckets",
+    "nodeport_cluster_endpoints",
+    "ext_local_dsts",
+    "ext_local_nodeports",
     "cluster_ips",
     "masq_dsts",
     "masq_nodeports",
@@ -108,34 +114,61 @@ fn ep_value(ep: &Endpoint) -> String {
     format!("{} . {}", ep.ip, ep.port)
 }
 
-/// Elements that send one destination (ip . proto . port) to `eps`.
-fn dnat_elems(dst: &str, eps: &[&Endpoint], out: &mut Vec<Elem>) {
-    let class = bucket_class(eps.len());
-    out.push(Elem::map(
-        "service_buckets",
-        dst.to_string(),
-        format!("goto bucket_{class}"),
-    ));
-    for b in 0..class {
-        let ep = eps[b as usize % eps.len()];
-        out.push(Elem::map("endpoints", format!("{dst} . {b}"), ep_value(ep)));
-    }
+/// A bucket-class dispatch: the vmap that picks `<chain>_N` and the map of endpoints per bucket.
+#[derive(Debug, Clone, Copy)]
+pub struct Dispatch {
+    pub buckets: &'static str,
+    pub endpoints: &'static str,
+    pub chain: &'static str,
+    /// The packet fields of the key: "ip daddr . meta l4proto . th dport" or without the address.
+    pub key: &'static str,
 }
 
-fn nodeport_elems(dst: &str, eps: &[&Endpoint], out: &mut Vec<Elem>) {
+const DST_KEY: &str = "ip daddr . meta l4proto . th dport";
+const PORT_KEY: &str = "meta l4proto . th dport";
+
+/// Cluster IPs and external IPs.
+pub const SERVICE: Dispatch = Dispatch {
+    buckets: "service_buckets",
+    endpoints: "endpoints",
+    chain: "bucket",
+    key: DST_KEY,
+};
+/// NodePorts.
+pub const NODEPORT: Dispatch = Dispatch {
+    buckets: "nodeport_buckets",
+    endpoints: "nodeport_endpoints",
+    chain: "nodeport_bucket",
+    key: PORT_KEY,
+};
+/// External IPs of externalTrafficPolicy Local services, for pods and the node itself, which
+/// go to every endpoint like kube-proxy does.
+pub const EXT_CLUSTER: Dispatch = Dispatch {
+    buckets: "ext_cluster_buckets",
+    endpoints: "ext_cluster_endpoints",
+    chain: "ext_cluster_bucket",
+    key: DST_KEY,
+};
+/// The same for NodePorts.
+pub const NODEPORT_CLUSTER: Dispatch = Dispatch {
+    buckets: "nodeport_cluster_buckets",
+    endpoints: "nodeport_cluster_endpoints",
+    chain: "nodeport_cluster_bucket",
+    key: PORT_KEY,
+};
+pub const DISPATCHES: [Dispatch; 4] = [SERVICE, NODEPORT, EXT_CLUSTER, NODEPORT_CLUSTER];
+
+/// Elements that send one destination ("ip . proto . port" or "proto . port") to `eps`.
+fn dnat_elems(d: Dispatch, dst: &str, eps: &[&Endpoint], out: &mut Vec<Elem>) {
     let class = bucket_class(eps.len());
     out.push(Elem::map(
-        "nodeport_buckets",
+        d.buckets,
         dst.to_string(),
-        format!("goto nodeport_bucket_{class}"),
+        format!("goto {}_{class}", d.chain),
     ));
     for b in 0..class {
         let ep = eps[b as usize % eps.len()];
-        out.push(Elem::map(
-            "nodeport_endpoints",
-            format!("{dst} . {b}"),
-            ep_value(ep),
-        ));
+        out.push(Elem::map(d.endpoints, format!("{dst} . {b}"), ep_value(ep)));
     }
 }
 
@@ -166,7 +199,7 @@ pub fn service_elements(
     if internal.is_empty() {
         out.push(Elem::new(reject_dsts, cluster_dst.clone()));
     } else {
-        dnat_elems(&cluster_dst, &internal, &mut out);
+        dnat_elems(SERVICE, &cluster_dst, &internal, &mut out);
         if opts.cluster_cidr.is_some() {
             out.push(Elem::new("cluster_ips", cluster_dst.clone()));
         }
@@ -178,7 +211,7 @@ pub fn service_elements(
             out.push(Elem::new(reject_dsts, dst.clone()));
             continue;
         }
-        dnat_elems(dst, &external, &mut out);
+        dnat_elems(SERVICE, dst, &external, &mut out);
         if !sp.external_local {
             out.push(Elem::new("masq_dsts", dst.clone()));
         }
@@ -187,10 +220,23 @@ pub fn service_elements(
         if external.is_empty() {
             out.push(Elem::new(reject_np, dst.clone()));
         } else {
-            nodeport_elems(dst, &external, &mut out);
+            dnat_elems(NODEPORT, dst, &external, &mut out);
             if !sp.external_local {
                 out.push(Elem::new("masq_nodeports", dst.clone()));
             }
+        }
+    }
+
+    // externalTrafficPolicy Local: pods and the node itself still reach every endpoint.
+    let cluster = sp.cluster_endpoints();
+    if sp.external_local && !cluster.is_empty() {
+        for dst in &external_dsts {
+            dnat_elems(EXT_CLUSTER, dst, &cluster, &mut out);
+            out.push(Elem::new("ext_local_dsts", dst.clone()));
+        }
+        if let Some(dst) = &nodeport_dst {
+            dnat_elems(NODEPORT_CLUSTER, dst, &cluster, &mut out);
+            out.push(Elem::new("ext_local_nodeports", dst.clone()));
         }
     }
 
@@ -215,6 +261,9 @@ pub fn service_elements(
 /// Kept apart from `service_elements` because one pod can back many services.
 pub fn hairpin_ips(sp: &ServicePort) -> Vec<Ipv4Addr> {
     let mut ips: Vec<Ipv4Addr> = sp.used_endpoints().iter().map(|e| e.ip).collect();
+    if sp.external_local && sp.is_external() {
+        ips.extend(sp.cluster_endpoints().iter().map(|e| e.ip));
+    }
     ips.sort();
     ips.dedup();
     ips
@@ -244,22 +293,40 @@ fn declarations(timeouts: &BTreeSet<u32>, out: &mut String) {
     let t = FAMILY_TABLE;
     let dst = "ipv4_addr . inet_proto . inet_service";
     let port = "inet_proto . inet_service";
-    let _ = writeln!(
-        out,
-        "add map {t} service_buckets {{ type {dst} : verdict ; }}"
-    );
-    let _ = writeln!(
-        out,
-        "add map {t} nodeport_buckets {{ type {port} : verdict ; }}"
-    );
-    // Data typed as "ip daddr . tcp dport" (also right for UDP): nft 1.0.6 cannot read
-    // "ip daddr . th dport" back from the kernel and then refuses every later transaction.
-    let _ = writeln!(out, "add map {t} endpoints {{ typeof ip daddr . meta l4proto . th dport . numgen random mod 1 : ip daddr . tcp dport ; }}");
-    let _ = writeln!(out, "add map {t} nodeport_endpoints {{ typeof meta l4proto . th dport . numgen random mod 1 : ip daddr . tcp dport ; }}");
-    for set in ["cluster_ips", "masq_dsts", "reject_dsts", "drop_dsts"] {
+    for d in DISPATCHES {
+        let (key_type, key_expr) = if d.key == DST_KEY {
+            (dst, "ip daddr . meta l4proto . th dport")
+        } else {
+            (port, "meta l4proto . th dport")
+        };
+        let _ = writeln!(
+            out,
+            "add map {t} {} {{ type {key_type} : verdict ; }}",
+            d.buckets
+        );
+        // Data typed as "ip daddr . tcp dport" (also right for UDP): nft 1.0.6 cannot read
+        // "ip daddr . th dport" back from the kernel and then refuses every later transaction.
+        let _ = writeln!(
+            out,
+            "add map {t} {} {{ typeof {key_expr} . numgen random mod 1 : ip daddr . tcp dport ; }}",
+            d.endpoints
+        );
+    }
+    for set in [
+        "cluster_ips",
+        "masq_dsts",
+        "reject_dsts",
+        "drop_dsts",
+        "ext_local_dsts",
+    ] {
         let _ = writeln!(out, "add set {t} {set} {{ type {dst} ; }}");
     }
-    for set in ["masq_nodeports", "reject_nodeports", "drop_nodeports"] {
+    for set in [
+        "masq_nodeports",
+        "reject_nodeports",
+        "drop_nodeports",
+        "ext_local_nodeports",
+    ] {
         let _ = writeln!(out, "add set {t} {set} {{ type {port} ; }}");
     }
     let _ = writeln!(
@@ -317,9 +384,10 @@ fn chains(out: &mut String) {
     ] {
         let _ = writeln!(out, "add chain {t} {name}");
     }
-    for class in BUCKET_CLASSES {
-        let _ = writeln!(out, "add chain {t} bucket_{class}");
-        let _ = writeln!(out, "add chain {t} nodeport_bucket_{class}");
+    for d in DISPATCHES {
+        for class in BUCKET_CLASSES {
+            let _ = writeln!(out, "add chain {t} {}_{class}", d.chain);
+        }
     }
 }
 
@@ -344,6 +412,15 @@ fn rules(opts: &RenderOptions, timeouts: &BTreeSet<u32>, out: &mut String) {
         "services",
         &format!("dnat ip to ip saddr . {dst} map @affinity"),
     );
+    short_circuit(
+        &mut rule,
+        opts,
+        "services",
+        dst,
+        "ext_local_dsts",
+        EXT_CLUSTER,
+        &set_masq,
+    );
     rule("services", &format!("{dst} vmap @service_buckets"));
     rule(
         "services",
@@ -357,6 +434,15 @@ fn rules(opts: &RenderOptions, timeouts: &BTreeSet<u32>, out: &mut String) {
         "nodeports",
         &format!("dnat ip to ip saddr . {dst} map @affinity"),
     );
+    short_circuit(
+        &mut rule,
+        opts,
+        "nodeports",
+        PORT_KEY,
+        "ext_local_nodeports",
+        NODEPORT_CLUSTER,
+        &set_masq,
+    );
     rule(
         "nodeports",
         "meta l4proto . th dport vmap @nodeport_buckets",
@@ -364,23 +450,25 @@ fn rules(opts: &RenderOptions, timeouts: &BTreeSet<u32>, out: &mut String) {
     // nft 1.0.6 gives the first rule that uses a map typed "... : ip daddr . tcp dport" a
     // spurious "meta l4proto tcp" match (which would break UDP). These rules take that hit in
     // a chain nothing jumps to, so the bucket rules below are compiled as written.
-    rule(
-        "typeof_anchor",
-        &format!("dnat ip to {dst} . numgen random mod 1 map @endpoints"),
-    );
-    rule(
-        "typeof_anchor",
-        "dnat ip to meta l4proto . th dport . numgen random mod 1 map @nodeport_endpoints",
-    );
-    for class in BUCKET_CLASSES {
+    for d in DISPATCHES {
         rule(
-            &format!("bucket_{class}"),
-            &format!("dnat ip to {dst} . numgen random mod {class} map @endpoints"),
+            "typeof_anchor",
+            &format!(
+                "dnat ip to {} . numgen random mod 1 map @{}",
+                d.key, d.endpoints
+            ),
         );
-        rule(
-            &format!("nodeport_bucket_{class}"),
-            &format!("dnat ip to meta l4proto . th dport . numgen random mod {class} map @nodeport_endpoints"),
-        );
+    }
+    for d in DISPATCHES {
+        for class in BUCKET_CLASSES {
+            rule(
+                &format!("{}_{class}", d.chain),
+                &format!(
+                    "dnat ip to {} . numgen random mod {class} map @{}",
+                    d.key, d.endpoints
+                ),
+            );
+        }
     }
     // Remember the endpoint a client got, keyed by the address it dialled; refreshed per connection.
     for timeout in timeouts {
@@ -415,6 +503,30 @@ fn rules(opts: &RenderOptions, timeouts: &BTreeSet<u32>, out: &mut String) {
     rule(
         "nodeport_rejects",
         "meta l4proto . th dport @drop_nodeports drop",
+    );
+}
+
+/// externalTrafficPolicy Local keeps the client address for outside clients only: pods (the
+/// cluster CIDR) and the node itself go to every endpoint, the node's own traffic masqueraded.
+fn short_circuit(
+    rule: &mut impl FnMut(&str, &str),
+    opts: &RenderOptions,
+    chain: &str,
+    key: &str,
+    set: &str,
+    d: Dispatch,
+    set_masq: &str,
+) {
+    if let Some(cidr) = opts.cluster_cidr {
+        rule(chain, &format!("ip saddr {cidr} {key} vmap @{}", d.buckets));
+    }
+    rule(
+        chain,
+        &format!("fib saddr type local {key} @{set} {set_masq}"),
+    );
+    rule(
+        chain,
+        &format!("fib saddr type local {key} vmap @{}", d.buckets),
     );
 }
 
