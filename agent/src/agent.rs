@@ -215,6 +215,7 @@ fn write_cni_config(cfg: &AgentConfig, pod_cidr: &Ipv4Network) -> Result<(), Age
     let plugins = cni::CniPlugins {
         main: cfg.cni_plugin.clone(),
         ipam: cfg.cni_ipam.clone(),
+        portmap: cfg.cni_portmap,
     };
     let network = format!("keelson-{}", cfg.node_name);
     let text = cni::render(&network, &cfg.cni_bridge, *pod_cidr, &plugins);

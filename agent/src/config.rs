@@ -17,6 +17,8 @@ pub struct AgentConfig {
     pub cni_plugin: String,
     pub cni_ipam: String,
     pub cni_bridge: String,
+    /// Chain the portmap plugin (hostPort) in the conflist.
+    pub cni_portmap: bool,
     pub root_dir: PathBuf,
     pub pod_log_dir: PathBuf,
     pub cgroup_root: String,

@@ -40,6 +40,10 @@ struct Flags {
     cni_ipam: String,
     #[arg(long = "cni-bridge", default_value = "keelson0")]
     cni_bridge: String,
+    /// Chain the `portmap` plugin for hostPort (it must be in containerd's CNI bin dir, e.g.
+    /// from containernetworking-plugins).
+    #[arg(long = "cni-portmap")]
+    cni_portmap: bool,
     #[arg(long = "root-dir", default_value = "/var/lib/keelson/agent")]
     root_dir: PathBuf,
     #[arg(long = "pod-log-dir", default_value = "/var/log/pods")]
@@ -112,6 +116,7 @@ async fn main() -> anyhow::Result<()> {
         cni_plugin: flags.cni_plugin,
         cni_ipam: flags.cni_ipam,
         cni_bridge: flags.cni_bridge,
+        cni_portmap: flags.cni_portmap,
         root_dir: flags.root_dir,
         pod_log_dir: flags.pod_log_dir,
         cgroup_root: flags.cgroup_root,

@@ -10,12 +10,14 @@ use ipnetwork::Ipv4Network;
 pub struct CniPlugins {
     pub main: String,
     pub ipam: String,
+    /// Chain the `portmap` plugin (from the same bin dir) for hostPort mappings.
+    pub portmap: bool,
 }
 
 /// Renders the conflist (bridge + IPAM over the pod CIDR, gateway the first address). Pure.
 pub fn render(network: &str, bridge: &str, pod_cidr: Ipv4Network, plugins: &CniPlugins) -> String {
     let gateway = pod_cidr.nth(1).map(|g| g.to_string()).unwrap_or_default();
-    let conf = serde_json::json!({
+    let mut conf = serde_json::json!({
         "cniVersion": "1.0.0",
         "name": network,
         "plugins": [{
@@ -32,6 +34,14 @@ pub fn render(network: &str, bridge: &str, pod_cidr: Ipv4Network, plugins: &CniP
             }
         }]
     });
+    if plugins.portmap {
+        // containerd hands the sandbox's port mappings to plugins with this capability.
+        if let Some(list) = conf["plugins"].as_array_mut() {
+            list.push(
+                serde_json::json!({ "type": "portmap", "capabilities": { "portMappings": true } }),
+            );
+        }
+    }
     serde_json::to_string_pretty(&conf).unwrap_or_default()
 }
 
@@ -57,6 +67,7 @@ mod tests {
         let plugins = CniPlugins {
             main: "keelson-cni".into(),
             ipam: "keelson-ipam".into(),
+            portmap: true,
         };
         let text = render(
             "keelson",

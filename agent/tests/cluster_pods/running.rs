@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use keelson_proto::testing::run;
+
 use super::common::*;
 use super::{http_pod, ready_pod_ip};
 
@@ -321,4 +323,26 @@ fn host_network_pod_uses_the_node_address() {
         "no pod address allocated: {:?}",
         cluster.allocated_addresses()
     );
+}
+
+#[test]
+fn host_port_reaches_the_pod_from_another_host() {
+    let cluster = Cluster::start("aghp");
+    cluster.apply(&pod_yaml(
+        "hp",
+        &cluster.node_name,
+        &format!("  containers:\n  - name: app\n    image: {HTTP_IMAGE}\n    ports: [{{containerPort: 8080, hostPort: 18082}}]\n"),
+    ));
+    ready_pod_ip(&cluster, "hp", Duration::from_secs(60));
+    // From the control-plane host, to the node's address and the hostPort (portmap's DNAT).
+    let body = cluster.wait_until(Duration::from_secs(10), "the hostPort to answer", || {
+        run(cluster.cp.command("curl").args([
+            "-sS",
+            "-m",
+            "2",
+            &format!("http://{NODE_IP}:18082/"),
+        ]))
+        .ok()
+    });
+    assert_eq!(body, "hp\n");
 }

@@ -91,6 +91,7 @@ fn spawn_agent(a: &AgentSpec<'_>) -> ChildGuard {
         .args(["--pod-log-dir", &a.dir.join("pod-logs").to_string_lossy()])
         .args(["--cgroup-root", &format!("/{}", a.name)])
         .args(["--cluster-dns", CLUSTER_DNS])
+        .arg("--cni-portmap")
         // Small, so that a test sees rotation within seconds.
         .args([
             "--container-log-max-size",
@@ -152,6 +153,7 @@ impl Cluster {
             "ip",
             "curl",
             "kubectl",
+            "iptables",
         ]);
         cleanup_leftovers(prefix);
         cleanup_leftovers(&format!("{prefix}c"));
@@ -182,6 +184,9 @@ impl Cluster {
         for name in ["keelson-cni", "keelson-ipam", "loopback"] {
             std::os::unix::fs::symlink(&cni, bin.join(name)).expect("cni symlink");
         }
+        // hostPort mappings: Debian's portmap plugin, chained after keelson-cni.
+        std::os::unix::fs::symlink("/usr/lib/cni/portmap", bin.join("portmap"))
+            .expect("portmap symlink");
         let data = tmp.path().join("apiserver");
         let api_log = std::fs::File::create(tmp.path().join("apiserver.log")).expect("log");
         let api = Command::new("nsenter")
