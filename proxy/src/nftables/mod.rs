@@ -72,19 +72,17 @@ impl NftBackend {
         if !recreate {
             delete_affinity_text(stale_affinity, &mut text);
         }
-        let mut all: Vec<Elem> = model
-            .services
-            .values()
-            .flat_map(|sp| self.elements(sp, &model.node_ips))
-            .collect();
         let hairpin: BTreeSet<Ipv4Addr> = model
             .services
             .values()
             .flat_map(render::hairpin_ips)
             .collect();
-        all.extend(hairpin.into_iter().map(render::hairpin_elem));
-        let grouped = render::merge_elements(all.iter());
-        let written = render::add_elements_text(&grouped, &mut text);
+        let elems = model
+            .services
+            .values()
+            .flat_map(|sp| self.elements(sp, &model.node_ips))
+            .chain(hairpin.into_iter().map(render::hairpin_elem));
+        let written = render::stream_add_elements(elems, &mut text);
         (text, written)
     }
 

@@ -620,6 +620,44 @@ pub fn add_elements_text(
     count
 }
 
+/// `add element` commands for a stream of elements, written without collecting them first (a
+/// full sync at 10,000 services has ~100,000 elements). The first writer of a key wins; keys are
+/// remembered by hash only.
+pub fn stream_add_elements(elems: impl Iterator<Item = Elem>, out: &mut String) -> usize {
+    use std::hash::{Hash, Hasher};
+    let mut seen: std::collections::HashSet<u64> = std::collections::HashSet::new();
+    let mut bufs: BTreeMap<SetName, (String, usize)> = BTreeMap::new();
+    for e in elems {
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        (e.set, &e.key).hash(&mut h);
+        if !seen.insert(h.finish()) {
+            continue;
+        }
+        let (buf, n) = bufs.entry(e.set).or_default();
+        if *n % CHUNK == 0 {
+            if *n > 0 {
+                buf.push_str(" }\n");
+            }
+            let _ = write!(buf, "add element {FAMILY_TABLE} {} {{ ", e.set);
+        } else {
+            buf.push_str(", ");
+        }
+        buf.push_str(&e.key);
+        if let Some(v) = &e.value {
+            buf.push_str(" : ");
+            buf.push_str(v);
+        }
+        *n += 1;
+    }
+    let mut total = 0;
+    for (_, (buf, n)) in bufs {
+        out.push_str(&buf);
+        out.push_str(" }\n");
+        total += n;
+    }
+    total
+}
+
 /// `delete element` commands (keys only).
 pub fn delete_elements_text(elems: &[&Elem], out: &mut String) {
     let mut by_set: BTreeMap<SetName, Vec<&str>> = BTreeMap::new();
