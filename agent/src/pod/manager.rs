@@ -16,6 +16,16 @@ use super::context::Context;
 use super::worker::{Msg, Worker};
 use crate::cri::labels;
 
+/// Whether an update changes anything the worker acts on (spec, deletion, labels, annotations).
+pub fn needs_sync(old: &Pod, new: &Pod) -> bool {
+    let (a, b) = (&old.metadata, &new.metadata);
+    old.spec != new.spec
+        || a.deletion_timestamp != b.deletion_timestamp
+        || a.deletion_grace_period_seconds != b.deletion_grace_period_seconds
+        || a.labels != b.labels
+        || a.annotations != b.annotations
+}
+
 pub struct Manager {
     ctx: Arc<Context>,
     workers: Mutex<HashMap<String, mpsc::Sender<Msg>>>,
@@ -109,8 +119,13 @@ impl Manager {
     }
 
     async fn upsert(&self, uid: String, pod: Pod) {
-        if let Ok(mut pods) = self.ctx.pods.write() {
-            pods.insert(uid.clone(), Arc::new(pod));
+        let previous = match self.ctx.pods.write() {
+            Ok(mut pods) => pods.insert(uid.clone(), Arc::new(pod.clone())),
+            Err(_) => None,
+        };
+        // A status-only update (mostly the agent's own write coming back) needs no runtime sync.
+        if previous.is_some_and(|p| !needs_sync(&p, &pod)) {
+            return;
         }
         self.poke(&uid).await;
     }
@@ -174,5 +189,35 @@ impl Manager {
             previous = fingerprints;
             self.reap().await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::needs_sync;
+    use k8s_openapi::api::core::v1::{Pod, PodStatus};
+
+    #[test]
+    fn status_only_updates_need_no_sync() {
+        let old: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "resourceVersion": "1"},
+            "spec": {"containers": [{"name": "c", "image": "i:1"}]}
+        }))
+        .unwrap();
+        let mut new = old.clone();
+        new.metadata.resource_version = Some("2".into());
+        new.status = Some(PodStatus {
+            phase: Some("Running".into()),
+            ..Default::default()
+        });
+        assert!(!needs_sync(&old, &new));
+        new.spec.as_mut().unwrap().containers[0].image = Some("i:2".into());
+        assert!(needs_sync(&old, &new));
+        let mut deleted = old.clone();
+        deleted.metadata.deletion_timestamp =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+                k8s_openapi::jiff::Timestamp::now(),
+            ));
+        assert!(needs_sync(&old, &deleted));
     }
 }
