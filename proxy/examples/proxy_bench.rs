@@ -237,60 +237,68 @@ fn sync(backend: &str, n: u32) -> Result<(), String> {
         stats.written as f64,
         "rules_or_elements",
     );
+    // One service changes back and forth; the median of the runs is the figure.
     let c = changed(m.clone());
+    let mut ours = Vec::new();
+    let mut written = 0;
+    for i in 0..ROUNDS {
+        let next = if i % 2 == 0 { c.clone() } else { m.clone() };
+        let start = Instant::now();
+        written = p.sync(next, false).map_err(|e| e.to_string())?.written;
+        ours.push(start.elapsed().as_secs_f64() * 1000.0);
+    }
+    figure("one_service_change", backend, n, median(&mut ours), "ms");
     let start = Instant::now();
-    let stats = p.sync(c, false).map_err(|e| e.to_string())?;
+    let diff = m.changed_services(&c);
     figure(
-        "one_service_change",
+        "model_diff",
         backend,
         n,
         start.elapsed().as_secs_f64() * 1000.0,
         "ms",
     );
+    drop(diff);
     figure(
         "one_service_change_written",
         backend,
         n,
-        stats.written as f64,
+        written as f64,
         "rules_or_elements",
-    );
-    // And back, to show it stays partial.
-    let start = Instant::now();
-    p.sync(m.clone(), false).map_err(|e| e.to_string())?;
-    figure(
-        "one_service_change_back",
-        backend,
-        n,
-        start.elapsed().as_secs_f64() * 1000.0,
-        "ms",
     );
     figure("max_rss", backend, n, rss_kib() as f64 / 1024.0, "MiB");
 
-    // The floor: the same one-service change text loaded by the tool directly.
-    let (program, args, text) = change_text(backend, &m)?;
+    // The floor: the same change texts loaded by the tool directly, the same number of times.
+    let (program, args, there, back) = change_texts(backend, &m)?;
     let runner = CommandRunner::host();
-    let start = Instant::now();
-    let out = runner
-        .run(program, &args, Some(text.as_bytes()))
-        .map_err(|e| e.to_string())?;
-    if !out.success() {
-        return Err(format!("raw load of the change failed: {}", out.stderr));
+    let mut raw = Vec::new();
+    for i in 0..ROUNDS {
+        let text = if i % 2 == 0 { &there } else { &back };
+        let start = Instant::now();
+        let out = runner
+            .run(program, &args, Some(text.as_bytes()))
+            .map_err(|e| e.to_string())?;
+        raw.push(start.elapsed().as_secs_f64() * 1000.0);
+        if !out.success() {
+            return Err(format!("raw load of the change failed: {}", out.stderr));
+        }
     }
-    figure(
-        "one_service_change_raw",
-        backend,
-        n,
-        start.elapsed().as_secs_f64() * 1000.0,
-        "ms",
-    );
+    figure("one_service_change_raw", backend, n, median(&mut raw), "ms");
     Ok(())
 }
 
-/// The text a partial sync writes for the one-service change, captured with a fake runner.
-fn change_text(
+const ROUNDS: usize = 10;
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// The texts partial syncs write for the change and back, captured with a fake runner.
+#[allow(clippy::type_complexity)]
+fn change_texts(
     backend: &str,
     m: &ProxyModel,
-) -> Result<(&'static str, Vec<&'static str>, String), String> {
+) -> Result<(&'static str, Vec<&'static str>, String, String), String> {
     let fake = FakeRunner::default();
     let (program, args): (&'static str, Vec<&'static str>) = match backend {
         "iptables" => ("iptables-nft-restore", vec!["-w", "5", "--noflush"]),
@@ -315,16 +323,22 @@ fn change_text(
     };
     let c = changed(m.clone());
     b.sync(m, &SyncScope::Full).map_err(|e| e.to_string())?;
-    fake.take_calls();
-    b.sync(&c, &SyncScope::Partial(m.changed_services(&c)))
-        .map_err(|e| e.to_string())?;
-    let text = fake
-        .take_calls()
-        .into_iter()
-        .map(|c| c.stdin)
-        .find(|s| !s.is_empty())
-        .ok_or("no change text")?;
-    Ok((program, args, text))
+    let mut texts = Vec::new();
+    for (from, to) in [(m, &c), (&c, m)] {
+        fake.take_calls();
+        b.sync(to, &SyncScope::Partial(from.changed_services(to)))
+            .map_err(|e| e.to_string())?;
+        let text = fake
+            .take_calls()
+            .into_iter()
+            .map(|c| c.stdin)
+            .find(|s| !s.is_empty())
+            .ok_or("no change text")?;
+        texts.push(text);
+    }
+    let back = texts.pop().unwrap_or_default();
+    let there = texts.pop().unwrap_or_default();
+    Ok((program, args, there, back))
 }
 
 fn main() {

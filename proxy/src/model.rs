@@ -177,21 +177,42 @@ pub struct ProxyModel {
 }
 
 impl ProxyModel {
-    /// Names of service ports that differ between `self` (the old model) and `new`.
+    /// Names of service ports that differ between `self` (the old model) and `new`, sorted.
+    /// Both maps are walked side by side (one pass, no lookups): this runs on every sync.
     pub fn changed_services(&self, new: &ProxyModel) -> Vec<ServicePortName> {
-        let mut changed: Vec<ServicePortName> = new
-            .services
-            .iter()
-            .filter(|(k, v)| self.services.get(*k) != Some(*v))
-            .map(|(k, _)| k.clone())
-            .collect();
-        changed.extend(
-            self.services
-                .keys()
-                .filter(|k| !new.services.contains_key(*k))
-                .cloned(),
-        );
-        changed.sort();
+        let mut changed = Vec::new();
+        let mut old_it = self.services.iter().peekable();
+        let mut new_it = new.services.iter().peekable();
+        loop {
+            match (old_it.peek(), new_it.peek()) {
+                (None, None) => break,
+                (Some((k, _)), None) => {
+                    changed.push((*k).clone());
+                    old_it.next();
+                }
+                (None, Some((k, _))) => {
+                    changed.push((*k).clone());
+                    new_it.next();
+                }
+                (Some((ko, vo)), Some((kn, vn))) => match ko.cmp(kn) {
+                    std::cmp::Ordering::Less => {
+                        changed.push((*ko).clone());
+                        old_it.next();
+                    }
+                    std::cmp::Ordering::Greater => {
+                        changed.push((*kn).clone());
+                        new_it.next();
+                    }
+                    std::cmp::Ordering::Equal => {
+                        if vo != vn {
+                            changed.push((*kn).clone());
+                        }
+                        old_it.next();
+                        new_it.next();
+                    }
+                },
+            }
+        }
         changed
     }
 }
