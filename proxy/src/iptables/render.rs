@@ -42,22 +42,6 @@ pub struct ServiceRules {
     pub filter_external: String,
 }
 
-impl ServiceRules {
-    /// Number of rule lines, for metrics.
-    pub fn rule_count(&self) -> usize {
-        [
-            &self.chain_rules,
-            &self.nat_services,
-            &self.nat_nodeports,
-            &self.filter_services,
-            &self.filter_external,
-        ]
-        .iter()
-        .map(|s| s.lines().count())
-        .sum()
-    }
-}
-
 fn proto(sp: &ServicePort) -> String {
     let p = sp.name.protocol.lower();
     format!("-m {p} -p {p}")

@@ -3,6 +3,7 @@
 
 pub mod affinity;
 pub mod render;
+pub mod skeleton;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::Ipv4Addr;
@@ -64,10 +65,10 @@ impl NftBackend {
     ) -> (String, usize) {
         let timeouts = render::affinity_timeouts(model);
         let mut text = if recreate {
-            render::recreate_skeleton(&self.opts, &timeouts)
+            skeleton::recreate_skeleton(&self.opts, &timeouts)
         } else {
             let stale: BTreeSet<u32> = existing_timeouts.difference(&timeouts).copied().collect();
-            render::skeleton(&self.opts, &timeouts, &stale)
+            skeleton::skeleton(&self.opts, &timeouts, &stale)
         };
         if !recreate {
             delete_affinity_text(stale_affinity, &mut text);
