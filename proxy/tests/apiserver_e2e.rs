@@ -28,8 +28,9 @@ impl Drop for Proc {
 fn apiserver_binary() -> PathBuf {
     let path = std::env::var_os("KEELSON_APISERVER")
         .map(PathBuf::from)
+        // Next to our own binary: the same target directory and profile.
         .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/debug/keelson-apiserver")
+            Path::new(env!("CARGO_BIN_EXE_keelson-proxy")).with_file_name("keelson-apiserver")
         });
     assert!(
         path.exists(),
