@@ -80,6 +80,7 @@ pub trait Cri: Send + Sync {
     async fn pull_image(
         &self,
         image: &str,
+        auth: Option<cri::AuthConfig>,
         sandbox_config: Option<cri::PodSandboxConfig>,
     ) -> CriResult<String>;
 }
@@ -309,6 +310,7 @@ impl Cri for GrpcCri {
     async fn pull_image(
         &self,
         image: &str,
+        auth: Option<cri::AuthConfig>,
         sandbox_config: Option<cri::PodSandboxConfig>,
     ) -> CriResult<String> {
         let req = cri::PullImageRequest {
@@ -316,7 +318,7 @@ impl Cri for GrpcCri {
                 image: image.into(),
                 ..Default::default()
             }),
-            auth: None,
+            auth,
             sandbox_config,
         };
         call!(self, images, pull_image, "PullImage", req).map(|r| r.image_ref)

@@ -378,8 +378,16 @@ impl Cri for FakeCri {
         }))
     }
 
-    async fn pull_image(&self, image: &str, _: Option<cri::PodSandboxConfig>) -> CriResult<String> {
-        self.log(format!("PullImage {image}"));
+    async fn pull_image(
+        &self,
+        image: &str,
+        auth: Option<cri::AuthConfig>,
+        _: Option<cri::PodSandboxConfig>,
+    ) -> CriResult<String> {
+        let user = auth
+            .map(|a| format!(" as {}", a.username))
+            .unwrap_or_default();
+        self.log(format!("PullImage {image}{user}"));
         if self
             .missing_images
             .lock()

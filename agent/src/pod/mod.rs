@@ -9,6 +9,7 @@ pub mod log_rotation;
 pub mod manager;
 pub mod observed;
 pub mod probe;
+pub mod pull_secrets;
 pub mod qos;
 pub mod status;
 pub mod translate;

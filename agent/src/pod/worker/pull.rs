@@ -9,6 +9,47 @@ pub(super) struct PullFailure {
 }
 
 impl Worker {
+    /// Credentials for the image's registry from the pod's imagePullSecrets (missing secrets
+    /// are skipped: the pull then fails with the registry's own message).
+    async fn pull_auth(&self, pod: &Pod, image: &str) -> Option<cri::AuthConfig> {
+        let names: Vec<String> = pod
+            .spec
+            .as_ref()
+            .and_then(|s| s.image_pull_secrets.clone())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|r| r.name)
+            .collect();
+        if names.is_empty() {
+            return None;
+        }
+        let ns = pod
+            .metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into());
+        let api: Api<Secret> = Api::namespaced(self.ctx.client.clone(), &ns);
+        let mut secrets = Vec::new();
+        for name in names {
+            match api.get_opt(&name).await {
+                Ok(Some(s)) => secrets.push(
+                    s.data
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|(k, v)| (k, v.0))
+                        .collect(),
+                ),
+                Ok(None) => {
+                    tracing::info!(pod = %pod_key(pod), secret = %name, "imagePullSecret not found")
+                }
+                Err(e) => {
+                    tracing::warn!(pod = %pod_key(pod), secret = %name, error = %e, "reading imagePullSecret failed")
+                }
+            }
+        }
+        crate::pod::pull_secrets::auth_for(image, &secrets)
+    }
+
     /// Pulls the image per imagePullPolicy, with ErrImagePull then ImagePullBackOff on failure.
     pub(super) async fn ensure_image(
         &mut self,
@@ -57,8 +98,9 @@ impl Worker {
             "Pulling",
             format!("Pulling image \"{image}\""),
         );
+        let auth = self.pull_auth(pod, &image).await;
         let started = Instant::now();
-        match cri.pull_image(&image, Some(sandbox.clone())).await {
+        match cri.pull_image(&image, auth, Some(sandbox.clone())).await {
             Ok(image_ref) => {
                 self.pulls.remove(&image);
                 self.ctx.events.pod(

@@ -39,7 +39,16 @@ fn fake_api() -> (kube::Client, Requests) {
             log.lock()
                 .unwrap()
                 .push((method.clone(), path.clone(), json.clone()));
-            let (code, answer) = if method == "GET" {
+            let (code, answer) = if method == "GET" && path.ends_with("/secrets/regcred") {
+                let config =
+                    r#"{"auths": {"registry.test": {"username": "bob", "password": "pw"}}}"#;
+                let data = k8s_openapi::ByteString(config.as_bytes().to_vec());
+                (
+                    200,
+                    serde_json::json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "regcred"},
+                    "type": "kubernetes.io/dockerconfigjson", "data": {".dockerconfigjson": data}}),
+                )
+            } else if method == "GET" {
                 (
                     404,
                     serde_json::json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "NotFound", "code": 404}),
@@ -317,4 +326,22 @@ async fn deletion_stops_everything_then_deletes_the_pod_with_grace_zero() {
     );
     assert_eq!(delete.2["gracePeriodSeconds"], 0);
     assert_eq!(delete.2["preconditions"]["uid"], "uid-1");
+}
+
+#[tokio::test]
+async fn image_pull_secrets_authenticate_the_pull() {
+    let f = fixture();
+    let mut p = pod("Always");
+    p.spec.as_mut().unwrap().image_pull_secrets =
+        Some(vec![k8s_openapi::api::core::v1::LocalObjectReference {
+            name: "regcred".into(),
+        }]);
+    worker(&f).sync(&p).await.unwrap();
+    let calls = f.cri.take_calls();
+    assert!(
+        calls
+            .iter()
+            .any(|c| c == "PullImage registry.test/app:1 as bob"),
+        "{calls:?}"
+    );
 }
