@@ -18,6 +18,7 @@ pub struct Metrics {
     pod_start: Histogram,
     cri_calls: Family<CallLabels, Histogram>,
     pub pod_workers: Gauge,
+    relist: Histogram,
 }
 
 impl Default for Metrics {
@@ -34,6 +35,7 @@ impl Metrics {
             Histogram::new(exponential_buckets(0.001, 2.0, 15))
         });
         let pod_workers = Gauge::default();
+        let relist = Histogram::new(exponential_buckets(0.001, 2.0, 12));
         registry.register(
             "keelson_agent_pod_start_duration_seconds",
             "Time from pod creation to all containers running, as seen by the agent",
@@ -49,11 +51,17 @@ impl Metrics {
             "Pod workers running",
             pod_workers.clone(),
         );
+        registry.register(
+            "keelson_agent_relist_duration_seconds",
+            "Time to list the node's sandboxes and containers (every second)",
+            relist.clone(),
+        );
         Metrics {
             registry: Mutex::new(registry),
             pod_start,
             cri_calls,
             pod_workers,
+            relist,
         }
     }
 
@@ -63,6 +71,10 @@ impl Metrics {
                 call: call.to_string(),
             })
             .observe(seconds);
+    }
+
+    pub fn observe_relist(&self, seconds: f64) {
+        self.relist.observe(seconds);
     }
 
     pub fn observe_pod_start(&self, seconds: f64) {

@@ -149,6 +149,7 @@ impl Manager {
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
+            let started = std::time::Instant::now();
             let (sandboxes, containers) = match tokio::try_join!(
                 self.ctx.cri.list_pod_sandbox(selector.clone()),
                 self.ctx.cri.list_containers(selector.clone())
@@ -159,6 +160,9 @@ impl Manager {
                     continue;
                 }
             };
+            self.ctx
+                .metrics
+                .observe_relist(started.elapsed().as_secs_f64());
             let mut current: BTreeMap<String, Vec<String>> = BTreeMap::new();
             for s in &sandboxes {
                 if let Some(uid) = s.labels.get(labels::POD_UID) {

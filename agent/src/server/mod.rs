@@ -30,6 +30,7 @@ pub fn router(ctx: Arc<Context>) -> Router {
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/metrics", get(metrics))
+        .route("/pods", get(pods))
         .route(
             "/containerLogs/{namespace}/{pod}/{container}",
             get(container_logs),
@@ -74,6 +75,25 @@ async fn metrics(State(ctx): State<Arc<Context>>) -> Response {
             "application/openmetrics-text; version=1.0.0; charset=utf-8",
         )],
         ctx.metrics.render(),
+    )
+        .into_response()
+}
+
+/// The pods bound to this node, as the kubelet's /pods answers (a PodList).
+async fn pods(State(ctx): State<Arc<Context>>) -> Response {
+    let items: Vec<serde_json::Value> = ctx
+        .pods
+        .read()
+        .map(|p| {
+            p.values()
+                .filter_map(|pod| serde_json::to_value(pod.as_ref()).ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    let list = serde_json::json!({ "kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": items });
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        list.to_string(),
     )
         .into_response()
 }

@@ -163,6 +163,11 @@ fn pod_runs_ready_answers_http_and_shows_logs() {
             .as_deref(),
         Ok("ok")
     );
+    let pods = cluster
+        .on_node("curl", &["-sk", "-m", "5", "https://127.0.0.1:10250/pods"])
+        .expect("/pods");
+    let pods: serde_json::Value = serde_json::from_str(&pods).expect("a PodList");
+    assert_eq!(pods["items"][0]["metadata"]["name"], "web");
     let metrics = cluster.metrics();
     assert!(
         metrics.contains("keelson_agent_pod_start_duration_seconds_count 1"),
@@ -173,6 +178,10 @@ fn pod_runs_ready_answers_http_and_shows_logs() {
         "{metrics}"
     );
     assert!(metrics.contains("keelson_agent_pod_workers 1"), "{metrics}");
+    assert!(
+        metrics.contains("keelson_agent_relist_duration_seconds_count"),
+        "{metrics}"
+    );
 
     // A changed image (kubectl set image) restarts the container with the new one.
     let new_image = HTTP_IMAGE.replace(":1", ":2");
