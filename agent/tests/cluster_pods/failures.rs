@@ -113,49 +113,31 @@ fn missing_image_gives_err_image_pull_then_back_off() {
         &cluster.node_name,
         "  containers:\n  - name: app\n    image: 127.0.0.1:5000/keelson/does-not-exist:1\n",
     ));
-    // Watched, because ErrImagePull gives way to ImagePullBackOff within moments.
-    let mut watch = cluster
-        .cp
-        .command("kubectl")
-        .arg("--kubeconfig")
-        .arg(&cluster.kubeconfig)
-        .args(["get", "pod", "missing", "-w", "-o", "jsonpath={.status.containerStatuses[0].state.waiting.reason}|{.status.containerStatuses[0].state.waiting.message}{\"\\n\"}"])
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("kubectl get -w");
-    let stdout = watch.stdout.take().expect("stdout");
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        for line in std::io::BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-        {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut reasons: Vec<String> = Vec::new();
-    let mut message = String::new();
-    let deadline = std::time::Instant::now() + Duration::from_secs(40);
-    while std::time::Instant::now() < deadline {
-        let Ok(line) = rx.recv_timeout(Duration::from_millis(500)) else {
-            continue;
-        };
-        let (reason, msg) = line.split_once('|').unwrap_or((line.as_str(), ""));
-        if !reason.is_empty() && reasons.last().map(String::as_str) != Some(reason) {
-            reasons.push(reason.to_string());
-        }
-        if reasons.iter().any(|r| r == "ErrImagePull") && reason == "ImagePullBackOff" {
-            message = msg.to_string();
-            break;
-        }
-    }
-    let _ = watch.kill();
-    let _ = watch.wait();
+    // Watched, because ErrImagePull gives way to ImagePullBackOff within moments (and comes
+    // back each time the back-off ends).
+    let mut pulled_failed = false;
+    let seen = cluster.watch_pod(
+        "missing",
+        "{.status.containerStatuses[0].state.waiting.reason}|{.status.containerStatuses[0].state.waiting.message}",
+        Duration::from_secs(120),
+        |line| {
+            pulled_failed |= line.starts_with("ErrImagePull|");
+            pulled_failed && line.starts_with("ImagePullBackOff|")
+        },
+    );
+    let reasons: Vec<&str> = seen
+        .iter()
+        .filter_map(|(l, _)| l.split('|').next())
+        .filter(|r| !r.is_empty())
+        .collect();
+    let message = seen
+        .last()
+        .filter(|(l, _)| l.starts_with("ImagePullBackOff|"))
+        .and_then(|(l, _)| l.split_once('|'))
+        .map(|(_, m)| m.to_string())
+        .unwrap_or_default();
     assert!(
-        !message.is_empty(),
+        reasons.contains(&"ErrImagePull") && !message.is_empty(),
         "reasons seen: {reasons:?}\n{}",
         tail(&cluster.agent_log(), 20)
     );

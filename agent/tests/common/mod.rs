@@ -373,6 +373,13 @@ impl Cluster {
         what: &str,
         mut check: impl FnMut() -> Option<T>,
     ) -> T {
+        // Budgets are for a quiet machine; CI shares two cores with every other component's
+        // tests, so they stretch (KEELSON_TEST_TIMEOUT_FACTOR, default 3). Passing tests never wait.
+        let factor: u32 = std::env::var("KEELSON_TEST_TIMEOUT_FACTOR")
+            .ok()
+            .and_then(|f| f.parse().ok())
+            .unwrap_or(3);
+        let timeout = timeout * factor.max(1);
         let start = Instant::now();
         loop {
             if let Some(v) = check() {
@@ -443,6 +450,62 @@ impl Cluster {
             m["uid"].as_str().unwrap_or("")
         ));
         walk(&dir.join(container))
+    }
+
+    /// Watches a pod with `kubectl get -w` and returns, for each change of the JSONPath
+    /// `template`, the value and when it arrived; until `done` accepts a value or `timeout`.
+    pub fn watch_pod(
+        &self,
+        pod: &str,
+        template: &str,
+        timeout: Duration,
+        mut done: impl FnMut(&str) -> bool,
+    ) -> Vec<(String, std::time::SystemTime)> {
+        let mut child = self
+            .cp
+            .command("kubectl")
+            .arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .args([
+                "get",
+                "pod",
+                pod,
+                "-w",
+                "-o",
+                &format!("jsonpath={template}{{\"\\n\"}}"),
+            ])
+            .stdout(Stdio::piped())
+            .spawn()
+            .map(ChildGuard)
+            .expect("kubectl get -w");
+        let stdout = child.0.stdout.take().expect("stdout");
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead;
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if tx.send((line, std::time::SystemTime::now())).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut seen: Vec<(String, std::time::SystemTime)> = Vec::new();
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            let Ok((line, at)) = rx.recv_timeout(Duration::from_millis(500)) else {
+                continue;
+            };
+            if seen.last().map(|(l, _)| l) != Some(&line) {
+                let finished = done(&line);
+                seen.push((line, at));
+                if finished {
+                    break;
+                }
+            }
+        }
+        seen
     }
 
     /// "reason: message" of the events about a pod, oldest first.
