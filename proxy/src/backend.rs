@@ -21,6 +21,8 @@ pub struct SyncStats {
     pub full: bool,
     /// Rules (iptables lines) or elements (nft) written.
     pub written: usize,
+    /// From the start of the sync until the kernel had the rules (set by the proxier).
+    pub took: std::time::Duration,
 }
 
 /// A kernel rule backend (iptables, nftables).
@@ -69,6 +71,7 @@ impl RuleBackend for RecordingBackend {
         Ok(SyncStats {
             full: *scope == SyncScope::Full,
             written: model.services.len(),
+            ..SyncStats::default()
         })
     }
 

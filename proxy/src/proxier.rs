@@ -50,19 +50,20 @@ impl Proxier {
 
     /// Writes `model`. A partial sync rewrites only the services that differ from the last one.
     pub fn sync(&mut self, model: ProxyModel, force_full: bool) -> Result<SyncStats, ProxyError> {
+        let start = Instant::now();
         let Some(scope) = self.scope_for(&model, force_full) else {
             return Ok(SyncStats::default());
         };
-        let start = Instant::now();
-        let stats = match self.backend.sync(&model, &scope) {
+        let mut stats = match self.backend.sync(&model, &scope) {
             Ok(s) => s,
             Err(e) => {
                 self.metrics.record_error();
                 return Err(e);
             }
         };
+        stats.took = start.elapsed();
         self.metrics
-            .record_sync(stats.full, start.elapsed(), stats.written);
+            .record_sync(stats.full, stats.took, stats.written);
         if let (Some(runner), Some(last)) = (&self.conntrack, &self.last) {
             let flows = conntrack::stale_udp_flows(last, &model);
             conntrack::delete_flows(runner.as_ref(), &flows);

@@ -152,6 +152,7 @@ impl IptablesBackend {
         Ok(SyncStats {
             full: true,
             written: count_rules(&text),
+            ..SyncStats::default()
         })
     }
 }
@@ -177,6 +178,7 @@ impl RuleBackend for IptablesBackend {
             Ok(()) => Ok(SyncStats {
                 full: false,
                 written: count_rules(&text),
+                ..SyncStats::default()
             }),
             Err(e) => {
                 // The kernel state no longer matches our cache; start over from iptables-save.

@@ -233,6 +233,7 @@ impl NftBackend {
         Ok(SyncStats {
             full: true,
             written,
+            ..SyncStats::default()
         })
     }
 }
@@ -292,6 +293,7 @@ impl RuleBackend for NftBackend {
         Ok(SyncStats {
             full: false,
             written,
+            ..SyncStats::default()
         })
     }
 
