@@ -8,7 +8,7 @@ use crate::rest::{self, DeleteOptions, ListParams, Sub, Target};
 use crate::status::{ApiError, ApiResult};
 use axum::body::Body;
 use axum::extract::Request;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use http::{header, Method, StatusCode};
 use serde_json::Value;
 use tokio_stream::wrappers::ReceiverStream;
@@ -28,7 +28,7 @@ pub async fn handle(app: &App, route: Option<Route>, req: Request) -> ApiResult<
             [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
             app.metrics.encode(),
         )
-            .into_response_ok()),
+            .into_response()),
         // kubectl fetches the OpenAPI document before every apply; an empty protobuf body makes
         // it rely on server-side validation, which this server does.
         ("/openapi/v2", _) => Ok((
@@ -36,7 +36,7 @@ pub async fn handle(app: &App, route: Option<Route>, req: Request) -> ApiResult<
             [(header::CONTENT_TYPE, "application/octet-stream")],
             "",
         )
-            .into_response_ok()),
+            .into_response()),
         (_, Some(Route::CoreVersions | Route::Groups))
             if get && discovery::wants_aggregated(header_str(&req, header::ACCEPT)) =>
         {
@@ -47,7 +47,7 @@ pub async fn handle(app: &App, route: Option<Route>, req: Request) -> ApiResult<
                 [(header::CONTENT_TYPE, discovery::AGGREGATED)],
                 body,
             )
-                .into_response_ok())
+                .into_response())
         }
         (_, Some(Route::CoreVersions)) if get => {
             Ok(json_value(StatusCode::OK, &discovery::core_versions()))
@@ -62,16 +62,6 @@ pub async fn handle(app: &App, route: Option<Route>, req: Request) -> ApiResult<
         )),
         (_, Some(Route::Resource(rp))) => resource(app, rp, req).await,
         _ => Err(ApiError::no_route(&path)),
-    }
-}
-
-trait IntoResponseOk {
-    fn into_response_ok(self) -> Response;
-}
-
-impl<T: axum::response::IntoResponse> IntoResponseOk for T {
-    fn into_response_ok(self) -> Response {
-        self.into_response()
     }
 }
 
