@@ -56,6 +56,10 @@ fn kill_9_during_add_then_del_and_gc_leaks_nothing() {
         .elapsed;
 
     let victims: Vec<Netns> = (0..KILLS).map(|i| Netns::new(&format!("k{i}"))).collect();
+    // How late a kill may come and still land inside ADD. It starts at the warm ADD's time and
+    // shrinks whenever an ADD finished first, so a fast machine (or one slow warm-up) still gets
+    // kills spread over the whole ADD rather than after it.
+    let mut span = full.min(Duration::from_millis(20));
     let mut killed = 0;
     let mut killed_ids = HashSet::new();
     for (i, ns) in victims.iter().enumerate() {
@@ -68,15 +72,17 @@ fn kill_9_during_add_then_del_and_gc_leaks_nothing() {
             .expect("stdin")
             .write_all(text.as_bytes())
             .expect("stdin");
-        // Spread the kill over the whole ADD, from start-up to the last netlink request.
-        // (A warm ADD's time varies run to run, so aim inside its first 70%.)
-        let delay = full.mul_f64(0.7 * i as f64 / KILLS as f64);
-        std::thread::sleep(delay.min(Duration::from_millis(20)));
+        // Spread the kills over the ADD, from start-up to the last netlink request.
+        let delay = span.mul_f64((i % 10) as f64 / 10.0);
+        std::thread::sleep(delay);
         let _ = child.kill();
         let status = child.wait().expect("wait");
         if std::os::unix::process::ExitStatusExt::signal(&status) == Some(9) {
             killed += 1;
             killed_ids.insert(id);
+            span = span.mul_f64(1.05).min(full);
+        } else {
+            span = span.mul_f64(0.7);
         }
     }
     assert!(

@@ -17,12 +17,25 @@ use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// Dependents whose every owner is missing from `alive` (owner uids).
+/// The owner kinds this collector looks up. A reference to any other kind counts as alive: an
+/// owner it cannot see is never taken for a deleted one.
+const OWNER_KINDS: [(&str, &str); 3] = [
+    ("apps/v1", "Deployment"),
+    ("apps/v1", "ReplicaSet"),
+    ("v1", "Service"),
+];
+
+/// Dependents whose every owner is of a kind looked up here and missing from `alive` (uids).
 pub fn orphans<'a, K: ResourceExt>(items: &'a [K], alive: &HashSet<String>) -> Vec<&'a K> {
     items
         .iter()
         .filter(|o| !o.owner_references().is_empty())
-        .filter(|o| o.owner_references().iter().all(|r| !alive.contains(&r.uid)))
+        .filter(|o| {
+            o.owner_references().iter().all(|r| {
+                OWNER_KINDS.contains(&(r.api_version.as_str(), r.kind.as_str()))
+                    && !alive.contains(&r.uid)
+            })
+        })
         .collect()
 }
 
@@ -43,8 +56,20 @@ where
         .collect())
 }
 
+async fn list_meta<K>(client: &kube::Client) -> Result<Vec<PartialObjectMeta<K>>, kube::Error>
+where
+    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + Debug,
+{
+    let all: Api<K> = Api::all(client.clone());
+    Ok(all.list_metadata(&ListParams::default()).await?.items)
+}
+
 async fn delete_orphans<K>(
     client: &kube::Client,
+    items: &[PartialObjectMeta<K>],
     alive: &HashSet<String>,
 ) -> Result<(), kube::Error>
 where
@@ -53,9 +78,7 @@ where
         + DeserializeOwned
         + Debug,
 {
-    let all: Api<K> = Api::all(client.clone());
-    let items: Vec<PartialObjectMeta<K>> = all.list_metadata(&ListParams::default()).await?.items;
-    for o in orphans(&items, alive) {
+    for o in orphans(items, alive) {
         if o.metadata.deletion_timestamp.is_some() {
             continue;
         }
@@ -70,12 +93,18 @@ where
 }
 
 async fn sweep_owners(client: &kube::Client) -> Result<(), kube::Error> {
+    // Dependents are listed before their owners: an owner exists before anything points to it,
+    // so every live owner of a listed dependent is in the later owner lists. Listing owners
+    // first would take a dependent of an owner created in between for an orphan.
+    let pods = list_meta::<Pod>(client).await?;
+    let slices = list_meta::<EndpointSlice>(client).await?;
+    let sets = list_meta::<ReplicaSet>(client).await?;
     let mut alive = uids::<Deployment>(client).await?;
-    delete_orphans::<ReplicaSet>(client, &alive).await?;
-    alive.extend(uids::<ReplicaSet>(client).await?);
-    delete_orphans::<Pod>(client, &alive).await?;
+    alive.extend(sets.iter().filter_map(|m| m.metadata.uid.clone()));
     alive.extend(uids::<Service>(client).await?);
-    delete_orphans::<EndpointSlice>(client, &alive).await?;
+    delete_orphans(client, &sets, &alive).await?;
+    delete_orphans(client, &pods, &alive).await?;
+    delete_orphans(client, &slices, &alive).await?;
     Ok(())
 }
 
@@ -149,7 +178,7 @@ mod tests {
     use crate::pods::{owner_ref, pod};
 
     #[test]
-    fn only_objects_whose_owners_are_all_gone() {
+    fn only_objects_whose_looked_up_owners_are_all_gone() {
         let mut a = pod("a", true, "Running");
         a.metadata.owner_references =
             Some(vec![owner_ref("apps/v1", "ReplicaSet", "rs", "rs-live")]);
@@ -157,7 +186,9 @@ mod tests {
         b.metadata.owner_references =
             Some(vec![owner_ref("apps/v1", "ReplicaSet", "rs", "rs-gone")]);
         let c = pod("c", true, "Running");
-        let items = [a, b, c];
+        let mut d = pod("d", true, "Running");
+        d.metadata.owner_references = Some(vec![owner_ref("batch/v1", "Job", "j", "job-1")]);
+        let items = [a, b, c, d];
         let alive: HashSet<String> = ["rs-live".to_string()].into();
         let names: Vec<_> = orphans(&items, &alive)
             .iter()

@@ -353,6 +353,16 @@ fn scheduler_spreads_replicas_and_explains_unschedulable_pods() {
         "-o",
         "jsonpath={.items[*].spec.nodeName}",
     ]);
+    // Nothing was deleted and made again on the way (the collector once took brand-new
+    // ReplicaSets for orphans): one ReplicaSet, and no Pod is terminating.
+    assert_eq!(c.ok(&["get", "rs", "-o", "name"]).lines().count(), 1);
+    let deleting = c.ok(&[
+        "get",
+        "pods",
+        "-o",
+        "jsonpath={.items[*].metadata.deletionTimestamp}",
+    ]);
+    assert_eq!(deleting, "", "pods being deleted");
     for n in ["node-a", "node-b", "node-c"] {
         assert_eq!(
             nodes.split_whitespace().filter(|x| *x == n).count(),
