@@ -10,12 +10,24 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::Ingress;
 use kube::api::{Api, DeleteParams, ListParams, PartialObjectMeta};
+use kube::core::NamespaceResourceScope as Ns;
 use kube::{Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 use std::collections::HashSet;
 use std::fmt::Debug;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// A namespaced built-in kind this sweep lists and deletes.
+pub trait Namespaced:
+    Resource<DynamicType = (), Scope = Ns> + Clone + DeserializeOwned + Debug
+{
+}
+
+impl<K: Resource<DynamicType = (), Scope = Ns> + Clone + DeserializeOwned + Debug> Namespaced
+    for K
+{
+}
 
 /// The owner kinds this collector looks up. A reference to any other kind counts as alive: an
 /// owner it cannot see is never taken for a deleted one.
@@ -41,10 +53,7 @@ pub fn orphans<'a, K: ResourceExt>(items: &'a [K], alive: &HashSet<String>) -> V
 
 async fn uids<K>(client: &kube::Client) -> Result<HashSet<String>, kube::Error>
 where
-    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
-        + Clone
-        + DeserializeOwned
-        + Debug,
+    K: Namespaced,
 {
     let api: Api<K> = Api::all(client.clone());
     Ok(api
@@ -58,10 +67,7 @@ where
 
 async fn list_meta<K>(client: &kube::Client) -> Result<Vec<PartialObjectMeta<K>>, kube::Error>
 where
-    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
-        + Clone
-        + DeserializeOwned
-        + Debug,
+    K: Namespaced,
 {
     let all: Api<K> = Api::all(client.clone());
     Ok(all.list_metadata(&ListParams::default()).await?.items)
@@ -73,10 +79,7 @@ async fn delete_orphans<K>(
     alive: &HashSet<String>,
 ) -> Result<(), kube::Error>
 where
-    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
-        + Clone
-        + DeserializeOwned
-        + Debug,
+    K: Namespaced,
 {
     for o in orphans(items, alive) {
         if o.metadata.deletion_timestamp.is_some() {
@@ -111,10 +114,7 @@ async fn sweep_owners(client: &kube::Client) -> Result<(), kube::Error> {
 /// Deletes everything of one kind in a namespace; returns how many were still there.
 async fn empty_kind<K>(client: &kube::Client, ns: &str) -> Result<usize, kube::Error>
 where
-    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
-        + Clone
-        + DeserializeOwned
-        + Debug,
+    K: Namespaced,
 {
     let api: Api<K> = Api::namespaced(client.clone(), ns);
     let items = api.list_metadata(&ListParams::default()).await?.items;
