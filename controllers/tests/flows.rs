@@ -327,6 +327,17 @@ fn scheduler_spreads_replicas_and_explains_unschedulable_pods() {
         std::io::Write::write_all(&mut child.stdin.take().unwrap(), node(n).as_bytes()).unwrap();
         assert!(child.wait().unwrap().success());
     }
+    // The scheduler has seen all three nodes once a pod pinned to the last one is bound (one
+    // watch delivers nodes in order); only then is an even spread the right answer.
+    c.ok(&[
+        "run",
+        "probe",
+        "--image=busybox",
+        "--overrides={\"spec\":{\"nodeSelector\":{\"kubernetes.io/hostname\":\"node-c\"}}}",
+    ]);
+    c.eventually("the probe pod bound to node-c", || {
+        c.ok(&["get", "pod", "probe", "-o", "jsonpath={.spec.nodeName}"]) == "node-c"
+    });
     c.ok(&[
         "create",
         "deployment",
