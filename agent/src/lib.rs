@@ -13,7 +13,7 @@ pub mod error;
 pub mod metrics;
 pub mod node;
 pub mod pod;
-pub mod quantity;
+pub use keelson_apimachinery::quantity;
 pub mod server;
 
 pub use agent::run;
