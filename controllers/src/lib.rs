@@ -4,10 +4,10 @@
 pub mod deployment;
 pub mod endpointslice;
 pub mod gc;
+pub mod metrics;
 pub mod pods;
 pub mod replicaset;
 pub mod selector;
-mod serve;
 
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
@@ -35,7 +35,7 @@ pub fn is_not_found(e: &kube::Error) -> bool {
 
 pub struct Ctx {
     pub client: kube::Client,
-    pub metrics: serve::Metrics,
+    pub metrics: metrics::Metrics,
 }
 
 fn error_policy<K>(obj: Arc<K>, e: &Error, ctx: Arc<Ctx>) -> Action
@@ -59,7 +59,7 @@ fn counted<T>(ctx: Arc<Ctx>) -> impl FnMut(T) -> futures::future::Ready<()> {
 pub async fn run(client: kube::Client, metrics_addr: SocketAddr) -> anyhow::Result<()> {
     let ctx = Arc::new(Ctx {
         client: client.clone(),
-        metrics: serve::Metrics::new(),
+        metrics: metrics::Metrics::default(),
     });
     let cfg = watcher::Config::default();
     let rs = Controller::new(Api::<ReplicaSet>::all(client.clone()), cfg.clone())
@@ -92,7 +92,10 @@ pub async fn run(client: kube::Client, metrics_addr: SocketAddr) -> anyhow::Resu
         .run(endpointslice::reconcile, error_policy, ctx.clone())
         .for_each(counted(ctx.clone()));
     let gc = tokio::spawn(gc::run(ctx.clone(), Duration::from_secs(1)));
-    let server = tokio::spawn(serve::serve(metrics_addr, ctx.clone()));
+    let server = tokio::spawn(keelson_daemon::serve_health_and_metrics(
+        metrics_addr,
+        ctx.metrics.registry.clone(),
+    ));
     tracing::info!(
         "controllers running: deployment, replicaset, endpointslice, garbage collector, namespace"
     );

@@ -30,6 +30,15 @@ impl Drop for Proc {
 struct Cluster {
     dir: tempfile::TempDir,
     _procs: Vec<Proc>,
+    /// --metrics-bind-address of the controller manager, then of the scheduler.
+    metrics: Vec<String>,
+}
+
+/// The value of a counter in Prometheus text, 0 when absent.
+fn counter(text: &str, name: &str) -> f64 {
+    text.lines()
+        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
+        .unwrap_or(0.0)
 }
 
 fn free_port() -> u16 {
@@ -92,15 +101,37 @@ impl Cluster {
             std::thread::sleep(Duration::from_millis(50));
         }
         let kc = kubeconfig.to_str().unwrap();
+        let mut metrics = Vec::new();
         for name in ["keelson-controller-manager", "keelson-scheduler"] {
-            let metrics = format!("127.0.0.1:{}", free_port());
+            let addr = format!("127.0.0.1:{}", free_port());
             procs.push(spawn(
                 dir.path(),
                 name,
-                &["--kubeconfig", kc, "--metrics-bind-address", &metrics],
+                &["--kubeconfig", kc, "--metrics-bind-address", &addr],
             ));
+            metrics.push(addr);
         }
-        Cluster { dir, _procs: procs }
+        Cluster {
+            dir,
+            _procs: procs,
+            metrics,
+        }
+    }
+
+    /// GET of `path` on the controller manager (0) or the scheduler (1); None until it answers.
+    fn scrape(&self, which: usize, path: &str) -> Option<String> {
+        let out = Command::new("curl")
+            .args([
+                "-sf",
+                "-m",
+                "2",
+                &format!("http://{}{path}", self.metrics[which]),
+            ])
+            .output()
+            .unwrap();
+        out.status
+            .success()
+            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
     fn kubectl(&self, args: &[&str]) -> Output {
@@ -364,6 +395,23 @@ fn scheduler_spreads_replicas_and_explains_unschedulable_pods() {
         "-o",
         "jsonpath={.items[*].spec.nodeName}",
     ]);
+    // Both daemons say so on /metrics (and are healthy).
+    for which in [0, 1] {
+        assert_eq!(c.scrape(which, "/healthz").as_deref(), Some("ok"));
+    }
+    let bound = counter(
+        &c.scrape(1, "/metrics").unwrap_or_default(),
+        "scheduler_pods_bound_total",
+    );
+    assert!(bound >= 7.0, "scheduler_pods_bound_total {bound}");
+    let reconciles = counter(
+        &c.scrape(0, "/metrics").unwrap_or_default(),
+        "keelson_controller_reconciles_total",
+    );
+    assert!(
+        reconciles > 0.0,
+        "keelson_controller_reconciles_total {reconciles}"
+    );
     // Nothing was deleted and made again on the way (the collector once took brand-new
     // ReplicaSets for orphans): one ReplicaSet, and no Pod is terminating.
     assert_eq!(c.ok(&["get", "rs", "-o", "name"]).lines().count(), 1);

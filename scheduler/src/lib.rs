@@ -3,8 +3,8 @@
 //! bound and not yet seen back); bindings are sent concurrently.
 
 pub mod filter;
+mod metrics;
 pub mod score;
-mod serve;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -70,7 +70,7 @@ struct State {
     /// The last "unschedulable" message written per Pod, so it is not written again.
     reported: Mutex<HashMap<String, String>>,
     binds: Arc<Semaphore>,
-    metrics: serve::Metrics,
+    metrics: metrics::Metrics,
 }
 
 impl State {
@@ -259,9 +259,12 @@ pub async fn run(client: kube::Client, metrics_addr: SocketAddr) -> anyhow::Resu
         assumed: Mutex::new(HashMap::new()),
         reported: Mutex::new(HashMap::new()),
         binds: Arc::new(Semaphore::new(32)),
-        metrics: serve::Metrics::new(),
+        metrics: metrics::Metrics::default(),
     });
-    tokio::spawn(serve::serve(metrics_addr, state.metrics.registry()));
+    tokio::spawn(keelson_daemon::serve_health_and_metrics(
+        metrics_addr,
+        state.metrics.registry.clone(),
+    ));
     tracing::info!("scheduler running");
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
     loop {

@@ -14,18 +14,8 @@ struct Opts {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .init();
+    keelson_daemon::init_logging();
     let opts = Opts::parse();
-    let config = match &opts.kubeconfig {
-        Some(path) => {
-            let kc = kube::config::Kubeconfig::read_from(path)?;
-            kube::Config::from_custom_kubeconfig(kc, &Default::default()).await?
-        }
-        None => kube::Config::infer().await?,
-    };
-    keelson_scheduler::run(kube::Client::try_from(config)?, opts.metrics_bind_address).await
+    let client = keelson_daemon::client(opts.kubeconfig.as_deref()).await?;
+    keelson_scheduler::run(client, opts.metrics_bind_address).await
 }
