@@ -1,0 +1,229 @@
+//! The watch loop: reflectors fill stores, any change wakes one debounced sync, a sync renders
+//! the whole config, loads it through nginx when the text changed, and writes Ingress status.
+
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
+use kube::api::{Patch, PatchParams};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{watcher, WatchStreamExt};
+use kube::{Api, Client, Resource};
+use serde_json::json;
+use tokio::signal::unix::{signal, SignalKind};
+use tokio::sync::Notify;
+
+use crate::error::IngressError;
+use crate::metrics::Metrics;
+use crate::model::{self, Inputs};
+use crate::nginx::NginxProcess;
+use crate::render::{self, RenderOptions};
+use crate::worker::NginxWorker;
+
+pub struct Options {
+    pub kubeconfig: Option<PathBuf>,
+    pub controller_class: String,
+    pub publish_address: Option<IpAddr>,
+    pub metrics_bind: SocketAddr,
+    pub render: RenderOptions,
+    pub nginx_binary: PathBuf,
+    /// Bursts of changes within this window give one sync.
+    pub debounce: Duration,
+    /// Also sync this often: retries failed status writes and restarts a dead nginx.
+    pub resync: Duration,
+}
+
+struct Stores {
+    ingresses: Store<Ingress>,
+    classes: Store<IngressClass>,
+    services: Store<Service>,
+    slices: Store<EndpointSlice>,
+}
+
+impl Stores {
+    fn inputs(&self) -> Inputs {
+        Inputs {
+            ingresses: self.ingresses.state(),
+            classes: self.classes.state(),
+            services: self.services.state(),
+            slices: self.slices.state(),
+        }
+    }
+}
+
+/// Runs until SIGTERM or SIGINT, then stops nginx and returns.
+pub async fn run(opts: Options) -> Result<(), IngressError> {
+    let client = keelson_daemon::client(opts.kubeconfig.as_deref())
+        .await
+        .map_err(|e| IngressError::Config {
+            option: "--kubeconfig".into(),
+            detail: e.to_string(),
+        })?;
+    let metrics = Arc::new(Metrics::default());
+    tokio::spawn(keelson_daemon::serve_health_and_metrics(
+        opts.metrics_bind,
+        metrics.registry.clone(),
+    ));
+
+    let changed = Arc::new(Notify::new());
+    let stores = Stores {
+        ingresses: watch(Api::all(client.clone()), &changed),
+        classes: watch(Api::all(client.clone()), &changed),
+        services: watch(Api::all(client.clone()), &changed),
+        slices: watch(Api::all(client.clone()), &changed),
+    };
+    // Rendering before every list is in would drop routes that exist: wait for all of them.
+    wait_ready(&stores.ingresses, "Ingress").await?;
+    wait_ready(&stores.classes, "IngressClass").await?;
+    wait_ready(&stores.services, "Service").await?;
+    wait_ready(&stores.slices, "EndpointSlice").await?;
+    tracing::info!("caches synced");
+
+    let nginx = NginxWorker::spawn(NginxProcess::new(&opts.nginx_binary, &opts.render.conf_dir));
+    let mut sync = Syncer {
+        client,
+        opts: &opts,
+        nginx: nginx.clone(),
+        metrics,
+        last_attempt: None,
+        last_loaded: None,
+    };
+    let mut term = signal(SignalKind::terminate()).map_err(signal_error)?;
+    let mut int = signal(SignalKind::interrupt()).map_err(signal_error)?;
+    loop {
+        sync.run(&stores).await;
+        tokio::select! {
+            _ = changed.notified() => tokio::time::sleep(opts.debounce).await,
+            _ = tokio::time::sleep(opts.resync) => {}
+            _ = term.recv() => break,
+            _ = int.recv() => break,
+        }
+    }
+    tracing::info!("stopping nginx");
+    nginx.stop().await?;
+    Ok(())
+}
+
+fn signal_error(e: std::io::Error) -> IngressError {
+    IngressError::Config {
+        option: "signals".into(),
+        detail: e.to_string(),
+    }
+}
+
+/// Starts a reflector for `K` whose every event wakes the sync loop.
+fn watch<K>(api: Api<K>, changed: &Arc<Notify>) -> Store<K>
+where
+    K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned,
+    K: Send + Sync + 'static,
+{
+    let (reader, writer) = reflector::store();
+    let stream =
+        reflector::reflector(writer, watcher(api, watcher::Config::default())).default_backoff();
+    let changed = changed.clone();
+    tokio::spawn(stream.for_each(move |ev| {
+        if let Err(e) = ev {
+            tracing::warn!(kind = %K::kind(&()), error = %e, "watch failed; retrying");
+        }
+        changed.notify_one();
+        futures::future::ready(())
+    }));
+    reader
+}
+
+async fn wait_ready<K>(store: &Store<K>, kind: &'static str) -> Result<(), IngressError>
+where
+    K: Resource<DynamicType = ()> + Clone + 'static,
+{
+    store
+        .wait_until_ready()
+        .await
+        .map_err(|_| IngressError::Watch { kind })
+}
+
+struct Syncer<'a> {
+    client: Client,
+    opts: &'a Options,
+    nginx: NginxWorker,
+    metrics: Arc<Metrics>,
+    /// The last text offered to nginx, loaded or not: an unchanged cluster offers nothing new.
+    last_attempt: Option<String>,
+    last_loaded: Option<String>,
+}
+
+impl Syncer<'_> {
+    async fn run(&mut self, stores: &Stores) {
+        let inputs = stores.inputs();
+        let model = model::build(&inputs, &self.opts.controller_class);
+        self.metrics
+            .handled_ingresses
+            .set(model.handled.len() as i64);
+        let text = render::render(&model, &self.opts.render);
+        if self.last_attempt.as_deref() != Some(text.as_str()) {
+            self.last_attempt = Some(text.clone());
+            self.load(text).await;
+        } else if !self.nginx.running().await {
+            // nginx died (killed, crashed): start it again with what last worked.
+            if let Some(text) = self.last_loaded.clone() {
+                tracing::warn!("nginx is not running; starting it again");
+                self.load(text).await;
+            }
+        }
+        if let Some(ip) = self.opts.publish_address {
+            self.write_status(&inputs, &model.handled, ip).await;
+        }
+    }
+
+    async fn load(&mut self, text: String) {
+        match self.nginx.apply(text.clone()).await {
+            Ok(()) => {
+                self.metrics.reloads.inc();
+                self.last_loaded = Some(text);
+                tracing::info!("nginx configuration loaded");
+            }
+            Err(e) => {
+                self.metrics.reload_errors.inc();
+                tracing::error!(error = %e, "nginx configuration not loaded");
+            }
+        }
+    }
+
+    /// Sets status.loadBalancer.ingress to the publish address, only where it differs.
+    async fn write_status(&self, inputs: &Inputs, handled: &[(String, String)], ip: IpAddr) {
+        let ip = ip.to_string();
+        for ing in &inputs.ingresses {
+            let (Some(ns), Some(name)) = (&ing.metadata.namespace, &ing.metadata.name) else {
+                continue;
+            };
+            if !handled.iter().any(|(n, m)| n == ns && m == name) {
+                continue;
+            }
+            let current = ing
+                .status
+                .as_ref()
+                .and_then(|s| s.load_balancer.as_ref())
+                .and_then(|lb| lb.ingress.as_ref());
+            let up_to_date =
+                current.is_some_and(|v| v.len() == 1 && v[0].ip.as_deref() == Some(ip.as_str()));
+            if up_to_date {
+                continue;
+            }
+            let api: Api<Ingress> = Api::namespaced(self.client.clone(), ns);
+            let patch = json!({"status": {"loadBalancer": {"ingress": [{"ip": ip}]}}});
+            match api
+                .patch_status(name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+            {
+                Ok(_) => tracing::info!(ingress = %format!("{ns}/{name}"), %ip, "status written"),
+                Err(e) => {
+                    tracing::warn!(ingress = %format!("{ns}/{name}"), error = %e, "cannot write status; will retry")
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,383 @@
+//! Which Ingresses are ours, and what they mean for nginx: servers, locations, upstreams.
+//! Pure: cluster objects in, a sorted `Model` out, so the rendered text is deterministic.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::{Service, ServicePort};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::networking::v1::{
+    HTTPIngressPath, Ingress, IngressBackend, IngressClass, IngressServiceBackend,
+};
+
+pub const DEFAULT_CLASS_ANNOTATION: &str = "ingressclass.kubernetes.io/is-default-class";
+/// The class annotation that predates spec.ingressClassName; still set by old manifests.
+pub const LEGACY_CLASS_ANNOTATION: &str = "kubernetes.io/ingress.class";
+pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+/// ingress-nginx's name for the request body limit; rendered as `client_max_body_size`.
+pub const BODY_SIZE_ANNOTATION: &str = "nginx.ingress.kubernetes.io/proxy-body-size";
+
+/// The objects the controller watches, as the reflector stores hold them.
+#[derive(Default)]
+pub struct Inputs {
+    pub ingresses: Vec<Arc<Ingress>>,
+    pub classes: Vec<Arc<IngressClass>>,
+    pub services: Vec<Arc<Service>>,
+    pub slices: Vec<Arc<EndpointSlice>>,
+}
+
+/// Where a request goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// An upstream (by name) with at least one ready endpoint.
+    Upstream(String),
+    /// The backend exists in the Ingress but has no ready endpoint (or no such Service): 503.
+    Unavailable,
+    /// Nothing matches: 404.
+    NotFound,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Match {
+    Exact,
+    /// Kubernetes Prefix: element-wise on `/`; the path is kept without a trailing slash.
+    Prefix,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Location {
+    pub kind: Match,
+    pub path: String,
+    pub target: Target,
+    /// `namespace/name` of the Ingress the rule came from (a comment in the config).
+    pub ingress: String,
+    pub body_size: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Server {
+    /// None: the default server (rules without host, and every unknown Host).
+    pub host: Option<String>,
+    pub locations: Vec<Location>,
+    /// Requests matching no location.
+    pub fallback: Target,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Upstream {
+    pub name: String,
+    pub endpoints: Vec<SocketAddr>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Model {
+    /// The default server first, then hosts in order.
+    pub servers: Vec<Server>,
+    pub upstreams: Vec<Upstream>,
+    /// `(namespace, name)` of every Ingress handled, sorted.
+    pub handled: Vec<(String, String)>,
+}
+
+/// True when `ing` belongs to the controller named `controller` (an IngressClass spec.controller).
+pub fn is_handled(ing: &Ingress, classes: &[Arc<IngressClass>], controller: &str) -> bool {
+    let ours = |c: &IngressClass| {
+        c.spec.as_ref().and_then(|s| s.controller.as_deref()) == Some(controller)
+    };
+    let named = ing
+        .spec
+        .as_ref()
+        .and_then(|s| s.ingress_class_name.clone())
+        .or_else(|| {
+            let a = ing.metadata.annotations.as_ref()?;
+            a.get(LEGACY_CLASS_ANNOTATION).cloned()
+        });
+    match named {
+        Some(name) => classes
+            .iter()
+            .any(|c| c.metadata.name.as_deref() == Some(name.as_str()) && ours(c)),
+        None => classes.iter().any(|c| {
+            let default = c
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(DEFAULT_CLASS_ANNOTATION));
+            ours(c) && default.map(String::as_str) == Some("true")
+        }),
+    }
+}
+
+/// Builds the model from all watched objects.
+pub fn build(inputs: &Inputs, controller: &str) -> Model {
+    let mut ingresses: Vec<&Ingress> = inputs
+        .ingresses
+        .iter()
+        .map(|i| i.as_ref())
+        .filter(|i| is_handled(i, &inputs.classes, controller))
+        .collect();
+    // Older rules win conflicts in ingress-nginx; here the order is by namespace/name, which is
+    // stable across restarts and needs no timestamps.
+    ingresses.sort_by_key(|i| key(i));
+    let resolver = Resolver::new(inputs);
+    let mut upstreams = BTreeMap::new();
+    let mut servers: BTreeMap<Option<String>, ServerBuilder> = BTreeMap::new();
+    servers.entry(None).or_default();
+    for ing in &ingresses {
+        let (ns, name) = key(ing);
+        let Some(spec) = &ing.spec else { continue };
+        let source = format!("{ns}/{name}");
+        let body_size = body_size(ing);
+        let default = spec
+            .default_backend
+            .as_ref()
+            .map(|b| resolver.target(&ns, b, &mut upstreams));
+        for rule in spec.rules.iter().flatten() {
+            let host = rule.host.clone().filter(|h| !h.is_empty() && safe_host(h));
+            if rule
+                .host
+                .as_deref()
+                .is_some_and(|h| !h.is_empty() && !safe_host(h))
+            {
+                tracing::warn!(ingress = %source, host = ?rule.host, "host has characters nginx cannot take; rule skipped");
+                continue;
+            }
+            let server = servers.entry(host).or_default();
+            if server.fallback.is_none() {
+                server.fallback = default.clone();
+            }
+            for p in rule.http.iter().flat_map(|h| &h.paths) {
+                let Some(loc) = location(p, &source, &ns, &resolver, &mut upstreams) else {
+                    continue;
+                };
+                server.add(Location {
+                    body_size: body_size.clone(),
+                    ..loc
+                });
+            }
+        }
+        let default_server = servers.entry(None).or_default();
+        if default_server.fallback.is_none() {
+            default_server.fallback = default;
+        }
+    }
+    Model {
+        servers: servers
+            .into_iter()
+            .map(|(host, b)| b.finish(host))
+            .collect(),
+        upstreams: upstreams
+            .into_iter()
+            .map(|(name, endpoints)| Upstream { name, endpoints })
+            .collect(),
+        handled: ingresses.iter().map(|i| key(i)).collect(),
+    }
+}
+
+fn key(ing: &Ingress) -> (String, String) {
+    let m = &ing.metadata;
+    (
+        m.namespace.clone().unwrap_or_else(|| "default".into()),
+        m.name.clone().unwrap_or_default(),
+    )
+}
+
+fn body_size(ing: &Ingress) -> Option<String> {
+    let v = ing
+        .metadata
+        .annotations
+        .as_ref()?
+        .get(BODY_SIZE_ANNOTATION)?;
+    // Only a bare token reaches the config; nginx itself judges the value (nginx -t).
+    if !v.is_empty() && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '.') {
+        Some(v.clone())
+    } else {
+        tracing::warn!(value = %v, "{BODY_SIZE_ANNOTATION} must be a size like 8m; ignored");
+        None
+    }
+}
+
+fn safe_host(h: &str) -> bool {
+    h.chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '*'))
+}
+
+/// Characters a path may have to be written into nginx.conf unquoted and unambiguous.
+fn safe_path(p: &str) -> bool {
+    p.starts_with('/')
+        && p.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._~-!*'()@:+,=%&".contains(c))
+}
+
+fn location(
+    p: &HTTPIngressPath,
+    source: &str,
+    ns: &str,
+    resolver: &Resolver,
+    upstreams: &mut BTreeMap<String, Vec<SocketAddr>>,
+) -> Option<Location> {
+    let raw = p.path.clone().unwrap_or_else(|| "/".into());
+    if !safe_path(&raw) {
+        tracing::warn!(ingress = %source, path = %raw, "path has characters nginx cannot take; skipped");
+        return None;
+    }
+    let (kind, path) = match p.path_type.as_str() {
+        "Exact" => (Match::Exact, raw),
+        // ImplementationSpecific is Prefix here, as the API leaves it to the controller.
+        _ => {
+            let trimmed = raw.trim_end_matches('/');
+            let path = if trimmed.is_empty() { "/" } else { trimmed };
+            (Match::Prefix, path.to_string())
+        }
+    };
+    Some(Location {
+        kind,
+        path,
+        target: resolver.target(ns, &p.backend, upstreams),
+        ingress: source.to_string(),
+        body_size: None,
+    })
+}
+
+#[derive(Default)]
+struct ServerBuilder {
+    locations: BTreeMap<(Match, String), Location>,
+    fallback: Option<Target>,
+}
+
+impl ServerBuilder {
+    /// The first rule for a (kind, path) wins; later duplicates are dropped.
+    fn add(&mut self, loc: Location) {
+        self.locations
+            .entry((loc.kind, loc.path.clone()))
+            .or_insert(loc);
+    }
+
+    fn finish(self, host: Option<String>) -> Server {
+        Server {
+            host,
+            locations: self.locations.into_values().collect(),
+            fallback: self.fallback.unwrap_or(Target::NotFound),
+        }
+    }
+}
+
+/// Service backend -> ready pod addresses, through the Service's ports and its EndpointSlices.
+struct Resolver<'a> {
+    services: BTreeMap<(&'a str, &'a str), &'a Service>,
+    slices: &'a [Arc<EndpointSlice>],
+}
+
+impl<'a> Resolver<'a> {
+    fn new(inputs: &'a Inputs) -> Self {
+        let services = inputs
+            .services
+            .iter()
+            .filter_map(|s| {
+                let m = &s.metadata;
+                Some(((m.namespace.as_deref()?, m.name.as_deref()?), s.as_ref()))
+            })
+            .collect();
+        Resolver {
+            services,
+            slices: &inputs.slices,
+        }
+    }
+
+    fn target(
+        &self,
+        ns: &str,
+        backend: &IngressBackend,
+        upstreams: &mut BTreeMap<String, Vec<SocketAddr>>,
+    ) -> Target {
+        // Resource backends (spec.backend.resource) name no Service; nothing to proxy to.
+        let Some(svc) = &backend.service else {
+            return Target::Unavailable;
+        };
+        let name = upstream_name(ns, svc);
+        let endpoints = self.endpoints(ns, svc);
+        if endpoints.is_empty() {
+            return Target::Unavailable;
+        }
+        upstreams.insert(name.clone(), endpoints);
+        Target::Upstream(name)
+    }
+
+    fn endpoints(&self, ns: &str, backend: &IngressServiceBackend) -> Vec<SocketAddr> {
+        let Some(service) = self.services.get(&(ns, backend.name.as_str())) else {
+            return Vec::new();
+        };
+        let Some(port) = service_port(service, backend) else {
+            return Vec::new();
+        };
+        let port_name = port.name.as_deref().unwrap_or("");
+        let mut out = BTreeSet::new();
+        for slice in self.slices.iter().filter(|s| belongs(s, ns, &backend.name)) {
+            if !matches!(slice.address_type.as_str(), "IPv4" | "IPv6") {
+                continue;
+            }
+            let number =
+                slice.ports.iter().flatten().find_map(|p| {
+                    (p.name.as_deref().unwrap_or("") == port_name).then_some(p.port?)
+                });
+            let Some(number) = number.and_then(|n| u16::try_from(n).ok()) else {
+                continue;
+            };
+            for ep in slice.endpoints.iter().flatten() {
+                // An unknown condition counts as ready, as the API documents.
+                if ep.conditions.as_ref().and_then(|c| c.ready) == Some(false) {
+                    continue;
+                }
+                for a in &ep.addresses {
+                    if let Ok(ip) = a.parse::<IpAddr>() {
+                        out.insert(SocketAddr::new(ip, number));
+                    }
+                }
+            }
+        }
+        out.into_iter().collect()
+    }
+}
+
+fn service_port<'s>(
+    service: &'s Service,
+    backend: &IngressServiceBackend,
+) -> Option<&'s ServicePort> {
+    let wanted = backend.port.as_ref()?;
+    let ports = service.spec.as_ref()?.ports.as_ref()?;
+    ports.iter().find(|p| match (&wanted.name, wanted.number) {
+        (Some(name), _) if !name.is_empty() => p.name.as_deref() == Some(name.as_str()),
+        (_, Some(number)) => p.port == number,
+        _ => false,
+    })
+}
+
+fn belongs(slice: &EndpointSlice, ns: &str, service: &str) -> bool {
+    slice.metadata.namespace.as_deref() == Some(ns)
+        && slice
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(SERVICE_NAME_LABEL))
+            .map(String::as_str)
+            == Some(service)
+}
+
+fn upstream_name(ns: &str, svc: &IngressServiceBackend) -> String {
+    let port = svc.port.as_ref().map_or_else(String::new, |p| {
+        p.name
+            .clone()
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| p.number.unwrap_or(0).to_string())
+    });
+    // Only name characters reach nginx.conf, whatever the API server let through.
+    format!("{ns}_{}_{port}", svc.name)
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,191 @@
+//! The nginx child: check a candidate config with `nginx -t`, swap it in atomically, start or
+//! reload (SIGHUP), and stop (SIGQUIT). Behind a trait so the controller can be tested without it.
+
+use std::fs;
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+use crate::error::NginxError;
+
+pub trait Nginx: Send {
+    /// Makes `text` the running configuration if nginx accepts it; otherwise the running one stays.
+    fn apply(&mut self, text: &str) -> Result<(), NginxError>;
+    /// False when the nginx process has exited (or was never started).
+    fn running(&mut self) -> bool;
+    /// Graceful stop: in-flight requests finish.
+    fn stop(&mut self) -> Result<(), NginxError>;
+}
+
+/// A real nginx process owned by this one, all of its files under `dir`.
+pub struct NginxProcess {
+    binary: PathBuf,
+    dir: PathBuf,
+    child: Option<Child>,
+}
+
+const CONF: &str = "nginx.conf";
+const CANDIDATE: &str = "nginx.conf.candidate";
+
+impl NginxProcess {
+    pub fn new(binary: impl Into<PathBuf>, dir: impl Into<PathBuf>) -> Self {
+        NginxProcess {
+            binary: binary.into(),
+            dir: dir.into(),
+            child: None,
+        }
+    }
+
+    pub fn conf_path(&self) -> PathBuf {
+        self.dir.join(CONF)
+    }
+
+    fn prepare_dirs(&self) -> Result<(), NginxError> {
+        for sub in ["logs", "tmp"] {
+            let p = self.dir.join(sub);
+            fs::create_dir_all(&p).map_err(|e| NginxError::io("create directory", &p, e))?;
+        }
+        Ok(())
+    }
+
+    /// `nginx -t` on the candidate; nginx's own message on failure.
+    fn check(&self, candidate: &Path) -> Result<(), NginxError> {
+        let out = self
+            .command(candidate)
+            .arg("-t")
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| NginxError::io("run nginx -t", &self.binary, e))?;
+        if out.status.success() {
+            return Ok(());
+        }
+        Err(NginxError::Rejected {
+            message: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
+    }
+
+    fn command(&self, conf: &Path) -> Command {
+        let mut c = Command::new(&self.binary);
+        c.arg("-p").arg(&self.dir).arg("-c").arg(conf);
+        c
+    }
+
+    fn start(&mut self) -> Result<(), NginxError> {
+        let log_path = self.dir.join("logs/nginx.stderr");
+        let log =
+            fs::File::create(&log_path).map_err(|e| NginxError::io("create", &log_path, e))?;
+        let log2 = log
+            .try_clone()
+            .map_err(|e| NginxError::io("open", &log_path, e))?;
+        let mut cmd = self.command(&self.conf_path());
+        cmd.args(["-g", "daemon off;"])
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log2);
+        // If this controller dies without stopping nginx, the kernel stops nginx too, so no
+        // orphan keeps serving an outdated config. The spawning thread lives as long as the
+        // process (see worker.rs), which PR_SET_PDEATHSIG requires.
+        unsafe {
+            cmd.pre_exec(|| {
+                nix::sys::prctl::set_pdeathsig(Signal::SIGTERM).map_err(std::io::Error::from)
+            });
+        }
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| NginxError::io("start", &self.binary, e))?;
+        // A bind failure shows up at once; give nginx a moment to report it.
+        let deadline = Instant::now() + Duration::from_millis(300);
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = child.try_wait() {
+                let message = fs::read_to_string(&log_path).unwrap_or_default();
+                return Err(NginxError::Exited {
+                    status: status.to_string(),
+                    message: message.trim().to_string(),
+                });
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        tracing::info!(pid = child.id(), conf = %self.conf_path().display(), "nginx started");
+        self.child = Some(child);
+        Ok(())
+    }
+
+    fn signal(&self, sig: Signal) -> Result<(), NginxError> {
+        let Some(child) = &self.child else {
+            return Ok(());
+        };
+        kill(Pid::from_raw(child.id() as i32), sig).map_err(|e| NginxError::Signal {
+            signal: sig.as_str(),
+            message: e.to_string(),
+        })
+    }
+}
+
+/// Writes `path` so readers see the old or the new content, never a mix.
+fn write_atomically(path: &Path, text: &str) -> Result<(), NginxError> {
+    let tmp = path.with_extension("tmp");
+    let mut f = fs::File::create(&tmp).map_err(|e| NginxError::io("create", &tmp, e))?;
+    f.write_all(text.as_bytes())
+        .and_then(|_| f.sync_all())
+        .map_err(|e| NginxError::io("write", &tmp, e))?;
+    fs::rename(&tmp, path).map_err(|e| NginxError::io("rename into place", path, e))
+}
+
+impl Nginx for NginxProcess {
+    fn apply(&mut self, text: &str) -> Result<(), NginxError> {
+        self.prepare_dirs()?;
+        let candidate = self.dir.join(CANDIDATE);
+        write_atomically(&candidate, text)?;
+        self.check(&candidate)?;
+        let conf = self.conf_path();
+        fs::rename(&candidate, &conf).map_err(|e| NginxError::io("rename into place", &conf, e))?;
+        if self.running() {
+            self.signal(Signal::SIGHUP)
+        } else {
+            self.start()
+        }
+    }
+
+    fn running(&mut self) -> bool {
+        match self.child.as_mut().map(|c| c.try_wait()) {
+            Some(Ok(None)) => true,
+            Some(Ok(Some(status))) => {
+                tracing::warn!(%status, "nginx exited");
+                self.child = None;
+                false
+            }
+            _ => false,
+        }
+    }
+
+    fn stop(&mut self) -> Result<(), NginxError> {
+        if !self.running() {
+            return Ok(());
+        }
+        self.signal(Signal::SIGQUIT)?;
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if !self.running() {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // Graceful stop timed out (a stuck connection); do not leave nginx behind.
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        Ok(())
+    }
+}
+
+impl Drop for NginxProcess {
+    fn drop(&mut self) {
+        let _ = self.stop();
+    }
+}

@@ -1,0 +1,69 @@
+//! Runs an `Nginx` on a dedicated OS thread. nginx is started from that thread, which lives as
+//! long as the process, so PR_SET_PDEATHSIG fires only when the controller itself dies.
+
+use std::sync::mpsc;
+
+use tokio::sync::oneshot;
+
+use crate::error::NginxError;
+use crate::nginx::Nginx;
+
+enum Command {
+    Apply(String, oneshot::Sender<Result<(), NginxError>>),
+    Running(oneshot::Sender<bool>),
+    Stop(oneshot::Sender<Result<(), NginxError>>),
+}
+
+#[derive(Clone)]
+pub struct NginxWorker {
+    tx: mpsc::Sender<Command>,
+}
+
+impl NginxWorker {
+    pub fn spawn(mut nginx: impl Nginx + 'static) -> Self {
+        let (tx, rx) = mpsc::channel::<Command>();
+        std::thread::Builder::new()
+            .name("nginx".into())
+            .spawn(move || {
+                for cmd in rx {
+                    match cmd {
+                        Command::Apply(text, reply) => {
+                            let _ = reply.send(nginx.apply(&text));
+                        }
+                        Command::Running(reply) => {
+                            let _ = reply.send(nginx.running());
+                        }
+                        Command::Stop(reply) => {
+                            let _ = reply.send(nginx.stop());
+                        }
+                    }
+                }
+            })
+            .expect("spawn the nginx thread");
+        NginxWorker { tx }
+    }
+
+    pub async fn apply(&self, text: String) -> Result<(), NginxError> {
+        let (reply, rx) = oneshot::channel();
+        self.tx
+            .send(Command::Apply(text, reply))
+            .map_err(|_| NginxError::WorkerGone)?;
+        rx.await.map_err(|_| NginxError::WorkerGone)?
+    }
+
+    pub async fn running(&self) -> bool {
+        let (reply, rx) = oneshot::channel();
+        if self.tx.send(Command::Running(reply)).is_err() {
+            return false;
+        }
+        rx.await.unwrap_or(false)
+    }
+
+    pub async fn stop(&self) -> Result<(), NginxError> {
+        let (reply, rx) = oneshot::channel();
+        self.tx
+            .send(Command::Stop(reply))
+            .map_err(|_| NginxError::WorkerGone)?;
+        rx.await.map_err(|_| NginxError::WorkerGone)?
+    }
+}

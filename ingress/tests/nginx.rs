@@ -1,0 +1,306 @@
+//! The whole flow with real parts: keelson-apiserver, kubectl, keelson-ingress and its nginx,
+//! and HTTP backends on 127.0.0.x playing the pods (the test writes their EndpointSlices).
+
+mod harness;
+
+use std::collections::BTreeSet;
+
+use harness::{eventually, Apiserver, Backends, Ingress};
+
+/// Classes, Services and EndpointSlices: web (two pods, named port), api (one pod, port by
+/// number), empty (its only pod is not ready).
+fn cluster(port: u16) -> String {
+    let [a, b, c, d] = [0, 1, 2, 3].map(Backends::ip);
+    format!(
+        r#"
+apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {{name: keelson}}
+spec: {{controller: keelson.dev/ingress-nginx}}
+---
+apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {{name: other}}
+spec: {{controller: example.com/other-controller}}
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: web, namespace: default}}
+spec: {{ports: [{{name: http, port: 80, targetPort: {port}}}]}}
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: api, namespace: default}}
+spec: {{ports: [{{name: http, port: 8000, targetPort: {port}}}]}}
+---
+apiVersion: v1
+kind: Service
+metadata: {{name: empty, namespace: default}}
+spec: {{ports: [{{name: http, port: 80, targetPort: {port}}}]}}
+---
+{web}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {{name: api-1, namespace: default, labels: {{kubernetes.io/service-name: api}}}}
+addressType: IPv4
+ports: [{{name: http, port: {port}, protocol: TCP}}]
+endpoints: [{{addresses: ["{c}"], conditions: {{ready: true}}}}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {{name: empty-1, namespace: default, labels: {{kubernetes.io/service-name: empty}}}}
+addressType: IPv4
+ports: [{{name: http, port: {port}, protocol: TCP}}]
+endpoints: [{{addresses: ["{d}"], conditions: {{ready: false}}}}]
+"#,
+        web = web_slice(port, &[a.to_string(), b.to_string()]),
+    )
+}
+
+fn web_slice(port: u16, addresses: &[String]) -> String {
+    let eps: Vec<String> = addresses
+        .iter()
+        .map(|a| format!(r#"{{addresses: ["{a}"], conditions: {{ready: true}}}}"#))
+        .collect();
+    format!(
+        r#"apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {{name: web-1, namespace: default, labels: {{kubernetes.io/service-name: web}}}}
+addressType: IPv4
+ports: [{{name: http, port: {port}, protocol: TCP}}]
+endpoints: [{}]
+"#,
+        eps.join(", ")
+    )
+}
+
+fn ingress(
+    name: &str,
+    class: &str,
+    host: &str,
+    annotations: &str,
+    paths: &[(&str, &str, &str)],
+) -> String {
+    let paths: Vec<String> = paths
+        .iter()
+        .map(|(path, svc, port)| {
+            format!("      - {{path: {path}, pathType: Prefix, backend: {{service: {{name: {svc}, port: {port}}}}}}}")
+        })
+        .collect();
+    format!(
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: {name}\n  namespace: default\n  annotations: {{{annotations}}}\n\
+         spec:\n  ingressClassName: {class}\n  rules:\n  - host: {host}\n    http:\n      paths:\n{}\n",
+        paths.join("\n")
+    )
+}
+
+fn web_ingress() -> String {
+    ingress(
+        "web",
+        "keelson",
+        "web.example.test",
+        "",
+        &[
+            ("/", "web", "{name: http}"),
+            ("/api", "api", "{number: 8000}"),
+        ],
+    )
+}
+
+/// The backend that answered, after checking it saw the Host the client sent.
+fn backend(ing: &Ingress, host: &str, path: &str) -> Result<String, String> {
+    match ing.get(host, path) {
+        Some((200, body)) => {
+            let (who, seen_host) = body
+                .strip_prefix("backend=")
+                .and_then(|b| b.split_once(" host="))
+                .ok_or_else(|| format!("not a backend answer: {body}"))?;
+            assert_eq!(seen_host, host, "the backend must see the client's Host");
+            Ok(who.to_string())
+        }
+        other => Err(format!("{host}{path}: {other:?}")),
+    }
+}
+
+fn status(ing: &Ingress, host: &str, path: &str) -> Option<u16> {
+    ing.get(host, path).map(|(s, _)| s)
+}
+
+fn expect_status(ing: &Ingress, host: &str, path: &str, want: u16) {
+    eventually(&format!("{want} for {host}{path}"), || {
+        match status(ing, host, path) {
+            Some(s) if s == want => Ok(()),
+            other => Err(format!("{other:?}; controller log:\n{}", ing.log())),
+        }
+    });
+}
+
+#[test]
+fn routes_hosts_and_paths_to_ready_pods() {
+    let backends = Backends::start(&["web-a", "web-b", "api", "not-ready"]);
+    let api = Apiserver::start();
+    api.apply(&cluster(backends.port));
+    api.apply(&web_ingress());
+    api.apply(&ingress(
+        "empty",
+        "keelson",
+        "empty.example.test",
+        "",
+        &[("/", "empty", "{name: http}")],
+    ));
+    api.apply(&ingress(
+        "foreign",
+        "other",
+        "foreign.example.test",
+        "",
+        &[("/", "web", "{name: http}")],
+    ));
+    let mut ing = Ingress::start(&api);
+
+    // Both web pods get traffic, with the Host header passed through.
+    let mut seen = BTreeSet::new();
+    eventually("both web backends", || {
+        seen.insert(backend(&ing, "web.example.test", "/")?);
+        if seen.len() == 2 {
+            Ok(())
+        } else {
+            Err(format!("seen {seen:?}; log:\n{}", ing.log()))
+        }
+    });
+    assert_eq!(
+        seen,
+        BTreeSet::from(["web-a".to_string(), "web-b".to_string()])
+    );
+
+    // /api and below go to api; /apix is not under /api, so it falls to the / rule.
+    assert_eq!(backend(&ing, "web.example.test", "/api").unwrap(), "api");
+    assert_eq!(
+        backend(&ing, "web.example.test", "/api/v1/x").unwrap(),
+        "api"
+    );
+    assert!(backend(&ing, "web.example.test", "/apix")
+        .unwrap()
+        .starts_with("web-"));
+
+    assert_eq!(status(&ing, "unknown.example.test", "/"), Some(404));
+    assert_eq!(
+        status(&ing, "empty.example.test", "/"),
+        Some(503),
+        "no ready endpoint"
+    );
+    assert_eq!(
+        status(&ing, "foreign.example.test", "/"),
+        Some(404),
+        "another controller's class"
+    );
+
+    // The ADDRESS column users look at.
+    eventually("status.loadBalancer on web", || {
+        let table = api.kubectl_ok(&["get", "ingress", "web"], None);
+        let row = table.lines().nth(1).unwrap_or("").to_string();
+        if row.split_whitespace().any(|c| c == "127.0.0.1") {
+            Ok(())
+        } else {
+            Err(table)
+        }
+    });
+    let foreign = api.kubectl_ok(
+        &["get", "ingress", "foreign", "-o", "jsonpath={.status}"],
+        None,
+    );
+    assert!(
+        !foreign.contains("127.0.0.1"),
+        "status written on another controller's Ingress: {foreign}"
+    );
+
+    let metrics = ing.metrics();
+    assert!(metrics.contains("ingress_handled_ingresses 2"), "{metrics}");
+    assert!(metrics.contains("ingress_nginx_reloads_total"), "{metrics}");
+
+    // The endpointslice controller (this test) drops web-b: it stops getting traffic.
+    api.apply(&web_slice(backends.port, &[Backends::ip(0).to_string()]));
+    eventually("only web-a after the slice lost web-b", || {
+        let answers: Vec<String> = (0..10)
+            .map(|_| backend(&ing, "web.example.test", "/"))
+            .collect::<Result<_, _>>()?;
+        if answers.iter().all(|a| a == "web-a") {
+            Ok(())
+        } else {
+            Err(format!("{answers:?}"))
+        }
+    });
+
+    // Later syncs found the status right and left it alone.
+    let writes = ing
+        .log()
+        .lines()
+        .filter(|l| l.contains("status written") && l.contains("default/web"))
+        .count();
+    assert_eq!(
+        writes,
+        1,
+        "status of default/web written {writes} times:\n{}",
+        ing.log()
+    );
+
+    api.kubectl_ok(&["delete", "ingress", "web"], None);
+    expect_status(&ing, "web.example.test", "/", 404);
+
+    ing.stop();
+    assert_eq!(
+        status(&ing, "web.example.test", "/"),
+        None,
+        "nginx still answers after stop"
+    );
+}
+
+#[test]
+fn config_nginx_rejects_is_not_loaded_and_the_old_one_serves() {
+    let backends = Backends::start(&["web-a", "web-b", "api", "not-ready"]);
+    let api = Apiserver::start();
+    api.apply(&cluster(backends.port));
+    api.apply(&web_ingress());
+    let ing = Ingress::start(&api);
+    eventually("web served", || backend(&ing, "web.example.test", "/"));
+
+    // A size nginx does not understand passes our syntax filter; nginx -t refuses it.
+    let size = "nginx.ingress.kubernetes.io/proxy-body-size: 12parsecs";
+    api.apply(&ingress(
+        "big",
+        "keelson",
+        "big.example.test",
+        size,
+        &[("/", "web", "{name: http}")],
+    ));
+    eventually("the reload error counted", || {
+        let m = ing.metrics();
+        if m.contains("ingress_nginx_reload_errors_total 1") {
+            Ok(())
+        } else {
+            Err(m)
+        }
+    });
+    let log = ing.log();
+    assert!(
+        log.contains("client_max_body_size") && log.contains("invalid value"),
+        "nginx's own message is logged:\n{log}"
+    );
+    // The old config serves: web works, the new host is unknown.
+    assert!(backend(&ing, "web.example.test", "/")
+        .unwrap()
+        .starts_with("web-"));
+    assert_eq!(status(&ing, "big.example.test", "/"), Some(404));
+
+    // Fixed: the next config loads.
+    api.apply(&ingress(
+        "big",
+        "keelson",
+        "big.example.test",
+        "nginx.ingress.kubernetes.io/proxy-body-size: 12m",
+        &[("/", "web", "{name: http}")],
+    ));
+    eventually("big served after the fix", || {
+        backend(&ing, "big.example.test", "/")
+    });
+}

@@ -1,0 +1,91 @@
+//! The real nginx behind the `Nginx` trait: a config nginx rejects is never loaded, and the one
+//! before keeps serving.
+
+use std::net::TcpListener;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use keelson_ingress::error::NginxError;
+use keelson_ingress::nginx::{Nginx, NginxProcess};
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn conf(dir: &std::path::Path, port: u16, body: &str) -> String {
+    let d = dir.display();
+    format!(
+        "pid {d}/nginx.pid;\nerror_log {d}/logs/error.log;\nevents {{}}\nhttp {{\n\
+         access_log off;\nclient_body_temp_path {d}/tmp/body;\nproxy_temp_path {d}/tmp/proxy;\n\
+         fastcgi_temp_path {d}/tmp/fastcgi;\nuwsgi_temp_path {d}/tmp/uwsgi;\nscgi_temp_path {d}/tmp/scgi;\n\
+         server {{ listen 127.0.0.1:{port}; location / {{ return 200 \"{body}\"; }} }}\n}}\n"
+    )
+}
+
+fn get(port: u16) -> Option<String> {
+    let out = Command::new("curl")
+        .args(["-s", "-m", "2", &format!("http://127.0.0.1:{port}/")])
+        .output()
+        .expect("curl must be installed");
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Polls until the answer is `want` (reloads are asynchronous in nginx).
+fn wait_for(port: u16, want: &str) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut last = None;
+    while Instant::now() < deadline {
+        last = get(port);
+        if last.as_deref() == Some(want) {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("expected {want:?} from nginx, last answer {last:?}");
+}
+
+#[test]
+fn rejected_config_keeps_the_old_one_serving() {
+    let dir = tempfile::Builder::new()
+        .prefix("keelson-ingress-nginx")
+        .tempdir()
+        .unwrap();
+    let port = free_port();
+    let mut nginx = NginxProcess::new("nginx", dir.path());
+    nginx
+        .apply(&conf(dir.path(), port, "one"))
+        .expect("valid config loads");
+    assert!(nginx.running());
+    wait_for(port, "one");
+
+    let bad = conf(dir.path(), port, "two").replace("return 200", "return_with_typo 200");
+    match nginx.apply(&bad) {
+        Err(NginxError::Rejected { message }) => {
+            assert!(
+                message.contains("unknown directive \"return_with_typo\""),
+                "{message}"
+            )
+        }
+        other => panic!("a config nginx -t refuses must be rejected, got {other:?}"),
+    }
+    let live = std::fs::read_to_string(nginx.conf_path()).unwrap();
+    assert!(
+        !live.contains("return_with_typo"),
+        "the rejected text replaced the live config"
+    );
+    wait_for(port, "one");
+
+    nginx
+        .apply(&conf(dir.path(), port, "two"))
+        .expect("valid config loads");
+    wait_for(port, "two");
+    nginx.stop().unwrap();
+    assert!(!nginx.running());
+    assert_eq!(get(port), None, "nginx still answers after stop");
+}

@@ -1,0 +1,424 @@
+//! Pure tests: cluster objects in, model and nginx.conf text out. No root, no processes, except
+//! the last test, which asks the real `nginx -t` whether the rendered text is valid.
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
+
+use keelson_ingress::model::{self, Inputs, Model, Target};
+use keelson_ingress::render::{render, RenderOptions};
+use serde::de::DeserializeOwned;
+use serde_json::{json, Value};
+
+const OURS: &str = "keelson.dev/ingress-nginx";
+
+fn obj<T: DeserializeOwned>(v: Value) -> Arc<T> {
+    Arc::new(serde_json::from_value(v).expect("test object"))
+}
+
+fn class(
+    name: &str,
+    controller: &str,
+    default: bool,
+) -> Arc<k8s_openapi::api::networking::v1::IngressClass> {
+    let annotations = if default {
+        json!({model::DEFAULT_CLASS_ANNOTATION: "true"})
+    } else {
+        json!({})
+    };
+    obj(
+        json!({"metadata": {"name": name, "annotations": annotations}, "spec": {"controller": controller}}),
+    )
+}
+
+fn ingress(
+    name: &str,
+    class: Option<&str>,
+    spec: Value,
+) -> Arc<k8s_openapi::api::networking::v1::Ingress> {
+    let mut spec = spec;
+    if let Some(c) = class {
+        spec["ingressClassName"] = json!(c);
+    }
+    obj(json!({"metadata": {"name": name, "namespace": "default"}, "spec": spec}))
+}
+
+fn rule(host: Option<&str>, paths: Value) -> Value {
+    let mut r = json!({"http": {"paths": paths}});
+    if let Some(h) = host {
+        r["host"] = json!(h);
+    }
+    r
+}
+
+fn path(p: &str, kind: &str, svc: &str, port: Value) -> Value {
+    json!({"path": p, "pathType": kind, "backend": {"service": {"name": svc, "port": port}}})
+}
+
+fn service(name: &str, ports: Value) -> Arc<k8s_openapi::api::core::v1::Service> {
+    obj(json!({"metadata": {"name": name, "namespace": "default"}, "spec": {"ports": ports}}))
+}
+
+/// One slice for `svc`: `(address, ready)` endpoints on one named port.
+fn slice(
+    name: &str,
+    svc: &str,
+    port_name: Option<&str>,
+    port: i32,
+    eps: &[(&str, Option<bool>)],
+) -> Arc<k8s_openapi::api::discovery::v1::EndpointSlice> {
+    let endpoints: Vec<Value> = eps
+        .iter()
+        .map(|(a, ready)| match ready {
+            Some(r) => json!({"addresses": [a], "conditions": {"ready": r}}),
+            None => json!({"addresses": [a]}),
+        })
+        .collect();
+    let mut p = json!({"port": port, "protocol": "TCP"});
+    if let Some(n) = port_name {
+        p["name"] = json!(n);
+    }
+    obj(json!({
+        "metadata": {"name": name, "namespace": "default", "labels": {model::SERVICE_NAME_LABEL: svc}},
+        "addressType": "IPv4", "endpoints": endpoints, "ports": [p]
+    }))
+}
+
+fn opts() -> RenderOptions {
+    RenderOptions {
+        bind_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
+        http_port: 8080,
+        conf_dir: "/tmp/keelson-ingress-render".into(),
+    }
+}
+
+/// A cluster with class `keelson` (ours), Service web (port http 80 -> pods on 8080, two ready
+/// pods and one not ready) and Service api (unnamed port 8000, one pod on 9000).
+fn cluster(ingresses: Vec<Arc<k8s_openapi::api::networking::v1::Ingress>>) -> Inputs {
+    Inputs {
+        ingresses,
+        classes: vec![
+            class("keelson", OURS, false),
+            class("other", "example.com/other", false),
+        ],
+        services: vec![
+            service(
+                "web",
+                json!([{"name": "http", "port": 80}, {"name": "metrics", "port": 9100}]),
+            ),
+            service("api", json!([{"port": 8000}])),
+            service("empty", json!([{"name": "http", "port": 80}])),
+        ],
+        slices: vec![
+            slice(
+                "web-a",
+                "web",
+                Some("http"),
+                8080,
+                &[
+                    ("10.0.0.2", Some(true)),
+                    ("10.0.0.1", None),
+                    ("10.0.0.9", Some(false)),
+                ],
+            ),
+            slice(
+                "web-m",
+                "web",
+                Some("metrics"),
+                9100,
+                &[("10.0.0.1", Some(true))],
+            ),
+            slice("api-a", "api", None, 9000, &[("10.0.1.1", Some(true))]),
+            slice(
+                "empty-a",
+                "empty",
+                Some("http"),
+                80,
+                &[("10.0.2.1", Some(false))],
+            ),
+        ],
+    }
+}
+
+fn web_ingress() -> Arc<k8s_openapi::api::networking::v1::Ingress> {
+    ingress(
+        "web",
+        Some("keelson"),
+        json!({"rules": [rule(Some("web.example.test"), json!([
+            path("/", "Prefix", "web", json!({"name": "http"})),
+            path("/api", "Prefix", "api", json!({"number": 8000})),
+        ]))]}),
+    )
+}
+
+fn server<'m>(m: &'m Model, host: Option<&str>) -> &'m model::Server {
+    m.servers
+        .iter()
+        .find(|s| s.host.as_deref() == host)
+        .expect("server")
+}
+
+#[test]
+fn class_selection_by_name_and_default_class() {
+    let classes = cluster(vec![]).classes;
+    let spec = json!({"rules": [rule(Some("a.test"), json!([path("/", "Prefix", "web", json!({"number": 80}))]))]});
+    assert!(model::is_handled(
+        &ingress("a", Some("keelson"), spec.clone()),
+        &classes,
+        OURS
+    ));
+    assert!(!model::is_handled(
+        &ingress("a", Some("other"), spec.clone()),
+        &classes,
+        OURS
+    ));
+    assert!(!model::is_handled(
+        &ingress("a", Some("missing"), spec.clone()),
+        &classes,
+        OURS
+    ));
+    // No class: only when our class is the default one.
+    assert!(!model::is_handled(
+        &ingress("a", None, spec.clone()),
+        &classes,
+        OURS
+    ));
+    let with_default = vec![class("keelson", OURS, true)];
+    assert!(model::is_handled(
+        &ingress("a", None, spec.clone()),
+        &with_default,
+        OURS
+    ));
+    // Someone else's default class does not make class-less Ingresses ours.
+    let others_default = vec![
+        class("keelson", OURS, false),
+        class("x", "example.com/other", true),
+    ];
+    assert!(!model::is_handled(
+        &ingress("a", None, spec),
+        &others_default,
+        OURS
+    ));
+}
+
+#[test]
+fn other_controllers_ingresses_are_not_rendered() {
+    let other = ingress(
+        "other",
+        Some("other"),
+        json!({"rules": [rule(Some("other.test"), json!([path("/", "Prefix", "web", json!({"name": "http"}))]))]}),
+    );
+    let m = model::build(&cluster(vec![web_ingress(), other]), OURS);
+    assert_eq!(m.handled, vec![("default".to_string(), "web".to_string())]);
+    assert!(m
+        .servers
+        .iter()
+        .all(|s| s.host.as_deref() != Some("other.test")));
+}
+
+#[test]
+fn named_port_resolves_to_ready_pod_addresses_of_that_port() {
+    let m = model::build(&cluster(vec![web_ingress()]), OURS);
+    let web = m
+        .upstreams
+        .iter()
+        .find(|u| u.name == "default_web_http")
+        .expect("web upstream");
+    let eps: Vec<String> = web.endpoints.iter().map(|e| e.to_string()).collect();
+    // Sorted; not-ready 10.0.0.9 left out; the metrics port's slice not mixed in.
+    assert_eq!(eps, ["10.0.0.1:8080", "10.0.0.2:8080"]);
+    let api = m
+        .upstreams
+        .iter()
+        .find(|u| u.name == "default_api_8000")
+        .expect("api upstream");
+    assert_eq!(
+        api.endpoints
+            .iter()
+            .map(|e| e.to_string())
+            .collect::<Vec<_>>(),
+        ["10.0.1.1:9000"]
+    );
+}
+
+#[test]
+fn backend_without_ready_endpoints_answers_503() {
+    let ing = ingress(
+        "e",
+        Some("keelson"),
+        json!({"rules": [rule(Some("e.test"), json!([
+            path("/", "Prefix", "empty", json!({"name": "http"})),
+            path("/gone", "Prefix", "no-such-service", json!({"number": 80})),
+            path("/badport", "Prefix", "web", json!({"number": 81})),
+        ]))]}),
+    );
+    let m = model::build(&cluster(vec![ing]), OURS);
+    let s = server(&m, Some("e.test"));
+    assert!(s.locations.iter().all(|l| l.target == Target::Unavailable));
+    assert!(m.upstreams.is_empty());
+    let text = render(&m, &opts());
+    assert!(
+        text.contains("location / {\n            return 503;"),
+        "{text}"
+    );
+}
+
+#[test]
+fn prefix_is_element_wise_and_exact_beats_prefix() {
+    let ing = ingress(
+        "p",
+        Some("keelson"),
+        json!({"rules": [rule(Some("p.test"), json!([
+            path("/foo/", "Prefix", "web", json!({"name": "http"})),
+            path("/foo", "Exact", "api", json!({"number": 8000})),
+            path("/bar", "ImplementationSpecific", "api", json!({"number": 8000})),
+        ]))]}),
+    );
+    let text = render(&model::build(&cluster(vec![ing]), OURS), &opts());
+    // /foo/ and /foo/... by prefix, /foo itself by the Exact rule (once), never /foobar.
+    assert!(
+        text.contains("location /foo/ {\n            proxy_pass http://default_web_http;"),
+        "{text}"
+    );
+    assert!(
+        text.contains("location = /foo {\n            proxy_pass http://default_api_8000;"),
+        "{text}"
+    );
+    assert_eq!(text.matches("location = /foo {").count(), 1, "{text}");
+    assert!(
+        !text.contains("location /foo {"),
+        "a bare prefix would match /foobar:\n{text}"
+    );
+    // ImplementationSpecific is Prefix.
+    assert!(
+        text.contains("location = /bar {") && text.contains("location /bar/ {"),
+        "{text}"
+    );
+    // No root rule and no default backend: 404 for the rest.
+    assert!(
+        text.contains("location / {\n            return 404;"),
+        "{text}"
+    );
+}
+
+#[test]
+fn rules_without_host_and_default_backend_go_to_the_default_server() {
+    let ing = ingress(
+        "d",
+        Some("keelson"),
+        json!({
+            "defaultBackend": {"service": {"name": "api", "port": {"number": 8000}}},
+            "rules": [rule(None, json!([path("/web", "Prefix", "web", json!({"name": "http"}))])), rule(Some("h.test"), json!([path("/x", "Exact", "web", json!({"name": "http"}))]))]
+        }),
+    );
+    let m = model::build(&cluster(vec![ing]), OURS);
+    assert_eq!(m.servers[0].host, None, "default server first");
+    let d = server(&m, None);
+    assert_eq!(d.locations.len(), 1);
+    assert_eq!(d.fallback, Target::Upstream("default_api_8000".into()));
+    assert_eq!(
+        server(&m, Some("h.test")).fallback,
+        Target::Upstream("default_api_8000".into())
+    );
+    let text = render(&m, &opts());
+    assert!(
+        text.contains("listen 127.0.0.1:8080 default_server;\n        server_name _;"),
+        "{text}"
+    );
+}
+
+#[test]
+fn output_is_deterministic_whatever_the_input_order() {
+    let a = cluster(vec![
+        web_ingress(),
+        ingress(
+            "z",
+            Some("keelson"),
+            json!({"rules": [rule(Some("a.test"), json!([path("/", "Prefix", "api", json!({"number": 8000}))]))]}),
+        ),
+    ]);
+    let mut b = cluster(vec![]);
+    b.ingresses = a.ingresses.iter().rev().cloned().collect();
+    b.slices.reverse();
+    b.services.reverse();
+    b.classes.reverse();
+    let ta = render(&model::build(&a, OURS), &opts());
+    let tb = render(&model::build(&b, OURS), &opts());
+    assert_eq!(ta, tb);
+    assert_eq!(ta, render(&model::build(&a, OURS), &opts()));
+    assert!(
+        ta.find("server_name a.test").unwrap() < ta.find("server_name web.example.test").unwrap()
+    );
+}
+
+#[test]
+fn forwarding_headers_are_passed() {
+    let text = render(&model::build(&cluster(vec![web_ingress()]), OURS), &opts());
+    for h in [
+        "proxy_set_header Host $host;",
+        "proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;",
+        "proxy_set_header X-Forwarded-Proto $scheme;",
+        "proxy_set_header X-Real-IP $remote_addr;",
+    ] {
+        assert!(text.contains(h), "missing {h}:\n{text}");
+    }
+}
+
+#[test]
+fn unsafe_annotation_values_never_reach_the_config() {
+    let mut ing = (*web_ingress()).clone();
+    ing.metadata.annotations = Some(
+        [(
+            model::BODY_SIZE_ANNOTATION.to_string(),
+            "1m; include /etc/passwd".to_string(),
+        )]
+        .into(),
+    );
+    let text = render(
+        &model::build(&cluster(vec![Arc::new(ing.clone())]), OURS),
+        &opts(),
+    );
+    assert!(
+        !text.contains("passwd") && !text.contains("client_max_body_size"),
+        "{text}"
+    );
+    ing.metadata.annotations =
+        Some([(model::BODY_SIZE_ANNOTATION.to_string(), "8m".to_string())].into());
+    let text = render(&model::build(&cluster(vec![Arc::new(ing)]), OURS), &opts());
+    assert!(text.contains("client_max_body_size 8m;"), "{text}");
+}
+
+#[test]
+fn rendered_config_passes_real_nginx_test() {
+    let dir = tempfile::Builder::new()
+        .prefix("keelson-ingress-render")
+        .tempdir()
+        .unwrap();
+    for sub in ["logs", "tmp"] {
+        std::fs::create_dir_all(dir.path().join(sub)).unwrap();
+    }
+    let o = RenderOptions {
+        conf_dir: dir.path().to_path_buf(),
+        ..opts()
+    };
+    let ing = ingress(
+        "d",
+        Some("keelson"),
+        json!({"defaultBackend": {"service": {"name": "empty", "port": {"name": "http"}}}, "rules": [rule(None, json!([path("/e", "Exact", "web", json!({"name": "http"}))]))]}),
+    );
+    let text = render(&model::build(&cluster(vec![web_ingress(), ing]), OURS), &o);
+    let conf = dir.path().join("nginx.conf");
+    std::fs::write(&conf, &text).unwrap();
+    let out = std::process::Command::new("nginx")
+        .arg("-t")
+        .arg("-p")
+        .arg(dir.path())
+        .arg("-c")
+        .arg(&conf)
+        .output()
+        .expect("nginx must be installed (apt-get install nginx-light)");
+    assert!(
+        out.status.success(),
+        "nginx -t: {}\n{text}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
