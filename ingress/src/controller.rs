@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::core::v1::{Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use kube::api::{Patch, PatchParams};
@@ -18,11 +18,12 @@ use serde_json::json;
 use tokio::signal::unix::{signal, SignalKind};
 use tokio::sync::Notify;
 
-use crate::error::IngressError;
+use crate::error::{IngressError, NginxError};
 use crate::metrics::Metrics;
 use crate::model::{self, Inputs};
 use crate::nginx::NginxProcess;
 use crate::render::{self, RenderOptions};
+use crate::tls::Cert;
 use crate::worker::NginxWorker;
 
 pub struct Options {
@@ -43,6 +44,7 @@ struct Stores {
     classes: Store<IngressClass>,
     services: Store<Service>,
     slices: Store<EndpointSlice>,
+    secrets: Store<Secret>,
 }
 
 impl Stores {
@@ -52,6 +54,7 @@ impl Stores {
             classes: self.classes.state(),
             services: self.services.state(),
             slices: self.slices.state(),
+            secrets: self.secrets.state(),
         }
     }
 }
@@ -76,12 +79,14 @@ pub async fn run(opts: Options) -> Result<(), IngressError> {
         classes: watch(Api::all(client.clone()), &changed),
         services: watch(Api::all(client.clone()), &changed),
         slices: watch(Api::all(client.clone()), &changed),
+        secrets: watch(Api::all(client.clone()), &changed),
     };
     // Rendering before every list is in would drop routes that exist: wait for all of them.
     wait_ready(&stores.ingresses, "Ingress").await?;
     wait_ready(&stores.classes, "IngressClass").await?;
     wait_ready(&stores.services, "Service").await?;
     wait_ready(&stores.slices, "EndpointSlice").await?;
+    wait_ready(&stores.secrets, "Secret").await?;
     tracing::info!("caches synced");
 
     let nginx = NginxWorker::spawn(NginxProcess::new(&opts.nginx_binary, &opts.render.conf_dir));
@@ -90,8 +95,8 @@ pub async fn run(opts: Options) -> Result<(), IngressError> {
         opts: &opts,
         nginx: nginx.clone(),
         metrics,
-        last_attempt: None,
         last_loaded: None,
+        rejected: None,
     };
     let mut term = signal(SignalKind::terminate()).map_err(signal_error)?;
     let mut int = signal(SignalKind::interrupt()).map_err(signal_error)?;
@@ -151,9 +156,17 @@ struct Syncer<'a> {
     opts: &'a Options,
     nginx: NginxWorker,
     metrics: Arc<Metrics>,
-    /// The last text offered to nginx, loaded or not: an unchanged cluster offers nothing new.
-    last_attempt: Option<String>,
-    last_loaded: Option<String>,
+    /// What nginx runs: an unchanged cluster renders it again and nothing is reloaded.
+    last_loaded: Option<Rendered>,
+    /// The last config `nginx -t` refused: not offered again until the cluster changes.
+    rejected: Option<Rendered>,
+}
+
+/// One complete nginx configuration: the text and the certificate files it refers to.
+#[derive(Clone, PartialEq)]
+struct Rendered {
+    text: String,
+    certs: Vec<Cert>,
 }
 
 impl Syncer<'_> {
@@ -163,31 +176,40 @@ impl Syncer<'_> {
         self.metrics
             .handled_ingresses
             .set(model.handled.len() as i64);
-        let text = render::render(&model, &self.opts.render);
-        if self.last_attempt.as_deref() != Some(text.as_str()) {
-            self.last_attempt = Some(text.clone());
-            self.load(text).await;
+        let config = Some(Rendered {
+            text: render::render(&model, &self.opts.render),
+            certs: model.certs.clone(),
+        });
+        if config != self.last_loaded && config != self.rejected {
+            self.load(config).await;
         } else if !self.nginx.running().await {
-            // nginx died (killed, crashed): start it again with what last worked.
-            if let Some(text) = self.last_loaded.clone() {
-                tracing::warn!("nginx is not running; starting it again");
-                self.load(text).await;
-            }
+            tracing::warn!("nginx is not running; starting it again");
+            let config = self.last_loaded.clone().or(config);
+            self.load(config).await;
         }
         if let Some(ip) = self.opts.publish_address {
             self.write_status(&inputs, &model.handled, ip).await;
         }
     }
 
-    async fn load(&mut self, text: String) {
-        match self.nginx.apply(text.clone()).await {
+    async fn load(&mut self, config: Option<Rendered>) {
+        let Some(config) = config else { return };
+        let result = self
+            .nginx
+            .apply(config.text.clone(), config.certs.clone())
+            .await;
+        match result {
             Ok(()) => {
                 self.metrics.reloads.inc();
-                self.last_loaded = Some(text);
+                self.last_loaded = Some(config);
                 tracing::info!("nginx configuration loaded");
             }
             Err(e) => {
                 self.metrics.reload_errors.inc();
+                if matches!(e, NginxError::Rejected { .. }) {
+                    self.rejected = Some(config);
+                }
+                // Other failures (nginx could not start, I/O) are retried at the next sync.
                 tracing::error!(error = %e, "nginx configuration not loaded");
             }
         }

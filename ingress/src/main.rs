@@ -24,6 +24,9 @@ struct Flags {
     /// Port nginx listens on for HTTP.
     #[arg(long, default_value_t = 80)]
     http_port: u16,
+    /// Port nginx listens on for HTTPS (hosts with a spec.tls Secret).
+    #[arg(long, default_value_t = 443)]
+    https_port: u16,
     /// Address nginx listens on.
     #[arg(long, default_value = "0.0.0.0")]
     bind_address: IpAddr,
@@ -58,6 +61,7 @@ async fn main() -> anyhow::Result<()> {
         render: RenderOptions {
             bind_address: f.bind_address,
             http_port: f.http_port,
+            https_port: f.https_port,
             conf_dir,
         },
         nginx_binary: f.nginx,

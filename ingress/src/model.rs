@@ -1,15 +1,16 @@
 //! Which Ingresses are ours, and what they mean for nginx: servers, locations, upstreams.
 //! Pure: cluster objects in, a sorted `Model` out, so the rendered text is deterministic.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::net::{IpAddr, SocketAddr};
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Service, ServicePort};
+use k8s_openapi::api::core::v1::{Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use k8s_openapi::api::networking::v1::{
-    HTTPIngressPath, Ingress, IngressBackend, IngressClass, IngressServiceBackend,
-};
+use k8s_openapi::api::networking::v1::{HTTPIngressPath, Ingress, IngressClass};
+
+use crate::endpoints::Resolver;
+use crate::tls::{self, Cert};
 
 pub const DEFAULT_CLASS_ANNOTATION: &str = "ingressclass.kubernetes.io/is-default-class";
 /// The class annotation that predates spec.ingressClassName; still set by old manifests.
@@ -25,6 +26,8 @@ pub struct Inputs {
     pub classes: Vec<Arc<IngressClass>>,
     pub services: Vec<Arc<Service>>,
     pub slices: Vec<Arc<EndpointSlice>>,
+    /// Only kubernetes.io/tls Secrets named by a handled Ingress's spec.tls are used.
+    pub secrets: Vec<Arc<Secret>>,
 }
 
 /// Where a request goes.
@@ -62,6 +65,8 @@ pub struct Server {
     pub locations: Vec<Location>,
     /// Requests matching no location.
     pub fallback: Target,
+    /// File name (under the conf dir's certs/) of the certificate for HTTPS, if any.
+    pub tls: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -75,6 +80,8 @@ pub struct Model {
     /// The default server first, then hosts in order.
     pub servers: Vec<Server>,
     pub upstreams: Vec<Upstream>,
+    /// Certificate files the servers refer to, sorted by file name.
+    pub certs: Vec<Cert>,
     /// `(namespace, name)` of every Ingress handled, sorted.
     pub handled: Vec<(String, String)>,
 }
@@ -132,13 +139,9 @@ pub fn build(inputs: &Inputs, controller: &str) -> Model {
             .as_ref()
             .map(|b| resolver.target(&ns, b, &mut upstreams));
         for rule in spec.rules.iter().flatten() {
-            let host = rule.host.clone().filter(|h| !h.is_empty() && safe_host(h));
-            if rule
-                .host
-                .as_deref()
-                .is_some_and(|h| !h.is_empty() && !safe_host(h))
-            {
-                tracing::warn!(ingress = %source, host = ?rule.host, "host has characters nginx cannot take; rule skipped");
+            let host = rule.host.clone().filter(|h| !h.is_empty());
+            if host.as_deref().is_some_and(|h| !safe_host(h)) {
+                tracing::warn!(ingress = %source, host = ?host, "host has characters nginx cannot take; rule skipped");
                 continue;
             }
             let server = servers.entry(host).or_default();
@@ -160,11 +163,16 @@ pub fn build(inputs: &Inputs, controller: &str) -> Model {
             default_server.fallback = default;
         }
     }
+    let (host_certs, certs) = tls::certs(&ingresses, &inputs.secrets);
     Model {
         servers: servers
             .into_iter()
-            .map(|(host, b)| b.finish(host))
+            .map(|(host, b)| {
+                let tls = host.as_ref().and_then(|h| host_certs.get(h)).cloned();
+                b.finish(host, tls)
+            })
             .collect(),
+        certs,
         upstreams: upstreams
             .into_iter()
             .map(|(name, endpoints)| Upstream { name, endpoints })
@@ -173,7 +181,7 @@ pub fn build(inputs: &Inputs, controller: &str) -> Model {
     }
 }
 
-fn key(ing: &Ingress) -> (String, String) {
+pub(crate) fn key(ing: &Ingress) -> (String, String) {
     let m = &ing.metadata;
     (
         m.namespace.clone().unwrap_or_else(|| "default".into()),
@@ -252,132 +260,12 @@ impl ServerBuilder {
             .or_insert(loc);
     }
 
-    fn finish(self, host: Option<String>) -> Server {
+    fn finish(self, host: Option<String>, tls: Option<String>) -> Server {
         Server {
             host,
+            tls,
             locations: self.locations.into_values().collect(),
             fallback: self.fallback.unwrap_or(Target::NotFound),
         }
     }
-}
-
-/// Service backend -> ready pod addresses, through the Service's ports and its EndpointSlices.
-struct Resolver<'a> {
-    services: BTreeMap<(&'a str, &'a str), &'a Service>,
-    slices: &'a [Arc<EndpointSlice>],
-}
-
-impl<'a> Resolver<'a> {
-    fn new(inputs: &'a Inputs) -> Self {
-        let services = inputs
-            .services
-            .iter()
-            .filter_map(|s| {
-                let m = &s.metadata;
-                Some(((m.namespace.as_deref()?, m.name.as_deref()?), s.as_ref()))
-            })
-            .collect();
-        Resolver {
-            services,
-            slices: &inputs.slices,
-        }
-    }
-
-    fn target(
-        &self,
-        ns: &str,
-        backend: &IngressBackend,
-        upstreams: &mut BTreeMap<String, Vec<SocketAddr>>,
-    ) -> Target {
-        // Resource backends (spec.backend.resource) name no Service; nothing to proxy to.
-        let Some(svc) = &backend.service else {
-            return Target::Unavailable;
-        };
-        let name = upstream_name(ns, svc);
-        let endpoints = self.endpoints(ns, svc);
-        if endpoints.is_empty() {
-            return Target::Unavailable;
-        }
-        upstreams.insert(name.clone(), endpoints);
-        Target::Upstream(name)
-    }
-
-    fn endpoints(&self, ns: &str, backend: &IngressServiceBackend) -> Vec<SocketAddr> {
-        let Some(service) = self.services.get(&(ns, backend.name.as_str())) else {
-            return Vec::new();
-        };
-        let Some(port) = service_port(service, backend) else {
-            return Vec::new();
-        };
-        let port_name = port.name.as_deref().unwrap_or("");
-        let mut out = BTreeSet::new();
-        for slice in self.slices.iter().filter(|s| belongs(s, ns, &backend.name)) {
-            if !matches!(slice.address_type.as_str(), "IPv4" | "IPv6") {
-                continue;
-            }
-            let number =
-                slice.ports.iter().flatten().find_map(|p| {
-                    (p.name.as_deref().unwrap_or("") == port_name).then_some(p.port?)
-                });
-            let Some(number) = number.and_then(|n| u16::try_from(n).ok()) else {
-                continue;
-            };
-            for ep in slice.endpoints.iter().flatten() {
-                // An unknown condition counts as ready, as the API documents.
-                if ep.conditions.as_ref().and_then(|c| c.ready) == Some(false) {
-                    continue;
-                }
-                for a in &ep.addresses {
-                    if let Ok(ip) = a.parse::<IpAddr>() {
-                        out.insert(SocketAddr::new(ip, number));
-                    }
-                }
-            }
-        }
-        out.into_iter().collect()
-    }
-}
-
-fn service_port<'s>(
-    service: &'s Service,
-    backend: &IngressServiceBackend,
-) -> Option<&'s ServicePort> {
-    let wanted = backend.port.as_ref()?;
-    let ports = service.spec.as_ref()?.ports.as_ref()?;
-    ports.iter().find(|p| match (&wanted.name, wanted.number) {
-        (Some(name), _) if !name.is_empty() => p.name.as_deref() == Some(name.as_str()),
-        (_, Some(number)) => p.port == number,
-        _ => false,
-    })
-}
-
-fn belongs(slice: &EndpointSlice, ns: &str, service: &str) -> bool {
-    slice.metadata.namespace.as_deref() == Some(ns)
-        && slice
-            .metadata
-            .labels
-            .as_ref()
-            .and_then(|l| l.get(SERVICE_NAME_LABEL))
-            .map(String::as_str)
-            == Some(service)
-}
-
-fn upstream_name(ns: &str, svc: &IngressServiceBackend) -> String {
-    let port = svc.port.as_ref().map_or_else(String::new, |p| {
-        p.name
-            .clone()
-            .filter(|n| !n.is_empty())
-            .unwrap_or_else(|| p.number.unwrap_or(0).to_string())
-    });
-    // Only name characters reach nginx.conf, whatever the API server let through.
-    format!("{ns}_{}_{port}", svc.name)
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' {
-                c
-            } else {
-                '-'
-            }
-        })
-        .collect()
 }

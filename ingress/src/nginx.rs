@@ -3,6 +3,7 @@
 
 use std::fs;
 use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -12,10 +13,12 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
 use crate::error::NginxError;
+use crate::tls::Cert;
 
 pub trait Nginx: Send {
-    /// Makes `text` the running configuration if nginx accepts it; otherwise the running one stays.
-    fn apply(&mut self, text: &str) -> Result<(), NginxError>;
+    /// Makes `text` the running configuration if nginx accepts it; otherwise the running one
+    /// stays. `certs` are the certificate files `text` refers to (under certs/).
+    fn apply(&mut self, text: &str, certs: &[Cert]) -> Result<(), NginxError>;
     /// False when the nginx process has exited (or was never started).
     fn running(&mut self) -> bool;
     /// Graceful stop: in-flight requests finish.
@@ -46,7 +49,7 @@ impl NginxProcess {
     }
 
     fn prepare_dirs(&self) -> Result<(), NginxError> {
-        for sub in ["logs", "tmp"] {
+        for sub in ["logs", "tmp", "certs"] {
             let p = self.dir.join(sub);
             fs::create_dir_all(&p).map_err(|e| NginxError::io("create directory", &p, e))?;
         }
@@ -92,7 +95,11 @@ impl NginxProcess {
         // process (see worker.rs), which PR_SET_PDEATHSIG requires.
         unsafe {
             cmd.pre_exec(|| {
-                nix::sys::prctl::set_pdeathsig(Signal::SIGTERM).map_err(std::io::Error::from)
+                nix::sys::prctl::set_pdeathsig(Signal::SIGTERM).map_err(std::io::Error::from)?;
+                // Its own process group, so workers orphaned by a crashed master can be found
+                // and stopped (they would keep the port and serve an old config).
+                nix::unistd::setpgid(Pid::from_raw(0), Pid::from_raw(0))
+                    .map_err(std::io::Error::from)
             });
         }
         let mut child = cmd
@@ -102,6 +109,7 @@ impl NginxProcess {
         let deadline = Instant::now() + Duration::from_millis(300);
         while Instant::now() < deadline {
             if let Ok(Some(status)) = child.try_wait() {
+                kill_group(child.id());
                 let message = fs::read_to_string(&log_path).unwrap_or_default();
                 return Err(NginxError::Exited {
                     status: status.to_string(),
@@ -124,12 +132,48 @@ impl NginxProcess {
             message: e.to_string(),
         })
     }
+
+    /// Names carry a content hash: an existing file already has the right content.
+    fn write_certs(&self, certs: &[Cert]) -> Result<(), NginxError> {
+        for c in certs {
+            let path = self.dir.join("certs").join(&c.file);
+            if !path.exists() {
+                write_atomically(&path, &c.pem)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Certificates no loaded config refers to any more (renewed, or their Ingress gone).
+    fn remove_stale_certs(&self, certs: &[Cert]) {
+        let Ok(entries) = fs::read_dir(self.dir.join("certs")) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name();
+            if !certs.iter().any(|c| name.to_str() == Some(c.file.as_str())) {
+                let _ = fs::remove_file(e.path());
+            }
+        }
+    }
 }
 
-/// Writes `path` so readers see the old or the new content, never a mix.
+/// SIGKILL to nginx's process group (its master's pid): whatever of it is left.
+fn kill_group(master: u32) {
+    let _ = kill(Pid::from_raw(-(master as i32)), Signal::SIGKILL);
+}
+
+/// Writes `path` so readers see the old or the new content, never a mix. Mode 0600: the files
+/// hold private keys, and only nginx's master (root) reads them.
 fn write_atomically(path: &Path, text: &str) -> Result<(), NginxError> {
     let tmp = path.with_extension("tmp");
-    let mut f = fs::File::create(&tmp).map_err(|e| NginxError::io("create", &tmp, e))?;
+    let mut f = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(&tmp)
+        .map_err(|e| NginxError::io("create", &tmp, e))?;
     f.write_all(text.as_bytes())
         .and_then(|_| f.sync_all())
         .map_err(|e| NginxError::io("write", &tmp, e))?;
@@ -137,18 +181,21 @@ fn write_atomically(path: &Path, text: &str) -> Result<(), NginxError> {
 }
 
 impl Nginx for NginxProcess {
-    fn apply(&mut self, text: &str) -> Result<(), NginxError> {
+    fn apply(&mut self, text: &str, certs: &[Cert]) -> Result<(), NginxError> {
         self.prepare_dirs()?;
+        self.write_certs(certs)?;
         let candidate = self.dir.join(CANDIDATE);
         write_atomically(&candidate, text)?;
         self.check(&candidate)?;
         let conf = self.conf_path();
         fs::rename(&candidate, &conf).map_err(|e| NginxError::io("rename into place", &conf, e))?;
         if self.running() {
-            self.signal(Signal::SIGHUP)
+            self.signal(Signal::SIGHUP)?;
         } else {
-            self.start()
+            self.start()?;
         }
+        self.remove_stale_certs(certs);
+        Ok(())
     }
 
     fn running(&mut self) -> bool {
@@ -156,7 +203,9 @@ impl Nginx for NginxProcess {
             Some(Ok(None)) => true,
             Some(Ok(Some(status))) => {
                 tracing::warn!(%status, "nginx exited");
-                self.child = None;
+                if let Some(c) = self.child.take() {
+                    kill_group(c.id());
+                }
                 false
             }
             _ => false,
@@ -177,7 +226,7 @@ impl Nginx for NginxProcess {
         }
         // Graceful stop timed out (a stuck connection); do not leave nginx behind.
         if let Some(mut c) = self.child.take() {
-            let _ = c.kill();
+            kill_group(c.id());
             let _ = c.wait();
         }
         Ok(())

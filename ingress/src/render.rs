@@ -12,6 +12,7 @@ use crate::model::{Location, Match, Model, Server, Target, Upstream};
 pub struct RenderOptions {
     pub bind_address: IpAddr,
     pub http_port: u16,
+    pub https_port: u16,
     /// nginx's prefix: pid, logs and temp files all live under it.
     pub conf_dir: PathBuf,
 }
@@ -38,9 +39,8 @@ pub fn render(model: &Model, opts: &RenderOptions) -> String {
     for u in &model.upstreams {
         upstream(&mut out, u);
     }
-    let listen = listen_address(opts);
     for s in &model.servers {
-        server(&mut out, s, &listen);
+        server(&mut out, s, opts);
     }
     out.push_str("}\n");
     out
@@ -60,10 +60,10 @@ const HTTP_COMMON: &str = "    server_tokens off;
     proxy_next_upstream error timeout;
 ";
 
-fn listen_address(opts: &RenderOptions) -> String {
-    match opts.bind_address {
-        IpAddr::V6(ip) => format!("[{ip}]:{}", opts.http_port),
-        IpAddr::V4(ip) => format!("{ip}:{}", opts.http_port),
+fn listen_address(ip: IpAddr, port: u16) -> String {
+    match ip {
+        IpAddr::V6(ip) => format!("[{ip}]:{port}"),
+        IpAddr::V4(ip) => format!("{ip}:{port}"),
     }
 }
 
@@ -75,7 +75,8 @@ fn upstream(out: &mut String, u: &Upstream) {
     out.push_str("        keepalive 16;\n    }\n");
 }
 
-fn server(out: &mut String, s: &Server, listen: &str) {
+fn server(out: &mut String, s: &Server, opts: &RenderOptions) {
+    let listen = listen_address(opts.bind_address, opts.http_port);
     match &s.host {
         None => {
             let _ = writeln!(
@@ -88,6 +89,13 @@ fn server(out: &mut String, s: &Server, listen: &str) {
             let _ = writeln!(out, "\n    server {{\n        listen {listen};");
             let _ = writeln!(out, "        server_name {h};");
         }
+    }
+    if let Some(file) = &s.tls {
+        let ssl = listen_address(opts.bind_address, opts.https_port);
+        let cert = opts.conf_dir.join("certs").join(file);
+        let _ = writeln!(out, "        listen {ssl} ssl;");
+        let _ = writeln!(out, "        ssl_certificate {};", cert.display());
+        let _ = writeln!(out, "        ssl_certificate_key {};", cert.display());
     }
     let mut has_root = false;
     for loc in &s.locations {

@@ -7,9 +7,10 @@ use tokio::sync::oneshot;
 
 use crate::error::NginxError;
 use crate::nginx::Nginx;
+use crate::tls::Cert;
 
 enum Command {
-    Apply(String, oneshot::Sender<Result<(), NginxError>>),
+    Apply(String, Vec<Cert>, oneshot::Sender<Result<(), NginxError>>),
     Running(oneshot::Sender<bool>),
     Stop(oneshot::Sender<Result<(), NginxError>>),
 }
@@ -27,8 +28,8 @@ impl NginxWorker {
             .spawn(move || {
                 for cmd in rx {
                     match cmd {
-                        Command::Apply(text, reply) => {
-                            let _ = reply.send(nginx.apply(&text));
+                        Command::Apply(text, certs, reply) => {
+                            let _ = reply.send(nginx.apply(&text, &certs));
                         }
                         Command::Running(reply) => {
                             let _ = reply.send(nginx.running());
@@ -43,10 +44,10 @@ impl NginxWorker {
         NginxWorker { tx }
     }
 
-    pub async fn apply(&self, text: String) -> Result<(), NginxError> {
+    pub async fn apply(&self, text: String, certs: Vec<Cert>) -> Result<(), NginxError> {
         let (reply, rx) = oneshot::channel();
         self.tx
-            .send(Command::Apply(text, reply))
+            .send(Command::Apply(text, certs, reply))
             .map_err(|_| NginxError::WorkerGone)?;
         rx.await.map_err(|_| NginxError::WorkerGone)?
     }

@@ -6,6 +6,8 @@ mod harness;
 use std::collections::BTreeSet;
 
 use harness::{eventually, Apiserver, Backends, Ingress};
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
 
 /// Classes, Services and EndpointSlices: web (two pods, named port), api (one pod, port by
 /// number), empty (its only pod is not ready).
@@ -303,4 +305,119 @@ fn config_nginx_rejects_is_not_loaded_and_the_old_one_serves() {
     eventually("big served after the fix", || {
         backend(&ing, "big.example.test", "/")
     });
+}
+
+#[test]
+fn https_with_the_ingress_tls_secret() {
+    let backends = Backends::start(&["web-a", "web-b", "api", "not-ready"]);
+    let api = Apiserver::start();
+    api.apply(&cluster(backends.port));
+    let dir = tempfile::Builder::new()
+        .prefix("keelson-ingress-test-tls")
+        .tempdir()
+        .unwrap();
+    let key = rcgen::generate_simple_self_signed(vec!["web.example.test".to_string()]).unwrap();
+    let (crt, pem) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
+    std::fs::write(&crt, key.cert.pem()).unwrap();
+    std::fs::write(&pem, key.signing_key.serialize_pem()).unwrap();
+    let (crt, pem) = (crt.to_str().unwrap(), pem.to_str().unwrap());
+    api.kubectl_ok(
+        &[
+            "create", "secret", "tls", "web-tls", "--cert", crt, "--key", pem,
+        ],
+        None,
+    );
+    let tls = "  tls:\n  - hosts: [web.example.test]\n    secretName: web-tls\n";
+    api.apply(&web_ingress().replace("  rules:\n", &format!("{tls}  rules:\n")));
+    let ing = Ingress::start(&api);
+
+    // curl checks the served certificate against the one in the Secret.
+    let url = format!("https://web.example.test:{}/api", ing.https_port);
+    let resolve = format!("web.example.test:{}:127.0.0.1", ing.https_port);
+    eventually("the api backend over HTTPS", || {
+        match harness::curl(&[
+            "--cacert",
+            crt,
+            "--resolve",
+            &resolve,
+            "-H",
+            "Host: web.example.test",
+            &url,
+        ]) {
+            Some((200, body)) if body == "backend=api host=web.example.test" => Ok(()),
+            other => {
+                let verbose = std::process::Command::new("curl")
+                    .args([
+                        "-sSv",
+                        "-m",
+                        "5",
+                        "--cacert",
+                        crt,
+                        "--resolve",
+                        &resolve,
+                        &url,
+                    ])
+                    .output()
+                    .unwrap();
+                let conf =
+                    std::fs::read_to_string(ing.conf_dir().join("nginx.conf")).unwrap_or_default();
+                Err(format!(
+                    "{other:?}\ncurl: {}\nlog:\n{}\nnginx.conf:\n{conf}",
+                    String::from_utf8_lossy(&verbose.stderr),
+                    ing.log()
+                ))
+            }
+        }
+    });
+    // Plain HTTP still serves the same host.
+    assert_eq!(backend(&ing, "web.example.test", "/api").unwrap(), "api");
+}
+
+#[test]
+fn nginx_killed_is_started_again() {
+    let backends = Backends::start(&["web-a", "web-b", "api", "not-ready"]);
+    let api = Apiserver::start();
+    api.apply(&cluster(backends.port));
+    api.apply(&web_ingress());
+    let ing = Ingress::start(&api);
+    eventually("web served", || backend(&ing, "web.example.test", "/"));
+    eventually("the controller saw nginx start", || {
+        let m = ing.metrics();
+        m.contains("ingress_nginx_reloads_total 1")
+            .then_some(())
+            .ok_or(m)
+    });
+    let pid_file = ing.conf_dir().join("nginx.pid");
+    let pid: i32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let workers = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).unwrap();
+    kill(Pid::from_raw(pid), Signal::SIGKILL).unwrap();
+    // The controller notices at its next sync (any change, or every 10 s) and starts nginx
+    // again with the config it had.
+    eventually("web served by a new nginx", || {
+        let now = std::fs::read_to_string(&pid_file).unwrap_or_default();
+        if now.trim() == pid.to_string() {
+            return Err("same nginx pid".into());
+        }
+        backend(&ing, "web.example.test", "/")
+    });
+    // The dead master's workers were stopped too: none keeps serving an old config.
+    for w in workers.split_whitespace() {
+        let w: i32 = w.parse().unwrap();
+        eventually("orphaned worker gone", || {
+            match kill(Pid::from_raw(w), None) {
+                Err(_) => Ok(()),
+                Ok(()) => Err(format!("worker {w} still runs")),
+            }
+        });
+    }
+    assert!(
+        ing.log()
+            .contains("nginx is not running; starting it again"),
+        "{}",
+        ing.log()
+    );
 }

@@ -59,13 +59,13 @@ fn rejected_config_keeps_the_old_one_serving() {
     let port = free_port();
     let mut nginx = NginxProcess::new("nginx", dir.path());
     nginx
-        .apply(&conf(dir.path(), port, "one"))
+        .apply(&conf(dir.path(), port, "one"), &[])
         .expect("valid config loads");
     assert!(nginx.running());
     wait_for(port, "one");
 
     let bad = conf(dir.path(), port, "two").replace("return 200", "return_with_typo 200");
-    match nginx.apply(&bad) {
+    match nginx.apply(&bad, &[]) {
         Err(NginxError::Rejected { message }) => {
             assert!(
                 message.contains("unknown directive \"return_with_typo\""),
@@ -82,7 +82,7 @@ fn rejected_config_keeps_the_old_one_serving() {
     wait_for(port, "one");
 
     nginx
-        .apply(&conf(dir.path(), port, "two"))
+        .apply(&conf(dir.path(), port, "two"), &[])
         .expect("valid config loads");
     wait_for(port, "two");
     nginx.stop().unwrap();

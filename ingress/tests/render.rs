@@ -87,6 +87,7 @@ fn opts() -> RenderOptions {
     RenderOptions {
         bind_address: IpAddr::V4(Ipv4Addr::LOCALHOST),
         http_port: 8080,
+        https_port: 8443,
         conf_dir: "/tmp/keelson-ingress-render".into(),
     }
 }
@@ -95,6 +96,7 @@ fn opts() -> RenderOptions {
 /// pods and one not ready) and Service api (unnamed port 8000, one pod on 9000).
 fn cluster(ingresses: Vec<Arc<k8s_openapi::api::networking::v1::Ingress>>) -> Inputs {
     Inputs {
+        secrets: vec![],
         ingresses,
         classes: vec![
             class("keelson", OURS, false),
@@ -421,4 +423,78 @@ fn rendered_config_passes_real_nginx_test() {
         "nginx -t: {}\n{text}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+fn tls_secret(name: &str, kind: &str, cert: &str) -> Arc<k8s_openapi::api::core::v1::Secret> {
+    use k8s_openapi::ByteString;
+    let mut s: k8s_openapi::api::core::v1::Secret = serde_json::from_value(
+        json!({"metadata": {"name": name, "namespace": "default"}, "type": kind}),
+    )
+    .unwrap();
+    s.data = Some(
+        [
+            (
+                "tls.crt".to_string(),
+                ByteString(
+                    format!("-----BEGIN CERTIFICATE-----\n{cert}\n-----END CERTIFICATE-----\n")
+                        .into_bytes(),
+                ),
+            ),
+            (
+                "tls.key".to_string(),
+                ByteString(
+                    b"-----BEGIN PRIVATE KEY-----\nkey\n-----END PRIVATE KEY-----\n".to_vec(),
+                ),
+            ),
+        ]
+        .into(),
+    );
+    Arc::new(s)
+}
+
+#[test]
+fn tls_hosts_listen_with_their_secrets_certificate() {
+    let mut ing = (*web_ingress()).clone();
+    ing.spec.as_mut().unwrap().tls = Some(vec![serde_json::from_value(
+        json!({"hosts": ["web.example.test"], "secretName": "web-tls"}),
+    )
+    .unwrap()]);
+    let other = ingress(
+        "plain",
+        Some("keelson"),
+        json!({"tls": [{"hosts": ["plain.test"], "secretName": "opaque"}], "rules": [rule(Some("plain.test"), json!([path("/", "Prefix", "web", json!({"name": "http"}))]))]}),
+    );
+    let mut inputs = cluster(vec![Arc::new(ing), other]);
+    inputs.secrets = vec![
+        tls_secret("web-tls", "kubernetes.io/tls", "AAAA"),
+        tls_secret("opaque", "Opaque", "BBBB"),
+    ];
+    let m = model::build(&inputs, OURS);
+    assert_eq!(
+        m.certs.len(),
+        1,
+        "only the kubernetes.io/tls Secret is used"
+    );
+    let file = &m.certs[0].file;
+    assert!(
+        file.starts_with("default_web-tls-") && file.ends_with(".pem"),
+        "{file}"
+    );
+    assert!(m.certs[0].pem.contains("AAAA") && m.certs[0].pem.contains("PRIVATE KEY"));
+    assert_eq!(
+        server(&m, Some("web.example.test")).tls.as_ref(),
+        Some(file)
+    );
+    assert_eq!(server(&m, Some("plain.test")).tls, None);
+    let text = render(&m, &opts());
+    let web = &text[text.find("server_name web.example.test").unwrap()..];
+    assert!(web.starts_with(&format!(
+        "server_name web.example.test;\n        listen 127.0.0.1:8443 ssl;\n        ssl_certificate /tmp/keelson-ingress-render/certs/{file};"
+    )), "{text}");
+    assert_eq!(text.matches(" ssl;").count(), 1, "{text}");
+
+    // A renewed certificate is a new file name, hence a new text and a reload.
+    inputs.secrets[0] = tls_secret("web-tls", "kubernetes.io/tls", "CCCC");
+    let renewed = model::build(&inputs, OURS);
+    assert_ne!(&renewed.certs[0].file, file);
 }

@@ -150,6 +150,7 @@ pub struct Ingress {
     child: Option<Child>,
     pub dir: tempfile::TempDir,
     pub http_port: u16,
+    pub https_port: u16,
     pub metrics_port: u16,
 }
 
@@ -160,6 +161,7 @@ impl Ingress {
             .tempdir()
             .unwrap();
         let http_port = free_port();
+        let https_port = free_port();
         let metrics_port = free_port();
         let log = std::fs::File::create(dir.path().join("ingress.log")).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_keelson-ingress"))
@@ -171,6 +173,7 @@ impl Ingress {
                 "--bind-address",
                 "127.0.0.1",
             ])
+            .args(["--https-port", &https_port.to_string()])
             .arg("--conf-dir")
             .arg(dir.path().join("conf"))
             .args(["--publish-address", "127.0.0.1"])
@@ -187,6 +190,7 @@ impl Ingress {
             child: Some(child),
             dir,
             http_port,
+            https_port,
             metrics_port,
         }
     }
