@@ -97,6 +97,7 @@ pub async fn run(opts: Options) -> Result<(), IngressError> {
         metrics,
         last_loaded: None,
         rejected: None,
+        problems: Vec::new(),
     };
     let mut term = signal(SignalKind::terminate()).map_err(signal_error)?;
     let mut int = signal(SignalKind::interrupt()).map_err(signal_error)?;
@@ -160,6 +161,8 @@ struct Syncer<'a> {
     last_loaded: Option<Rendered>,
     /// The last config `nginx -t` refused: not offered again until the cluster changes.
     rejected: Option<Rendered>,
+    /// Logged when they change, so a broken Ingress is reported once, not every sync.
+    problems: Vec<String>,
 }
 
 /// One complete nginx configuration: the text and the certificate files it refers to.
@@ -176,6 +179,12 @@ impl Syncer<'_> {
         self.metrics
             .handled_ingresses
             .set(model.handled.len() as i64);
+        if model.problems != self.problems {
+            for p in &model.problems {
+                tracing::warn!("{p}");
+            }
+            self.problems = model.problems.clone();
+        }
         let config = Some(Rendered {
             text: render::render(&model, &self.opts.render),
             certs: model.certs.clone(),

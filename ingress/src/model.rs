@@ -18,6 +18,8 @@ pub const LEGACY_CLASS_ANNOTATION: &str = "kubernetes.io/ingress.class";
 pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
 /// ingress-nginx's name for the request body limit; rendered as `client_max_body_size`.
 pub const BODY_SIZE_ANNOTATION: &str = "nginx.ingress.kubernetes.io/proxy-body-size";
+/// ingress-nginx's switch for the HTTP-to-HTTPS redirect of TLS hosts (on unless "false").
+pub const SSL_REDIRECT_ANNOTATION: &str = "nginx.ingress.kubernetes.io/ssl-redirect";
 
 /// The objects the controller watches, as the reflector stores hold them.
 #[derive(Default)]
@@ -67,6 +69,8 @@ pub struct Server {
     pub fallback: Target,
     /// File name (under the conf dir's certs/) of the certificate for HTTPS, if any.
     pub tls: Option<String>,
+    /// Plain HTTP requests get a 308 to HTTPS (TLS hosts, unless an Ingress of the host opts out).
+    pub ssl_redirect: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -84,6 +88,8 @@ pub struct Model {
     pub certs: Vec<Cert>,
     /// `(namespace, name)` of every Ingress handled, sorted.
     pub handled: Vec<(String, String)>,
+    /// What was left out and why, for the log (sorted; logged when it changes, not every sync).
+    pub problems: Vec<String>,
 }
 
 /// True when `ing` belongs to the controller named `controller` (an IngressClass spec.controller).
@@ -127,35 +133,45 @@ pub fn build(inputs: &Inputs, controller: &str) -> Model {
     ingresses.sort_by_key(|i| key(i));
     let resolver = Resolver::new(inputs);
     let mut upstreams = BTreeMap::new();
+    let mut problems = Vec::new();
     let mut servers: BTreeMap<Option<String>, ServerBuilder> = BTreeMap::new();
     servers.entry(None).or_default();
     for ing in &ingresses {
         let (ns, name) = key(ing);
         let Some(spec) = &ing.spec else { continue };
         let source = format!("{ns}/{name}");
-        let body_size = body_size(ing);
+        let body_size = body_size(ing, &source, &mut problems);
+        let no_ssl_redirect = annotation(ing, SSL_REDIRECT_ANNOTATION) == Some("false");
         let default = spec
             .default_backend
             .as_ref()
             .map(|b| resolver.target(&ns, b, &mut upstreams));
         for rule in spec.rules.iter().flatten() {
             let host = rule.host.clone().filter(|h| !h.is_empty());
-            if host.as_deref().is_some_and(|h| !safe_host(h)) {
-                tracing::warn!(ingress = %source, host = ?host, "host has characters nginx cannot take; rule skipped");
+            if let Some(h) = host.as_deref().filter(|h| !safe_host(h)) {
+                problems.push(format!(
+                    "{source}: host {h:?} has characters nginx cannot take; rule skipped"
+                ));
                 continue;
             }
             let server = servers.entry(host).or_default();
+            server.no_ssl_redirect |= no_ssl_redirect;
             if server.fallback.is_none() {
                 server.fallback = default.clone();
             }
             for p in rule.http.iter().flat_map(|h| &h.paths) {
-                let Some(loc) = location(p, &source, &ns, &resolver, &mut upstreams) else {
+                let Some((kind, path)) = path(p, &source, &mut problems) else {
                     continue;
                 };
-                server.add(Location {
+                let target = resolver.target(&ns, &p.backend, &mut upstreams);
+                let loc = Location {
+                    kind,
+                    path,
+                    target,
+                    ingress: source.clone(),
                     body_size: body_size.clone(),
-                    ..loc
-                });
+                };
+                server.add(loc);
             }
         }
         let default_server = servers.entry(None).or_default();
@@ -163,7 +179,9 @@ pub fn build(inputs: &Inputs, controller: &str) -> Model {
             default_server.fallback = default;
         }
     }
-    let (host_certs, certs) = tls::certs(&ingresses, &inputs.secrets);
+    let (host_certs, certs) = tls::certs(&ingresses, &inputs.secrets, &mut problems);
+    problems.sort();
+    problems.dedup();
     Model {
         servers: servers
             .into_iter()
@@ -178,6 +196,7 @@ pub fn build(inputs: &Inputs, controller: &str) -> Model {
             .map(|(name, endpoints)| Upstream { name, endpoints })
             .collect(),
         handled: ingresses.iter().map(|i| key(i)).collect(),
+        problems,
     }
 }
 
@@ -189,17 +208,23 @@ pub(crate) fn key(ing: &Ingress) -> (String, String) {
     )
 }
 
-fn body_size(ing: &Ingress) -> Option<String> {
-    let v = ing
-        .metadata
+fn annotation<'i>(ing: &'i Ingress, name: &str) -> Option<&'i str> {
+    ing.metadata
         .annotations
         .as_ref()?
-        .get(BODY_SIZE_ANNOTATION)?;
+        .get(name)
+        .map(String::as_str)
+}
+
+fn body_size(ing: &Ingress, source: &str, problems: &mut Vec<String>) -> Option<String> {
+    let v = annotation(ing, BODY_SIZE_ANNOTATION)?;
     // Only a bare token reaches the config; nginx itself judges the value (nginx -t).
     if !v.is_empty() && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '.') {
-        Some(v.clone())
+        Some(v.to_string())
     } else {
-        tracing::warn!(value = %v, "{BODY_SIZE_ANNOTATION} must be a size like 8m; ignored");
+        problems.push(format!(
+            "{source}: {BODY_SIZE_ANNOTATION} {v:?} is not a size like 8m; ignored"
+        ));
         None
     }
 }
@@ -213,22 +238,19 @@ fn safe_host(h: &str) -> bool {
 fn safe_path(p: &str) -> bool {
     p.starts_with('/')
         && p.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._~-!*'()@:+,=%&".contains(c))
+            .all(|c| c.is_ascii_alphanumeric() || "/._~-!*()@:+,=%&".contains(c))
 }
 
-fn location(
-    p: &HTTPIngressPath,
-    source: &str,
-    ns: &str,
-    resolver: &Resolver,
-    upstreams: &mut BTreeMap<String, Vec<SocketAddr>>,
-) -> Option<Location> {
+/// The match kind and the path as nginx gets it; None (and a problem) for a path it cannot take.
+fn path(p: &HTTPIngressPath, source: &str, problems: &mut Vec<String>) -> Option<(Match, String)> {
     let raw = p.path.clone().unwrap_or_else(|| "/".into());
     if !safe_path(&raw) {
-        tracing::warn!(ingress = %source, path = %raw, "path has characters nginx cannot take; skipped");
+        problems.push(format!(
+            "{source}: path {raw:?} has characters nginx cannot take; skipped"
+        ));
         return None;
     }
-    let (kind, path) = match p.path_type.as_str() {
+    Some(match p.path_type.as_str() {
         "Exact" => (Match::Exact, raw),
         // ImplementationSpecific is Prefix here, as the API leaves it to the controller.
         _ => {
@@ -236,13 +258,6 @@ fn location(
             let path = if trimmed.is_empty() { "/" } else { trimmed };
             (Match::Prefix, path.to_string())
         }
-    };
-    Some(Location {
-        kind,
-        path,
-        target: resolver.target(ns, &p.backend, upstreams),
-        ingress: source.to_string(),
-        body_size: None,
     })
 }
 
@@ -250,6 +265,7 @@ fn location(
 struct ServerBuilder {
     locations: BTreeMap<(Match, String), Location>,
     fallback: Option<Target>,
+    no_ssl_redirect: bool,
 }
 
 impl ServerBuilder {
@@ -263,6 +279,7 @@ impl ServerBuilder {
     fn finish(self, host: Option<String>, tls: Option<String>) -> Server {
         Server {
             host,
+            ssl_redirect: tls.is_some() && !self.no_ssl_redirect,
             tls,
             locations: self.locations.into_values().collect(),
             fallback: self.fallback.unwrap_or(Target::NotFound),

@@ -97,6 +97,18 @@ fn server(out: &mut String, s: &Server, opts: &RenderOptions) {
         let _ = writeln!(out, "        ssl_certificate {};", cert.display());
         let _ = writeln!(out, "        ssl_certificate_key {};", cert.display());
     }
+    if s.ssl_redirect {
+        let port = match opts.https_port {
+            443 => String::new(),
+            p => format!(":{p}"),
+        };
+        out.push_str("        if ($scheme = http) {\n");
+        let _ = writeln!(
+            out,
+            "            return 308 https://$host{port}$request_uri;"
+        );
+        out.push_str("        }\n");
+    }
     let mut has_root = false;
     for loc in &s.locations {
         has_root |= loc.kind == Match::Prefix && loc.path == "/";

@@ -24,6 +24,7 @@ pub struct Cert {
 pub fn certs(
     ingresses: &[&Ingress],
     secrets: &[Arc<Secret>],
+    problems: &mut Vec<String>,
 ) -> (BTreeMap<String, String>, Vec<Cert>) {
     let mut hosts = BTreeMap::new();
     let mut files = BTreeMap::new();
@@ -34,7 +35,7 @@ pub fn certs(
                 continue;
             };
             let Some(cert) = lookup(secrets, &ns, secret) else {
-                tracing::warn!(ingress = %format!("{ns}/{name}"), %secret, "no usable {TLS_SECRET_TYPE} Secret (tls.crt, tls.key in PEM); hosts served over HTTP only");
+                problems.push(format!("{ns}/{name}: Secret {secret:?} is no {TLS_SECRET_TYPE} Secret with tls.crt and tls.key in PEM; its hosts are served over HTTP only"));
                 continue;
             };
             for h in t.hosts.iter().flatten() {

@@ -369,8 +369,25 @@ fn https_with_the_ingress_tls_secret() {
             }
         }
     });
-    // Plain HTTP still serves the same host.
-    assert_eq!(backend(&ing, "web.example.test", "/api").unwrap(), "api");
+    // Plain HTTP is redirected to HTTPS, on the HTTPS port.
+    let http = format!("http://127.0.0.1:{}/api?x=1", ing.http_port);
+    // -D - puts the response headers where the body would be.
+    let (code, headers) = harness::curl(&[
+        "-H",
+        "Host: web.example.test",
+        "-D",
+        "-",
+        "-o",
+        "/dev/null",
+        &http,
+    ])
+    .unwrap();
+    let want = format!(
+        "Location: https://web.example.test:{}/api?x=1\r\n",
+        ing.https_port
+    );
+    assert_eq!(code, 308, "{headers}");
+    assert!(headers.contains(&want), "{headers}");
 }
 
 #[test]

@@ -375,18 +375,39 @@ fn unsafe_annotation_values_never_reach_the_config() {
         )]
         .into(),
     );
-    let text = render(
-        &model::build(&cluster(vec![Arc::new(ing.clone())]), OURS),
-        &opts(),
-    );
+    let m = model::build(&cluster(vec![Arc::new(ing.clone())]), OURS);
+    let text = render(&m, &opts());
     assert!(
         !text.contains("passwd") && !text.contains("client_max_body_size"),
         "{text}"
     );
+    assert_eq!(m.problems.len(), 1, "{:?}", m.problems);
+    assert!(m.problems[0].starts_with("default/web: nginx.ingress.kubernetes.io/proxy-body-size"));
     ing.metadata.annotations =
         Some([(model::BODY_SIZE_ANNOTATION.to_string(), "8m".to_string())].into());
     let text = render(&model::build(&cluster(vec![Arc::new(ing)]), OURS), &opts());
     assert!(text.contains("client_max_body_size 8m;"), "{text}");
+}
+
+#[test]
+fn paths_nginx_cannot_take_are_skipped_and_reported() {
+    let ing = ingress(
+        "p",
+        Some("keelson"),
+        json!({"rules": [rule(Some("p.test"), json!([
+            path("/ok", "Prefix", "web", json!({"name": "http"})),
+            path("/a;return 200 x", "Prefix", "web", json!({"name": "http"})),
+            path("/b{", "Exact", "web", json!({"name": "http"})),
+        ]))]}),
+    );
+    let m = model::build(&cluster(vec![ing]), OURS);
+    assert_eq!(server(&m, Some("p.test")).locations.len(), 1);
+    assert_eq!(m.problems.len(), 2, "{:?}", m.problems);
+    let text = render(&m, &opts());
+    assert!(
+        !text.contains("return 200") && !text.contains("/b{"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -492,9 +513,31 @@ fn tls_hosts_listen_with_their_secrets_certificate() {
         "server_name web.example.test;\n        listen 127.0.0.1:8443 ssl;\n        ssl_certificate /tmp/keelson-ingress-render/certs/{file};"
     )), "{text}");
     assert_eq!(text.matches(" ssl;").count(), 1, "{text}");
+    // Plain HTTP to a TLS host is redirected, as ingress-nginx does by default.
+    assert!(
+        web.contains(
+            "if ($scheme = http) {\n            return 308 https://$host:8443$request_uri;"
+        ),
+        "{text}"
+    );
+    assert_eq!(text.matches("return 308").count(), 1, "{text}");
 
     // A renewed certificate is a new file name, hence a new text and a reload.
     inputs.secrets[0] = tls_secret("web-tls", "kubernetes.io/tls", "CCCC");
     let renewed = model::build(&inputs, OURS);
     assert_ne!(&renewed.certs[0].file, file);
+
+    // One Ingress of the host opting out turns the redirect off.
+    let mut no_redirect = (*inputs.ingresses[0]).clone();
+    no_redirect.metadata.annotations = Some(
+        [(
+            model::SSL_REDIRECT_ANNOTATION.to_string(),
+            "false".to_string(),
+        )]
+        .into(),
+    );
+    inputs.ingresses[0] = Arc::new(no_redirect);
+    let m = model::build(&inputs, OURS);
+    assert!(server(&m, Some("web.example.test")).tls.is_some());
+    assert!(!render(&m, &opts()).contains("return 308"));
 }
