@@ -48,6 +48,14 @@ struct Stores {
 }
 
 impl Stores {
+    async fn wait_ready(&self) -> Result<(), IngressError> {
+        wait_ready(&self.ingresses, "Ingress").await?;
+        wait_ready(&self.classes, "IngressClass").await?;
+        wait_ready(&self.services, "Service").await?;
+        wait_ready(&self.slices, "EndpointSlice").await?;
+        wait_ready(&self.secrets, "Secret").await
+    }
+
     fn inputs(&self) -> Inputs {
         Inputs {
             ingresses: self.ingresses.state(),
@@ -81,12 +89,15 @@ pub async fn run(opts: Options) -> Result<(), IngressError> {
         slices: watch(Api::all(client.clone()), &changed),
         secrets: watch(Api::all(client.clone()), &changed),
     };
-    // Rendering before every list is in would drop routes that exist: wait for all of them.
-    wait_ready(&stores.ingresses, "Ingress").await?;
-    wait_ready(&stores.classes, "IngressClass").await?;
-    wait_ready(&stores.services, "Service").await?;
-    wait_ready(&stores.slices, "EndpointSlice").await?;
-    wait_ready(&stores.secrets, "Secret").await?;
+    let mut term = signal(SignalKind::terminate()).map_err(signal_error)?;
+    let mut int = signal(SignalKind::interrupt()).map_err(signal_error)?;
+    // Rendering before every list is in would drop routes that exist: wait for all of them
+    // (and stay stoppable while the API server is unreachable).
+    tokio::select! {
+        r = stores.wait_ready() => r?,
+        _ = term.recv() => return Ok(()),
+        _ = int.recv() => return Ok(()),
+    }
     tracing::info!("caches synced");
 
     let nginx = NginxWorker::spawn(NginxProcess::new(&opts.nginx_binary, &opts.render.conf_dir));
@@ -99,8 +110,6 @@ pub async fn run(opts: Options) -> Result<(), IngressError> {
         rejected: None,
         problems: Vec::new(),
     };
-    let mut term = signal(SignalKind::terminate()).map_err(signal_error)?;
-    let mut int = signal(SignalKind::interrupt()).map_err(signal_error)?;
     loop {
         sync.run(&stores).await;
         tokio::select! {

@@ -125,6 +125,16 @@ fn backend(ing: &Ingress, host: &str, path: &str) -> Result<String, String> {
     }
 }
 
+/// ingress_nginx_reloads_total from /metrics.
+fn reloads(ing: &Ingress) -> u64 {
+    let m = ing.metrics();
+    let line = m
+        .lines()
+        .find(|l| l.starts_with("ingress_nginx_reloads_total "));
+    let value = line.and_then(|l| l.split_whitespace().nth(1)?.parse().ok());
+    value.unwrap_or_else(|| panic!("no reload counter in /metrics:\n{m}"))
+}
+
 fn status(ing: &Ingress, host: &str, path: &str) -> Option<u16> {
     ing.get(host, path).map(|(s, _)| s)
 }
@@ -218,7 +228,40 @@ fn routes_hosts_and_paths_to_ready_pods() {
 
     let metrics = ing.metrics();
     assert!(metrics.contains("ingress_handled_ingresses 2"), "{metrics}");
-    assert!(metrics.contains("ingress_nginx_reloads_total"), "{metrics}");
+    let reloads_before = reloads(&ing);
+
+    // A second Ingress for the same host and path changes nothing nginx sees (the first by
+    // namespace/name wins, and its backend's upstream already exists): no reload. Its status
+    // shows that the controller has synced it.
+    api.apply(&ingress(
+        "web-dup",
+        "keelson",
+        "web.example.test",
+        "",
+        &[("/", "api", "{number: 8000}")],
+    ));
+    eventually("status.loadBalancer on web-dup", || {
+        let ip = api.kubectl_ok(
+            &[
+                "get",
+                "ingress",
+                "web-dup",
+                "-o",
+                "jsonpath={.status.loadBalancer.ingress[0].ip}",
+            ],
+            None,
+        );
+        (ip == "127.0.0.1").then_some(()).ok_or(ip)
+    });
+    assert_eq!(
+        reloads(&ing),
+        reloads_before,
+        "nginx reloaded for an unchanged config"
+    );
+    assert!(backend(&ing, "web.example.test", "/")
+        .unwrap()
+        .starts_with("web-"));
+    api.kubectl_ok(&["delete", "ingress", "web-dup"], None);
 
     // The endpointslice controller (this test) drops web-b: it stops getting traffic.
     api.apply(&web_slice(backends.port, &[Backends::ip(0).to_string()]));
@@ -237,7 +280,7 @@ fn routes_hosts_and_paths_to_ready_pods() {
     let writes = ing
         .log()
         .lines()
-        .filter(|l| l.contains("status written") && l.contains("default/web"))
+        .filter(|l| l.contains("status written") && l.contains("default/web "))
         .count();
     assert_eq!(
         writes,
@@ -437,4 +480,22 @@ fn nginx_killed_is_started_again() {
         "{}",
         ing.log()
     );
+}
+
+#[test]
+fn sigterm_while_the_api_server_is_unreachable_exits_cleanly() {
+    let api = Apiserver::start();
+    // The same credentials, aimed at a port where nothing listens.
+    let kubeconfig = std::fs::read_to_string(api.kubeconfig()).unwrap().replace(
+        &format!("127.0.0.1:{}", api.port),
+        &format!("127.0.0.1:{}", harness::free_port()),
+    );
+    let path = api.dir.path().join("unreachable.kubeconfig");
+    std::fs::write(&path, kubeconfig).unwrap();
+    let mut ing = Ingress::start_with_kubeconfig(&path);
+    eventually("a failed watch logged", || {
+        let log = ing.log();
+        log.contains("watch failed").then_some(()).ok_or(log)
+    });
+    ing.stop();
 }

@@ -156,6 +156,10 @@ pub struct Ingress {
 
 impl Ingress {
     pub fn start(api: &Apiserver) -> Ingress {
+        Ingress::start_with_kubeconfig(&api.kubeconfig())
+    }
+
+    pub fn start_with_kubeconfig(kubeconfig: &Path) -> Ingress {
         let dir = tempfile::Builder::new()
             .prefix("keelson-ingress-test-nginx")
             .tempdir()
@@ -166,7 +170,7 @@ impl Ingress {
         let log = std::fs::File::create(dir.path().join("ingress.log")).unwrap();
         let child = Command::new(env!("CARGO_BIN_EXE_keelson-ingress"))
             .arg("--kubeconfig")
-            .arg(api.kubeconfig())
+            .arg(kubeconfig)
             .args([
                 "--http-port",
                 &http_port.to_string(),
