@@ -229,9 +229,13 @@ fn body_size(ing: &Ingress, source: &str, problems: &mut Vec<String>) -> Option<
     }
 }
 
+/// DNS names, with `*.` only as the first label, as the Ingress API allows.
 fn safe_host(h: &str) -> bool {
-    h.chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '*'))
+    let name = h.strip_prefix("*.").unwrap_or(h);
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-'))
 }
 
 /// Characters a path may have to be written into nginx.conf unquoted and unambiguous.

@@ -39,8 +39,9 @@ pub fn render(model: &Model, opts: &RenderOptions) -> String {
     for u in &model.upstreams {
         upstream(&mut out, u);
     }
+    let any_tls = model.servers.iter().any(|s| s.tls.is_some());
     for s in &model.servers {
-        server(&mut out, s, opts);
+        server(&mut out, s, opts, any_tls);
     }
     out.push_str("}\n");
     out
@@ -75,23 +76,29 @@ fn upstream(out: &mut String, u: &Upstream) {
     out.push_str("        keepalive 16;\n    }\n");
 }
 
-fn server(out: &mut String, s: &Server, opts: &RenderOptions) {
+/// `any_tls`: some host has HTTPS, so the default server takes the HTTPS port too and refuses
+/// handshakes for unknown names; otherwise the first TLS host would answer for every name.
+fn server(out: &mut String, s: &Server, opts: &RenderOptions, any_tls: bool) {
     let listen = listen_address(opts.bind_address, opts.http_port);
+    let ssl = listen_address(opts.bind_address, opts.https_port);
     match &s.host {
         None => {
             let _ = writeln!(
                 out,
                 "\n    server {{\n        listen {listen} default_server;"
             );
+            if any_tls {
+                let _ = writeln!(out, "        listen {ssl} ssl default_server;");
+                out.push_str("        ssl_reject_handshake on;\n");
+            }
             out.push_str("        server_name _;\n");
         }
         Some(h) => {
             let _ = writeln!(out, "\n    server {{\n        listen {listen};");
-            let _ = writeln!(out, "        server_name {h};");
+            let _ = writeln!(out, "        server_name {};", server_name(h));
         }
     }
     if let Some(file) = &s.tls {
-        let ssl = listen_address(opts.bind_address, opts.https_port);
         let cert = opts.conf_dir.join("certs").join(file);
         let _ = writeln!(out, "        listen {ssl} ssl;");
         let _ = writeln!(out, "        ssl_certificate {};", cert.display());
@@ -120,6 +127,15 @@ fn server(out: &mut String, s: &Server, opts: &RenderOptions) {
         out.push_str("        }\n");
     }
     out.push_str("    }\n");
+}
+
+/// A Kubernetes wildcard (`*.example.com`) covers exactly one label; nginx's `*.` would take
+/// any number, so it becomes a regex.
+fn server_name(host: &str) -> String {
+    match host.strip_prefix("*.") {
+        Some(rest) => format!("~^[^.]+\\.{}$", rest.replace('.', "\\.")),
+        None => host.to_string(),
+    }
 }
 
 /// Prefix `/foo` becomes `= /foo` plus `/foo/`, so `/foobar` does not match (Kubernetes matches

@@ -263,6 +263,19 @@ fn routes_hosts_and_paths_to_ready_pods() {
         .starts_with("web-"));
     api.kubectl_ok(&["delete", "ingress", "web-dup"], None);
 
+    // A wildcard host covers one label, as in Kubernetes (nginx's own `*.` would take more).
+    api.apply(&ingress(
+        "wild",
+        "keelson",
+        "\"*.wild.example.test\"",
+        "",
+        &[("/", "api", "{number: 8000}")],
+    ));
+    eventually("a wildcard host served", || {
+        backend(&ing, "a.wild.example.test", "/")
+    });
+    assert_eq!(status(&ing, "a.b.wild.example.test", "/"), Some(404));
+
     // The endpointslice controller (this test) drops web-b: it stops getting traffic.
     api.apply(&web_slice(backends.port, &[Backends::ip(0).to_string()]));
     eventually("only web-a after the slice lost web-b", || {
@@ -412,6 +425,14 @@ fn https_with_the_ingress_tls_secret() {
             }
         }
     });
+    // A name with no certificate gets no TLS session (not some other host's certificate).
+    let unknown = format!("https://unknown.example.test:{}/", ing.https_port);
+    let resolve_unknown = format!("unknown.example.test:{}:127.0.0.1", ing.https_port);
+    assert_eq!(
+        harness::curl(&["-k", "--resolve", &resolve_unknown, &unknown]),
+        None
+    );
+
     // Plain HTTP is redirected to HTTPS, on the HTTPS port.
     let http = format!("http://127.0.0.1:{}/api?x=1", ing.http_port);
     // -D - puts the response headers where the body would be.

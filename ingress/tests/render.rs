@@ -390,6 +390,26 @@ fn unsafe_annotation_values_never_reach_the_config() {
 }
 
 #[test]
+fn wildcard_host_covers_exactly_one_label() {
+    let ing = ingress(
+        "w",
+        Some("keelson"),
+        json!({"rules": [
+            rule(Some("*.example.test"), json!([path("/", "Prefix", "web", json!({"name": "http"}))])),
+            rule(Some("a*b.example.test"), json!([path("/", "Prefix", "web", json!({"name": "http"}))])),
+        ]}),
+    );
+    let m = model::build(&cluster(vec![ing]), OURS);
+    let text = render(&m, &opts());
+    assert!(
+        text.contains("server_name ~^[^.]+\\.example\\.test$;"),
+        "{text}"
+    );
+    assert!(!text.contains("a*b"), "{text}");
+    assert_eq!(m.problems.len(), 1, "{:?}", m.problems);
+}
+
+#[test]
 fn paths_nginx_cannot_take_are_skipped_and_reported() {
     let ing = ingress(
         "p",
@@ -428,7 +448,15 @@ fn rendered_config_passes_real_nginx_test() {
         Some("keelson"),
         json!({"defaultBackend": {"service": {"name": "empty", "port": {"name": "http"}}}, "rules": [rule(None, json!([path("/e", "Exact", "web", json!({"name": "http"}))]))]}),
     );
-    let text = render(&model::build(&cluster(vec![web_ingress(), ing]), OURS), &o);
+    let wildcard = ingress(
+        "w",
+        Some("keelson"),
+        json!({"rules": [rule(Some("*.example.test"), json!([path("/", "Prefix", "web", json!({"name": "http"}))]))]}),
+    );
+    let text = render(
+        &model::build(&cluster(vec![web_ingress(), ing, wildcard]), OURS),
+        &o,
+    );
     let conf = dir.path().join("nginx.conf");
     std::fs::write(&conf, &text).unwrap();
     let out = std::process::Command::new("nginx")
@@ -513,6 +541,8 @@ fn tls_hosts_listen_with_their_secrets_certificate() {
         "server_name web.example.test;\n        listen 127.0.0.1:8443 ssl;\n        ssl_certificate /tmp/keelson-ingress-render/certs/{file};"
     )), "{text}");
     assert_eq!(text.matches(" ssl;").count(), 1, "{text}");
+    // Unknown names over HTTPS meet the default server, which refuses the handshake.
+    assert!(text.contains("listen 127.0.0.1:8080 default_server;\n        listen 127.0.0.1:8443 ssl default_server;\n        ssl_reject_handshake on;"), "{text}");
     // Plain HTTP to a TLS host is redirected, as ingress-nginx does by default.
     assert!(
         web.contains(
