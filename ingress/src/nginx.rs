@@ -34,6 +34,9 @@ pub struct NginxProcess {
 
 const CONF: &str = "nginx.conf";
 const CANDIDATE: &str = "nginx.conf.candidate";
+const STDERR_LOG: &str = "logs/nginx.stderr";
+/// Must match the `pid` directive render.rs writes.
+const PID_FILE: &str = "nginx.pid";
 
 impl NginxProcess {
     pub fn new(binary: impl Into<PathBuf>, dir: impl Into<PathBuf>) -> Self {
@@ -79,7 +82,7 @@ impl NginxProcess {
     }
 
     fn start(&mut self) -> Result<(), NginxError> {
-        let log_path = self.dir.join("logs/nginx.stderr");
+        let log_path = self.dir.join(STDERR_LOG);
         let log =
             fs::File::create(&log_path).map_err(|e| NginxError::io("create", &log_path, e))?;
         let log2 = log
@@ -105,9 +108,11 @@ impl NginxProcess {
         let mut child = cmd
             .spawn()
             .map_err(|e| NginxError::io("start", &self.binary, e))?;
-        // A bind failure shows up at once; give nginx a moment to report it.
-        let deadline = Instant::now() + Duration::from_millis(300);
-        while Instant::now() < deadline {
+        // nginx writes its pid file only once its ports are bound (it retries a busy port for
+        // a few seconds first), so the pid file says it really serves; an exit says it won't.
+        let pid_file = self.dir.join(PID_FILE);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
             if let Ok(Some(status)) = child.try_wait() {
                 kill_group(child.id());
                 let message = fs::read_to_string(&log_path).unwrap_or_default();
@@ -115,6 +120,10 @@ impl NginxProcess {
                     status: status.to_string(),
                     message: message.trim().to_string(),
                 });
+            }
+            let written = fs::read_to_string(&pid_file).unwrap_or_default();
+            if written.trim() == child.id().to_string() || Instant::now() > deadline {
+                break;
             }
             std::thread::sleep(Duration::from_millis(20));
         }
@@ -202,7 +211,10 @@ impl Nginx for NginxProcess {
         match self.child.as_mut().map(|c| c.try_wait()) {
             Some(Ok(None)) => true,
             Some(Ok(Some(status))) => {
-                tracing::warn!(%status, "nginx exited");
+                // Its last words (a crash, or a bind that failed on a later reload).
+                let stderr = fs::read_to_string(self.dir.join(STDERR_LOG)).unwrap_or_default();
+                let last = stderr.lines().last().unwrap_or("").to_string();
+                tracing::warn!(%status, nginx = %last, "nginx exited");
                 if let Some(c) = self.child.take() {
                     kill_group(c.id());
                 }

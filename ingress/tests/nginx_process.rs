@@ -89,3 +89,21 @@ fn rejected_config_keeps_the_old_one_serving() {
     assert!(!nginx.running());
     assert_eq!(get(port), None, "nginx still answers after stop");
 }
+
+#[test]
+fn busy_port_is_reported_with_nginx_own_words() {
+    let dir = tempfile::Builder::new()
+        .prefix("keelson-ingress-nginx")
+        .tempdir()
+        .unwrap();
+    let busy = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = busy.local_addr().unwrap().port();
+    let mut nginx = NginxProcess::new("nginx", dir.path());
+    match nginx.apply(&conf(dir.path(), port, "one"), &[]) {
+        Err(NginxError::Exited { message, .. }) => {
+            assert!(message.contains("Address already in use"), "{message}")
+        }
+        other => panic!("nginx cannot serve on a busy port, got {other:?}"),
+    }
+    assert!(!nginx.running());
+}
