@@ -21,7 +21,7 @@ pub fn render(model: &Model, opts: &RenderOptions) -> String {
     let dir = opts.conf_dir.display();
     let mut out = String::new();
     out.push_str("# Written by keelson-ingress; edits are overwritten.\n");
-    out.push_str("worker_processes 1;\n");
+    out.push_str("worker_processes auto;\n");
     let _ = writeln!(out, "pid {dir}/nginx.pid;");
     let _ = writeln!(out, "error_log {dir}/logs/error.log notice;");
     out.push_str("events {\n    worker_connections 1024;\n}\n\nhttp {\n");
