@@ -148,11 +148,17 @@ fn expect_status(ing: &Ingress, host: &str, path: &str, want: u16) {
     });
 }
 
-#[test]
-fn routes_hosts_and_paths_to_ready_pods() {
+/// The four backends, an API server, and the Services and EndpointSlices pointing at them.
+fn backends_and_api() -> (Backends, Apiserver) {
     let backends = Backends::start(&["web-a", "web-b", "api", "not-ready"]);
     let api = Apiserver::start();
     api.apply(&cluster(backends.port));
+    (backends, api)
+}
+
+#[test]
+fn routes_hosts_and_paths_to_ready_pods() {
+    let (backends, api) = backends_and_api();
     api.apply(&web_ingress());
     api.apply(&ingress(
         "empty",
@@ -315,9 +321,7 @@ fn routes_hosts_and_paths_to_ready_pods() {
 
 #[test]
 fn config_nginx_rejects_is_not_loaded_and_the_old_one_serves() {
-    let backends = Backends::start(&["web-a", "web-b", "api", "not-ready"]);
-    let api = Apiserver::start();
-    api.apply(&cluster(backends.port));
+    let (_backends, api) = backends_and_api();
     api.apply(&web_ingress());
     let ing = Ingress::start(&api);
     eventually("web served", || backend(&ing, "web.example.test", "/"));
@@ -365,9 +369,7 @@ fn config_nginx_rejects_is_not_loaded_and_the_old_one_serves() {
 
 #[test]
 fn https_with_the_ingress_tls_secret() {
-    let backends = Backends::start(&["web-a", "web-b", "api", "not-ready"]);
-    let api = Apiserver::start();
-    api.apply(&cluster(backends.port));
+    let (_backends, api) = backends_and_api();
     let dir = tempfile::Builder::new()
         .prefix("keelson-ingress-test-tls")
         .tempdir()
@@ -456,9 +458,7 @@ fn https_with_the_ingress_tls_secret() {
 
 #[test]
 fn nginx_killed_is_started_again() {
-    let backends = Backends::start(&["web-a", "web-b", "api", "not-ready"]);
-    let api = Apiserver::start();
-    api.apply(&cluster(backends.port));
+    let (_backends, api) = backends_and_api();
     api.apply(&web_ingress());
     let ing = Ingress::start(&api);
     eventually("web served", || backend(&ing, "web.example.test", "/"));
