@@ -51,26 +51,16 @@ pub fn orphans<'a, K: ResourceExt>(items: &'a [K], alive: &HashSet<String>) -> V
         .collect()
 }
 
-async fn uids<K>(client: &kube::Client) -> Result<HashSet<String>, kube::Error>
-where
-    K: Namespaced,
-{
-    let api: Api<K> = Api::all(client.clone());
-    Ok(api
-        .list_metadata(&ListParams::default())
-        .await?
-        .items
-        .into_iter()
-        .filter_map(|m| m.metadata.uid)
-        .collect())
-}
-
 async fn list_meta<K>(client: &kube::Client) -> Result<Vec<PartialObjectMeta<K>>, kube::Error>
 where
     K: Namespaced,
 {
     let all: Api<K> = Api::all(client.clone());
     Ok(all.list_metadata(&ListParams::default()).await?.items)
+}
+
+fn uids<K>(items: &[PartialObjectMeta<K>]) -> impl Iterator<Item = String> + '_ {
+    items.iter().filter_map(|m| m.metadata.uid.clone())
 }
 
 async fn delete_orphans<K>(
@@ -102,9 +92,12 @@ async fn sweep_owners(client: &kube::Client) -> Result<(), kube::Error> {
     let pods = list_meta::<Pod>(client).await?;
     let slices = list_meta::<EndpointSlice>(client).await?;
     let sets = list_meta::<ReplicaSet>(client).await?;
-    let mut alive = uids::<Deployment>(client).await?;
-    alive.extend(sets.iter().filter_map(|m| m.metadata.uid.clone()));
-    alive.extend(uids::<Service>(client).await?);
+    let deployments = list_meta::<Deployment>(client).await?;
+    let services = list_meta::<Service>(client).await?;
+    let alive: HashSet<String> = uids(&sets)
+        .chain(uids(&deployments))
+        .chain(uids(&services))
+        .collect();
     delete_orphans(client, &sets, &alive).await?;
     delete_orphans(client, &pods, &alive).await?;
     delete_orphans(client, &slices, &alive).await?;
