@@ -1,39 +1,7 @@
 //! Filters: can this Pod run on this node? Each returns the reason it cannot, in upstream's words.
 
-use crate::NodeInfo;
+use crate::node_info::{host_ports, requests, NodeInfo};
 use k8s_openapi::api::core::v1::{Node, Pod, Taint, Toleration};
-use keelson_apimachinery::quantity;
-
-/// The Pod's requests (cpu in cores, memory in bytes), summed over its containers, with the
-/// largest init container counted if it needs more.
-pub fn requests(pod: &Pod) -> (f64, f64) {
-    let get = |c: &k8s_openapi::api::core::v1::Container, r: &str| {
-        c.resources
-            .as_ref()
-            .and_then(|res| res.requests.as_ref())
-            .and_then(|m| m.get(r))
-            .and_then(|q| quantity::parse(&q.0))
-            .unwrap_or(0.0)
-    };
-    let Some(spec) = pod.spec.as_ref() else {
-        return (0.0, 0.0);
-    };
-    let cpu: f64 = spec.containers.iter().map(|c| get(c, "cpu")).sum();
-    let mem: f64 = spec.containers.iter().map(|c| get(c, "memory")).sum();
-    let inits = spec.init_containers.iter().flatten();
-    let icpu = inits.clone().map(|c| get(c, "cpu")).fold(0.0, f64::max);
-    let imem = inits.map(|c| get(c, "memory")).fold(0.0, f64::max);
-    (cpu.max(icpu), mem.max(imem))
-}
-
-pub fn allocatable(node: &Node, r: &str) -> f64 {
-    node.status
-        .as_ref()
-        .and_then(|s| s.allocatable.as_ref().or(s.capacity.as_ref()))
-        .and_then(|m| m.get(r))
-        .and_then(|q| quantity::parse(&q.0))
-        .unwrap_or(0.0)
-}
 
 fn ready(node: &Node) -> bool {
     node.status
@@ -56,19 +24,6 @@ fn tolerates(tolerations: &[Toleration], taint: &Taint) -> bool {
     })
 }
 
-fn host_ports(pod: &Pod) -> Vec<(i32, String)> {
-    pod.spec
-        .iter()
-        .flat_map(|s| s.containers.iter())
-        .flat_map(|c| c.ports.iter().flatten())
-        .filter_map(|p| {
-            p.host_port
-                .filter(|h| *h > 0)
-                .map(|h| (h, p.protocol.clone().unwrap_or_else(|| "TCP".into())))
-        })
-        .collect()
-}
-
 /// Why `pod` cannot go to `info`'s node, or None when it fits.
 pub fn unfit(pod: &Pod, info: &NodeInfo) -> Option<&'static str> {
     let node = &info.node;
@@ -79,52 +34,37 @@ pub fn unfit(pod: &Pod, info: &NodeInfo) -> Option<&'static str> {
         return Some("node(s) were unschedulable");
     }
     let spec = pod.spec.as_ref()?;
-    let tolerations = spec.tolerations.clone().unwrap_or_default();
-    let taints = node
-        .spec
-        .as_ref()
-        .and_then(|s| s.taints.clone())
-        .unwrap_or_default();
+    let tolerations = spec.tolerations.as_deref().unwrap_or_default();
+    let taints = node.spec.as_ref().and_then(|s| s.taints.as_deref());
     if taints
+        .unwrap_or_default()
         .iter()
         .filter(|t| t.effect == "NoSchedule" || t.effect == "NoExecute")
-        .any(|t| !tolerates(&tolerations, t))
+        .any(|t| !tolerates(tolerations, t))
     {
         return Some("node(s) had untolerated taint");
     }
-    let labels = node.metadata.labels.clone().unwrap_or_default();
+    let labels = node.metadata.labels.as_ref();
     if spec
         .node_selector
         .iter()
         .flatten()
-        .any(|(k, v)| labels.get(k) != Some(v))
+        .any(|(k, v)| labels.and_then(|l| l.get(k)) != Some(v))
     {
         return Some("node(s) didn't match Pod's node affinity/selector");
     }
     let (cpu, mem) = requests(pod);
-    let (used_cpu, used_mem) = info
-        .pods
-        .iter()
-        .map(requests)
-        .fold((0.0, 0.0), |a, b| (a.0 + b.0, a.1 + b.1));
-    if cpu > 0.0 && used_cpu + cpu > allocatable(node, "cpu") {
+    let (alloc_cpu, alloc_mem, max_pods) = info.allocatable;
+    if cpu > 0.0 && info.requested.0 + cpu > alloc_cpu {
         return Some("Insufficient cpu");
     }
-    if mem > 0.0 && used_mem + mem > allocatable(node, "memory") {
+    if mem > 0.0 && info.requested.1 + mem > alloc_mem {
         return Some("Insufficient memory");
     }
-    let max_pods = allocatable(node, "pods");
-    if max_pods > 0.0 && info.pods.len() as f64 + 1.0 > max_pods {
+    if max_pods > 0.0 && info.pods as f64 + 1.0 > max_pods {
         return Some("Too many pods");
     }
-    let wanted = host_ports(pod);
-    if !wanted.is_empty()
-        && info
-            .pods
-            .iter()
-            .flat_map(host_ports)
-            .any(|p| wanted.contains(&p))
-    {
+    if host_ports(pod).any(|p| info.host_ports.contains(&p)) {
         return Some("node(s) didn't have free ports for the requested pod ports");
     }
     None

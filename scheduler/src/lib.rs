@@ -4,7 +4,10 @@
 
 pub mod filter;
 mod metrics;
+pub mod node_info;
 pub mod score;
+
+pub use node_info::NodeInfo;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -12,19 +15,13 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::ResourceExt;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{Notify, Semaphore};
 
 pub const SCHEDULER_NAME: &str = "default-scheduler";
-
-/// A node and the Pods on it (bound or assumed).
-pub struct NodeInfo {
-    pub node: Node,
-    pub pods: Vec<Pod>,
-}
 
 /// The node for `pod`, or upstream's "0/N nodes are available: ..." message.
 pub fn pick(pod: &Pod, nodes: &[NodeInfo]) -> Result<usize, String> {
@@ -79,10 +76,7 @@ impl State {
             .nodes
             .state()
             .iter()
-            .map(|n| NodeInfo {
-                node: (**n).clone(),
-                pods: Vec::new(),
-            })
+            .map(|n| NodeInfo::new((**n).clone()))
             .collect();
         let index: HashMap<String, usize> = infos
             .iter()
@@ -92,10 +86,12 @@ impl State {
         let mut assumed = self.assumed.lock().unwrap_or_else(|p| p.into_inner());
         let pods = self.pods.state();
         // Forget assumptions the store now reflects (bound, or gone).
-        assumed.retain(|uid, _| {
-            pods.iter()
-                .any(|p| p.uid().as_deref() == Some(uid.as_str()) && pending(p))
-        });
+        let still_pending: HashSet<String> = pods
+            .iter()
+            .filter(|p| pending(p))
+            .filter_map(|p| p.uid())
+            .collect();
+        assumed.retain(|uid, _| still_pending.contains(uid));
         for p in pods
             .iter()
             .filter(|p| p.metadata.deletion_timestamp.is_none())
@@ -106,12 +102,12 @@ impl State {
                 .and_then(|s| s.node_name.as_ref())
                 .and_then(|n| index.get(n))
             {
-                infos[*i].pods.push((**p).clone());
+                infos[*i].add(p);
             }
         }
         for (pod, node) in assumed.values() {
             if let Some(i) = index.get(node) {
-                infos[*i].pods.push(pod.clone());
+                infos[*i].add(pod);
             }
         }
         infos
@@ -139,7 +135,7 @@ impl State {
             match pick(&pod, &infos) {
                 Ok(i) => {
                     let node = infos[i].node.name_any();
-                    infos[i].pods.push((*pod).clone());
+                    infos[i].add(&pod);
                     self.assumed
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())
@@ -295,10 +291,7 @@ mod tests {
         if let Some(spec) = extra.get("spec") {
             n["spec"] = spec.clone();
         }
-        NodeInfo {
-            node: serde_json::from_value(n).unwrap(),
-            pods: Vec::new(),
-        }
+        NodeInfo::new(serde_json::from_value(n).unwrap())
     }
 
     fn pod(cpu: &str, selector: Option<(&str, &str)>, owner: &str) -> Pod {
@@ -351,11 +344,32 @@ mod tests {
         for _ in 0..4 {
             let p = pod("100m", None, "rs1");
             let i = pick(&p, &nodes).unwrap();
-            nodes[i].pods.push(p);
+            nodes[i].add(&p);
             placed.push(i);
         }
         placed.sort();
         assert_eq!(placed, [0, 0, 1, 1]);
+    }
+
+    #[test]
+    fn pods_added_to_a_node_use_up_its_cpu_and_host_ports() {
+        let mut nodes = vec![node("n1", true, "2", serde_json::json!({}))];
+        nodes[0].add(&pod("1500m", None, "a"));
+        assert_eq!(
+            pick(&pod("1", None, "b"), &nodes),
+            Err("0/1 nodes are available: 1 Insufficient cpu.".into())
+        );
+        assert_eq!(pick(&pod("500m", None, "b"), &nodes), Ok(0));
+        let mut web = pod("100m", None, "c");
+        web.spec.as_mut().unwrap().containers[0].ports = Some(vec![serde_json::from_value(
+            serde_json::json!({ "containerPort": 80, "hostPort": 8080 }),
+        )
+        .unwrap()]);
+        nodes[0].add(&web);
+        assert_eq!(
+            pick(&web, &nodes),
+            Err("0/1 nodes are available: 1 node(s) didn't have free ports for the requested pod ports.".into())
+        );
     }
 
     #[test]

@@ -1,16 +1,11 @@
 //! Scores, 0-100 each, summed: least allocated, spreading Pods of one owner, image locality.
 
-use crate::filter::{allocatable, requests};
-use crate::NodeInfo;
+use crate::node_info::{owner, requests, NodeInfo};
 use k8s_openapi::api::core::v1::Pod;
 
 fn least_allocated(pod: &Pod, info: &NodeInfo) -> f64 {
     let (cpu, mem) = requests(pod);
-    let (uc, um) = info
-        .pods
-        .iter()
-        .map(requests)
-        .fold((cpu, mem), |a, b| (a.0 + b.0, a.1 + b.1));
+    let (cap_cpu, cap_mem, _) = info.allocatable;
     let free = |used: f64, cap: f64| {
         if cap <= 0.0 {
             0.0
@@ -18,35 +13,19 @@ fn least_allocated(pod: &Pod, info: &NodeInfo) -> f64 {
             ((cap - used) / cap).clamp(0.0, 1.0)
         }
     };
-    (free(uc, allocatable(&info.node, "cpu")) + free(um, allocatable(&info.node, "memory"))) * 50.0
-}
-
-fn owner(p: &Pod) -> Option<&str> {
-    p.metadata
-        .owner_references
-        .iter()
-        .flatten()
-        .find(|o| o.controller == Some(true))
-        .map(|o| o.uid.as_str())
+    (free(info.requested.0 + cpu, cap_cpu) + free(info.requested.1 + mem, cap_mem)) * 50.0
 }
 
 /// Fewer Pods of the same owner on a node scores higher (ties broken by fewer Pods overall).
 fn spread(pod: &Pod, info: &NodeInfo) -> f64 {
-    let same = match owner(pod) {
-        Some(uid) => info.pods.iter().filter(|p| owner(p) == Some(uid)).count(),
-        None => 0,
-    };
-    100.0 / (1.0 + same as f64) - info.pods.len() as f64 * 0.01
+    let same = owner(pod)
+        .and_then(|uid| info.owners.get(uid))
+        .copied()
+        .unwrap_or(0);
+    100.0 / (1.0 + same as f64) - info.pods as f64 * 0.01
 }
 
 fn image_locality(pod: &Pod, info: &NodeInfo) -> f64 {
-    let images: Vec<&String> = info
-        .node
-        .status
-        .iter()
-        .flat_map(|s| s.images.iter().flatten())
-        .flat_map(|i| i.names.iter().flatten())
-        .collect();
     let containers: Vec<&str> = pod
         .spec
         .iter()
@@ -58,7 +37,7 @@ fn image_locality(pod: &Pod, info: &NodeInfo) -> f64 {
     }
     let present = containers
         .iter()
-        .filter(|c| images.iter().any(|i| i.as_str() == **c))
+        .filter(|c| info.images.contains(**c))
         .count();
     100.0 * present as f64 / containers.len() as f64 * 0.3
 }

@@ -1,0 +1,158 @@
+//! `scripts/bench scheduler`: how fast keelson-scheduler binds pending Pods across 100 Nodes,
+//! beside the floor measured in the same run: the same number of bindings POSTed straight to the
+//! API server, 64 at a time, with no decisions. Usage: bench_scheduler <kubeconfig> <scheduler-binary> [N]
+
+use futures::{stream, StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use kube::api::{Api, PostParams};
+use kube::runtime::watcher;
+use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+const NODES: usize = 100;
+
+fn json<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> T {
+    serde_json::from_value(v).expect("valid object")
+}
+
+async fn create_pods(client: &kube::Client, ns: &str, n: usize, scheduler: &str) {
+    let api: Api<Pod> = Api::namespaced(client.clone(), ns);
+    stream::iter(0..n)
+        .map(|i| {
+            let api = api.clone();
+            let pod: Pod = json(serde_json::json!({
+                "metadata": { "name": format!("p{i}") },
+                "spec": { "schedulerName": scheduler,
+                    "containers": [{ "name": "c", "image": "busybox",
+                        "resources": { "requests": { "cpu": "10m", "memory": "16Mi" } } }] },
+            }));
+            async move { api.create(&PostParams::default(), &pod).await.map(|_| ()) }
+        })
+        .buffer_unordered(64)
+        .try_collect::<Vec<_>>()
+        .await
+        .expect("create pods");
+}
+
+/// Pods per second for `n` bindings POSTed directly, round-robin over the nodes.
+async fn binding_floor(client: &kube::Client, n: usize) -> f64 {
+    let api: Api<Pod> = Api::namespaced(client.clone(), "floor");
+    let start = Instant::now();
+    stream::iter(0..n)
+        .map(|i| {
+            let api = api.clone();
+            let body = serde_json::json!({ "apiVersion": "v1", "kind": "Binding",
+                "metadata": { "name": format!("p{i}") },
+                "target": { "apiVersion": "v1", "kind": "Node", "name": format!("n{}", i % NODES) } });
+            async move {
+                let bound: Result<serde_json::Value, _> = api
+                    .create_subresource("binding", &format!("p{i}"), &PostParams::default(), &body)
+                    .await;
+                bound.map(|_| ())
+            }
+        })
+        .buffer_unordered(64)
+        .try_collect::<Vec<_>>()
+        .await
+        .expect("bindings");
+    n as f64 / start.elapsed().as_secs_f64()
+}
+
+/// Waits until every Pod in `ns` has a node; returns Pods per node.
+async fn all_bound(client: &kube::Client, ns: &str, n: usize) -> BTreeMap<String, usize> {
+    let api: Api<Pod> = Api::namespaced(client.clone(), ns);
+    let mut nodes: BTreeMap<String, String> = BTreeMap::new();
+    let mut events = watcher(api, watcher::Config::default()).boxed();
+    while nodes.len() < n {
+        let pods = match events.try_next().await.expect("watch").expect("stream") {
+            watcher::Event::Apply(p) | watcher::Event::InitApply(p) => vec![p],
+            _ => vec![],
+        };
+        for p in pods {
+            if let Some(node) = p.spec.and_then(|s| s.node_name) {
+                nodes.insert(p.metadata.name.unwrap_or_default(), node);
+            }
+        }
+    }
+    nodes.into_values().fold(BTreeMap::new(), |mut m, node| {
+        *m.entry(node).or_default() += 1;
+        m
+    })
+}
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let (kubeconfig, scheduler) = (&args[1], &args[2]);
+    let n: usize = args.get(3).map(|s| s.parse().expect("N")).unwrap_or(3000);
+    let client = keelson_daemon::client(Some(kubeconfig.as_ref()))
+        .await
+        .expect("client");
+    for ns in ["floor", "bench"] {
+        Api::<Namespace>::all(client.clone())
+            .create(
+                &PostParams::default(),
+                &json(serde_json::json!({ "metadata": { "name": ns } })),
+            )
+            .await
+            .expect("namespace");
+    }
+    eprintln!("creating {NODES} nodes and {n} pending pods twice...");
+    let nodes: Api<Node> = Api::all(client.clone());
+    for i in 0..NODES {
+        let node: Node = json(serde_json::json!({
+            "metadata": { "name": format!("n{i}"), "labels": { "kubernetes.io/hostname": format!("n{i}") } },
+            "status": { "allocatable": { "cpu": "32", "memory": "128Gi", "pods": "110" },
+                "conditions": [{ "type": "Ready", "status": "True" }] },
+        }));
+        nodes
+            .create(&PostParams::default(), &node)
+            .await
+            .expect("node");
+    }
+    create_pods(&client, "floor", n, "nobody").await;
+    create_pods(&client, "bench", n, "default-scheduler").await;
+
+    eprintln!("floor: {n} bindings POSTed, 64 at a time...");
+    let floor = binding_floor(&client, n).await;
+
+    eprintln!("keelson-scheduler: binding {n} pending pods...");
+    let start = Instant::now();
+    let mut child = Command::new(scheduler)
+        .args([
+            "--kubeconfig",
+            kubeconfig,
+            "--metrics-bind-address",
+            "127.0.0.1:0",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start keelson-scheduler");
+    let per_node = all_bound(&client, "bench", n).await;
+    let rate = n as f64 / start.elapsed().as_secs_f64();
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    let _ = child.wait();
+
+    let (min, max) = (
+        per_node.values().min().copied().unwrap_or(0),
+        per_node.values().max().copied().unwrap_or(0),
+    );
+    let name = format!("pods bound/s, {n} pods over {NODES} nodes (from scheduler start)");
+    println!("{name:<64} {rate:>10.1} pods/s   (baseline direct bindings, 64 at a time: {floor:.1} pods/s)");
+    println!(
+        "{:<64} {:>10} pods",
+        "pods per node, fewest / most",
+        format!("{min} / {max}")
+    );
+    println!(
+        "{}",
+        serde_json::json!({ "bench": "scheduler", "figure": name, "unit": "pods/s", "value": rate,
+            "baseline": { "name": "direct bindings, 64 at a time", "value": floor },
+            "pods_per_node": { "min": min, "max": max, "nodes": per_node.len() } })
+    );
+}
