@@ -5,16 +5,11 @@ use std::net::TcpListener;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+mod harness;
+
+use harness::free_port;
 use keelson_ingress::error::NginxError;
 use keelson_ingress::nginx::{Nginx, NginxProcess};
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 fn conf(dir: &std::path::Path, port: u16, body: &str) -> String {
     let d = dir.display();

@@ -1,6 +1,6 @@
 //! Filters: can this Pod run on this node? Each returns the reason it cannot, in upstream's words.
 
-use crate::node_info::{host_ports, requests, NodeInfo};
+use crate::node_info::{host_ports, NodeInfo};
 use k8s_openapi::api::core::v1::{Node, Pod, Taint, Toleration};
 
 fn ready(node: &Node) -> bool {
@@ -25,7 +25,8 @@ fn tolerates(tolerations: &[Toleration], taint: &Taint) -> bool {
 }
 
 /// Why `pod` cannot go to `info`'s node, or None when it fits.
-pub fn unfit(pod: &Pod, info: &NodeInfo) -> Option<&'static str> {
+/// `requests` is the Pod's own, from `requests(pod)`: parsed once per Pod, not once per node.
+pub fn unfit(pod: &Pod, requests: (f64, f64), info: &NodeInfo) -> Option<&'static str> {
     let node = &info.node;
     if !ready(node) {
         return Some("node(s) were not ready");
@@ -53,7 +54,7 @@ pub fn unfit(pod: &Pod, info: &NodeInfo) -> Option<&'static str> {
     {
         return Some("node(s) didn't match Pod's node affinity/selector");
     }
-    let (cpu, mem) = requests(pod);
+    let (cpu, mem) = requests;
     let (alloc_cpu, alloc_mem, max_pods) = info.allocatable;
     if cpu > 0.0 && info.requested.0 + cpu > alloc_cpu {
         return Some("Insufficient cpu");

@@ -25,13 +25,14 @@ pub const SCHEDULER_NAME: &str = "default-scheduler";
 
 /// The node for `pod`, or upstream's "0/N nodes are available: ..." message.
 pub fn pick(pod: &Pod, nodes: &[NodeInfo]) -> Result<usize, String> {
+    let req = node_info::requests(pod);
     let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
     let mut best: Option<(f64, usize)> = None;
     for (i, info) in nodes.iter().enumerate() {
-        match filter::unfit(pod, info) {
+        match filter::unfit(pod, req, info) {
             Some(r) => *reasons.entry(r).or_default() += 1,
             None => {
-                let s = score::score(pod, info);
+                let s = score::score(pod, req, info);
                 if best.is_none_or(|(b, _)| s > b) {
                     best = Some((s, i));
                 }

@@ -1,10 +1,9 @@
 //! Scores, 0-100 each, summed: least allocated, spreading Pods of one owner, image locality.
 
-use crate::node_info::{owner, requests, NodeInfo};
+use crate::node_info::{owner, NodeInfo};
 use k8s_openapi::api::core::v1::Pod;
 
-fn least_allocated(pod: &Pod, info: &NodeInfo) -> f64 {
-    let (cpu, mem) = requests(pod);
+fn least_allocated((cpu, mem): (f64, f64), info: &NodeInfo) -> f64 {
     let (cap_cpu, cap_mem, _) = info.allocatable;
     let free = |used: f64, cap: f64| {
         if cap <= 0.0 {
@@ -42,6 +41,7 @@ fn image_locality(pod: &Pod, info: &NodeInfo) -> f64 {
     100.0 * present as f64 / containers.len() as f64 * 0.3
 }
 
-pub fn score(pod: &Pod, info: &NodeInfo) -> f64 {
-    least_allocated(pod, info) + spread(pod, info) + image_locality(pod, info)
+/// `requests` is the Pod's own, as for `filter::unfit`.
+pub fn score(pod: &Pod, requests: (f64, f64), info: &NodeInfo) -> f64 {
+    least_allocated(requests, info) + spread(pod, info) + image_locality(pod, info)
 }
