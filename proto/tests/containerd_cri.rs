@@ -5,10 +5,9 @@
 use std::collections::HashMap;
 
 use keelson_proto::runtime::v1 as cri;
-use keelson_proto::testing::{
-    cleanup_leftovers, require_root_and_tools, run, write_reference_conflist, Containerd, TestHost,
-};
 use keelson_proto::{connect_unix, ImageServiceClient, RuntimeServiceClient};
+use keelson_testing::containerd::write_reference_conflist;
+use keelson_testing::{eventually, require_root_and_tools, run, Containerd, TestHost};
 
 const IMAGE: &str = "127.0.0.1:5000/keelson/podname-http:1";
 
@@ -23,13 +22,11 @@ async fn cri_calls_round_trip_with_real_containerd() {
         "ip",
         "curl",
     ]);
-    cleanup_leftovers("proto");
-    let host = TestHost::create("proto").expect("test host");
+    let host = TestHost::create("proto");
     let tmp = tempfile::tempdir().expect("tempdir");
     let conf_dir = tmp.path().join("net.d");
     write_reference_conflist(&conf_dir, &host.name, "kbr0", "10.99.0.0/24").expect("conflist");
-    let containerd = Containerd::start(&host, std::path::Path::new("/usr/lib/cni"), &conf_dir)
-        .expect("containerd starts in the test host");
+    let containerd = Containerd::start(&host, std::path::Path::new("/usr/lib/cni"), &conf_dir);
     let channel = connect_unix(&containerd.socket).await.expect("connect");
     let mut rt = RuntimeServiceClient::new(channel.clone());
     let mut img = ImageServiceClient::new(channel);
@@ -264,18 +261,12 @@ async fn cri_calls_round_trip_with_real_containerd() {
     assert_eq!(String::from_utf8_lossy(&exec.stdout), "hello-cri\n/tmp\n");
     assert_eq!(exec.exit_code, 3);
 
-    let mut body = String::new();
-    for _ in 0..50 {
-        if let Ok(b) =
-            run(host
-                .command("curl")
-                .args(["-sS", "-m", "2", &format!("http://{pod_ip}:8080/")]))
-        {
-            body = b;
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
+    let url = format!("http://{pod_ip}:8080/");
+    let body = eventually(
+        "the pod's HTTP answer",
+        std::time::Duration::from_secs(10),
+        || run(host.command("curl").args(["-sS", "-m", "2", &url])),
+    );
     assert_eq!(body, "cri-test\n", "the pod answers with its hostname");
 
     rt.stop_container(cri::StopContainerRequest {
