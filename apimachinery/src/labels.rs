@@ -6,11 +6,12 @@ mod parser;
 #[cfg(test)]
 mod tests;
 
+use std::collections::BTreeMap;
 use std::fmt;
 
 use serde_json::{Map, Value};
 
-use crate::validation::{label_value_errors, qualified_name_errors};
+use crate::validation::{label_value, qualified_name};
 use crate::SelectorError;
 
 /// How one requirement compares a label.
@@ -45,7 +46,7 @@ pub struct Requirement {
 impl Requirement {
     /// Builds a requirement, validating key and values like upstream `labels.NewRequirement`.
     pub fn new(key: &str, op: Operator, values: Vec<String>) -> Result<Self, SelectorError> {
-        if let Some(e) = qualified_name_errors(key).into_iter().next() {
+        if let Some(e) = qualified_name(key).into_iter().next() {
             return Err(invalid("key", key, &e));
         }
         match op {
@@ -88,7 +89,7 @@ impl Requirement {
             _ => {}
         }
         for (i, v) in values.iter().enumerate() {
-            if let Some(e) = label_value_errors(v).into_iter().next() {
+            if let Some(e) = label_value(v).into_iter().next() {
                 return Err(invalid(&format!("values[{i}]"), v, &e));
             }
         }
@@ -116,8 +117,13 @@ impl Requirement {
 
     /// Whether the labels satisfy this requirement. Non-string label values never match.
     pub fn matches(&self, labels: Option<&Map<String, Value>>) -> bool {
-        let value = labels.and_then(|l| l.get(&self.key));
-        let text = value.and_then(Value::as_str);
+        self.matches_lookup(|key| labels?.get(key).map(Value::as_str))
+    }
+
+    /// `label(key)` is None when the key is absent, Some(None) when its value is not a string.
+    fn matches_lookup<'a>(&self, label: impl Fn(&str) -> Option<Option<&'a str>>) -> bool {
+        let value = label(&self.key);
+        let text = value.flatten();
         let has = |t: &str| self.values.iter().any(|v| v == t);
         match self.op {
             Operator::Equals | Operator::In => text.is_some_and(has),
@@ -189,28 +195,35 @@ impl LabelSelector {
 
     /// Parses `a=b,c!=d,e in (x,y),f notin (z),g,!h`; the empty string selects everything.
     pub fn parse(s: &str) -> Result<Self, SelectorError> {
-        let requirements = parser::parse(s)?;
-        Ok(Self {
-            requirements,
-            nothing: false,
-        })
+        Ok(Self::from_requirements(parser::parse(s)?))
     }
 
-    /// Converts a `metav1.LabelSelector` object: `null` selects nothing, `{}` everything.
+    /// Converts a `metav1.LabelSelector` object (`matchLabels` + `matchExpressions`): `null`
+    /// selects nothing, `{}` everything. A typed selector (k8s-openapi's `LabelSelector`) comes
+    /// here through `serde_json::to_value`.
     pub fn from_json(sel: &Value) -> Result<Self, SelectorError> {
         from_json::convert(sel)
     }
 
-    /// Builds a selector from already-validated requirements.
-    pub fn from_requirements(requirements: Vec<Requirement>) -> Self {
+    /// Builds a selector from already-validated requirements, sorted by key as upstream keeps
+    /// them, so that printing is canonical.
+    pub fn from_requirements(mut requirements: Vec<Requirement>) -> Self {
+        requirements.sort_by(|a, b| a.key.cmp(&b.key));
         Self {
             requirements,
             nothing: false,
         }
     }
 
+    /// Whether an object's `metadata.labels` (absent: None) satisfy every requirement.
     pub fn matches(&self, labels: Option<&Map<String, Value>>) -> bool {
         !self.nothing && self.requirements.iter().all(|r| r.matches(labels))
+    }
+
+    /// `matches` for a typed label map (k8s-openapi's `ObjectMeta::labels`).
+    pub fn matches_map(&self, labels: &BTreeMap<String, String>) -> bool {
+        let label = |key: &str| labels.get(key).map(|v| Some(v.as_str()));
+        !self.nothing && self.requirements.iter().all(|r| r.matches_lookup(label))
     }
 
     pub fn is_everything(&self) -> bool {
@@ -236,6 +249,21 @@ impl LabelSelector {
     }
 }
 
+/// Upstream's `labels.FormatLabels`: `a=1,b=2` sorted by key, or `<none>` when there are none.
+pub fn format_labels(labels: Option<&Map<String, Value>>) -> String {
+    let mut pairs: Vec<String> = labels
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+        .collect();
+    if pairs.is_empty() {
+        return "<none>".to_string();
+    }
+    pairs.sort();
+    pairs.join(",")
+}
+
+/// The canonical text: requirements sorted by key, values sorted, as upstream's `String()`.
 impl fmt::Display for LabelSelector {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for (i, r) in self.requirements.iter().enumerate() {

@@ -1,15 +1,18 @@
-//! Label and field selectors, and the patch formats (strategic merge, merge, JSON patch).
+//! Label and field selectors, the patch formats (strategic merge, merge, JSON patch), name and
+//! label validation, quantities, protobuf bodies, base64 `[]byte`, and well-known names.
 //!
 //! Pure functions over `serde_json::Value`: the API server parses request parameters and bodies,
 //! calls into this crate, and maps the errors to Kubernetes `Status` responses.
 
+pub mod base64;
 mod error;
 pub mod fields;
 pub mod labels;
 pub mod patch;
 pub mod protobuf;
 pub mod quantity;
-mod validation;
+pub mod validation;
+pub mod well_known;
 
 pub use error::SelectorError;
 pub use fields::FieldSelector;

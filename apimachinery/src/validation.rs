@@ -1,92 +1,193 @@
-//! Label key and value validation (qualified names, label values), as upstream
-//! `k8s.io/apimachinery/pkg/util/validation`.
+//! Name and label syntax checks with upstream's messages (k8s.io/apimachinery/pkg/util/validation):
+//! object names, label keys and values, ports, keys of data maps. Each returns the list of
+//! problems; empty means valid.
 
-const NAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
-const NAME_EXAMPLES: &str = "(e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
-const PREFIX_MSG: &str = "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
-const MAX_NAME_LEN: usize = 63;
-const MAX_PREFIX_LEN: usize = 253;
+const DNS1123_LABEL_MSG: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+const DNS1123_SUBDOMAIN_MSG: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+const DNS1035_LABEL_MSG: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
+const QUALIFIED_NAME_MSG: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+const QUALIFIED_MSG: &str = "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')";
+const LABEL_VALUE_MSG: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+const CONFIG_KEY_MSG: &str = "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')";
+const ENV_VAR_MSG: &str = "a valid environment variable name must consist of alphabetic characters, digits, '_', '-', or '.', and must not start with a digit (e.g. 'my.env-name',  or 'MY_ENV.NAME',  or 'MyEnvName1', regex used for validation is '[-._a-zA-Z][-._a-zA-Z0-9]*')";
 
-/// Alphanumeric at both ends, `-`, `_`, `.` inside. Empty is rejected here.
-fn is_name_part(s: &str) -> bool {
-    let bytes = s.as_bytes();
-    match (bytes.first(), bytes.last()) {
-        (Some(f), Some(l)) if f.is_ascii_alphanumeric() && l.is_ascii_alphanumeric() => bytes
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.')),
-        _ => false,
-    }
+fn too_long(max: usize) -> String {
+    format!("must be no more than {max} characters")
 }
 
-/// Lowercase RFC 1123 subdomain: dot-separated labels of `[a-z0-9-]`, alphanumeric at the ends.
-fn is_dns1123_subdomain(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= MAX_PREFIX_LEN
-        && s.split('.').all(|label| {
-            let b = label.as_bytes();
-            match (b.first(), b.last()) {
-                (Some(f), Some(l)) => {
-                    (f.is_ascii_lowercase() || f.is_ascii_digit())
-                        && (l.is_ascii_lowercase() || l.is_ascii_digit())
-                        && b.iter()
-                            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-                }
-                _ => false,
-            }
-        })
+/// `[a-z0-9]([-a-z0-9]*[a-z0-9])?` over a whole string.
+fn dns_label_syntax(s: &str) -> bool {
+    let b = s.as_bytes();
+    let edge = |c: &u8| c.is_ascii_lowercase() || c.is_ascii_digit();
+    !b.is_empty()
+        && b.first().is_some_and(edge)
+        && b.last().is_some_and(edge)
+        && b.iter().all(|c| edge(c) || *c == b'-')
 }
 
-/// Checks a label key (`[prefix/]name`). Returns the upstream error texts.
-pub(crate) fn qualified_name_errors(key: &str) -> Vec<String> {
-    let parts: Vec<&str> = key.split('/').collect();
-    let name = match parts.as_slice() {
-        [name] => *name,
-        [prefix, name] => {
-            let mut errs = Vec::new();
-            if prefix.is_empty() {
-                errs.push("prefix part must be non-empty".to_string());
-            } else if !is_dns1123_subdomain(prefix) {
-                errs.push(PREFIX_MSG.to_string());
-            }
-            if !errs.is_empty() {
-                return errs;
-            }
-            *name
-        }
-        _ => {
-            return vec![format!(
-                "a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character {NAME_EXAMPLES} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"
-            )]
-        }
-    };
+/// `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]` over a whole string.
+fn qualified_syntax(s: &str) -> bool {
+    let b = s.as_bytes();
+    let edge = |c: &u8| c.is_ascii_alphanumeric();
+    !b.is_empty()
+        && b.first().is_some_and(edge)
+        && b.last().is_some_and(edge)
+        && b.iter().all(|c| edge(c) || matches!(c, b'-' | b'_' | b'.'))
+}
+
+pub fn dns1123_label(s: &str) -> Vec<String> {
     let mut errs = Vec::new();
+    if s.len() > 63 {
+        errs.push(too_long(63));
+    }
+    if !dns_label_syntax(s) {
+        errs.push(DNS1123_LABEL_MSG.to_string());
+    }
+    errs
+}
+
+pub fn dns1123_subdomain(s: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if s.len() > 253 {
+        errs.push(too_long(253));
+    }
+    if !s.split('.').all(dns_label_syntax) {
+        errs.push(DNS1123_SUBDOMAIN_MSG.to_string());
+    }
+    errs
+}
+
+pub fn dns1035_label(s: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if s.len() > 63 {
+        errs.push(too_long(63));
+    }
+    if !(dns_label_syntax(s) && s.as_bytes()[0].is_ascii_lowercase()) {
+        errs.push(DNS1035_LABEL_MSG.to_string());
+    }
+    errs
+}
+
+/// Label and annotation keys: an optional DNS subdomain prefix, '/', and a name part.
+pub fn qualified_name(s: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    let (prefix, name) = match s.split_once('/') {
+        Some((p, n)) => (Some(p), n),
+        None => (None, s),
+    };
+    if s.matches('/').count() > 1 {
+        errs.push(QUALIFIED_MSG.to_string());
+        return errs;
+    }
+    if let Some(prefix) = prefix {
+        if prefix.is_empty() {
+            errs.push("prefix part must be non-empty".to_string());
+        } else {
+            errs.extend(
+                dns1123_subdomain(prefix)
+                    .into_iter()
+                    .map(|m| format!("prefix part {m}")),
+            );
+        }
+    }
     if name.is_empty() {
         errs.push("name part must be non-empty".to_string());
-    } else if name.len() > MAX_NAME_LEN {
-        errs.push(format!(
-            "name part must be no more than {MAX_NAME_LEN} characters"
-        ));
-    }
-    if !name.is_empty() && !is_name_part(name) {
-        errs.push(format!(
-            "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character {NAME_EXAMPLES}"
-        ));
+    } else {
+        if name.len() > 63 {
+            errs.push(format!("name part {}", too_long(63)));
+        }
+        if !qualified_syntax(name) {
+            errs.push(QUALIFIED_NAME_MSG.to_string());
+        }
     }
     errs
 }
 
-/// Checks a label value: empty, or a name part of at most 63 characters.
-pub(crate) fn label_value_errors(value: &str) -> Vec<String> {
+pub fn label_value(s: &str) -> Vec<String> {
     let mut errs = Vec::new();
-    if value.len() > MAX_NAME_LEN {
-        errs.push(format!("must be no more than {MAX_NAME_LEN} characters"));
+    if s.len() > 63 {
+        errs.push(too_long(63));
     }
-    if !value.is_empty() && !is_name_part(value) {
-        errs.push(format!(
-            "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '({NAME_FMT})?')"
-        ));
+    if !s.is_empty() && !qualified_syntax(s) {
+        errs.push(LABEL_VALUE_MSG.to_string());
     }
     errs
+}
+
+/// Keys of ConfigMap and Secret data.
+pub fn config_map_key(s: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if s.len() > 253 {
+        errs.push(too_long(253));
+    }
+    let syntax = !s.is_empty()
+        && s.bytes()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'));
+    if !syntax {
+        errs.push(CONFIG_KEY_MSG.to_string());
+    }
+    if s == "." {
+        errs.push("must not be '.'".to_string());
+    } else if s == ".." {
+        errs.push("must not be '..'".to_string());
+    } else if s.starts_with("..") {
+        errs.push("must not start with '..'".to_string());
+    }
+    errs
+}
+
+/// Named ports (IANA_SVC_NAME): at most 15 characters, lowercase letters, digits and single
+/// hyphens, at least one letter.
+pub fn port_name(s: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if s.len() > 15 {
+        errs.push(too_long(15));
+    }
+    if !s
+        .bytes()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == b'-')
+    {
+        errs.push("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)".into());
+    }
+    if s.contains("--") {
+        errs.push("must not contain consecutive hyphens".into());
+    }
+    if !s.bytes().any(|c| c.is_ascii_lowercase()) {
+        errs.push("must contain at least one letter (a-z)".into());
+    }
+    if s.starts_with('-') || s.ends_with('-') {
+        errs.push("must not begin or end with a hyphen".into());
+    }
+    errs
+}
+
+pub fn env_var_name(s: &str) -> Vec<String> {
+    let b = s.as_bytes();
+    let ok = !b.is_empty()
+        && !b[0].is_ascii_digit()
+        && b.iter()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'));
+    let mut errs = Vec::new();
+    if !ok {
+        errs.push(ENV_VAR_MSG.to_string());
+    }
+    if s == "." || s == ".." || s.starts_with("..") {
+        errs.push("must not be '.' or '..' or start with '..'".to_string());
+    }
+    errs
+}
+
+/// Port numbers: 1-65535.
+pub fn port_number(n: i64) -> Vec<String> {
+    if (1..=65535).contains(&n) {
+        Vec::new()
+    } else {
+        vec!["must be between 1 and 65535, inclusive".to_string()]
+    }
+}
+
+pub fn is_ip(s: &str) -> bool {
+    s.parse::<std::net::IpAddr>().is_ok()
 }
 
 #[cfg(test)]
@@ -94,24 +195,58 @@ mod tests {
     use super::*;
 
     #[test]
-    fn qualified_names() {
-        assert!(qualified_name_errors("app").is_empty());
-        assert!(qualified_name_errors("app.kubernetes.io/name").is_empty());
-        assert!(qualified_name_errors("A_b-c.D").is_empty());
-        assert!(!qualified_name_errors("-app").is_empty());
-        assert!(!qualified_name_errors("a/b/c").is_empty());
-        assert!(!qualified_name_errors("/name").is_empty());
-        assert!(!qualified_name_errors("Example.com/name").is_empty());
-        assert!(!qualified_name_errors("example.com/").is_empty());
-        assert!(!qualified_name_errors(&"a".repeat(64)).is_empty());
+    fn dns_labels() {
+        assert!(dns1123_label("web-1").is_empty());
+        assert!(dns1123_label("1web").is_empty());
+        assert!(!dns1123_label("Web").is_empty());
+        assert!(!dns1123_label("web-").is_empty());
+        assert!(!dns1123_label("").is_empty());
+        assert!(!dns1123_label(&"a".repeat(64)).is_empty());
+        assert!(!dns1123_label("a.b").is_empty());
+        assert!(dns1035_label("web").is_empty());
+        assert!(!dns1035_label("1web").is_empty());
     }
 
     #[test]
-    fn label_values() {
-        assert!(label_value_errors("").is_empty());
-        assert!(label_value_errors("v1.2_3-x").is_empty());
-        assert!(!label_value_errors("a b").is_empty());
-        assert!(!label_value_errors("x-").is_empty());
-        assert!(!label_value_errors(&"v".repeat(64)).is_empty());
+    fn subdomains() {
+        assert!(dns1123_subdomain("web-5d9c.abc").is_empty());
+        assert!(!dns1123_subdomain("a..b").is_empty());
+        assert!(!dns1123_subdomain(".a").is_empty());
+        assert!(!dns1123_subdomain("a_b").is_empty());
+    }
+
+    #[test]
+    fn label_keys_and_values() {
+        assert!(qualified_name("app").is_empty());
+        assert!(qualified_name("app.kubernetes.io/name").is_empty());
+        assert!(qualified_name("Under_Score.x").is_empty());
+        assert!(!qualified_name("/app").is_empty());
+        assert!(!qualified_name("a/b/c").is_empty());
+        assert!(!qualified_name("Bad_Prefix/x").is_empty());
+        assert!(!qualified_name("-app").is_empty());
+        assert!(!qualified_name("Example.com/name").is_empty());
+        assert!(!qualified_name("example.com/").is_empty());
+        assert!(!qualified_name(&"a".repeat(64)).is_empty());
+        assert!(label_value("").is_empty());
+        assert!(label_value("v1.2_3-x").is_empty());
+        assert!(!label_value("has space").is_empty());
+        assert!(!label_value("x-").is_empty());
+        assert!(!label_value(&"v".repeat(64)).is_empty());
+    }
+
+    #[test]
+    fn other_names() {
+        assert!(config_map_key("app.conf").is_empty());
+        assert!(!config_map_key("a/b").is_empty());
+        assert!(!config_map_key("..data").is_empty());
+        assert!(port_name("http").is_empty());
+        assert!(!port_name("80").is_empty());
+        assert!(!port_name("http--x").is_empty());
+        assert!(!port_name("a-very-long-port-name").is_empty());
+        assert!(env_var_name("MY_VAR.x").is_empty());
+        assert!(!env_var_name("1VAR").is_empty());
+        assert!(port_number(65535).is_empty());
+        assert!(!port_number(0).is_empty());
+        assert!(is_ip("10.0.0.1") && is_ip("fd00::1") && !is_ip("10.0.0"));
     }
 }

@@ -9,11 +9,13 @@ pub mod negotiate;
 pub mod object;
 pub mod options;
 pub mod render;
-pub mod resources;
 pub mod rest;
 pub mod server;
 pub mod status;
 pub mod store;
+
+/// The kinds served and their scope: one table, shared with the per-kind rules.
+pub use keelson_apiserver_registry::resources;
 
 pub use options::Options;
 pub use server::run;

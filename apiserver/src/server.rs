@@ -113,7 +113,13 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
     } else {
         "https"
     };
-    let server = format!("{scheme}://{host}:{}", opts.secure_port);
+    // Bound before the kubeconfig is written, so `--secure-port 0` works: the kubeconfig names the
+    // port the kernel chose.
+    let listener = TcpListener::bind((opts.bind_address, opts.secure_port))
+        .await
+        .with_context(|| format!("listening on {}:{}", opts.bind_address, opts.secure_port))?;
+    let port = listener.local_addr()?.port();
+    let server = format!("{scheme}://{host}:{port}");
     let tls = if opts.insecure_serve_http {
         certs::write_private(
             &dir.join("admin.kubeconfig"),
@@ -150,9 +156,6 @@ pub async fn run(opts: Options) -> anyhow::Result<()> {
         metrics: Default::default(),
     });
     let router = router(app);
-    let listener = TcpListener::bind((opts.bind_address, opts.secure_port))
-        .await
-        .with_context(|| format!("listening on {}:{}", opts.bind_address, opts.secure_port))?;
     tracing::info!(%server, kubeconfig = %dir.join("admin.kubeconfig").display(), "serving");
     let shutdown = shutdown_signal();
     tokio::pin!(shutdown);

@@ -202,3 +202,40 @@ fn from_json_rejects_bad_operators_and_values() {
     assert!(LabelSelector::from_json(&json!({"matchLabels": {"a": 1}})).is_err());
     assert!(LabelSelector::from_json(&json!("a=b")).is_err());
 }
+
+#[test]
+fn printing_is_canonical_sorted_by_key() {
+    assert_eq!(sel("z=1,a in (y,x),!m").to_string(), "a in (x,y),!m,z=1");
+    let s = LabelSelector::from_json(&json!({
+        "matchLabels": {"tier": "fe", "app": "web"},
+        "matchExpressions": [{"key": "env", "operator": "NotIn", "values": ["b", "a"]},
+                             {"key": "x", "operator": "Exists"}]
+    }))
+    .unwrap();
+    assert_eq!(s.to_string(), "app=web,env notin (a,b),tier=fe,x");
+    assert_eq!(
+        LabelSelector::from_json(&json!({})).unwrap().to_string(),
+        ""
+    );
+}
+
+#[test]
+fn typed_maps_match_like_json_objects() {
+    let map = std::collections::BTreeMap::from([
+        ("app".to_string(), "web".to_string()),
+        ("gen".to_string(), "5".to_string()),
+    ]);
+    assert!(sel("app=web,gen>3,!legacy").matches_map(&map));
+    assert!(!sel("app in (db)").matches_map(&map));
+    assert!(!LabelSelector::nothing().matches_map(&map));
+}
+
+#[test]
+fn label_maps_print_sorted() {
+    assert_eq!(
+        format_labels(json!({"b": "2", "a": "1"}).as_object()),
+        "a=1,b=2"
+    );
+    assert_eq!(format_labels(None), "<none>");
+    assert_eq!(format_labels(json!({}).as_object()), "<none>");
+}

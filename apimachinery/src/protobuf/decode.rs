@@ -2,8 +2,8 @@
 
 use serde_json::{Map, Value};
 
-use super::format::{base64, rfc3339};
 use super::schema::{Card, Field, Kind, Message};
+use super::time::rfc3339;
 use super::wire::{Reader, WireError, WireType};
 use super::{Location, ProtobufError};
 
@@ -164,7 +164,7 @@ fn map_entry(kind: Kind, bytes: &[u8], at: &Location) -> Result<(String, Value),
     })?;
     let key = utf8(key, at)?.to_string();
     let value = match kind {
-        Kind::BytesMap => Value::String(base64(value)),
+        Kind::BytesMap => Value::String(crate::base64::encode(value)),
         Kind::QuantityMap => Value::String(quantity(value)?),
         _ => Value::String(utf8(value, at)?.to_string()),
     };

@@ -10,8 +10,8 @@
 //! upstream's generated.proto field numbers.
 
 mod decode;
-mod format;
 mod schema;
+mod time;
 mod wire;
 
 #[cfg(test)]

@@ -4,15 +4,12 @@
 //! rules follow upstream kube-apiserver (SetDefaults_*, Validate*, the internalversion printers),
 //! so real clients see the same defaults, the same 422 causes and the same `kubectl get` columns.
 
-mod base64;
 mod cause;
 mod defaults;
 mod json;
-pub mod kinds;
-pub mod names;
 mod path;
 pub use keelson_apimachinery::quantity;
-pub mod selector;
+pub mod resources;
 mod tables;
 mod validation;
 

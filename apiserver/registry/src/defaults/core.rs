@@ -1,7 +1,7 @@
 //! Defaults of the smaller core and discovery kinds.
 
-use crate::base64;
 use crate::json::{default, each_object_mut, is_unset, object_mut};
+use keelson_apimachinery::base64;
 use serde_json::{json, Map, Value};
 
 pub(crate) fn namespace(obj: &mut Map<String, Value>) {

@@ -2,8 +2,8 @@
 
 use super::{age, age_col, col, name, name_col, Column};
 use crate::json::{at, int_at, items, str_at};
-use crate::selector;
 use chrono::{DateTime, Utc};
+use keelson_apimachinery::LabelSelector;
 use serde_json::{json, Value};
 
 fn wide_columns() -> Vec<Column> {
@@ -74,8 +74,15 @@ fn wide_cells(obj: &Value) -> [Value; 3] {
     [
         json!(names.join(",")),
         json!(images.join(",")),
-        json!(selector::to_text(sel)),
+        json!(selector_text(sel)),
     ]
+}
+
+/// The selector as kubectl shows it; stored selectors are valid, so the error case is empty.
+fn selector_text(sel: &Value) -> String {
+    LabelSelector::from_json(sel)
+        .map(|s| s.to_string())
+        .unwrap_or_default()
 }
 
 pub(super) fn deployment_cells(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {

@@ -2,8 +2,8 @@
 
 use super::{age, age_col, col, list_with_more, name, name_col, Column};
 use crate::json::{int_at, items, map_at, str_at};
-use crate::selector;
 use chrono::{DateTime, Utc};
+use keelson_apimachinery::labels::format_labels;
 use serde_json::{json, Value};
 
 pub(super) fn service_columns() -> Vec<Column> {
@@ -103,7 +103,7 @@ pub(super) fn service_cells(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
         json!(external_ip(spec, status)),
         json!(ports_text(spec)),
         age(obj, now),
-        json!(selector::format_labels(map_at(spec, "selector"))),
+        json!(format_labels(map_at(spec, "selector"))),
     ]
 }
 

@@ -5,7 +5,7 @@ use super::util::{immutable, label_selector, labels, non_negative, one_of, selec
 use crate::cause::Cause;
 use crate::json::{at, str_at};
 use crate::path::Path;
-use crate::selector;
+use keelson_apimachinery::LabelSelector;
 use serde_json::{json, Value};
 
 const PERCENT_MSG: &str = "a valid percent string must be a numeric string followed by an ending '%' (e.g. '1%',  or '93%', regex used for validation is '[0-9]+%')";
@@ -73,9 +73,9 @@ fn replica_spec(spec: &Value, path: &Path, out: &mut Vec<Cause>) {
     let template_labels = at(spec, &["template", "metadata", "labels"]);
     labels(template_labels, &labels_path, out);
     if let Some(sel) = selector.filter(|s| !selector_is_empty(s)) {
-        let empty = serde_json::Map::new();
-        let set = template_labels.and_then(Value::as_object).unwrap_or(&empty);
-        if !selector::matches(sel, set) {
+        // A selector that does not convert (say `In` without values) selects nothing.
+        let set = template_labels.and_then(Value::as_object);
+        if !LabelSelector::from_json(sel).is_ok_and(|s| s.matches(set)) {
             let shown = template_labels.cloned().unwrap_or(json!({}));
             let msg = "`selector` does not match template `labels`";
             out.push(Cause::invalid(&labels_path, &shown, msg));

@@ -3,9 +3,9 @@
 use super::util::{int_field, int_or_name_port, name_check, non_negative, one_of, PROTOCOLS};
 use crate::cause::Cause;
 use crate::json::{items, map_at, str_at};
-use crate::names;
 use crate::path::Path;
 use crate::quantity;
+use keelson_apimachinery::validation as names;
 use serde_json::{json, Value};
 use std::collections::HashSet;
 

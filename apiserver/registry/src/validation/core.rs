@@ -1,11 +1,11 @@
 //! ConfigMap, Secret, Namespace, Node, Event and Lease rules.
 
 use super::util::{immutable, int_field, name_check, one_of};
-use crate::base64;
 use crate::cause::Cause;
 use crate::json::{bool_at, items, map_at, str_at};
-use crate::names;
 use crate::path::Path;
+use keelson_apimachinery::base64;
+use keelson_apimachinery::validation as names;
 use serde_json::{json, Value};
 
 /// Upstream's MaxSecretSize, also used for ConfigMaps.

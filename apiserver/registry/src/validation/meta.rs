@@ -3,9 +3,9 @@
 use super::util::{labels, name_check};
 use crate::cause::Cause;
 use crate::json::{items, str_at};
-use crate::kinds::is_namespaced;
-use crate::names;
 use crate::path::Path;
+use crate::resources::is_namespaced;
+use keelson_apimachinery::validation as names;
 use serde_json::{json, Value};
 
 const TOTAL_ANNOTATION_SIZE_LIMIT: usize = 256 * 1024;

@@ -4,8 +4,8 @@ use super::container::port_range;
 use super::util::{immutable, int_field, name_check, one_of, PROTOCOLS};
 use crate::cause::Cause;
 use crate::json::{items, str_at};
-use crate::names;
 use crate::path::Path;
+use keelson_apimachinery::validation as names;
 use serde_json::{json, Value};
 use std::collections::HashSet;
 

@@ -4,8 +4,8 @@ use super::container::{container, Role};
 use super::util::{int_field, labels, name_check, one_of};
 use crate::cause::Cause;
 use crate::json::{bool_at, items, str_at};
-use crate::names;
 use crate::path::Path;
+use keelson_apimachinery::validation as names;
 use serde_json::{json, Map, Value};
 use std::collections::HashSet;
 

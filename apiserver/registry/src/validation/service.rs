@@ -5,8 +5,8 @@ use super::container::port_range;
 use super::util::{int_field, int_or_name_port, labels, name_check, one_of, PROTOCOLS};
 use crate::cause::Cause;
 use crate::json::{items, str_at};
-use crate::names;
 use crate::path::Path;
+use keelson_apimachinery::validation as names;
 use serde_json::{json, Value};
 use std::collections::HashSet;
 

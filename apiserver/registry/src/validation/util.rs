@@ -2,8 +2,8 @@
 
 use crate::cause::Cause;
 use crate::json::{items, map_at, str_at};
-use crate::names;
 use crate::path::Path;
+use keelson_apimachinery::validation as names;
 use serde_json::{json, Value};
 
 /// One Invalid cause per message from a `names` check.

@@ -4,7 +4,7 @@ mod kinds;
 mod pod;
 
 use super::{cells, columns};
-use crate::kinds::KINDS;
+use crate::resources::RESOURCES;
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
@@ -37,13 +37,13 @@ pub(super) fn cell(kind: &str, obj: &Value, column: &str) -> Value {
 
 #[test]
 fn every_kind_has_name_and_age_and_matching_cells() {
-    for kind in KINDS.iter().chain(&["Widget"]) {
+    for kind in RESOURCES.iter().map(|r| r.kind).chain(["Widget"]) {
         let cols = columns(kind);
         let obj = json!({"metadata": meta("x")});
         assert_eq!(cells(kind, &obj, now()).len(), cols.len(), "{kind}");
         let names: Vec<&str> = cols.iter().map(|c| c.name).collect();
         assert!(names.contains(&"Name"), "{kind}: {names:?}");
-        if *kind != "Event" {
+        if kind != "Event" {
             assert_eq!(cols[0].format, "name", "{kind}");
             assert!(names.contains(&"Age"), "{kind}");
         }

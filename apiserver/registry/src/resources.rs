@@ -1,4 +1,5 @@
-//! The resources this server serves: the one table that routing, discovery and storage read.
+//! The kinds served, with their scope: the one table that routing, discovery, storage and the
+//! per-kind rules read.
 
 /// One served resource (a REST collection), as discovery describes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -265,6 +266,12 @@ pub fn by_kind(kind: &str) -> Option<&'static Resource> {
     RESOURCES.iter().find(|r| r.kind == kind)
 }
 
+/// False for cluster-scoped kinds (Namespace, Node, IngressClass); kinds not served count as
+/// namespaced.
+pub fn is_namespaced(kind: &str) -> bool {
+    by_kind(kind).is_none_or(|r| r.namespaced)
+}
+
 /// The groups served, each with its one version, in discovery order.
 pub fn groups() -> Vec<&'static str> {
     let mut out: Vec<&'static str> = Vec::new();
@@ -296,6 +303,13 @@ mod tests {
         let nodes = lookup("", "v1", "nodes").unwrap();
         assert_eq!(nodes.key("", "n1"), "/core/nodes//n1");
         assert_eq!(by_kind("Deployment").unwrap().api_version(), "apps/v1");
+    }
+
+    #[test]
+    fn scope() {
+        assert!(!is_namespaced("Namespace") && !is_namespaced("Node"));
+        assert!(!is_namespaced("IngressClass"));
+        assert!(is_namespaced("Pod") && is_namespaced("Widget"));
     }
 
     #[test]

@@ -1,0 +1,36 @@
+//! Well-known label, annotation, taint and type names, as upstream spells them. One place, so a
+//! controller that writes a label and a proxy that reads it cannot drift apart.
+
+/// On an EndpointSlice: the Service it belongs to.
+pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+/// On an EndpointSlice: the controller that manages it.
+pub const MANAGED_BY_LABEL: &str = "endpointslice.kubernetes.io/managed-by";
+/// The managed-by value of upstream's (and Keelson's) endpointslice controller.
+pub const ENDPOINTSLICE_CONTROLLER: &str = "endpointslice-controller.k8s.io";
+
+/// On ReplicaSets and Pods: the hash of the Deployment's pod template.
+pub const POD_TEMPLATE_HASH_LABEL: &str = "pod-template-hash";
+/// On Deployments and ReplicaSets: the rollout revision.
+pub const DEPLOYMENT_REVISION_ANNOTATION: &str = "deployment.kubernetes.io/revision";
+
+/// On Nodes.
+pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
+pub const OS_LABEL: &str = "kubernetes.io/os";
+pub const ARCH_LABEL: &str = "kubernetes.io/arch";
+/// The taint a node carries while it is not Ready.
+pub const NOT_READY_TAINT: &str = "node.kubernetes.io/not-ready";
+
+/// On Namespaces: the namespace's own name (set by the API server).
+pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
+/// Ingress classes.
+pub const DEFAULT_INGRESS_CLASS_ANNOTATION: &str = "ingressclass.kubernetes.io/is-default-class";
+pub const LEGACY_INGRESS_CLASS_ANNOTATION: &str = "kubernetes.io/ingress.class";
+
+/// Secret types.
+pub const SECRET_TYPE_TLS: &str = "kubernetes.io/tls";
+pub const SECRET_TYPE_DOCKER_CONFIG_JSON: &str = "kubernetes.io/dockerconfigjson";
+pub const SECRET_TYPE_DOCKERCFG: &str = "kubernetes.io/dockercfg";
+
+/// On the BOOKMARK that ends a watch's initial events (`sendInitialEvents=true`).
+pub const INITIAL_EVENTS_END_ANNOTATION: &str = "k8s.io/initial-events-end";
