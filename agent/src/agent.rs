@@ -2,7 +2,7 @@
 //! the lease, node status, pod watch, relist and HTTPS server.
 
 use std::collections::{BTreeMap, HashMap};
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -72,60 +72,21 @@ pub async fn run(cfg: AgentConfig) -> Result<(), AgentError> {
         path: cfg.root_dir.display().to_string(),
         source,
     })?;
-
-    let mut labels = BTreeMap::from([
-        ("kubernetes.io/hostname".to_string(), cfg.node_name.clone()),
-        ("kubernetes.io/os".to_string(), "linux".to_string()),
-        (
-            "kubernetes.io/arch".to_string(),
-            std::env::consts::ARCH
-                .replace("x86_64", "amd64")
-                .replace("aarch64", "arm64"),
-        ),
-    ]);
-    labels.extend(cfg.node_labels.iter().cloned());
     let node_cfg = registration::NodeConfig {
         name: cfg.node_name.clone(),
         internal_ip: node_ip.to_string(),
         pod_cidr: cfg.pod_cidr.clone(),
-        labels,
+        labels: node_labels(&cfg),
         max_pods: cfg.max_pods,
         root: cfg.root_dir.clone(),
         port: cfg.port,
         runtime_version,
     };
-    // The API server may start after the agent (or be restarting): keep trying, as the kubelet does.
-    let node = loop {
-        match registration::register(&client, &node_cfg).await {
-            Ok(node) => break node,
-            Err(e) => {
-                tracing::warn!(error = %e, "node registration failed; retrying in 2s");
-                tokio::time::sleep(Duration::from_secs(2)).await;
-            }
-        }
-    };
+    let node = register(&client, &node_cfg).await;
     tracing::info!(node = %cfg.node_name, ip = %node_ip, "node registered");
     let pod_cidr = wait_for_pod_cidr(&client, &cfg, node).await?;
     write_cni_config(&cfg, &pod_cidr)?;
-
-    let node_uid = kube::Api::<Node>::all(client.clone())
-        .get(&cfg.node_name)
-        .await
-        .ok()
-        .and_then(|n| n.metadata.uid);
-    tokio::spawn(lease::renew_loop(
-        client.clone(),
-        cfg.node_name.clone(),
-        node_uid,
-        Duration::from_secs(10),
-    ));
-    tokio::spawn(routes::run(client.clone(), cfg.node_name.clone()));
-    tokio::spawn(registration::status_loop(
-        client.clone(),
-        node_cfg,
-        cri.clone(),
-        Duration::from_secs(10),
-    ));
+    start_node_loops(&client, node_cfg, cri.clone()).await;
 
     let ctx = Arc::new(Context {
         cri,
@@ -143,6 +104,63 @@ pub async fn run(cfg: AgentConfig) -> Result<(), AgentError> {
         metrics,
         pods: RwLock::new(HashMap::new()),
     });
+    start_pods(&cfg, ctx.clone()).await;
+    serve(&cfg, node_ip, ctx).await
+}
+
+/// The well-known node labels, then the configured ones.
+fn node_labels(cfg: &AgentConfig) -> BTreeMap<String, String> {
+    let mut labels = BTreeMap::from([
+        ("kubernetes.io/hostname".to_string(), cfg.node_name.clone()),
+        ("kubernetes.io/os".to_string(), "linux".to_string()),
+        ("kubernetes.io/arch".to_string(), machine::arch()),
+    ]);
+    labels.extend(cfg.node_labels.iter().cloned());
+    labels
+}
+
+/// Registers the Node. The API server may start after the agent (or be restarting): keep trying,
+/// as the kubelet does.
+async fn register(client: &kube::Client, node_cfg: &registration::NodeConfig) -> Node {
+    loop {
+        match registration::register(client, node_cfg).await {
+            Ok(node) => return node,
+            Err(e) => {
+                tracing::warn!(error = %e, "node registration failed; retrying in 2s");
+                tokio::time::sleep(Duration::from_secs(2)).await;
+            }
+        }
+    }
+}
+
+/// The node's own loops: its Lease, the routes to other nodes' pods, and its status.
+async fn start_node_loops(
+    client: &kube::Client,
+    node_cfg: registration::NodeConfig,
+    cri: Arc<dyn Cri>,
+) {
+    let node_uid = kube::Api::<Node>::all(client.clone())
+        .get(&node_cfg.name)
+        .await
+        .ok()
+        .and_then(|n| n.metadata.uid);
+    tokio::spawn(lease::renew_loop(
+        client.clone(),
+        node_cfg.name.clone(),
+        node_uid,
+        Duration::from_secs(10),
+    ));
+    tokio::spawn(routes::run(client.clone(), node_cfg.name.clone()));
+    tokio::spawn(registration::status_loop(
+        client.clone(),
+        node_cfg,
+        cri,
+        Duration::from_secs(10),
+    ));
+}
+
+/// Log rotation, the pod watch, and (once the pods are listed) the runtime relist.
+async fn start_pods(cfg: &AgentConfig, ctx: Arc<Context>) {
     let limits = crate::pod::log_rotation::Limits {
         max_size: cfg.container_log_max_size,
         max_files: cfg.container_log_max_files,
@@ -153,14 +171,17 @@ pub async fn run(cfg: AgentConfig) -> Result<(), AgentError> {
         limits,
         Duration::from_secs(10),
     ));
-    let manager = Manager::new(ctx.clone());
+    let manager = Manager::new(ctx);
     let synced = Arc::new(tokio::sync::Notify::new());
     tokio::spawn(manager.clone().watch(synced.clone()));
     // Runtime pods are matched against the API only after the first full pod list.
     synced.notified().await;
     tracing::info!("pod list synced; relisting the runtime every second");
     tokio::spawn(manager.relist());
+}
 
+/// Serves logs, /healthz and /metrics over HTTPS until the process ends.
+async fn serve(cfg: &AgentConfig, node_ip: IpAddr, ctx: Arc<Context>) -> Result<(), AgentError> {
     let names = vec![
         cfg.node_name.clone(),
         node_ip.to_string(),

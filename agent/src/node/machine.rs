@@ -37,6 +37,13 @@ pub fn parse_mem_total_kib(meminfo: &str) -> Option<u64> {
         .and_then(|v| v.parse().ok())
 }
 
+/// The machine's architecture in Go's names (amd64, arm64), as nodes report it.
+pub fn arch() -> String {
+    std::env::consts::ARCH
+        .replace("x86_64", "amd64")
+        .replace("aarch64", "arm64")
+}
+
 /// The first global IPv4 address of this network namespace (the node's InternalIP by default).
 pub fn first_ipv4() -> Option<IpAddr> {
     let addrs = nix::ifaddrs::getifaddrs().ok()?;

@@ -99,9 +99,36 @@ pub fn status(
     previous: Option<&NodeStatus>,
     images: &[ContainerImage],
 ) -> NodeStatus {
+    let capacity = machine::capacity(&cfg.root, cfg.max_pods);
+    NodeStatus {
+        capacity: Some(capacity.clone()),
+        allocatable: Some(capacity),
+        addresses: Some(vec![
+            NodeAddress {
+                type_: "InternalIP".into(),
+                address: cfg.internal_ip.clone(),
+            },
+            NodeAddress {
+                type_: "Hostname".into(),
+                address: cfg.name.clone(),
+            },
+        ]),
+        conditions: Some(conditions(ready, message, previous)),
+        images: (!images.is_empty()).then(|| images.to_vec()),
+        daemon_endpoints: Some(NodeDaemonEndpoints {
+            kubelet_endpoint: Some(DaemonEndpoint {
+                port: i32::from(cfg.port),
+            }),
+        }),
+        node_info: Some(node_info(cfg)),
+        ..Default::default()
+    }
+}
+
+/// The pressure conditions (never under pressure) and Ready, with the runtime's readiness.
+fn conditions(ready: bool, message: &str, previous: Option<&NodeStatus>) -> Vec<NodeCondition> {
     let now =
         Time(Timestamp::from_second(Timestamp::now().as_second()).unwrap_or(Timestamp::UNIX_EPOCH));
-    let capacity = machine::capacity(&cfg.root, cfg.max_pods);
     let condition = |kind: &str, ok: bool, reason: &str, msg: &str| {
         let status = if ok { "True" } else { "False" };
         let prev = previous
@@ -120,70 +147,47 @@ pub fn status(
         }
     };
     let (ready_reason, ready_message) = if ready {
-        (
-            "KubeletReady",
-            "keelson-agent is posting ready status".to_string(),
-        )
+        ("KubeletReady", "keelson-agent is posting ready status")
     } else {
-        ("KubeletNotReady", message.to_string())
+        ("KubeletNotReady", message)
     };
-    NodeStatus {
-        capacity: Some(capacity.clone()),
-        allocatable: Some(capacity),
-        addresses: Some(vec![
-            NodeAddress {
-                type_: "InternalIP".into(),
-                address: cfg.internal_ip.clone(),
-            },
-            NodeAddress {
-                type_: "Hostname".into(),
-                address: cfg.name.clone(),
-            },
-        ]),
-        conditions: Some(vec![
-            condition(
-                "MemoryPressure",
-                false,
-                "KubeletHasSufficientMemory",
-                "keelson-agent has sufficient memory available",
-            ),
-            condition(
-                "DiskPressure",
-                false,
-                "KubeletHasNoDiskPressure",
-                "keelson-agent has no disk pressure",
-            ),
-            condition(
-                "PIDPressure",
-                false,
-                "KubeletHasSufficientPID",
-                "keelson-agent has sufficient PID available",
-            ),
-            condition("Ready", ready, ready_reason, &ready_message),
-        ]),
-        images: (!images.is_empty()).then(|| images.to_vec()),
-        daemon_endpoints: Some(NodeDaemonEndpoints {
-            kubelet_endpoint: Some(DaemonEndpoint {
-                port: i32::from(cfg.port),
-            }),
-        }),
-        node_info: Some(NodeSystemInfo {
-            architecture: std::env::consts::ARCH
-                .replace("x86_64", "amd64")
-                .replace("aarch64", "arm64"),
-            boot_id: std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
-                .map(|s| s.trim().to_string())
-                .unwrap_or_default(),
-            container_runtime_version: cfg.runtime_version.clone(),
-            kernel_version: machine::kernel_version(),
-            kube_proxy_version: String::new(),
-            kubelet_version: AGENT_VERSION.into(),
-            machine_id: machine::machine_id(),
-            operating_system: "linux".into(),
-            os_image: machine::os_image(),
-            system_uuid: machine::machine_id(),
-            ..Default::default()
-        }),
+    vec![
+        condition(
+            "MemoryPressure",
+            false,
+            "KubeletHasSufficientMemory",
+            "keelson-agent has sufficient memory available",
+        ),
+        condition(
+            "DiskPressure",
+            false,
+            "KubeletHasNoDiskPressure",
+            "keelson-agent has no disk pressure",
+        ),
+        condition(
+            "PIDPressure",
+            false,
+            "KubeletHasSufficientPID",
+            "keelson-agent has sufficient PID available",
+        ),
+        condition("Ready", ready, ready_reason, ready_message),
+    ]
+}
+
+fn node_info(cfg: &NodeConfig) -> NodeSystemInfo {
+    NodeSystemInfo {
+        architecture: machine::arch(),
+        boot_id: std::fs::read_to_string("/proc/sys/kernel/random/boot_id")
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default(),
+        container_runtime_version: cfg.runtime_version.clone(),
+        kernel_version: machine::kernel_version(),
+        kube_proxy_version: String::new(),
+        kubelet_version: AGENT_VERSION.into(),
+        machine_id: machine::machine_id(),
+        operating_system: "linux".into(),
+        os_image: machine::os_image(),
+        system_uuid: machine::machine_id(),
         ..Default::default()
     }
 }

@@ -126,6 +126,16 @@ pub fn regular_containers(pod: &Pod) -> &[Container] {
         .unwrap_or(&[])
 }
 
+/// The spec of the named init (or regular) container.
+pub fn find_container<'a>(pod: &'a Pod, name: &str, init: bool) -> Option<&'a Container> {
+    let list = if init {
+        init_containers(pod)
+    } else {
+        regular_containers(pod)
+    };
+    list.iter().find(|c| c.name == name)
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Action {
     /// Stop and remove the old sandboxes (and their containers), then run a new one.
@@ -180,7 +190,11 @@ pub fn plan(
     now_ns: i64,
 ) -> (PodState, Plan) {
     let state = PodState::of(pod, observed);
-    let policy = RestartPolicy::of(pod);
+    let facts = Facts {
+        pod,
+        unhealthy,
+        now_ns,
+    };
     let mut plan = Plan::default();
     match &state {
         PodState::NeedsSandbox { attempt } => {
@@ -188,31 +202,19 @@ pub fn plan(
                 .push(Action::CreateSandbox { attempt: *attempt });
         }
         PodState::Initializing { index } => {
-            let c = &init_containers(pod)[*index];
             // Init containers restart on failure unless the policy is Never (then InitFailed).
-            decide_container(
-                &mut plan,
-                c,
+            let slot = Slot::of(
+                &init_containers(pod)[*index],
                 true,
-                observed.latest(&c.name),
                 RestartPolicy::OnFailure,
-                unhealthy,
-                pod,
-                now_ns,
+                observed,
             );
+            decide_container(&mut plan, &facts, &slot);
         }
         PodState::Running => {
+            let policy = RestartPolicy::of(pod);
             for c in regular_containers(pod) {
-                decide_container(
-                    &mut plan,
-                    c,
-                    false,
-                    observed.latest(&c.name),
-                    policy,
-                    unhealthy,
-                    pod,
-                    now_ns,
-                );
+                decide_container(&mut plan, &facts, &Slot::of(c, false, policy, observed));
             }
         }
         PodState::Completed | PodState::InitFailed => {
@@ -232,114 +234,139 @@ pub fn plan(
     (state, plan)
 }
 
+/// What a plan is decided from, besides the runtime view: the pod, the containers whose
+/// liveness (or startup) probe failed, and the time.
+struct Facts<'a> {
+    pod: &'a Pod,
+    unhealthy: &'a [String],
+    now_ns: i64,
+}
+
+/// One container of the pod as the state machine sees it: its spec, whether it is an init
+/// container, the restart policy that applies to it, and its newest attempt in the runtime.
+struct Slot<'a> {
+    spec: &'a Container,
+    init: bool,
+    policy: RestartPolicy,
+    latest: Option<&'a ObservedContainer>,
+}
+
+impl<'a> Slot<'a> {
+    fn of(
+        spec: &'a Container,
+        init: bool,
+        policy: RestartPolicy,
+        observed: &'a ObservedPod,
+    ) -> Self {
+        Slot {
+            spec,
+            init,
+            policy,
+            latest: observed.latest(&spec.name),
+        }
+    }
+
+    fn start(&self, attempt: u32) -> Action {
+        Action::StartContainer {
+            name: self.spec.name.clone(),
+            init: self.init,
+            attempt,
+        }
+    }
+
+    fn kill(&self, latest: &ObservedContainer, reason: &str) -> Action {
+        Action::KillContainer {
+            id: latest.id.clone(),
+            name: self.spec.name.clone(),
+            reason: reason.into(),
+        }
+    }
+}
+
 fn changed(spec: &Container, observed: &ObservedContainer) -> bool {
     !observed.spec_hash.is_empty()
         && observed.spec_hash != crate::pod::translate::container_hash(spec)
 }
 
-#[allow(clippy::too_many_arguments)]
-fn decide_container(
-    plan: &mut Plan,
-    spec: &Container,
-    init: bool,
-    latest: Option<&ObservedContainer>,
-    policy: RestartPolicy,
-    unhealthy: &[String],
-    pod: &Pod,
-    now_ns: i64,
-) {
-    let Some(latest) = latest else {
-        plan.actions.push(Action::StartContainer {
-            name: spec.name.clone(),
-            init,
-            attempt: 0,
-        });
+fn decide_container(plan: &mut Plan, facts: &Facts<'_>, slot: &Slot<'_>) {
+    let Some(latest) = slot.latest else {
+        plan.actions.push(slot.start(0));
         return;
     };
     match latest.state {
         RunState::Running => {
-            if unhealthy.contains(&latest.id) {
-                plan.actions.push(Action::KillContainer {
-                    id: latest.id.clone(),
-                    name: spec.name.clone(),
-                    reason: "failed liveness probe".into(),
-                });
-            } else if changed(spec, latest) {
-                plan.actions.push(Action::KillContainer {
-                    id: latest.id.clone(),
-                    name: spec.name.clone(),
-                    reason: "definition changed".into(),
-                });
+            if facts.unhealthy.contains(&latest.id) {
+                plan.actions
+                    .push(slot.kill(latest, "failed liveness probe"));
+            } else if changed(slot.spec, latest) {
+                plan.actions.push(slot.kill(latest, "definition changed"));
             }
         }
         // Created but never started: the agent died in between. It never ran, so the next attempt
         // starts at once whatever the policy.
-        RunState::Created => {
-            plan.actions.push(Action::StartContainer {
-                name: spec.name.clone(),
-                init,
-                attempt: latest.attempt + 1,
-            });
-        }
-        RunState::Unknown | RunState::Exited => {
-            let exit_code = if latest.state == RunState::Exited {
-                latest.exit_code
-            } else {
-                1
-            };
-            // A container stopped because its definition changed comes back at once.
-            if changed(spec, latest) && policy == RestartPolicy::Always {
-                plan.actions.push(Action::StartContainer {
-                    name: spec.name.clone(),
-                    init,
-                    attempt: latest.attempt + 1,
-                });
-                return;
-            }
-            if !policy.restarts(exit_code) {
-                return;
-            }
-            // The kubelet forgets the back-off of a container that ran well for ten minutes.
-            let ran_ns = latest.finished_at_ns.saturating_sub(latest.started_at_ns);
-            let delay = if latest.started_at_ns > 0 && ran_ns >= 600 * 1_000_000_000 {
-                Duration::ZERO
-            } else {
-                backoff::restart_delay(latest.attempt)
-            };
-            let finished = if latest.finished_at_ns > 0 {
-                latest.finished_at_ns
-            } else {
-                latest.created_at_ns
-            };
-            let ready_at =
-                finished.saturating_add(i64::try_from(delay.as_nanos()).unwrap_or(i64::MAX));
-            if now_ns >= ready_at {
-                plan.actions.push(Action::StartContainer {
-                    name: spec.name.clone(),
-                    init,
-                    attempt: latest.attempt + 1,
-                });
-            } else {
-                let meta = pod.metadata.clone();
-                plan.waiting.insert(
-                    spec.name.clone(),
-                    Waiting {
-                        reason: "CrashLoopBackOff".into(),
-                        message: format!(
-                            "back-off {}s restarting failed container={} pod={}_{}({})",
-                            delay.as_secs(),
-                            spec.name,
-                            meta.name.unwrap_or_default(),
-                            meta.namespace.unwrap_or_default(),
-                            meta.uid.unwrap_or_default()
-                        ),
-                    },
-                );
-                plan.wake(Duration::from_nanos(
-                    u64::try_from(ready_at - now_ns).unwrap_or(0),
-                ));
-            }
-        }
+        RunState::Created => plan.actions.push(slot.start(latest.attempt + 1)),
+        RunState::Unknown | RunState::Exited => decide_exited(plan, facts, slot, latest),
+    }
+}
+
+/// A container that is no longer running: started again at once, after its back-off, or never.
+fn decide_exited(plan: &mut Plan, facts: &Facts<'_>, slot: &Slot<'_>, latest: &ObservedContainer) {
+    let exit_code = if latest.state == RunState::Exited {
+        latest.exit_code
+    } else {
+        1
+    };
+    // A container stopped because its definition changed comes back at once.
+    if changed(slot.spec, latest) && slot.policy == RestartPolicy::Always {
+        plan.actions.push(slot.start(latest.attempt + 1));
+        return;
+    }
+    if !slot.policy.restarts(exit_code) {
+        return;
+    }
+    let (delay, ready_at) = restart_at(latest);
+    if facts.now_ns >= ready_at {
+        plan.actions.push(slot.start(latest.attempt + 1));
+    } else {
+        plan.waiting.insert(
+            slot.spec.name.clone(),
+            crash_loop_back_off(facts.pod, &slot.spec.name, delay),
+        );
+        plan.wake(Duration::from_nanos(
+            u64::try_from(ready_at - facts.now_ns).unwrap_or(0),
+        ));
+    }
+}
+
+/// The back-off before the next attempt, and the time (ns) it ends.
+fn restart_at(latest: &ObservedContainer) -> (Duration, i64) {
+    // The kubelet forgets the back-off of a container that ran well for ten minutes.
+    let ran_ns = latest.finished_at_ns.saturating_sub(latest.started_at_ns);
+    let delay = if latest.started_at_ns > 0 && ran_ns >= 600 * 1_000_000_000 {
+        Duration::ZERO
+    } else {
+        backoff::restart_delay(latest.attempt)
+    };
+    let finished = if latest.finished_at_ns > 0 {
+        latest.finished_at_ns
+    } else {
+        latest.created_at_ns
+    };
+    let ready_at = finished.saturating_add(i64::try_from(delay.as_nanos()).unwrap_or(i64::MAX));
+    (delay, ready_at)
+}
+
+fn crash_loop_back_off(pod: &Pod, container: &str, delay: Duration) -> Waiting {
+    let meta = &pod.metadata;
+    Waiting {
+        reason: "CrashLoopBackOff".into(),
+        message: format!(
+            "back-off {}s restarting failed container={container} pod={}_{}({})",
+            delay.as_secs(),
+            meta.name.as_deref().unwrap_or_default(),
+            meta.namespace.as_deref().unwrap_or_default(),
+            meta.uid.as_deref().unwrap_or_default()
+        ),
     }
 }
 
@@ -378,14 +405,19 @@ mod tests {
         }
     }
 
-    fn sandbox(ready: bool) -> Option<ObservedSandbox> {
-        Some(ObservedSandbox {
-            id: "sb".into(),
-            ready,
-            ip: Some("10.0.0.2".into()),
-            attempt: 0,
-            created_at_ns: 1,
-        })
+    /// A runtime view with one sandbox ("sb", ready or not) holding `containers`.
+    fn in_sandbox(ready: bool, containers: Vec<ObservedContainer>) -> ObservedPod {
+        ObservedPod {
+            sandbox: Some(ObservedSandbox {
+                id: "sb".into(),
+                ready,
+                ip: Some("10.0.0.2".into()),
+                attempt: 0,
+                created_at_ns: 1,
+            }),
+            containers,
+            ..Default::default()
+        }
     }
 
     fn container(
@@ -415,6 +447,15 @@ mod tests {
         }
     }
 
+    /// The plan's only action: start this attempt of a container.
+    fn start(name: &str, init: bool, attempt: u32) -> Vec<Action> {
+        vec![Action::StartContainer {
+            name: name.into(),
+            init,
+            attempt,
+        }]
+    }
+
     #[test]
     fn new_pod_gets_a_sandbox_then_its_init_containers_in_order() {
         let p = pod("Always", &["i1", "i2"], &["app"]);
@@ -422,69 +463,32 @@ mod tests {
         assert_eq!(state, PodState::NeedsSandbox { attempt: 0 });
         assert_eq!(plan.actions, vec![Action::CreateSandbox { attempt: 0 }]);
 
-        let mut observed = ObservedPod {
-            sandbox: sandbox(true),
-            ..Default::default()
-        };
+        let mut observed = in_sandbox(true, vec![]);
         let (state, plan1) = super::plan(&p, &observed, &[], 0);
         assert_eq!(state, PodState::Initializing { index: 0 });
-        assert_eq!(
-            plan1.actions,
-            vec![Action::StartContainer {
-                name: "i1".into(),
-                init: true,
-                attempt: 0
-            }]
-        );
+        assert_eq!(plan1.actions, start("i1", true, 0));
 
         observed
             .containers
             .push(container("i1", 0, RunState::Exited, 0, 1));
         let (state, plan2) = super::plan(&p, &observed, &[], 2 * SEC);
         assert_eq!(state, PodState::Initializing { index: 1 });
-        assert_eq!(
-            plan2.actions,
-            vec![Action::StartContainer {
-                name: "i2".into(),
-                init: true,
-                attempt: 0
-            }]
-        );
+        assert_eq!(plan2.actions, start("i2", true, 0));
 
         observed
             .containers
             .push(container("i2", 0, RunState::Exited, 0, 1));
         let (state, plan3) = super::plan(&p, &observed, &[], 2 * SEC);
         assert_eq!(state, PodState::Running);
-        assert_eq!(
-            plan3.actions,
-            vec![Action::StartContainer {
-                name: "app".into(),
-                init: false,
-                attempt: 0
-            }]
-        );
+        assert_eq!(plan3.actions, start("app", false, 0));
     }
 
     #[test]
     fn crashing_container_restarts_at_once_then_with_growing_back_off() {
         let p = pod("Always", &[], &["app"]);
-        let mut observed = ObservedPod {
-            sandbox: sandbox(true),
-            ..Default::default()
-        };
-        observed
-            .containers
-            .push(container("app", 0, RunState::Exited, 1, 100));
+        let mut observed = in_sandbox(true, vec![container("app", 0, RunState::Exited, 1, 100)]);
         let (_, first) = plan(&p, &observed, &[], 100 * SEC);
-        assert_eq!(
-            first.actions,
-            vec![Action::StartContainer {
-                name: "app".into(),
-                init: false,
-                attempt: 1
-            }]
-        );
+        assert_eq!(first.actions, start("app", false, 1));
 
         observed
             .containers
@@ -499,14 +503,7 @@ mod tests {
         );
         assert_eq!(held.wake_after, Some(Duration::from_secs(6)));
         let (_, after) = plan(&p, &observed, &[], 111 * SEC);
-        assert_eq!(
-            after.actions,
-            vec![Action::StartContainer {
-                name: "app".into(),
-                init: false,
-                attempt: 2
-            }]
-        );
+        assert_eq!(after.actions, start("app", false, 2));
 
         observed
             .containers
@@ -531,13 +528,7 @@ mod tests {
             ("Always", 0, false),
         ] {
             let p = pod(policy, &[], &["app"]);
-            let mut observed = ObservedPod {
-                sandbox: sandbox(true),
-                ..Default::default()
-            };
-            observed
-                .containers
-                .push(container("app", 0, RunState::Exited, exit, 1));
+            let observed = in_sandbox(true, vec![container("app", 0, RunState::Exited, exit, 1)]);
             let (state, plan) = plan(&p, &observed, &[], 2 * SEC);
             assert_eq!(state == PodState::Completed, done, "{policy} exit {exit}");
             let stops = plan.actions == vec![Action::StopSandbox { id: "sb".into() }];
@@ -548,13 +539,7 @@ mod tests {
     #[test]
     fn failed_liveness_kills_the_running_container() {
         let p = pod("Always", &[], &["app"]);
-        let mut observed = ObservedPod {
-            sandbox: sandbox(true),
-            ..Default::default()
-        };
-        observed
-            .containers
-            .push(container("app", 0, RunState::Running, 0, 0));
+        let observed = in_sandbox(true, vec![container("app", 0, RunState::Running, 0, 0)]);
         let (_, plan) = plan(&p, &observed, &["app-0".to_string()], SEC);
         assert!(matches!(&plan.actions[0], Action::KillContainer { id, .. } if id == "app-0"));
     }
@@ -563,13 +548,9 @@ mod tests {
     fn changed_definition_restarts_the_container_at_once() {
         let p = pod("Always", &[], &["app"]);
         let spec = &p.spec.as_ref().unwrap().containers[0];
-        let mut observed = ObservedPod {
-            sandbox: sandbox(true),
-            ..Default::default()
-        };
         let mut running = container("app", 0, RunState::Running, 0, 0);
         running.spec_hash = crate::pod::translate::container_hash(spec);
-        observed.containers.push(running.clone());
+        let mut observed = in_sandbox(true, vec![running.clone()]);
         let (_, same) = plan(&p, &observed, &[], SEC);
         assert!(same.actions.is_empty(), "{:?}", same.actions);
 
@@ -585,38 +566,18 @@ mod tests {
         exited.attempt = 3;
         exited.finished_at_ns = SEC;
         observed.containers[0] = exited;
-        let (_, start) = plan(&p, &observed, &[], SEC);
-        assert_eq!(
-            start.actions,
-            vec![Action::StartContainer {
-                name: "app".into(),
-                init: false,
-                attempt: 4
-            }]
-        );
+        let (_, start_again) = plan(&p, &observed, &[], SEC);
+        assert_eq!(start_again.actions, start("app", false, 4));
     }
 
     #[test]
     fn a_never_started_attempt_is_retried_and_then_removed() {
         let p = pod("Never", &[], &["app"]);
-        let mut observed = ObservedPod {
-            sandbox: sandbox(true),
-            ..Default::default()
-        };
         // The agent died between CreateContainer and StartContainer: the next attempt starts,
         // whatever the restart policy (the container never ran).
-        observed
-            .containers
-            .push(container("app", 0, RunState::Created, 0, 0));
+        let mut observed = in_sandbox(true, vec![container("app", 0, RunState::Created, 0, 0)]);
         let (_, retry) = plan(&p, &observed, &[], SEC);
-        assert_eq!(
-            retry.actions,
-            vec![Action::StartContainer {
-                name: "app".into(),
-                init: false,
-                attempt: 1
-            }]
-        );
+        assert_eq!(retry.actions, start("app", false, 1));
         observed
             .containers
             .push(container("app", 1, RunState::Running, 0, 0));
@@ -632,11 +593,7 @@ mod tests {
     #[test]
     fn dead_sandbox_is_recreated_with_next_attempt() {
         let p = pod("Always", &[], &["app"]);
-        let observed = ObservedPod {
-            sandbox: sandbox(false),
-            ..Default::default()
-        };
-        let (state, plan) = plan(&p, &observed, &[], SEC);
+        let (state, plan) = plan(&p, &in_sandbox(false, vec![]), &[], SEC);
         assert_eq!(state, PodState::NeedsSandbox { attempt: 1 });
         assert_eq!(plan.actions, vec![Action::CreateSandbox { attempt: 1 }]);
     }
@@ -644,14 +601,9 @@ mod tests {
     #[test]
     fn init_failure_with_never_fails_the_pod() {
         let p = pod("Never", &["i1"], &["app"]);
-        let mut observed = ObservedPod {
-            sandbox: sandbox(true),
-            ..Default::default()
-        };
         let mut failed = container("i1", 0, RunState::Exited, 2, 1);
         failed.init = true;
-        observed.containers.push(failed);
-        let (state, plan) = plan(&p, &observed, &[], 2 * SEC);
+        let (state, plan) = plan(&p, &in_sandbox(true, vec![failed]), &[], 2 * SEC);
         assert_eq!(state, PodState::InitFailed);
         assert_eq!(plan.actions, vec![Action::StopSandbox { id: "sb".into() }]);
     }

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::api::core::v1::{Container, EnvVarSource, Pod};
 
 use crate::quantity;
 
@@ -68,29 +68,17 @@ pub fn resolve(
 ) -> Result<Vec<(String, String)>, EnvError> {
     let namespace = pod.metadata.namespace.clone().unwrap_or_default();
     let mut env: Vec<(String, String)> = Vec::new();
-    let set = |env: &mut Vec<(String, String)>, k: String, v: String| {
-        if let Some(slot) = env.iter_mut().find(|(name, _)| *name == k) {
-            slot.1 = v;
-        } else {
-            env.push((k, v));
-        }
-    };
     for f in container.env_from.iter().flatten() {
         let prefix = f.prefix.clone().unwrap_or_default();
         let (kind, name, optional, data) = if let Some(r) = &f.config_map_ref {
             (
                 "configmap",
-                r.name.clone(),
-                r.optional.unwrap_or(false),
+                &r.name,
+                r.optional,
                 sources.config_maps.get(&r.name),
             )
         } else if let Some(r) = &f.secret_ref {
-            (
-                "secret",
-                r.name.clone(),
-                r.optional.unwrap_or(false),
-                sources.secrets.get(&r.name),
-            )
+            ("secret", &r.name, r.optional, sources.secrets.get(&r.name))
         } else {
             continue;
         };
@@ -100,50 +88,83 @@ pub fn resolve(
                     set(&mut env, format!("{prefix}{k}"), v.clone());
                 }
             }
-            None if optional => {}
+            None if optional.unwrap_or(false) => {}
             None => {
                 return Err(EnvError::MissingObject {
                     kind,
                     namespace: namespace.clone(),
-                    name,
+                    name: name.clone(),
                 })
             }
         }
     }
+    let at = EnvScope {
+        pod,
+        container,
+        pod_ip,
+        host_ip,
+        namespace: &namespace,
+    };
     for e in container.env.iter().flatten() {
         let value = match &e.value_from {
             None => expand(e.value.as_deref().unwrap_or(""), &env),
-            Some(from) => {
-                if let Some(f) = &from.field_ref {
-                    field(pod, &f.field_path, pod_ip, host_ip)?
-                } else if let Some(r) = &from.resource_field_ref {
-                    resource(container, &r.resource)
-                } else if let Some(r) = &from.config_map_key_ref {
-                    match lookup(
-                        &sources.config_maps,
-                        &r.name,
-                        &r.key,
-                        "configmap",
-                        &namespace,
-                    ) {
-                        Ok(v) => v,
-                        Err(_) if r.optional.unwrap_or(false) => continue,
-                        Err(e) => return Err(e),
-                    }
-                } else if let Some(r) = &from.secret_key_ref {
-                    match lookup(&sources.secrets, &r.name, &r.key, "secret", &namespace) {
-                        Ok(v) => v,
-                        Err(_) if r.optional.unwrap_or(false) => continue,
-                        Err(e) => return Err(e),
-                    }
-                } else {
-                    String::new()
-                }
-            }
+            Some(from) => match value_from(&at, from, sources)? {
+                Some(v) => v,
+                None => continue,
+            },
         };
         set(&mut env, e.name.clone(), value);
     }
     Ok(env)
+}
+
+/// Sets a variable, in place when it is set already (keeping its position).
+fn set(env: &mut Vec<(String, String)>, name: String, value: String) {
+    if let Some(slot) = env.iter_mut().find(|(n, _)| *n == name) {
+        slot.1 = value;
+    } else {
+        env.push((name, value));
+    }
+}
+
+/// What a `valueFrom` may refer to: the pod, the container and their addresses.
+struct EnvScope<'a> {
+    pod: &'a Pod,
+    container: &'a Container,
+    pod_ip: &'a str,
+    host_ip: &'a str,
+    namespace: &'a str,
+}
+
+/// A `valueFrom` value; None when it refers to an optional key that is missing (the variable is
+/// then not set).
+fn value_from(
+    at: &EnvScope<'_>,
+    from: &EnvVarSource,
+    sources: &Sources,
+) -> Result<Option<String>, EnvError> {
+    let (objects, kind, name, key, optional) = if let Some(f) = &from.field_ref {
+        return field(at.pod, &f.field_path, at.pod_ip, at.host_ip).map(Some);
+    } else if let Some(r) = &from.resource_field_ref {
+        return Ok(Some(resource(at.container, &r.resource)));
+    } else if let Some(r) = &from.config_map_key_ref {
+        (
+            &sources.config_maps,
+            "configmap",
+            &r.name,
+            &r.key,
+            r.optional,
+        )
+    } else if let Some(r) = &from.secret_key_ref {
+        (&sources.secrets, "secret", &r.name, &r.key, r.optional)
+    } else {
+        return Ok(Some(String::new()));
+    };
+    match lookup(objects, name, key, kind, at.namespace) {
+        Ok(v) => Ok(Some(v)),
+        Err(_) if optional.unwrap_or(false) => Ok(None),
+        Err(e) => Err(e),
+    }
 }
 
 fn lookup(

@@ -95,6 +95,14 @@ impl ObservedPod {
         }
     }
 
+    /// The address of the current sandbox ("" when it has none).
+    pub fn pod_ip(&self) -> String {
+        self.sandbox
+            .as_ref()
+            .and_then(|s| s.ip.clone())
+            .unwrap_or_default()
+    }
+
     /// The newest attempt of the named container in the current sandbox.
     pub fn latest(&self, name: &str) -> Option<&ObservedContainer> {
         self.containers

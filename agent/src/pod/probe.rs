@@ -15,7 +15,7 @@ use super::status::ProbeView;
 use crate::cri::Cri;
 
 /// Probe outcomes for the containers of one pod.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct ProbeTable {
     pub view: ProbeView,
     /// Containers whose liveness or startup probe failed past its threshold.
@@ -147,17 +147,28 @@ impl Kind {
     }
 }
 
+/// The container a probe checks: its spec (for named ports), its runtime id and the pod's address.
+#[derive(Clone, Debug)]
+pub struct ProbeTarget {
+    pub container: Container,
+    pub id: String,
+    pub pod_ip: String,
+}
+
+/// Where probe results go: the pod's table, and a poke to its worker when the table changes.
+#[derive(Clone, Debug)]
+pub struct ResultSink {
+    pub table: SharedProbes,
+    pub poke: mpsc::Sender<()>,
+}
+
 /// Probes one container until it is aborted (the worker aborts it when the container stops).
-#[allow(clippy::too_many_arguments)]
 pub async fn run(
     kind: Kind,
     probe: Probe,
-    container: Container,
-    container_id: String,
-    pod_ip: String,
+    target: ProbeTarget,
     cri: Arc<dyn Cri>,
-    table: SharedProbes,
-    poke: mpsc::Sender<()>,
+    sink: ResultSink,
 ) {
     let period =
         Duration::from_secs(u64::try_from(probe.period_seconds.unwrap_or(10).max(1)).unwrap_or(10));
@@ -169,17 +180,16 @@ pub async fn run(
     tokio::time::sleep(initial).await;
     let (mut successes, mut failures) = (0, 0);
     loop {
-        let started = {
-            let t = table
-                .lock()
-                .map(|t| t.view.started.get(&container_id).copied())
-                .ok()
-                .flatten();
-            t.unwrap_or(true)
-        };
         // Liveness and readiness wait for the startup probe to succeed.
-        if kind == Kind::Startup || started {
-            let result = probe_once(&probe, &container, &pod_ip, &container_id, cri.as_ref()).await;
+        if kind == Kind::Startup || started(&sink.table, &target.id) {
+            let result = probe_once(
+                &probe,
+                &target.container,
+                &target.pod_ip,
+                &target.id,
+                cri.as_ref(),
+            )
+            .await;
             match &result {
                 Ok(()) => {
                     successes += 1;
@@ -188,22 +198,22 @@ pub async fn run(
                 Err(why) => {
                     failures += 1;
                     successes = 0;
-                    tracing::debug!(container = %container.name, ?kind, %why, "probe failed");
-                    if let Ok(mut t) = table.lock() {
+                    tracing::debug!(container = %target.container.name, ?kind, %why, "probe failed");
+                    if let Ok(mut t) = sink.table.lock() {
                         t.last_failure
-                            .insert((container_id.clone(), kind.name()), why.clone());
+                            .insert((target.id.clone(), kind.name()), why.clone());
                     }
                 }
             }
             let changed = record(
                 kind,
-                &container_id,
+                &target.id,
                 successes >= success_threshold,
                 failures >= failure_threshold,
-                &table,
+                &sink.table,
             );
             if changed {
-                let _ = poke.try_send(());
+                let _ = sink.poke.try_send(());
             }
             if kind == Kind::Startup && successes >= success_threshold {
                 return;
@@ -211,6 +221,16 @@ pub async fn run(
         }
         tokio::time::sleep(period).await;
     }
+}
+
+/// Whether the container's startup probe succeeded (true when it has none).
+fn started(table: &SharedProbes, id: &str) -> bool {
+    table
+        .lock()
+        .map(|t| t.view.started.get(id).copied())
+        .ok()
+        .flatten()
+        .unwrap_or(true)
 }
 
 /// Applies thresholds; returns whether the table changed.
@@ -261,21 +281,14 @@ pub struct Probers {
 
 impl Probers {
     /// Starts the container's probes if not running yet. The startup probe (if any) gates the rest.
-    pub fn ensure(
-        &mut self,
-        container: &Container,
-        id: &str,
-        pod_ip: &str,
-        cri: &Arc<dyn Cri>,
-        table: &SharedProbes,
-        poke: &mpsc::Sender<()>,
-    ) {
-        if self.tasks.contains_key(id) {
+    pub fn ensure(&mut self, target: &ProbeTarget, cri: &Arc<dyn Cri>, sink: &ResultSink) {
+        if self.tasks.contains_key(&target.id) {
             return;
         }
-        if let Ok(mut t) = table.lock() {
+        let container = &target.container;
+        if let Ok(mut t) = sink.table.lock() {
             if container.startup_probe.is_some() {
-                t.view.started.entry(id.to_string()).or_insert(false);
+                t.view.started.entry(target.id.clone()).or_insert(false);
             }
         }
         let mut handles = Vec::new();
@@ -288,16 +301,13 @@ impl Probers {
                 handles.push(tokio::spawn(run(
                     kind,
                     probe,
-                    container.clone(),
-                    id.to_string(),
-                    pod_ip.to_string(),
+                    target.clone(),
                     cri.clone(),
-                    table.clone(),
-                    poke.clone(),
+                    sink.clone(),
                 )));
             }
         }
-        self.tasks.insert(id.to_string(), handles);
+        self.tasks.insert(target.id.clone(), handles);
     }
 
     /// Stops the probes of containers that are no longer running.

@@ -42,76 +42,12 @@ pub fn compute(input: &StatusInput<'_>) -> PodStatus {
         .iter()
         .map(|c| container_status(c, input, false))
         .collect();
-
-    let initialized = !matches!(
-        input.state,
-        PodState::NeedsSandbox { .. } | PodState::Initializing { .. } | PodState::InitFailed
-    ) || (init_containers(pod).is_empty()
-        && !matches!(input.state, PodState::InitFailed));
     let containers_ready = !statuses.is_empty() && statuses.iter().all(|s| s.ready);
     let phase = phase(input, &statuses, policy);
-    // A finished pod keeps the address it had after its sandbox is stopped, as with the kubelet.
-    let pod_ip = input
-        .observed
-        .sandbox
-        .as_ref()
-        .and_then(|s| s.ip.clone())
-        .or_else(|| {
-            input
-                .state
-                .is_finished()
-                .then(|| old.pod_ip.clone())
-                .flatten()
-        })
-        // Pods on the host network have the node's address (the runtime reports none).
-        .or_else(|| {
-            let host_network = pod
-                .spec
-                .as_ref()
-                .and_then(|s| s.host_network)
-                .unwrap_or(false);
-            (host_network && input.observed.sandbox.is_some()).then(|| input.host_ip.to_string())
-        });
-
-    let mut conditions = vec![
-        condition(&old, "PodScheduled", true, None, input.now),
-        condition(
-            &old,
-            "Initialized",
-            initialized,
-            (!initialized).then_some("ContainersNotInitialized"),
-            input.now,
-        ),
-        condition(
-            &old,
-            "ContainersReady",
-            containers_ready,
-            (!containers_ready).then_some("ContainersNotReady"),
-            input.now,
-        ),
-        condition(
-            &old,
-            "Ready",
-            containers_ready,
-            (!containers_ready).then_some("ContainersNotReady"),
-            input.now,
-        ),
-    ];
-    let sandbox_ready = input.observed.sandbox.as_ref().is_some_and(|s| s.ready);
-    conditions.insert(
-        1,
-        condition(
-            &old,
-            "PodReadyToStartContainers",
-            sandbox_ready,
-            None,
-            input.now,
-        ),
-    );
-
+    let pod_ip = pod_ip(input, &old);
     PodStatus {
         phase: Some(phase.to_string()),
-        conditions: Some(conditions),
+        conditions: Some(conditions(input, &old, containers_ready)),
         host_ip: Some(input.host_ip.to_string()),
         host_ips: Some(vec![HostIP {
             ip: input.host_ip.to_string(),
@@ -128,6 +64,61 @@ pub fn compute(input: &StatusInput<'_>) -> PodStatus {
         qos_class: Some(crate::pod::qos::qos_class(pod).to_string()),
         ..Default::default()
     }
+}
+
+/// The sandbox's address. A finished pod keeps the address it had after its sandbox is stopped,
+/// as with the kubelet; pods on the host network have the node's (the runtime reports none).
+fn pod_ip(input: &StatusInput<'_>, old: &PodStatus) -> Option<String> {
+    let host_network = input
+        .pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.host_network)
+        .unwrap_or(false);
+    input
+        .observed
+        .sandbox
+        .as_ref()
+        .and_then(|s| s.ip.clone())
+        .or_else(|| {
+            input
+                .state
+                .is_finished()
+                .then(|| old.pod_ip.clone())
+                .flatten()
+        })
+        .or_else(|| {
+            (host_network && input.observed.sandbox.is_some()).then(|| input.host_ip.to_string())
+        })
+}
+
+/// PodScheduled, PodReadyToStartContainers, Initialized, ContainersReady and Ready.
+fn conditions(
+    input: &StatusInput<'_>,
+    old: &PodStatus,
+    containers_ready: bool,
+) -> Vec<PodCondition> {
+    let initialized = !matches!(
+        input.state,
+        PodState::NeedsSandbox { .. } | PodState::Initializing { .. } | PodState::InitFailed
+    ) || (init_containers(input.pod).is_empty()
+        && !matches!(input.state, PodState::InitFailed));
+    let sandbox_ready = input.observed.sandbox.as_ref().is_some_and(|s| s.ready);
+    let not_ready = (!containers_ready).then_some("ContainersNotReady");
+    [
+        ("PodScheduled", true, None),
+        ("PodReadyToStartContainers", sandbox_ready, None),
+        (
+            "Initialized",
+            initialized,
+            (!initialized).then_some("ContainersNotInitialized"),
+        ),
+        ("ContainersReady", containers_ready, not_ready),
+        ("Ready", containers_ready, not_ready),
+    ]
+    .into_iter()
+    .map(|(kind, ok, reason)| condition(old, kind, ok, reason, input.now))
+    .collect()
 }
 
 fn phase(
@@ -177,73 +168,17 @@ fn phase(
 
 fn container_status(spec: &Container, input: &StatusInput<'_>, init: bool) -> ContainerStatus {
     let latest = input.observed.latest(&spec.name);
-    let previous = input.observed.previous(&spec.name);
-    let waiting = input.waiting.get(&spec.name);
-    let image = spec.image.clone().unwrap_or_default();
-    let mut status = ContainerStatus {
+    let status = ContainerStatus {
         name: spec.name.clone(),
-        image: image.clone(),
+        image: spec.image.clone().unwrap_or_default(),
         image_id: String::new(),
         restart_count: latest.map_or(0, |c| i32::try_from(c.attempt).unwrap_or(i32::MAX)),
         ready: false,
         started: Some(false),
         ..Default::default()
     };
-    let last_terminated = |c: &ObservedContainer| ContainerState {
-        terminated: Some(terminated(c)),
-        ..Default::default()
-    };
     match latest {
-        Some(c) => {
-            status.container_id = Some(format!("containerd://{}", c.id));
-            status.image_id = c.image_ref.clone();
-            match c.state {
-                RunState::Running => {
-                    let started = input
-                        .probes
-                        .started
-                        .get(&c.id)
-                        .copied()
-                        .unwrap_or(spec.startup_probe.is_none());
-                    let ready = input
-                        .probes
-                        .ready
-                        .get(&c.id)
-                        .copied()
-                        .unwrap_or(spec.readiness_probe.is_none());
-                    status.started = Some(started);
-                    // Init containers are never "ready" while running, as in the kubelet.
-                    status.ready = !init && started && ready;
-                    status.state = Some(ContainerState {
-                        running: Some(ContainerStateRunning {
-                            started_at: Some(ns_time(c.started_at_ns)),
-                        }),
-                        ..Default::default()
-                    });
-                    status.last_state = previous.map(last_terminated);
-                }
-                RunState::Created => {
-                    let creating = Waiting {
-                        reason: "ContainerCreating".into(),
-                        message: String::new(),
-                    };
-                    status.state = Some(waiting_state(waiting.unwrap_or(&creating)));
-                    status.last_state = previous.map(last_terminated);
-                }
-                _ => {
-                    if let Some(w) = waiting {
-                        status.state = Some(waiting_state(w));
-                        status.last_state = Some(last_terminated(c));
-                    } else {
-                        status.state = Some(ContainerState {
-                            terminated: Some(terminated(c)),
-                            ..Default::default()
-                        });
-                        status.last_state = previous.map(last_terminated);
-                    }
-                }
-            }
-        }
+        Some(c) => observed_status(status, spec, c, input, init),
         None => {
             let default_wait = Waiting {
                 reason: if init
@@ -256,8 +191,70 @@ fn container_status(spec: &Container, input: &StatusInput<'_>, init: bool) -> Co
                 },
                 message: String::new(),
             };
-            status.state = Some(waiting_state(waiting.unwrap_or(&default_wait)));
+            let waiting = input.waiting.get(&spec.name).unwrap_or(&default_wait);
+            ContainerStatus {
+                state: Some(waiting_state(waiting)),
+                ..status
+            }
         }
+    }
+}
+
+/// The status of a container the runtime has: running, created (waiting to start) or exited.
+fn observed_status(
+    mut status: ContainerStatus,
+    spec: &Container,
+    c: &ObservedContainer,
+    input: &StatusInput<'_>,
+    init: bool,
+) -> ContainerStatus {
+    let previous = input.observed.previous(&spec.name);
+    let waiting = input.waiting.get(&spec.name);
+    let last_terminated = |c: &ObservedContainer| ContainerState {
+        terminated: Some(terminated(c)),
+        ..Default::default()
+    };
+    status.container_id = Some(format!("containerd://{}", c.id));
+    status.image_id = c.image_ref.clone();
+    status.last_state = previous.map(last_terminated);
+    match c.state {
+        RunState::Running => {
+            let probes = input.probes;
+            let started = probes
+                .started
+                .get(&c.id)
+                .copied()
+                .unwrap_or(spec.startup_probe.is_none());
+            let ready = probes
+                .ready
+                .get(&c.id)
+                .copied()
+                .unwrap_or(spec.readiness_probe.is_none());
+            status.started = Some(started);
+            // Init containers are never "ready" while running, as in the kubelet.
+            status.ready = !init && started && ready;
+            status.state = Some(ContainerState {
+                running: Some(ContainerStateRunning {
+                    started_at: Some(ns_time(c.started_at_ns)),
+                }),
+                ..Default::default()
+            });
+        }
+        RunState::Created => {
+            let creating = Waiting {
+                reason: "ContainerCreating".into(),
+                message: String::new(),
+            };
+            status.state = Some(waiting_state(waiting.unwrap_or(&creating)));
+        }
+        _ => match waiting {
+            // Held back (back-off): waiting, and the exit just seen is the last state.
+            Some(w) => {
+                status.state = Some(waiting_state(w));
+                status.last_state = Some(last_terminated(c));
+            }
+            None => status.state = Some(last_terminated(c)),
+        },
     }
     status
 }

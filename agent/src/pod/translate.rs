@@ -226,60 +226,6 @@ pub struct ContainerInput<'a> {
 
 pub fn container_config(input: &ContainerInput<'_>) -> cri::ContainerConfig {
     let c = input.container;
-    let pod = input.pod;
-    let mut labels = HashMap::new();
-    let m = &pod.metadata;
-    labels.insert(
-        labels::POD_NAME.to_string(),
-        m.name.clone().unwrap_or_default(),
-    );
-    labels.insert(
-        labels::POD_NAMESPACE.to_string(),
-        m.namespace.clone().unwrap_or_default(),
-    );
-    labels.insert(
-        labels::POD_UID.to_string(),
-        m.uid.clone().unwrap_or_default(),
-    );
-    labels.insert(labels::CONTAINER_NAME.to_string(), c.name.clone());
-    labels.insert(labels::NODE.to_string(), input.node_name.to_string());
-    labels.insert(
-        labels::CONTAINER_KIND.to_string(),
-        if input.init { "init" } else { "regular" }.to_string(),
-    );
-    let annotations = HashMap::from([
-        (
-            "io.kubernetes.container.restartCount".to_string(),
-            input.attempt.to_string(),
-        ),
-        (HASH_ANNOTATION.to_string(), container_hash(c)),
-    ]);
-
-    let command = c
-        .command
-        .clone()
-        .unwrap_or_default()
-        .iter()
-        .map(|s| super::env::expand(s, input.env))
-        .collect();
-    let args = c
-        .args
-        .clone()
-        .unwrap_or_default()
-        .iter()
-        .map(|s| super::env::expand(s, input.env))
-        .collect();
-
-    let pod_security = pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.security_context.clone())
-        .unwrap_or_default();
-    let security = c.security_context.clone().unwrap_or_default();
-    let run_as_user = security.run_as_user.or(pod_security.run_as_user);
-    let run_as_group = security.run_as_group.or(pod_security.run_as_group);
-    let caps = security.capabilities.clone().unwrap_or_default();
-
     cri::ContainerConfig {
         metadata: Some(cri::ContainerMetadata {
             name: c.name.clone(),
@@ -290,8 +236,8 @@ pub fn container_config(input: &ContainerInput<'_>) -> cri::ContainerConfig {
             user_specified_image: c.image.clone().unwrap_or_default(),
             ..Default::default()
         }),
-        command,
-        args,
+        command: expand_all(c.command.as_deref(), input.env),
+        args: expand_all(c.args.as_deref(), input.env),
         working_dir: c.working_dir.clone().unwrap_or_default(),
         envs: input
             .env
@@ -311,41 +257,91 @@ pub fn container_config(input: &ContainerInput<'_>) -> cri::ContainerConfig {
                 ..Default::default()
             })
             .collect(),
-        labels,
-        annotations,
+        labels: container_labels(input),
+        annotations: HashMap::from([
+            (
+                "io.kubernetes.container.restartCount".to_string(),
+                input.attempt.to_string(),
+            ),
+            (HASH_ANNOTATION.to_string(), container_hash(c)),
+        ]),
         log_path: format!("{}/{}.log", c.name, input.attempt),
         stdin: c.stdin.unwrap_or(false),
         stdin_once: c.stdin_once.unwrap_or(false),
         tty: c.tty.unwrap_or(false),
         linux: Some(cri::LinuxContainerConfig {
             resources: Some(resources(c)),
-            security_context: Some(cri::LinuxContainerSecurityContext {
-                capabilities: Some(cri::Capability {
-                    add_capabilities: caps.add.unwrap_or_default(),
-                    drop_capabilities: caps.drop.unwrap_or_default(),
-                    ..Default::default()
-                }),
-                privileged: security.privileged.unwrap_or(false),
-                run_as_user: run_as_user.map(|value| cri::Int64Value { value }),
-                run_as_group: run_as_group.map(|value| cri::Int64Value { value }),
-                readonly_rootfs: security.read_only_root_filesystem.unwrap_or(false),
-                supplemental_groups: pod_security.supplemental_groups.clone().unwrap_or_default(),
-                no_new_privs: security.allow_privilege_escalation == Some(false),
-                namespace_options: Some(cri::NamespaceOption {
-                    pid: if pod
-                        .spec
-                        .as_ref()
-                        .and_then(|s| s.share_process_namespace)
-                        .unwrap_or(false)
-                    {
-                        cri::NamespaceMode::Pod as i32
-                    } else {
-                        cri::NamespaceMode::Container as i32
-                    },
-                    ..Default::default()
-                }),
-                ..Default::default()
-            }),
+            security_context: Some(security_context(input.pod, c)),
+        }),
+        ..Default::default()
+    }
+}
+
+/// `$(VAR)` references expanded in a command or its arguments.
+fn expand_all(list: Option<&[String]>, env: &[(String, String)]) -> Vec<String> {
+    list.unwrap_or_default()
+        .iter()
+        .map(|s| super::env::expand(s, env))
+        .collect()
+}
+
+/// The labels the agent finds the container by (pod, container, node, kind).
+fn container_labels(input: &ContainerInput<'_>) -> HashMap<String, String> {
+    let m = &input.pod.metadata;
+    let kind = if input.init { "init" } else { "regular" };
+    [
+        (labels::POD_NAME, m.name.clone().unwrap_or_default()),
+        (
+            labels::POD_NAMESPACE,
+            m.namespace.clone().unwrap_or_default(),
+        ),
+        (labels::POD_UID, m.uid.clone().unwrap_or_default()),
+        (labels::CONTAINER_NAME, input.container.name.clone()),
+        (labels::NODE, input.node_name.to_string()),
+        (labels::CONTAINER_KIND, kind.to_string()),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect()
+}
+
+/// The container's security context, with the pod's user, group and supplemental groups where
+/// the container sets none.
+fn security_context(pod: &Pod, c: &Container) -> cri::LinuxContainerSecurityContext {
+    let spec = pod.spec.as_ref();
+    let pod_security = spec
+        .and_then(|s| s.security_context.clone())
+        .unwrap_or_default();
+    let security = c.security_context.clone().unwrap_or_default();
+    let caps = security.capabilities.clone().unwrap_or_default();
+    let shares_pid = spec
+        .and_then(|s| s.share_process_namespace)
+        .unwrap_or(false);
+    cri::LinuxContainerSecurityContext {
+        capabilities: Some(cri::Capability {
+            add_capabilities: caps.add.unwrap_or_default(),
+            drop_capabilities: caps.drop.unwrap_or_default(),
+            ..Default::default()
+        }),
+        privileged: security.privileged.unwrap_or(false),
+        run_as_user: security
+            .run_as_user
+            .or(pod_security.run_as_user)
+            .map(|value| cri::Int64Value { value }),
+        run_as_group: security
+            .run_as_group
+            .or(pod_security.run_as_group)
+            .map(|value| cri::Int64Value { value }),
+        readonly_rootfs: security.read_only_root_filesystem.unwrap_or(false),
+        supplemental_groups: pod_security.supplemental_groups.unwrap_or_default(),
+        no_new_privs: security.allow_privilege_escalation == Some(false),
+        namespace_options: Some(cri::NamespaceOption {
+            pid: if shares_pid {
+                cri::NamespaceMode::Pod as i32
+            } else {
+                cri::NamespaceMode::Container as i32
+            },
+            ..Default::default()
         }),
         ..Default::default()
     }

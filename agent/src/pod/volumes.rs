@@ -7,7 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use k8s_openapi::api::core::v1::{
-    Container, DownwardAPIVolumeFile, KeyToPath, Pod, ProjectedVolumeSource,
+    Container, DownwardAPIVolumeFile, KeyToPath, Pod, ProjectedVolumeSource, Volume,
 };
 
 use super::translate::HostMount;
@@ -106,6 +106,9 @@ pub fn referenced(pod: &Pod) -> (Vec<String>, Vec<String>) {
     (cms, secrets)
 }
 
+/// Contents by key, as bytes.
+type Files = BTreeMap<String, Vec<u8>>;
+
 /// Creates or refreshes every volume of the pod; returns its host path by volume name.
 pub fn prepare(
     root: &Path,
@@ -121,98 +124,105 @@ pub fn prepare(
         .into_iter()
         .flatten()
     {
-        let io = |path: &Path, source| VolumeError::Io {
-            volume: v.name.clone(),
-            path: path.display().to_string(),
-            source,
-        };
-        let dir = base.join(&v.name);
-        let path = if let Some(hp) = &v.host_path {
-            let p = PathBuf::from(&hp.path);
-            if matches!(hp.type_.as_deref(), Some("DirectoryOrCreate")) {
-                std::fs::create_dir_all(&p).map_err(|e| io(&p, e))?;
-            }
-            if matches!(hp.type_.as_deref(), Some("FileOrCreate")) && !p.exists() {
-                std::fs::File::create(&p).map_err(|e| io(&p, e))?;
-            }
-            p
-        } else if let Some(cm) = &v.config_map {
-            let data = objects.config_maps.get(&cm.name);
-            match data {
-                Some(data) => write_keys(
-                    &dir,
-                    data,
-                    cm.items.as_deref(),
-                    cm.default_mode.unwrap_or(0o644),
-                )
-                .map_err(|e| io(&dir, e))?,
-                None if cm.optional.unwrap_or(false) => {
-                    std::fs::create_dir_all(&dir).map_err(|e| io(&dir, e))?
-                }
-                None => {
-                    return Err(VolumeError::Missing {
-                        volume: v.name.clone(),
-                        kind: "configmap",
-                        name: cm.name.clone(),
-                    })
-                }
-            }
-            dir
-        } else if let Some(s) = &v.secret {
-            let name = s.secret_name.clone().unwrap_or_default();
-            match objects.secrets.get(&name) {
-                Some(data) => write_keys(
-                    &dir,
-                    data,
-                    s.items.as_deref(),
-                    s.default_mode.unwrap_or(0o644),
-                )
-                .map_err(|e| io(&dir, e))?,
-                None if s.optional.unwrap_or(false) => {
-                    std::fs::create_dir_all(&dir).map_err(|e| io(&dir, e))?
-                }
-                None => {
-                    return Err(VolumeError::Missing {
-                        volume: v.name.clone(),
-                        kind: "secret",
-                        name,
-                    })
-                }
-            }
-            dir
-        } else if let Some(d) = &v.downward_api {
-            let data =
-                downward_files(pod, d.items.as_deref().unwrap_or(&[])).map_err(|message| {
-                    VolumeError::Invalid {
-                        volume: v.name.clone(),
-                        message,
-                    }
-                })?;
-            write_keys(&dir, &data, None, d.default_mode.unwrap_or(0o644))
-                .map_err(|e| io(&dir, e))?;
-            dir
-        } else if let Some(p) = &v.projected {
-            let data = projected_files(pod, p, objects, &v.name)?;
-            write_keys(&dir, &data, None, p.default_mode.unwrap_or(0o644))
-                .map_err(|e| io(&dir, e))?;
-            dir
-        } else {
-            // emptyDir, and kinds the agent does not fill: an empty directory.
-            std::fs::create_dir_all(&dir).map_err(|e| io(&dir, e))?;
-            std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777))
-                .map_err(|e| io(&dir, e))?;
-            dir
-        };
+        let path = prepare_one(pod, v, &base.join(&v.name), objects)?;
         paths.insert(v.name.clone(), path);
     }
     Ok(paths)
+}
+
+/// Creates or refreshes one volume in `dir` (a hostPath volume is where it points).
+fn prepare_one(
+    pod: &Pod,
+    v: &Volume,
+    dir: &Path,
+    objects: &Objects,
+) -> Result<PathBuf, VolumeError> {
+    let io = |path: &Path, source| VolumeError::Io {
+        volume: v.name.clone(),
+        path: path.display().to_string(),
+        source,
+    };
+    if let Some(hp) = &v.host_path {
+        let p = PathBuf::from(&hp.path);
+        if matches!(hp.type_.as_deref(), Some("DirectoryOrCreate")) {
+            std::fs::create_dir_all(&p).map_err(|e| io(&p, e))?;
+        }
+        if matches!(hp.type_.as_deref(), Some("FileOrCreate")) && !p.exists() {
+            std::fs::File::create(&p).map_err(|e| io(&p, e))?;
+        }
+        return Ok(p);
+    }
+    let written = if let Some(cm) = &v.config_map {
+        let data = lookup(
+            &v.name,
+            "configmap",
+            &cm.name,
+            &objects.config_maps,
+            cm.optional,
+        )?;
+        fill(dir, data, cm.items.as_deref(), cm.default_mode)
+    } else if let Some(s) = &v.secret {
+        let name = s.secret_name.clone().unwrap_or_default();
+        let data = lookup(&v.name, "secret", &name, &objects.secrets, s.optional)?;
+        fill(dir, data, s.items.as_deref(), s.default_mode)
+    } else if let Some(d) = &v.downward_api {
+        let data = downward_files(pod, d.items.as_deref().unwrap_or(&[]), &v.name)?;
+        write_keys(dir, &data, None, d.default_mode.unwrap_or(0o644))
+    } else if let Some(p) = &v.projected {
+        let data = projected_files(pod, p, objects, &v.name)?;
+        write_keys(dir, &data, None, p.default_mode.unwrap_or(0o644))
+    } else {
+        // emptyDir, and kinds the agent does not fill: an empty directory.
+        std::fs::create_dir_all(dir)
+            .and_then(|()| std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)))
+    };
+    written.map_err(|e| io(dir, e))?;
+    Ok(dir.to_path_buf())
+}
+
+/// The named ConfigMap's or Secret's contents: None when it is missing but optional.
+fn lookup<'a>(
+    volume: &str,
+    kind: &'static str,
+    name: &str,
+    found: &'a BTreeMap<String, Files>,
+    optional: Option<bool>,
+) -> Result<Option<&'a Files>, VolumeError> {
+    match found.get(name) {
+        Some(data) => Ok(Some(data)),
+        None if optional.unwrap_or(false) => Ok(None),
+        None => Err(VolumeError::Missing {
+            volume: volume.to_string(),
+            kind,
+            name: name.to_string(),
+        }),
+    }
+}
+
+/// A configMap or secret volume: a file per key (or listed item); empty when the object is
+/// missing but optional.
+fn fill(
+    dir: &Path,
+    data: Option<&Files>,
+    items: Option<&[KeyToPath]>,
+    mode: Option<i32>,
+) -> std::io::Result<()> {
+    match data {
+        Some(data) => write_keys(dir, data, items, mode.unwrap_or(0o644)),
+        None => std::fs::create_dir_all(dir),
+    }
 }
 
 /// Files of a downwardAPI volume (or projection): pod fields and container resources.
 fn downward_files(
     pod: &Pod,
     items: &[DownwardAPIVolumeFile],
-) -> Result<BTreeMap<String, Vec<u8>>, String> {
+    volume: &str,
+) -> Result<Files, VolumeError> {
+    let invalid = |message: String| VolumeError::Invalid {
+        volume: volume.to_string(),
+        message,
+    };
     let mut files = BTreeMap::new();
     for item in items {
         let value = if let Some(f) = &item.field_ref {
@@ -225,7 +235,9 @@ fn downward_files(
             match f.field_path.as_str() {
                 "metadata.labels" => map(&pod.metadata.labels),
                 "metadata.annotations" => map(&pod.metadata.annotations),
-                other => super::env::field(pod, other, "", "").map_err(|e| e.to_string())?,
+                other => {
+                    super::env::field(pod, other, "", "").map_err(|e| invalid(e.to_string()))?
+                }
             }
         } else if let Some(r) = &item.resource_field_ref {
             let name = r.container_name.clone().unwrap_or_default();
@@ -234,7 +246,9 @@ fn downward_files(
                 .iter()
                 .flat_map(|s| s.containers.iter())
                 .find(|c| c.name == name)
-                .ok_or_else(|| format!("resourceFieldRef names unknown container {name:?}"))?;
+                .ok_or_else(|| {
+                    invalid(format!("resourceFieldRef names unknown container {name:?}"))
+                })?;
             super::env::resource(container, &r.resource)
         } else {
             continue;
@@ -251,10 +265,8 @@ fn projected_files(
     p: &ProjectedVolumeSource,
     objects: &Objects,
     volume: &str,
-) -> Result<BTreeMap<String, Vec<u8>>, VolumeError> {
-    let select = |data: &BTreeMap<String, Vec<u8>>,
-                  items: Option<&[KeyToPath]>|
-     -> BTreeMap<String, Vec<u8>> {
+) -> Result<Files, VolumeError> {
+    let select = |data: &Files, items: Option<&[KeyToPath]>| -> Files {
         match items {
             Some(items) => items
                 .iter()
@@ -266,40 +278,31 @@ fn projected_files(
     let mut files = BTreeMap::new();
     for src in p.sources.iter().flatten() {
         if let Some(cm) = &src.config_map {
-            match objects.config_maps.get(&cm.name) {
-                Some(data) => files.extend(select(data, cm.items.as_deref())),
-                None if cm.optional.unwrap_or(false) => {}
-                None => {
-                    return Err(VolumeError::Missing {
-                        volume: volume.to_string(),
-                        kind: "configmap",
-                        name: cm.name.clone(),
-                    })
-                }
-            }
+            let data = lookup(
+                volume,
+                "configmap",
+                &cm.name,
+                &objects.config_maps,
+                cm.optional,
+            )?;
+            files.extend(
+                data.map(|d| select(d, cm.items.as_deref()))
+                    .unwrap_or_default(),
+            );
         }
         if let Some(s) = &src.secret {
-            match objects.secrets.get(&s.name) {
-                Some(data) => files.extend(select(data, s.items.as_deref())),
-                None if s.optional.unwrap_or(false) => {}
-                None => {
-                    return Err(VolumeError::Missing {
-                        volume: volume.to_string(),
-                        kind: "secret",
-                        name: s.name.clone(),
-                    })
-                }
-            }
+            let data = lookup(volume, "secret", &s.name, &objects.secrets, s.optional)?;
+            files.extend(
+                data.map(|d| select(d, s.items.as_deref()))
+                    .unwrap_or_default(),
+            );
         }
         if let Some(d) = &src.downward_api {
-            files.extend(
-                downward_files(pod, d.items.as_deref().unwrap_or(&[])).map_err(|message| {
-                    VolumeError::Invalid {
-                        volume: volume.to_string(),
-                        message,
-                    }
-                })?,
-            );
+            files.extend(downward_files(
+                pod,
+                d.items.as_deref().unwrap_or(&[]),
+                volume,
+            )?);
         }
     }
     Ok(files)

@@ -144,16 +144,39 @@ async fn container_logs(
         )
             .into_response();
     };
-    // Rotated files first (oldest first), then the current one.
+    let (first, offset) = read_logs(&file, &opts).await;
+    if !opts.follow {
+        return ([(header::CONTENT_TYPE, "text/plain")], first).into_response();
+    }
+    let (tx, rx) = tokio::sync::mpsc::channel::<Result<String, std::io::Error>>(16);
+    let followed = FollowedLog {
+        file,
+        offset,
+        timestamps: opts.timestamps,
+        pod_uid: pod.metadata.uid.clone().unwrap_or_default(),
+        container,
+    };
+    tokio::spawn(follow(ctx, followed, first, tx));
+    let stream = tokio_stream::wrappers::ReceiverStream::new(rx);
+    (
+        [(header::CONTENT_TYPE, "text/plain")],
+        Body::from_stream(stream),
+    )
+        .into_response()
+}
+
+/// The log as asked for (rotated files first, oldest first, then the current one; whole lines
+/// only), and the offset in the current file where following it goes on.
+async fn read_logs(file: &std::path::Path, opts: &LogOptions) -> (String, u64) {
     let mut content = String::new();
-    for rotated in crate::pod::log_rotation::rotated_files(&file) {
+    for rotated in crate::pod::log_rotation::rotated_files(file) {
         content.push_str(
             &tokio::fs::read_to_string(&rotated)
                 .await
                 .unwrap_or_default(),
         );
     }
-    let current = tokio::fs::read_to_string(&file).await.unwrap_or_default();
+    let current = tokio::fs::read_to_string(file).await.unwrap_or_default();
     let rotated_len = content.len();
     content.push_str(&current);
     // Only whole lines: a line being written is picked up by follow.
@@ -170,39 +193,23 @@ async fn container_logs(
     if let Some(limit) = opts.limit_bytes {
         first.truncate(limit);
     }
-    if !opts.follow {
-        return ([(header::CONTENT_TYPE, "text/plain")], first).into_response();
-    }
-    let (tx, rx) = tokio::sync::mpsc::channel::<Result<String, std::io::Error>>(16);
-    let uid = pod.metadata.uid.clone().unwrap_or_default();
-    tokio::spawn(follow(
-        ctx,
-        file,
-        complete_len.saturating_sub(rotated_len) as u64,
-        first,
-        opts.timestamps,
-        uid,
-        container,
-        tx,
-    ));
-    let stream = tokio_stream::wrappers::ReceiverStream::new(rx);
-    (
-        [(header::CONTENT_TYPE, "text/plain")],
-        Body::from_stream(stream),
-    )
-        .into_response()
+    (first, complete_len.saturating_sub(rotated_len) as u64)
 }
 
-/// Streams lines appended to `file` until the container stops or the client goes away.
-#[allow(clippy::too_many_arguments)]
+/// A container log being followed: the current file, how far it was read, and whose it is.
+struct FollowedLog {
+    file: std::path::PathBuf,
+    offset: u64,
+    timestamps: bool,
+    pod_uid: String,
+    container: String,
+}
+
+/// Streams lines appended to the log until the container stops or the client goes away.
 async fn follow(
     ctx: Arc<Context>,
-    file: std::path::PathBuf,
-    mut offset: u64,
+    mut log: FollowedLog,
     first: String,
-    timestamps: bool,
-    uid: String,
-    container: String,
     tx: tokio::sync::mpsc::Sender<Result<String, std::io::Error>>,
 ) {
     if tx.send(Ok(first)).await.is_err() {
@@ -211,22 +218,11 @@ async fn follow(
     let mut pending = String::new();
     let mut idle = 0u32;
     loop {
-        let mut chunk = String::new();
-        if let Ok(mut f) = tokio::fs::File::open(&file).await {
-            // A file shorter than what was read is a new one (the log was rotated).
-            if f.metadata().await.is_ok_and(|m| m.len() < offset) {
-                offset = 0;
-            }
-            if f.seek(std::io::SeekFrom::Start(offset)).await.is_ok() {
-                if let Ok(n) = f.read_to_string(&mut chunk).await {
-                    offset += n as u64;
-                }
-            }
-        }
+        let chunk = read_from(&log.file, &mut log.offset).await;
         if chunk.is_empty() {
             idle += 1;
             // Every 2 s without output, check whether the container still runs.
-            if idle.is_multiple_of(10) && !still_running(&ctx, &uid, &container).await {
+            if idle.is_multiple_of(10) && !still_running(&ctx, &log.pod_uid, &log.container).await {
                 return;
             }
             if tx.is_closed() {
@@ -239,12 +235,29 @@ async fn follow(
         pending.push_str(&chunk);
         let complete_len = pending.rfind('\n').map_or(0, |i| i + 1);
         let lines: Vec<&str> = pending[..complete_len].lines().collect();
-        let out = logs::render(&lines, timestamps);
+        let out = logs::render(&lines, log.timestamps);
         pending = pending[complete_len..].to_string();
         if !out.is_empty() && tx.send(Ok(out)).await.is_err() {
             return;
         }
     }
+}
+
+/// What was appended to `file` since `offset` (moved past it); from the start of a file shorter
+/// than the offset, which is a new one (the log was rotated).
+async fn read_from(file: &std::path::Path, offset: &mut u64) -> String {
+    let mut chunk = String::new();
+    if let Ok(mut f) = tokio::fs::File::open(file).await {
+        if f.metadata().await.is_ok_and(|m| m.len() < *offset) {
+            *offset = 0;
+        }
+        if f.seek(std::io::SeekFrom::Start(*offset)).await.is_ok() {
+            if let Ok(n) = f.read_to_string(&mut chunk).await {
+                *offset += n as u64;
+            }
+        }
+    }
+    chunk
 }
 
 async fn still_running(ctx: &Context, uid: &str, container: &str) -> bool {

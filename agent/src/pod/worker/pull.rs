@@ -1,77 +1,52 @@
-//! Image pulls per imagePullPolicy, with ErrImagePull then ImagePullBackOff.
+//! Image pulls per imagePullPolicy, with ErrImagePull then ImagePullBackOff. The failures are
+//! remembered per image between syncs, for the back-off.
 
-use super::*;
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
 
-pub(super) struct PullFailure {
+use k8s_openapi::api::core::v1::{Container, Pod, Secret};
+use keelson_proto::runtime::v1 as cri;
+use kube::api::Api;
+
+use super::pod_key;
+use crate::backoff;
+use crate::pod::context::Context;
+use crate::pod::decide::Waiting;
+use crate::pod::events::Kind;
+
+struct PullFailure {
     count: u32,
     at: Instant,
     message: String,
 }
 
-impl Worker {
-    /// Credentials for the image's registry from the pod's imagePullSecrets (missing secrets
-    /// are skipped: the pull then fails with the registry's own message).
-    async fn pull_auth(&self, pod: &Pod, image: &str) -> Option<cri::AuthConfig> {
-        let names: Vec<String> = pod
-            .spec
-            .as_ref()
-            .and_then(|s| s.image_pull_secrets.clone())
-            .unwrap_or_default()
-            .into_iter()
-            .map(|r| r.name)
-            .collect();
-        if names.is_empty() {
-            return None;
-        }
-        let ns = pod
-            .metadata
-            .namespace
-            .clone()
-            .unwrap_or_else(|| "default".into());
-        let api: Api<Secret> = Api::namespaced(self.ctx.client.clone(), &ns);
-        let mut secrets = Vec::new();
-        for name in names {
-            match api.get_opt(&name).await {
-                Ok(Some(s)) => secrets.push(
-                    s.data
-                        .unwrap_or_default()
-                        .into_iter()
-                        .map(|(k, v)| (k, v.0))
-                        .collect(),
-                ),
-                Ok(None) => {
-                    tracing::info!(pod = %pod_key(pod), secret = %name, "imagePullSecret not found")
-                }
-                Err(e) => {
-                    tracing::warn!(pod = %pod_key(pod), secret = %name, error = %e, "reading imagePullSecret failed")
-                }
-            }
-        }
-        crate::pod::pull_secrets::auth_for(image, &secrets)
-    }
+/// The image pulls of one pod that failed, by image.
+#[derive(Default)]
+pub struct ImagePulls {
+    failures: HashMap<String, PullFailure>,
+}
 
-    /// Pulls the image per imagePullPolicy, with ErrImagePull then ImagePullBackOff on failure.
-    pub(super) async fn ensure_image(
-        &mut self,
-        pod: &Pod,
-        container: &Container,
-        sandbox: &cri::PodSandboxConfig,
-    ) -> Result<String, Waiting> {
-        let image = container.image.clone().unwrap_or_default();
-        let policy = container
+/// The image one container needs, and what pulling it may use.
+pub struct ImageFor<'a> {
+    pub pod: &'a Pod,
+    pub container: &'a Container,
+    pub sandbox: &'a cri::PodSandboxConfig,
+}
+
+impl ImagePulls {
+    /// The image's reference, present or pulled per imagePullPolicy; a `Waiting` with
+    /// ErrImageNeverPull, ErrImagePull or ImagePullBackOff when it cannot be had now.
+    pub async fn ensure(&mut self, ctx: &Context, want: &ImageFor<'_>) -> Result<String, Waiting> {
+        let image = want.container.image.clone().unwrap_or_default();
+        let policy = want
+            .container
             .image_pull_policy
             .clone()
             .unwrap_or_else(|| default_pull_policy(&image).to_string());
-        let cri = &self.ctx.cri;
         if policy != "Always" {
-            if let Ok(Some(present)) = cri.image_status(&image).await {
-                self.ctx.events.pod(
-                    pod,
-                    Some(&container.name),
-                    Kind::Normal,
-                    "Pulled",
-                    format!("Container image \"{image}\" already present on machine"),
-                );
+            if let Ok(Some(present)) = ctx.cri.image_status(&image).await {
+                let message = format!("Container image \"{image}\" already present on machine");
+                event(ctx, want, Kind::Normal, "Pulled", message);
                 return Ok(present.id);
             }
             if policy == "Never" {
@@ -83,7 +58,7 @@ impl Worker {
                 });
             }
         }
-        if let Some(f) = self.pulls.get(&image) {
+        if let Some(f) = self.failures.get(&image) {
             if f.at.elapsed() < backoff::pull_delay(f.count) {
                 return Err(Waiting {
                     reason: "ImagePullBackOff".into(),
@@ -91,48 +66,43 @@ impl Worker {
                 });
             }
         }
-        self.ctx.events.pod(
-            pod,
-            Some(&container.name),
+        self.pull(ctx, want, image).await
+    }
+
+    async fn pull(
+        &mut self,
+        ctx: &Context,
+        want: &ImageFor<'_>,
+        image: String,
+    ) -> Result<String, Waiting> {
+        event(
+            ctx,
+            want,
             Kind::Normal,
             "Pulling",
             format!("Pulling image \"{image}\""),
         );
-        let auth = self.pull_auth(pod, &image).await;
+        let auth = pull_auth(ctx, want.pod, &image).await;
         let started = Instant::now();
-        match cri.pull_image(&image, auth, Some(sandbox.clone())).await {
+        match ctx
+            .cri
+            .pull_image(&image, auth, Some(want.sandbox.clone()))
+            .await
+        {
             Ok(image_ref) => {
-                self.pulls.remove(&image);
-                self.ctx.events.pod(
-                    pod,
-                    Some(&container.name),
-                    Kind::Normal,
-                    "Pulled",
-                    format!(
-                        "Successfully pulled image \"{image}\" in {:.3}s",
-                        started.elapsed().as_secs_f64()
-                    ),
+                self.failures.remove(&image);
+                let message = format!(
+                    "Successfully pulled image \"{image}\" in {:.3}s",
+                    started.elapsed().as_secs_f64()
                 );
+                event(ctx, want, Kind::Normal, "Pulled", message);
                 Ok(image_ref)
             }
             Err(e) => {
                 let message = format!("Failed to pull image \"{image}\": {}", e.status.message());
-                tracing::info!(pod = %pod_key(pod), %message, "image pull failed");
-                self.ctx.events.pod(
-                    pod,
-                    Some(&container.name),
-                    Kind::Warning,
-                    "Failed",
-                    message.clone(),
-                );
-                let entry = self.pulls.entry(image).or_insert(PullFailure {
-                    count: 0,
-                    at: Instant::now(),
-                    message: String::new(),
-                });
-                entry.count += 1;
-                entry.at = Instant::now();
-                entry.message = message.clone();
+                tracing::info!(pod = %pod_key(want.pod), %message, "image pull failed");
+                event(ctx, want, Kind::Warning, "Failed", message.clone());
+                self.record_failure(image, message.clone());
                 Err(Waiting {
                     reason: "ErrImagePull".into(),
                     message,
@@ -141,12 +111,66 @@ impl Worker {
         }
     }
 
-    pub(super) fn pull_retry_in(&self) -> Option<Duration> {
-        self.pulls
+    fn record_failure(&mut self, image: String, message: String) {
+        let entry = self.failures.entry(image).or_insert(PullFailure {
+            count: 0,
+            at: Instant::now(),
+            message: String::new(),
+        });
+        entry.count += 1;
+        entry.at = Instant::now();
+        entry.message = message;
+    }
+
+    /// When the soonest pull back-off ends (None without failures).
+    pub fn retry_in(&self) -> Option<Duration> {
+        self.failures
             .values()
             .map(|f| backoff::pull_delay(f.count).saturating_sub(f.at.elapsed()))
             .min()
     }
+}
+
+fn event(ctx: &Context, want: &ImageFor<'_>, kind: Kind, reason: &str, message: String) {
+    ctx.events
+        .pod(want.pod, Some(&want.container.name), kind, reason, message);
+}
+
+/// Credentials for the image's registry from the pod's imagePullSecrets (missing secrets
+/// are skipped: the pull then fails with the registry's own message).
+async fn pull_auth(ctx: &Context, pod: &Pod, image: &str) -> Option<cri::AuthConfig> {
+    let names: Vec<String> = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.image_pull_secrets.clone())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|r| r.name)
+        .collect();
+    if names.is_empty() {
+        return None;
+    }
+    let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+    let api: Api<Secret> = Api::namespaced(ctx.client.clone(), ns);
+    let mut secrets = Vec::new();
+    for name in names {
+        match api.get_opt(&name).await {
+            Ok(Some(s)) => secrets.push(
+                s.data
+                    .unwrap_or_default()
+                    .into_iter()
+                    .map(|(k, v)| (k, v.0))
+                    .collect(),
+            ),
+            Ok(None) => {
+                tracing::info!(pod = %pod_key(pod), secret = %name, "imagePullSecret not found")
+            }
+            Err(e) => {
+                tracing::warn!(pod = %pod_key(pod), secret = %name, error = %e, "reading imagePullSecret failed")
+            }
+        }
+    }
+    crate::pod::pull_secrets::auth_for(image, &secrets)
 }
 
 fn default_pull_policy(image: &str) -> &'static str {

@@ -1,82 +1,61 @@
-//! What the worker tells: probes seeded and run, events, the start metric, and the status.
+//! Report: what a sync found, told once per change. Events for waiting containers and failed
+//! readiness, the pod start metric, and the status written to the API.
 
-use super::*;
+use std::collections::{BTreeMap, HashSet};
 
-impl Worker {
-    /// After an agent restart, readiness is taken from the status the API holds for the same
-    /// container, so adopted pods do not flap to unready while probes warm up.
-    pub(super) fn seed_probes(&mut self, pod: &Pod, observed: &ObservedPod) {
-        if self.seeded {
-            return;
-        }
-        self.seeded = true;
-        let Ok(mut table) = self.probes.lock() else {
-            return;
-        };
-        let statuses = pod
-            .status
-            .as_ref()
-            .and_then(|s| s.container_statuses.clone())
-            .unwrap_or_default();
-        for s in statuses {
-            let Some(id) = s
-                .container_id
-                .as_deref()
-                .and_then(|i| i.strip_prefix("containerd://"))
-            else {
-                continue;
-            };
-            if observed
-                .containers
-                .iter()
-                .any(|c| c.id == id && c.state == RunState::Running)
-            {
-                table.view.ready.insert(id.to_string(), s.ready);
-                if s.started == Some(true) {
-                    table.view.started.insert(id.to_string(), true);
-                }
-            }
-        }
-    }
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::{Api, Patch, PatchParams};
 
-    pub(super) fn manage_probes(&mut self, pod: &Pod, observed: &ObservedPod) {
-        let ip = observed
-            .sandbox
-            .as_ref()
-            .and_then(|s| s.ip.clone())
-            .unwrap_or_default();
-        let mut running = Vec::new();
-        for c in decide::regular_containers(pod) {
-            if let Some(o) = observed
-                .latest(&c.name)
-                .filter(|o| o.state == RunState::Running)
-            {
-                running.push(o.id.clone());
-                if c.startup_probe.is_some()
-                    || c.liveness_probe.is_some()
-                    || c.readiness_probe.is_some()
-                {
-                    self.probers
-                        .ensure(c, &o.id, &ip, &self.ctx.cri, &self.probes, &self.poke_tx);
-                }
-            }
-        }
-        self.probers.retain(&running, &self.probes);
-    }
+use super::{pod_key, SyncError};
+use crate::pod::context::Context;
+use crate::pod::decide::Waiting;
+use crate::pod::events::Kind;
+use crate::pod::observed::{ObservedPod, RunState};
+use crate::pod::probe::{self, ProbeTable};
 
-    /// Events for waiting containers (BackOff, Failed) and readiness failures, once per change.
-    pub(super) fn announce(
+/// What one sync found, besides the status computed from it.
+pub struct Report<'a> {
+    pub pod: &'a Pod,
+    pub observed: &'a ObservedPod,
+    /// Containers that wait, and why, by name.
+    pub waiting: &'a BTreeMap<String, Waiting>,
+    pub probes: &'a ProbeTable,
+}
+
+/// What was told already, so each event is sent, the start counted and a status written once.
+#[derive(Default)]
+pub struct Reported {
+    status: Option<PodStatus>,
+    start_recorded: bool,
+    /// "reason|message" of the waiting containers, by name.
+    waiting: BTreeMap<String, String>,
+    /// Running containers announced as unready.
+    unready: HashSet<String>,
+}
+
+impl Reported {
+    pub async fn report(
         &mut self,
-        pod: &Pod,
-        observed: &ObservedPod,
-        waiting: &BTreeMap<String, Waiting>,
-    ) {
-        for (name, w) in waiting {
+        ctx: &Context,
+        report: &Report<'_>,
+        status: PodStatus,
+    ) -> Result<(), SyncError> {
+        self.announce_waiting(ctx, report);
+        self.announce_unready(ctx, report);
+        self.record_start(ctx, report.pod, &status);
+        self.write_status(ctx, report.pod, status).await
+    }
+
+    /// BackOff and Failed events for waiting containers, once per reason and message.
+    fn announce_waiting(&mut self, ctx: &Context, report: &Report<'_>) {
+        let pod = report.pod;
+        for (name, w) in report.waiting {
             let key = format!("{}|{}", w.reason, w.message);
-            if self.announced_waiting.get(name) == Some(&key) {
+            if self.waiting.get(name) == Some(&key) {
                 continue;
             }
-            self.announced_waiting.insert(name.clone(), key);
+            self.waiting.insert(name.clone(), key);
             let (kind, reason, message) = match w.reason.as_str() {
                 "CrashLoopBackOff" => (
                     Kind::Warning,
@@ -94,36 +73,45 @@ impl Worker {
                     format!("Error: {other}: {}", w.message),
                 ),
             };
-            self.ctx.events.pod(pod, Some(name), kind, reason, message);
+            ctx.events.pod(pod, Some(name), kind, reason, message);
         }
-        self.announced_waiting
-            .retain(|name, _| waiting.contains_key(name));
-        let Ok(table) = self.probes.lock() else {
-            return;
-        };
-        for c in observed
+        self.waiting
+            .retain(|name, _| report.waiting.contains_key(name));
+    }
+
+    /// An Unhealthy event when a running container turns unready, once until it is ready again.
+    fn announce_unready(&mut self, ctx: &Context, report: &Report<'_>) {
+        let table = report.probes;
+        for c in report
+            .observed
             .containers
             .iter()
             .filter(|c| c.state == RunState::Running)
         {
             let unready = table.view.ready.get(&c.id) == Some(&false);
-            if unready && self.announced_unready.insert(c.id.clone()) {
-                if let Some(why) = table.last_failure.get(&(c.id.clone(), "Readiness")) {
-                    self.ctx.events.pod(
-                        pod,
-                        Some(&c.name),
-                        Kind::Warning,
-                        "Unhealthy",
-                        format!("Readiness probe failed: {why}"),
-                    );
-                }
-            } else if !unready {
-                self.announced_unready.remove(&c.id);
+            if !unready {
+                self.unready.remove(&c.id);
+                continue;
+            }
+            if !self.unready.insert(c.id.clone()) {
+                continue;
+            }
+            let kind = probe::Kind::Readiness.name();
+            if let Some(why) = table.last_failure.get(&(c.id.clone(), kind)) {
+                let message = format!("Readiness probe failed: {why}");
+                ctx.events.pod(
+                    report.pod,
+                    Some(&c.name),
+                    Kind::Warning,
+                    "Unhealthy",
+                    message,
+                );
             }
         }
     }
 
-    pub(super) fn record_start(&mut self, pod: &Pod, status: &PodStatus) {
+    /// The pod start duration, once all its containers run for the first time.
+    fn record_start(&mut self, ctx: &Context, pod: &Pod, status: &PodStatus) {
         if self.start_recorded {
             return;
         }
@@ -133,28 +121,31 @@ impl Worker {
                     .iter()
                     .all(|c| c.state.as_ref().is_some_and(|s| s.running.is_some()))
         });
-        if all_running {
-            self.start_recorded = true;
-            // Pods adopted after a restart were started long ago: only fresh starts count.
-            if pod.status.as_ref().and_then(|s| s.phase.as_deref()) != Some("Running") {
-                if let Some(created) = &pod.metadata.creation_timestamp {
-                    let secs = Timestamp::now().duration_since(created.0).as_secs_f64();
-                    self.ctx.metrics.observe_pod_start(secs.max(0.0));
-                }
+        if !all_running {
+            return;
+        }
+        self.start_recorded = true;
+        // Pods adopted after a restart were started long ago: only fresh starts count.
+        if pod.status.as_ref().and_then(|s| s.phase.as_deref()) != Some("Running") {
+            if let Some(created) = &pod.metadata.creation_timestamp {
+                let secs = Timestamp::now().duration_since(created.0).as_secs_f64();
+                ctx.metrics.observe_pod_start(secs.max(0.0));
             }
         }
     }
 
-    pub(super) async fn write_status(
+    /// Writes the status unless the API (or the last write) has it already.
+    async fn write_status(
         &mut self,
+        ctx: &Context,
         pod: &Pod,
         status: PodStatus,
     ) -> Result<(), SyncError> {
-        if pod.status.as_ref() == Some(&status) || self.last_written.as_ref() == Some(&status) {
+        if pod.status.as_ref() == Some(&status) || self.status.as_ref() == Some(&status) {
             return Ok(());
         }
         let api: Api<Pod> = Api::namespaced(
-            self.ctx.client.clone(),
+            ctx.client.clone(),
             pod.metadata.namespace.as_deref().unwrap_or("default"),
         );
         let name = pod.metadata.name.clone().unwrap_or_default();
@@ -164,7 +155,7 @@ impl Worker {
             .await
         {
             Ok(_) => {
-                self.last_written = Some(status);
+                self.status = Some(status);
                 Ok(())
             }
             Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),

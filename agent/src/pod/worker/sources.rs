@@ -1,83 +1,95 @@
-//! The ConfigMaps and Secrets a container's env and the pod's volumes refer to.
+//! The ConfigMaps and Secrets a container's env and the pod's volumes refer to, read from the API.
+//! A missing object is left out (env and volumes then say what is missing, or skip it when optional).
 
-use super::*;
+use std::collections::BTreeMap;
 
-impl Worker {
-    pub(super) async fn fetch_sources(
-        &self,
-        pod: &Pod,
-        container: &Container,
-    ) -> Result<(env::Sources, volumes::Objects), String> {
-        let ns = pod
-            .metadata
-            .namespace
-            .clone()
-            .unwrap_or_else(|| "default".into());
-        let (mut cms, mut secrets) = env::referenced(container);
-        let (vcms, vsecrets) = volumes::referenced(pod);
-        cms.extend(vcms);
-        secrets.extend(vsecrets);
-        cms.sort();
-        cms.dedup();
-        secrets.sort();
-        secrets.dedup();
-        let mut env_sources = env::Sources::default();
-        let mut objects = volumes::Objects::default();
-        let cm_api: Api<ConfigMap> = Api::namespaced(self.ctx.client.clone(), &ns);
-        for name in cms {
-            if let Some(cm) = cm_api
-                .get_opt(&name)
-                .await
-                .map_err(|e| format!("reading configmap {ns}/{name}: {e}"))?
-            {
-                let mut bytes: BTreeMap<String, Vec<u8>> = cm
-                    .data
-                    .clone()
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|(k, v)| (k, v.into_bytes()))
-                    .collect();
-                bytes.extend(
-                    cm.binary_data
-                        .unwrap_or_default()
-                        .into_iter()
-                        .map(|(k, v)| (k, v.0)),
-                );
-                env_sources
-                    .config_maps
-                    .insert(name.clone(), cm.data.unwrap_or_default());
-                objects.config_maps.insert(name, bytes);
-            }
+use k8s_openapi::api::core::v1::{ConfigMap, Container, Pod, Secret};
+use kube::api::Api;
+
+use crate::pod::{env, volumes};
+
+/// Contents by key, as bytes.
+type Bytes = BTreeMap<String, Vec<u8>>;
+
+/// The objects `container` (env) and `pod` (volumes) refer to: as strings for env, as bytes for
+/// volumes. The error names the object that could not be read.
+pub async fn fetch(
+    client: &kube::Client,
+    pod: &Pod,
+    container: &Container,
+) -> Result<(env::Sources, volumes::Objects), String> {
+    let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+    let (mut cms, mut secrets) = env::referenced(container);
+    let (vcms, vsecrets) = volumes::referenced(pod);
+    cms.extend(vcms);
+    secrets.extend(vsecrets);
+    cms.sort();
+    cms.dedup();
+    secrets.sort();
+    secrets.dedup();
+    let mut env_sources = env::Sources::default();
+    let mut objects = volumes::Objects::default();
+    let cm_api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
+    for name in cms {
+        let found = cm_api
+            .get_opt(&name)
+            .await
+            .map_err(|e| format!("reading configmap {ns}/{name}: {e}"))?;
+        if let Some(cm) = found {
+            let (strings, bytes) = config_map_contents(cm);
+            env_sources.config_maps.insert(name.clone(), strings);
+            objects.config_maps.insert(name, bytes);
         }
-        let secret_api: Api<Secret> = Api::namespaced(self.ctx.client.clone(), &ns);
-        for name in secrets {
-            if let Some(s) = secret_api
-                .get_opt(&name)
-                .await
-                .map_err(|e| format!("reading secret {ns}/{name}: {e}"))?
-            {
-                let mut bytes: BTreeMap<String, Vec<u8>> = s
-                    .data
-                    .unwrap_or_default()
-                    .into_iter()
-                    .map(|(k, v)| (k, v.0))
-                    .collect();
-                bytes.extend(
-                    s.string_data
-                        .unwrap_or_default()
-                        .into_iter()
-                        .map(|(k, v)| (k, v.into_bytes())),
-                );
-                env_sources.secrets.insert(
-                    name.clone(),
-                    bytes
-                        .iter()
-                        .map(|(k, v)| (k.clone(), String::from_utf8_lossy(v).into_owned()))
-                        .collect(),
-                );
-                objects.secrets.insert(name, bytes);
-            }
-        }
-        Ok((env_sources, objects))
     }
+    let secret_api: Api<Secret> = Api::namespaced(client.clone(), ns);
+    for name in secrets {
+        let found = secret_api
+            .get_opt(&name)
+            .await
+            .map_err(|e| format!("reading secret {ns}/{name}: {e}"))?;
+        if let Some(s) = found {
+            let bytes = secret_contents(s);
+            let strings = bytes
+                .iter()
+                .map(|(k, v)| (k.clone(), String::from_utf8_lossy(v).into_owned()))
+                .collect();
+            env_sources.secrets.insert(name.clone(), strings);
+            objects.secrets.insert(name, bytes);
+        }
+    }
+    Ok((env_sources, objects))
+}
+
+/// A ConfigMap's `data` (for env) and `data` + `binaryData` (for volumes).
+fn config_map_contents(cm: ConfigMap) -> (BTreeMap<String, String>, Bytes) {
+    let strings = cm.data.unwrap_or_default();
+    let mut bytes: Bytes = strings
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone().into_bytes()))
+        .collect();
+    bytes.extend(
+        cm.binary_data
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| (k, v.0)),
+    );
+    (strings, bytes)
+}
+
+/// A Secret's `data`, with `stringData` over it (the API server folds it in; a write that did
+/// not is still read right).
+fn secret_contents(s: Secret) -> Bytes {
+    let mut bytes: Bytes = s
+        .data
+        .unwrap_or_default()
+        .into_iter()
+        .map(|(k, v)| (k, v.0))
+        .collect();
+    bytes.extend(
+        s.string_data
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(k, v)| (k, v.into_bytes())),
+    );
+    bytes
 }

@@ -4,17 +4,19 @@
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
 
 use http_body_util::{BodyExt, Full};
 use k8s_openapi::api::core::v1::Pod;
 use tokio::sync::mpsc;
 
-use super::*;
+use super::{Teardown, Worker};
 use crate::cri_fake::FakeCri;
 use crate::metrics::Metrics;
 use crate::pod::context::Context;
 use crate::pod::events::Recorder;
 use crate::pod::translate::NodeSettings;
+use crate::pod::volumes;
 
 /// Requests the fake API server received: (method, path, body).
 type Requests = Arc<Mutex<Vec<(String, String, serde_json::Value)>>>;

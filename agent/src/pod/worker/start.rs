@@ -1,0 +1,107 @@
+//! Starting one attempt of a container: its image (pulled per policy), its config (env, volumes,
+//! the termination-log mount), then CreateContainer and StartContainer with their events. Every
+//! failure is a `Waiting` the pod's status shows (ErrImagePull, CreateContainerConfigError, ...).
+
+use k8s_openapi::api::core::v1::{Container, Pod};
+use keelson_proto::runtime::v1 as cri;
+
+use super::pull::{ImageFor, ImagePulls};
+use super::sources;
+use crate::pod::context::Context;
+use crate::pod::decide::Waiting;
+use crate::pod::events::Kind;
+use crate::pod::observed::ObservedSandbox;
+use crate::pod::{env, translate, volumes};
+
+/// One attempt of a container, to run in the pod's current sandbox.
+pub struct ContainerToStart<'a> {
+    pub pod: &'a Pod,
+    pub container: &'a Container,
+    pub init: bool,
+    pub attempt: u32,
+    pub sandbox: &'a ObservedSandbox,
+}
+
+/// Creates and starts the container; the `Waiting` says why it could not.
+pub async fn container(
+    ctx: &Context,
+    pulls: &mut ImagePulls,
+    start: &ContainerToStart<'_>,
+) -> Result<(), Waiting> {
+    let sandbox_config = translate::sandbox_config(&ctx.settings, start.pod, start.sandbox.attempt);
+    let want = ImageFor {
+        pod: start.pod,
+        container: start.container,
+        sandbox: &sandbox_config,
+    };
+    let image_ref = pulls.ensure(ctx, &want).await?;
+    let config = container_config(ctx, start, &image_ref).await?;
+    create_and_start(ctx, start, config, sandbox_config).await
+}
+
+fn config_error(message: String) -> Waiting {
+    Waiting {
+        reason: "CreateContainerConfigError".into(),
+        message,
+    }
+}
+
+/// The CRI config: env resolved from the API objects, volumes prepared on the node, mounts.
+async fn container_config(
+    ctx: &Context,
+    start: &ContainerToStart<'_>,
+    image_ref: &str,
+) -> Result<cri::ContainerConfig, Waiting> {
+    let (pod, container) = (start.pod, start.container);
+    let (env_sources, objects) = sources::fetch(&ctx.client, pod, container)
+        .await
+        .map_err(config_error)?;
+    let paths =
+        volumes::prepare(&ctx.root, pod, &objects).map_err(|e| config_error(e.to_string()))?;
+    let mut mounts =
+        volumes::mounts_for(pod, container, &paths).map_err(|e| config_error(e.to_string()))?;
+    let termination = volumes::termination_mount(&ctx.root, pod, container, start.attempt)
+        .map_err(|e| config_error(format!("termination log: {e}")))?;
+    mounts.push(termination);
+    let pod_ip = start.sandbox.ip.as_deref().unwrap_or("");
+    let env = env::resolve(pod, container, pod_ip, &ctx.host_ip, &env_sources)
+        .map_err(|e| config_error(e.to_string()))?;
+    Ok(translate::container_config(&translate::ContainerInput {
+        pod,
+        container,
+        init: start.init,
+        attempt: start.attempt,
+        image_ref,
+        env: &env,
+        mounts: &mounts,
+        node_name: &ctx.settings.node_name,
+    }))
+}
+
+async fn create_and_start(
+    ctx: &Context,
+    start: &ContainerToStart<'_>,
+    config: cri::ContainerConfig,
+    sandbox_config: cri::PodSandboxConfig,
+) -> Result<(), Waiting> {
+    let (pod, name) = (start.pod, &start.container.name);
+    let id = ctx
+        .cri
+        .create_container(&start.sandbox.id, config, sandbox_config)
+        .await
+        .map_err(|e| Waiting {
+            reason: "CreateContainerError".into(),
+            message: e.status.message().to_string(),
+        })?;
+    let created = format!("Created container {name}");
+    ctx.events
+        .pod(pod, Some(name), Kind::Normal, "Created", created);
+    ctx.cri.start_container(&id).await.map_err(|e| Waiting {
+        reason: "RunContainerError".into(),
+        message: e.status.message().to_string(),
+    })?;
+    let started = format!("Started container {name}");
+    ctx.events
+        .pod(pod, Some(name), Kind::Normal, "Started", started);
+    Ok(())
+}
