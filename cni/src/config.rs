@@ -1,10 +1,14 @@
 //! The network configuration on stdin (one plugin's entry of a conflist, as the runtime passes it).
 //! Keys follow the reference `bridge` plugin so existing configurations work unchanged.
 
+use std::collections::HashSet;
+use std::net::IpAddr;
+
 use serde::Deserialize;
 
 use crate::error::{code, CniError, Result};
 use crate::ipam::config::IpamConf;
+use crate::ipam::store::Owner;
 use crate::result::CniResult;
 use crate::version;
 
@@ -87,6 +91,23 @@ impl NetConf {
         self.ipam.as_ref().ok_or_else(|| {
             CniError::config(format!("network {:?} has no \"ipam\" section", self.name))
         })
+    }
+
+    /// The addresses of prevResult: where DEL and CHECK look first.
+    pub fn prev_ips(&self) -> Vec<IpAddr> {
+        self.prev_result
+            .iter()
+            .flat_map(|r| r.ips.iter().map(|ip| ip.address.ip()))
+            .collect()
+    }
+
+    /// The attachments GC must keep (cni.dev/valid-attachments).
+    pub fn valid_owners(&self) -> HashSet<Owner> {
+        self.valid_attachments
+            .iter()
+            .flatten()
+            .map(|a| Owner::new(&a.container_id, &a.ifname))
+            .collect()
     }
 
     pub fn validate_bridge(&self) -> Result<()> {

@@ -7,6 +7,7 @@ pub mod env;
 pub mod error;
 pub mod install;
 pub mod ipam;
+pub mod kernel;
 pub mod masq;
 pub mod names;
 pub mod netlink;

@@ -1,9 +1,6 @@
 //! The same binary run as an IPAM plugin (`"ipam": {"type": "keelson-ipam"}` under another
 //! main plugin, or invoked under the name keelson-ipam).
 
-use std::collections::HashSet;
-use std::net::IpAddr;
-
 use super::store::Owner;
 use crate::config::NetConf;
 use crate::env::{CniEnv, Command};
@@ -12,11 +9,7 @@ use crate::error::Result;
 pub fn handle(cmd: Command, env: &CniEnv, conf: &NetConf) -> Result<Option<String>> {
     let plan = conf.ipam()?.plan(&conf.name)?;
     let owner = Owner::new(&env.container_id, &env.ifname);
-    let prev_ips: Vec<IpAddr> = conf
-        .prev_result
-        .iter()
-        .flat_map(|r| r.ips.iter().map(|ip| ip.address.ip()))
-        .collect();
+    let prev_ips = conf.prev_ips();
     match cmd {
         Command::Add => {
             let got = super::allocate(&plan, &owner)?;
@@ -33,13 +26,7 @@ pub fn handle(cmd: Command, env: &CniEnv, conf: &NetConf) -> Result<Option<Strin
             Ok(None)
         }
         Command::Gc => {
-            let valid: HashSet<Owner> = conf
-                .valid_attachments
-                .iter()
-                .flatten()
-                .map(|a| Owner::new(&a.container_id, &a.ifname))
-                .collect();
-            super::gc(&plan, &valid)?;
+            super::gc(&plan, &conf.valid_owners())?;
             Ok(None)
         }
         Command::Status => {

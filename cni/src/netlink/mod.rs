@@ -125,3 +125,12 @@ pub fn is_not_found(e: &io::Error) -> bool {
         Some(libc::ENODEV) | Some(libc::ESRCH) | Some(libc::ENOENT)
     )
 }
+
+/// Treats EEXIST as done: adding what is already there (a parallel ADD's bridge, an address
+/// set before) is not a failure.
+pub fn ignore_exists(r: io::Result<()>) -> io::Result<()> {
+    match r {
+        Err(e) if is_exists(&e) => Ok(()),
+        other => other,
+    }
+}

@@ -3,244 +3,248 @@
 
 use std::net::IpAddr;
 
-use crate::config::NetConf;
-use crate::env::CniEnv;
 use crate::error::{code, CniError, Result};
+use crate::kernel::{Kernel, LinkDetails, Rtnl, Side, Veth};
 use crate::masq::{self, Firewall, Iptables};
-use crate::netlink::{addr, is_exists, link, route, Netlink};
-use crate::netns::NetNs;
-use crate::result::{CniResult, Interface};
-use crate::{names, sysctl};
+use crate::names;
+use crate::netlink::{ignore_exists, is_exists};
+use crate::result::{CniResult, Interface, Route};
 
 use super::ipam_backend::IpamBackend;
-use super::routes;
+use super::{nl_err, routes, Request};
 
-fn nl_err(what: String) -> impl FnOnce(std::io::Error) -> CniError {
-    move |e| CniError::netlink(what, &e)
+pub fn add(req: &Request) -> Result<CniResult> {
+    req.conf.validate_bridge()?;
+    let ipam = IpamBackend::from_conf(req.conf)?;
+    let mut kernel = Rtnl::in_container(&req.env.netns)?;
+    add_with(&mut kernel, &Iptables, &ipam, req)
 }
 
-pub fn open_netns(path: &str) -> Result<NetNs> {
-    NetNs::open(path).map_err(|e| {
-        CniError::new(
-            code::UNKNOWN_CONTAINER,
-            format!("cannot open network namespace {path:?}"),
-            e.to_string(),
-        )
-    })
+/// ADD against any kernel and firewall (the real ones, or fakes in tests).
+pub fn add_with(
+    kernel: &mut dyn Kernel,
+    fw: &dyn Firewall,
+    ipam: &IpamBackend,
+    req: &Request,
+) -> Result<CniResult> {
+    let mut attempt = Attempt {
+        kernel,
+        fw,
+        ipam,
+        req,
+        made: Made::default(),
+    };
+    tracing::debug!("ADD: namespaces open");
+    let mut ipres = attempt.allocate()?;
+    tracing::debug!("ADD: addresses allocated");
+    let bridge = attempt.bridge(&ipres)?;
+    tracing::debug!("ADD: bridge ready");
+    let host_end = attempt.veth(&bridge)?;
+    tracing::debug!("ADD: veth created");
+    let (container_end, routes) = attempt.container_side(&mut ipres)?;
+    tracing::debug!("ADD: container addresses and routes set");
+    attempt.forwarding(&ipres)?;
+    tracing::debug!("ADD: forwarding on");
+    attempt.masquerade(&ipres)?;
+    attempt.made = Made::default();
+    Ok(report(
+        req,
+        [bridge, host_end, container_end],
+        ipres,
+        routes,
+    ))
 }
 
-/// What ADD has done so far, undone on drop unless the ADD completed.
-struct Undo<'a> {
-    env: &'a CniEnv,
-    conf: &'a NetConf,
-    stdin: &'a [u8],
-    ipam: Option<&'a IpamBackend>,
+/// What an ADD under way has made; `Attempt` undoes it when dropped before the ADD completed.
+#[derive(Default)]
+struct Made {
+    addresses: bool,
     veth: Option<String>,
     masq: bool,
 }
 
-impl Drop for Undo<'_> {
+struct Attempt<'a> {
+    kernel: &'a mut dyn Kernel,
+    fw: &'a dyn Firewall,
+    ipam: &'a IpamBackend,
+    req: &'a Request<'a>,
+    made: Made,
+}
+
+impl Drop for Attempt<'_> {
     fn drop(&mut self) {
-        if self.masq {
-            super::bridge_del::remove_masq(self.conf, self.env, &Iptables);
+        let Request { env, conf, stdin } = *self.req;
+        if self.made.masq {
+            super::bridge_del::remove_masq(conf, env, self.fw);
         }
-        if let Some(veth) = &self.veth {
-            if let Ok(mut nl) = Netlink::open() {
-                let _ = link::delete(&mut nl, veth);
-            }
+        if let Some(veth) = &self.made.veth {
+            let _ = self.kernel.delete_link(Side::Host, veth);
         }
-        if let Some(ipam) = self.ipam {
-            if let Err(e) = ipam.del(self.env, self.stdin, &[]) {
+        if self.made.addresses {
+            if let Err(e) = self.ipam.del(env, stdin, &[]) {
                 tracing::warn!(error = %e, "rollback could not release addresses");
             }
         }
     }
 }
 
-pub fn add(env: &CniEnv, conf: &NetConf, stdin: &[u8]) -> Result<CniResult> {
-    conf.validate_bridge()?;
-    let ipam = IpamBackend::from_conf(conf)?;
-    let home =
-        NetNs::current().map_err(|e| CniError::io("cannot open own network namespace", &e))?;
-    let netns = open_netns(&env.netns)?;
-    let mut undo = Undo {
-        env,
-        conf,
-        stdin,
-        ipam: None,
-        veth: None,
-        masq: false,
-    };
-
-    tracing::debug!("ADD: namespaces open");
-    let mut ipres = ipam.add(env, stdin)?;
-    tracing::debug!("ADD: addresses allocated");
-    undo.ipam = Some(&ipam);
-    if ipres.ips.is_empty() {
-        return Err(CniError::config("IPAM returned no addresses"));
-    }
-
-    let mut host = Netlink::open().map_err(|e| CniError::netlink("cannot open netlink", &e))?;
-    let gateways: Vec<(IpAddr, u8)> = ipres
-        .ips
-        .iter()
-        .filter_map(|ip| ip.gateway.map(|g| (g, ip.address.prefix())))
-        .collect();
-    let bridge = ensure_bridge(&mut host, conf, &gateways)?;
-    tracing::debug!("ADD: bridge ready");
-
-    let veth_name = names::host_veth(&env.container_id, &env.ifname);
-    // An ADD killed earlier for the same attachment may have left its pair behind.
-    link::delete(&mut host, &veth_name)
-        .map_err(nl_err(format!("cannot remove stale {veth_name}")))?;
-    undo.veth = Some(veth_name.clone());
-    let spec = link::VethSpec {
-        host_name: &veth_name,
-        master: bridge.index,
-        mtu: conf.mtu,
-        peer_name: &env.ifname,
-        peer_netns: netns.raw_fd(),
-    };
-    link::create_veth(&mut host, &spec).map_err(|e| {
-        if is_exists(&e) {
-            CniError::new(
-                code::NETLINK,
-                format!("interface {} already exists in {}", env.ifname, env.netns),
-                "pick another CNI_IFNAME or delete the existing attachment first",
-            )
-        } else {
-            CniError::netlink(
-                format!("cannot create veth pair {veth_name}/{}", env.ifname),
-                &e,
-            )
+impl Attempt<'_> {
+    fn allocate(&mut self) -> Result<CniResult> {
+        let ipres = self.ipam.add(self.req.env, self.req.stdin)?;
+        self.made.addresses = true;
+        if ipres.ips.is_empty() {
+            return Err(CniError::config("IPAM returned no addresses"));
         }
-    })?;
-    tracing::debug!("ADD: veth created");
-    let host_veth = link::get(&mut host, &veth_name)
-        .map_err(nl_err(format!("cannot read {veth_name}")))?
-        .ok_or_else(|| {
-            CniError::new(
-                code::NETLINK,
-                format!("{veth_name} vanished after creation"),
-                "",
-            )
+        Ok(ipres)
+    }
+
+    fn bridge(&mut self, ipres: &CniResult) -> Result<LinkDetails> {
+        let gateways: Vec<(IpAddr, u8)> = ipres
+            .ips
+            .iter()
+            .filter_map(|ip| ip.gateway.map(|g| (g, ip.address.prefix())))
+            .collect();
+        ensure_bridge(self.kernel, self.req.conf, &gateways)
+    }
+
+    /// Creates the pair (the peer under its final name in the container), returns the host end.
+    fn veth(&mut self, bridge: &LinkDetails) -> Result<LinkDetails> {
+        let Request { env, conf, .. } = *self.req;
+        let name = names::host_veth(&env.container_id, &env.ifname);
+        // An ADD killed earlier for the same attachment may have left its pair behind.
+        self.kernel
+            .delete_link(Side::Host, &name)
+            .map_err(nl_err(format!("cannot remove stale {name}")))?;
+        self.made.veth = Some(name.clone());
+        let veth = Veth {
+            host_name: &name,
+            bridge: bridge.index,
+            mtu: conf.mtu,
+            peer_name: &env.ifname,
+        };
+        self.kernel.create_veth(&veth).map_err(|e| {
+            if is_exists(&e) {
+                CniError::new(
+                    code::NETLINK,
+                    format!("interface {} already exists in {}", env.ifname, env.netns),
+                    "pick another CNI_IFNAME or delete the existing attachment first",
+                )
+            } else {
+                CniError::netlink(format!("cannot create veth pair {name}/{}", env.ifname), &e)
+            }
         })?;
-    if conf.hairpin_mode {
-        link::set_hairpin(&mut host, host_veth.index)
-            .map_err(nl_err(format!("cannot set hairpin mode on {veth_name}")))?;
+        let host_end = self
+            .kernel
+            .link(Side::Host, &name)
+            .map_err(nl_err(format!("cannot read {name}")))?
+            .ok_or_else(|| vanished(format!("{name} vanished after creation")))?;
+        if conf.hairpin_mode {
+            self.kernel
+                .set_hairpin(host_end.index)
+                .map_err(nl_err(format!("cannot set hairpin mode on {name}")))?;
+        }
+        Ok(host_end)
     }
 
-    let mut cnl = netns
-        .netlink(&home)
-        .map_err(nl_err(format!("cannot open netlink in {}", env.netns)))?;
-    let cif = link::get(&mut cnl, &env.ifname)
-        .map_err(nl_err(format!(
-            "cannot read {} in {}",
-            env.ifname, env.netns
-        )))?
-        .ok_or_else(|| {
-            CniError::new(
-                code::NETLINK,
-                format!("{} missing in {} after creation", env.ifname, env.netns),
-                "",
+    /// Brings the container's end up with its addresses and routes; returns it and the routes
+    /// for the result.
+    fn container_side(&mut self, ipres: &mut CniResult) -> Result<(LinkDetails, Vec<Route>)> {
+        let Request { env, conf, .. } = *self.req;
+        let (ifname, netns) = (&env.ifname, &env.netns);
+        let end = self
+            .kernel
+            .link(Side::Container, ifname)
+            .map_err(nl_err(format!("cannot read {ifname} in {netns}")))?
+            .ok_or_else(|| vanished(format!("{ifname} missing in {netns} after creation")))?;
+        self.kernel
+            .set_up(Side::Container, end.index, false)
+            .map_err(nl_err(format!("cannot bring {ifname} up in {netns}")))?;
+        for ip in &mut ipres.ips {
+            // The container's interface is the third in the result.
+            ip.interface = Some(2);
+            ignore_exists(
+                self.kernel
+                    .add_address(Side::Container, end.index, ip.address),
             )
-        })?;
-
-    link::set_up(&mut cnl, cif.index, false).map_err(nl_err(format!(
-        "cannot bring {} up in {}",
-        env.ifname, env.netns
-    )))?;
-    for ip in &mut ipres.ips {
-        ip.interface = Some(2);
-        addr::add(&mut cnl, cif.index, ip.address)
-            .or_else(|e| if is_exists(&e) { Ok(()) } else { Err(e) })
-            .map_err(nl_err(format!(
-                "cannot add {} to {}",
-                ip.address, env.ifname
-            )))?;
-    }
-    tracing::debug!("ADD: container addresses set");
-    let result_routes = routes::result_routes(&ipres.routes, &ipres.ips, conf.is_default_gateway);
-    for (dst, gw) in routes::kernel_routes(&result_routes, &ipres.ips) {
-        route::add(&mut cnl, dst, gw, cif.index)
-            .or_else(|e| if is_exists(&e) { Ok(()) } else { Err(e) })
-            .map_err(nl_err(format!("cannot add route {dst} in {}", env.netns)))?;
+            .map_err(nl_err(format!("cannot add {} to {ifname}", ip.address)))?;
+        }
+        let routes = routes::result_routes(&ipres.routes, &ipres.ips, conf.is_default_gateway);
+        for (dst, gw) in routes::kernel_routes(&routes, &ipres.ips) {
+            ignore_exists(self.kernel.add_route(Side::Container, dst, gw, end.index))
+                .map_err(nl_err(format!("cannot add route {dst} in {netns}")))?;
+        }
+        Ok((end, routes))
     }
 
-    tracing::debug!("ADD: routes set");
-    if conf.gateway_on_bridge() {
+    fn forwarding(&mut self, ipres: &CniResult) -> Result<()> {
+        if !self.req.conf.gateway_on_bridge() {
+            return Ok(());
+        }
         let v4 = ipres.ips.iter().any(|ip| ip.address.is_ipv4());
         let v6 = ipres.ips.iter().any(|ip| ip.address.is_ipv6());
-        sysctl::ensure_forwarding(v4, v6)
-            .map_err(|e| CniError::io("cannot enable forwarding", &e))?;
-    }
-    tracing::debug!("ADD: forwarding on");
-    if conf.ip_masq {
-        undo.masq = true;
-        install_masq(conf, env, &ipres, &Iptables)?;
+        self.kernel
+            .ensure_forwarding(v4, v6)
+            .map_err(|e| CniError::io("cannot enable forwarding", &e))
     }
 
-    let result = CniResult {
-        cni_version: conf.cni_version.clone(),
+    fn masquerade(&mut self, ipres: &CniResult) -> Result<()> {
+        if !self.req.conf.ip_masq {
+            return Ok(());
+        }
+        self.made.masq = true;
+        install_masq(self.req, ipres, self.fw)
+    }
+}
+
+fn vanished(msg: String) -> CniError {
+    CniError::new(code::NETLINK, msg, "")
+}
+
+/// The result: the bridge, the host end and the container's end, in that order.
+fn report(
+    req: &Request,
+    ends: [LinkDetails; 3],
+    ipres: CniResult,
+    routes: Vec<Route>,
+) -> CniResult {
+    let [bridge, host_end, container_end] = ends;
+    let iface = |l: LinkDetails, sandbox: &str| Interface {
+        name: l.name,
+        mac: l.mac,
+        sandbox: sandbox.to_string(),
+        ..Default::default()
+    };
+    CniResult {
+        cni_version: req.conf.cni_version.clone(),
         interfaces: vec![
-            Interface {
-                name: bridge.name.clone(),
-                mac: bridge.mac.clone(),
-                ..Default::default()
-            },
-            Interface {
-                name: veth_name,
-                mac: host_veth.mac,
-                ..Default::default()
-            },
-            Interface {
-                name: env.ifname.clone(),
-                mac: cif.mac,
-                sandbox: env.netns.clone(),
-                ..Default::default()
-            },
+            iface(bridge, ""),
+            iface(host_end, ""),
+            iface(container_end, &req.env.netns),
         ],
         ips: ipres.ips,
-        routes: result_routes,
+        routes,
         dns: ipres.dns,
-    };
-    // Complete: keep everything.
-    undo.ipam = None;
-    undo.veth = None;
-    undo.masq = false;
-    Ok(result)
+    }
 }
 
 /// Creates the bridge when missing (up, with the MTU), brings it up, and puts the gateway
 /// addresses on it when it is the gateway.
 fn ensure_bridge(
-    nl: &mut Netlink,
-    conf: &NetConf,
+    kernel: &mut dyn Kernel,
+    conf: &crate::config::NetConf,
     gateways: &[(IpAddr, u8)],
-) -> Result<link::LinkDetails> {
+) -> Result<LinkDetails> {
     let name = conf.bridge_name();
-    let mut existing = link::get(nl, name).map_err(nl_err(format!("cannot read bridge {name}")))?;
+    let read_err = || nl_err(format!("cannot read bridge {name}"));
+    let mut existing = kernel.link(Side::Host, name).map_err(read_err())?;
     if existing.is_none() {
-        match link::create_bridge(nl, name, conf.mtu, conf.promisc_mode) {
-            Ok(()) => {}
-            // A parallel ADD created it first.
-            Err(e) if is_exists(&e) => {}
-            Err(e) => {
-                return Err(CniError::netlink(
-                    format!("cannot create bridge {name}"),
-                    &e,
-                ))
-            }
-        }
-        existing = link::get(nl, name).map_err(nl_err(format!("cannot read bridge {name}")))?;
+        // EEXIST: a parallel ADD created it first.
+        ignore_exists(kernel.create_bridge(name, conf.mtu, conf.promisc_mode))
+            .map_err(nl_err(format!("cannot create bridge {name}")))?;
+        existing = kernel.link(Side::Host, name).map_err(read_err())?;
     }
-    let bridge = existing.ok_or_else(|| {
-        CniError::new(
-            code::NETLINK,
-            format!("bridge {name} vanished after creation"),
-            "",
-        )
-    })?;
+    let bridge =
+        existing.ok_or_else(|| vanished(format!("bridge {name} vanished after creation")))?;
     if bridge.kind.as_deref() != Some("bridge") {
         return Err(CniError::new(
             code::INVALID_CONFIG,
@@ -249,29 +253,23 @@ fn ensure_bridge(
         ));
     }
     if !bridge.up || conf.promisc_mode {
-        link::set_up(nl, bridge.index, conf.promisc_mode)
+        kernel
+            .set_up(Side::Host, bridge.index, conf.promisc_mode)
             .map_err(nl_err(format!("cannot bring {name} up")))?;
     }
     if conf.gateway_on_bridge() {
         for (gw, prefix) in gateways {
             let net = ipnetwork::IpNetwork::new(*gw, *prefix)
                 .map_err(|e| CniError::config(format!("gateway {gw}/{prefix}: {e}")))?;
-            match addr::add(nl, bridge.index, net) {
-                Ok(()) => {}
-                Err(e) if is_exists(&e) => {}
-                Err(e) => return Err(CniError::netlink(format!("cannot add {net} to {name}"), &e)),
-            }
+            ignore_exists(kernel.add_address(Side::Host, bridge.index, net))
+                .map_err(nl_err(format!("cannot add {net} to {name}")))?;
         }
     }
     Ok(bridge)
 }
 
-pub fn install_masq(
-    conf: &NetConf,
-    env: &CniEnv,
-    res: &CniResult,
-    fw: &dyn Firewall,
-) -> Result<()> {
+pub fn install_masq(req: &Request, res: &CniResult, fw: &dyn Firewall) -> Result<()> {
+    let Request { env, conf, .. } = *req;
     let chain = names::masq_chain(&conf.name, &env.container_id, &env.ifname);
     for v6 in [false, true] {
         let addrs: Vec<_> = res

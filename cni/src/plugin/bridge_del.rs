@@ -6,65 +6,75 @@ use std::net::IpAddr;
 use crate::config::NetConf;
 use crate::env::CniEnv;
 use crate::error::{code, CniError, Result};
-use crate::ipam::store::Owner;
+use crate::kernel::{Kernel, Rtnl, Side};
 use crate::masq::{self, Firewall, Iptables};
-use crate::netlink::{is_not_found, link, Netlink};
-use crate::netns::NetNs;
-use crate::{names, reaper};
+use crate::names;
+use crate::netlink::is_not_found;
 
 use super::ipam_backend::IpamBackend;
+use super::{nl_err, Request};
 
-pub fn del(env: &CniEnv, conf: &NetConf, stdin: &[u8]) -> Result<()> {
-    let ipam = IpamBackend::from_conf(conf)?;
-    let hints: Vec<IpAddr> = conf
-        .prev_result
-        .iter()
-        .flat_map(|r| r.ips.iter().map(|ip| ip.address.ip()))
-        .collect();
+pub fn del(req: &Request) -> Result<()> {
+    let ipam = IpamBackend::from_conf(req.conf)?;
+    let mut kernel = Rtnl::if_container(&req.env.netns);
+    del_with(&mut kernel, &Iptables, &ipam, req)
+}
 
+/// DEL against any kernel and firewall (the real ones, or fakes in tests).
+pub fn del_with(
+    kernel: &mut dyn Kernel,
+    fw: &dyn Firewall,
+    ipam: &IpamBackend,
+    req: &Request,
+) -> Result<()> {
+    let Request { env, conf, stdin } = *req;
+    let hints = conf.prev_ips();
     // Interface and rules go first, the addresses last: a DEL killed half-way must not leave
     // a working interface whose address was already handed to someone else.
-    let mut host = Netlink::open().map_err(|e| CniError::netlink("cannot open netlink", &e))?;
+    remove_interfaces(kernel, env, conf)?;
+    if conf.ip_masq {
+        remove_masq_rules(conf, env, &hints, fw)?;
+    }
+    ipam.del(env, stdin, &hints)
+}
+
+fn remove_interfaces(kernel: &mut dyn Kernel, env: &CniEnv, conf: &NetConf) -> Result<()> {
     let veth = names::host_veth(&env.container_id, &env.ifname);
-    let nl_err = |what: String| move |e: std::io::Error| CniError::netlink(what, &e);
-    let host_end = link::get(&mut host, &veth).map_err(nl_err(format!("cannot read {veth}")))?;
+    let host_end = kernel
+        .link(Side::Host, &veth)
+        .map_err(nl_err(format!("cannot read {veth}")))?;
     match host_end {
         // Deleting one end of the pair removes the other.
         Some(l) if conf.sync_delete => {
-            link::delete_index(&mut host, l.index)
+            kernel
+                .delete_link_index(Side::Host, l.index)
                 .map_err(nl_err(format!("cannot delete {veth}")))?;
         }
         Some(l) => {
             // A reaper from an earlier DEL may delete it between our look-up and now.
-            match link::retire(&mut host, l.index, reaper::RETIRED_GROUP) {
+            match kernel.retire(l.index) {
                 Err(e) if !is_not_found(&e) => {
                     return Err(CniError::netlink(format!("cannot retire {veth}"), &e))
                 }
                 _ => {}
             }
-            if reaper::reap_later().is_err() {
-                reaper::reap_now().map_err(nl_err(format!("cannot delete {veth}")))?;
-            }
+            kernel
+                .reap_retired()
+                .map_err(nl_err(format!("cannot delete {veth}")))?;
         }
         // Our end is gone already: look at the container's side; a missing namespace means
         // nothing is left there.
-        None if !env.netns.is_empty() => {
-            if let (Ok(home), Ok(ns)) = (NetNs::current(), NetNs::open(&env.netns)) {
-                let mut cnl = ns
-                    .netlink(&home)
-                    .map_err(nl_err(format!("cannot open netlink in {}", env.netns)))?;
-                link::delete(&mut cnl, &env.ifname).map_err(nl_err(format!(
+        None if kernel.has_container() => {
+            kernel
+                .delete_link(Side::Container, &env.ifname)
+                .map_err(nl_err(format!(
                     "cannot delete {} in {}",
                     env.ifname, env.netns
                 )))?;
-            }
         }
         None => {}
     }
-    if conf.ip_masq {
-        remove_masq_rules(conf, env, &hints, &Iptables)?;
-    }
-    ipam.del(env, stdin, &hints)
+    Ok(())
 }
 
 /// Removes one attachment's masquerade rules: with the previous result's addresses in one
@@ -126,35 +136,43 @@ fn teardown_masq(conf: &NetConf, fw: &dyn Firewall, remove: impl Fn(&str) -> boo
     Ok(())
 }
 
+pub fn gc(req: &Request) -> Result<()> {
+    let ipam = IpamBackend::from_conf(req.conf)?;
+    gc_with(&mut Rtnl::host_only(), &Iptables, &ipam, req)
+}
+
 /// GC: releases addresses, host veths on our bridge and masquerade chains of every
 /// attachment not in cni.dev/valid-attachments.
-pub fn gc(env: &CniEnv, conf: &NetConf, stdin: &[u8]) -> Result<()> {
-    let ipam = IpamBackend::from_conf(conf)?;
-    let valid: HashSet<Owner> = conf
-        .valid_attachments
-        .iter()
-        .flatten()
-        .map(|a| Owner::new(&a.container_id, &a.ifname))
-        .collect();
+pub fn gc_with(
+    kernel: &mut dyn Kernel,
+    fw: &dyn Firewall,
+    ipam: &IpamBackend,
+    req: &Request,
+) -> Result<()> {
+    let Request { env, conf, stdin } = *req;
+    let valid = conf.valid_owners();
     ipam.gc(env, stdin, &valid)?;
 
     let keep_veths: HashSet<String> = valid
         .iter()
         .map(|o| names::host_veth(&o.id, &o.ifname))
         .collect();
-    let mut host = Netlink::open().map_err(|e| CniError::netlink("cannot open netlink", &e))?;
-    let bridge = link::get(&mut host, conf.bridge_name())
-        .map_err(|e| CniError::netlink(format!("cannot read bridge {}", conf.bridge_name()), &e))?;
+    let bridge = conf.bridge_name();
+    let bridge = kernel
+        .link(Side::Host, bridge)
+        .map_err(nl_err(format!("cannot read bridge {bridge}")))?;
     if let Some(bridge) = bridge {
-        let links =
-            link::list(&mut host).map_err(|e| CniError::netlink("cannot list links", &e))?;
+        let links = kernel
+            .links(Side::Host)
+            .map_err(|e| CniError::netlink("cannot list links", &e))?;
         for l in links {
             if l.master == Some(bridge.index)
                 && names::is_host_veth(&l.name)
                 && !keep_veths.contains(&l.name)
             {
-                link::delete(&mut host, &l.name)
-                    .map_err(|e| CniError::netlink(format!("cannot delete {}", l.name), &e))?;
+                kernel
+                    .delete_link(Side::Host, &l.name)
+                    .map_err(nl_err(format!("cannot delete {}", l.name)))?;
             }
         }
     }
@@ -163,7 +181,7 @@ pub fn gc(env: &CniEnv, conf: &NetConf, stdin: &[u8]) -> Result<()> {
             .iter()
             .map(|o| names::masq_chain(&conf.name, &o.id, &o.ifname))
             .collect();
-        teardown_masq(conf, &Iptables, |c| !keep.contains(c))?;
+        teardown_masq(conf, fw, |c| !keep.contains(c))?;
     }
     Ok(())
 }

@@ -3,8 +3,7 @@
 use crate::config::NetConf;
 use crate::env::{CniEnv, Command};
 use crate::error::{code, CniError, Result};
-use crate::netlink::link;
-use crate::netns::NetNs;
+use crate::kernel::{Kernel, LinkDetails, Rtnl, Side};
 use crate::result::{CniResult, Interface, IpConfig};
 
 pub fn handle(cmd: Command, env: &CniEnv, conf: &NetConf) -> Result<Option<String>> {
@@ -16,26 +15,20 @@ pub fn handle(cmd: Command, env: &CniEnv, conf: &NetConf) -> Result<Option<Strin
     }
 }
 
-fn with_lo<T>(
-    env: &CniEnv,
-    f: impl FnOnce(&mut crate::netlink::Netlink, u32, bool) -> Result<T>,
-) -> Result<T> {
-    let home =
-        NetNs::current().map_err(|e| CniError::io("cannot open own network namespace", &e))?;
-    let ns = super::bridge_add::open_netns(&env.netns)?;
-    let mut nl = ns
-        .netlink(&home)
-        .map_err(|e| CniError::netlink(format!("cannot open netlink in {}", env.netns), &e))?;
-    let lo = link::get(&mut nl, "lo")
+/// `lo` in the container's namespace.
+fn lo(kernel: &mut dyn Kernel, env: &CniEnv) -> Result<LinkDetails> {
+    kernel
+        .link(Side::Container, "lo")
         .map_err(|e| CniError::netlink("cannot read lo", &e))?
-        .ok_or_else(|| CniError::new(code::NETLINK, format!("no lo in {}", env.netns), ""))?;
-    f(&mut nl, lo.index, lo.up)
+        .ok_or_else(|| CniError::new(code::NETLINK, format!("no lo in {}", env.netns), ""))
 }
 
 fn add(env: &CniEnv, conf: &NetConf) -> Result<CniResult> {
-    with_lo(env, |nl, index, _| {
-        link::set_up(nl, index, false).map_err(|e| CniError::netlink("cannot bring lo up", &e))
-    })?;
+    let mut kernel = Rtnl::in_container(&env.netns)?;
+    let lo = lo(&mut kernel, env)?;
+    kernel
+        .set_up(Side::Container, lo.index, false)
+        .map_err(|e| CniError::netlink("cannot bring lo up", &e))?;
     let ip = |a: &str| IpConfig {
         interface: Some(0),
         address: a.parse().expect("constant address"),
@@ -56,25 +49,24 @@ fn add(env: &CniEnv, conf: &NetConf) -> Result<CniResult> {
 }
 
 fn del(env: &CniEnv) -> Result<()> {
+    let mut kernel = Rtnl::if_container(&env.netns);
     // Nothing to do when the namespace is already gone.
-    if env.netns.is_empty() || NetNs::open(&env.netns).is_err() {
+    if !kernel.has_container() {
         return Ok(());
     }
-    with_lo(env, |nl, index, _| {
-        link::set_down(nl, index).map_err(|e| CniError::netlink("cannot bring lo down", &e))
-    })
+    let lo = lo(&mut kernel, env)?;
+    kernel
+        .set_down(Side::Container, lo.index)
+        .map_err(|e| CniError::netlink("cannot bring lo down", &e))
 }
 
 fn check(env: &CniEnv) -> Result<()> {
-    with_lo(env, |_, _, up| {
-        if up {
-            Ok(())
-        } else {
-            Err(CniError::new(
-                code::CHECK_FAILED,
-                format!("lo is down in {}", env.netns),
-                "",
-            ))
-        }
-    })
+    if lo(&mut Rtnl::in_container(&env.netns)?, env)?.up {
+        return Ok(());
+    }
+    Err(CniError::new(
+        code::CHECK_FAILED,
+        format!("lo is down in {}", env.netns),
+        "",
+    ))
 }

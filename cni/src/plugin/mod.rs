@@ -3,6 +3,8 @@
 pub mod bridge_add;
 pub mod bridge_check;
 pub mod bridge_del;
+#[cfg(test)]
+mod bridge_tests;
 pub mod delegate;
 pub mod ipam_backend;
 pub mod loopback;
@@ -10,8 +12,22 @@ pub mod routes;
 
 use crate::config::NetConf;
 use crate::env::{CniEnv, Command};
-use crate::error::Result;
+use crate::error::{CniError, Result};
 use crate::ipam::config::BUILTIN_TYPE;
+
+/// One invocation of the bridge plugin: the attachment, its network configuration, and stdin
+/// as received (handed on unchanged to a delegated IPAM plugin).
+#[derive(Clone, Copy)]
+pub struct Request<'a> {
+    pub env: &'a CniEnv,
+    pub conf: &'a NetConf,
+    pub stdin: &'a [u8],
+}
+
+/// Maps a failed kernel call to a CNI error saying what was being done.
+pub(crate) fn nl_err(what: String) -> impl FnOnce(std::io::Error) -> CniError {
+    move |e| CniError::netlink(what, &e)
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
@@ -44,14 +60,15 @@ pub fn role(argv0: &str, conf: &NetConf) -> Role {
 }
 
 pub fn bridge(cmd: Command, env: &CniEnv, conf: &NetConf, stdin: &[u8]) -> Result<Option<String>> {
+    let req = Request { env, conf, stdin };
     match cmd {
         Command::Add => {
-            let result = bridge_add::add(env, conf, stdin)?;
+            let result = bridge_add::add(&req)?;
             Ok(Some(result.to_json(&conf.cni_version)))
         }
-        Command::Del => bridge_del::del(env, conf, stdin).map(|_| None),
-        Command::Check => bridge_check::check(env, conf, stdin).map(|_| None),
-        Command::Gc => bridge_del::gc(env, conf, stdin).map(|_| None),
+        Command::Del => bridge_del::del(&req).map(|_| None),
+        Command::Check => bridge_check::check(&req).map(|_| None),
+        Command::Gc => bridge_del::gc(&req).map(|_| None),
         Command::Status => ipam_backend::IpamBackend::from_conf(conf)?
             .status(env, stdin)
             .map(|_| None),
