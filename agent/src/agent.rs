@@ -219,10 +219,7 @@ async fn wait_for_pod_cidr(
         if let Some(cidr) = cidr {
             return cidr
                 .parse()
-                .map_err(|e: ipnetwork::IpNetworkError| AgentError::PodCidr {
-                    cidr,
-                    message: e.to_string(),
-                });
+                .map_err(|source| AgentError::PodCidr { cidr, source });
         }
         tracing::info!(node = %cfg.node_name, "waiting for spec.podCIDR (or pass --pod-cidr)");
         tokio::time::sleep(Duration::from_secs(2)).await;

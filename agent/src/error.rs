@@ -12,8 +12,12 @@ pub enum AgentError {
     Client(#[source] kube::Error),
     #[error(transparent)]
     Node(#[from] crate::node::registration::NodeError),
-    #[error("invalid pod CIDR {cidr}: {message}")]
-    PodCidr { cidr: String, message: String },
+    #[error("invalid pod CIDR {cidr}: {source}")]
+    PodCidr {
+        cidr: String,
+        #[source]
+        source: ipnetwork::IpNetworkError,
+    },
     #[error("writing the CNI configuration to {path}: {source}")]
     CniConfig {
         path: String,

@@ -26,70 +26,110 @@ pub struct ProbeTable {
 
 pub type SharedProbes = Arc<Mutex<ProbeTable>>;
 
-/// Runs one probe once. Errors count as failures; the text says why (for logs).
+/// Why a probe failed; the text is what events and logs show.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    #[error("invalid port {0}")]
+    InvalidPort(i32),
+    #[error("container {container} has no port named {port}")]
+    NoSuchPort { container: String, port: String },
+    #[error("dial {addr}: {source}")]
+    HttpConnect {
+        addr: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    HttpIo(#[source] std::io::Error),
+    #[error("malformed HTTP answer from {0}")]
+    MalformedAnswer(String),
+    #[error("http probe to {0} timed out")]
+    HttpTimeout(String),
+    #[error("HTTP probe failed with statuscode: {0}")]
+    HttpStatus(u16),
+    #[error("dial tcp {addr}: {source}")]
+    TcpConnect {
+        addr: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("dial tcp {0}: timeout")]
+    TcpTimeout(String),
+    #[error(transparent)]
+    Exec(#[from] crate::cri::CriError),
+    #[error("command exited with {code}: {stdout}")]
+    ExitCode { code: i32, stdout: String },
+    #[error("probe has no handler the agent supports (httpGet, tcpSocket, exec)")]
+    NoHandler,
+}
+
+/// Runs one probe once. Errors count as failures; the error says why (for events and logs).
 pub async fn probe_once(
     probe: &Probe,
     container: &Container,
     pod_ip: &str,
     container_id: &str,
     cri: &dyn Cri,
-) -> Result<(), String> {
+) -> Result<(), ProbeError> {
     let timeout =
         Duration::from_secs(u64::try_from(probe.timeout_seconds.unwrap_or(1).max(1)).unwrap_or(1));
+    let host_or_pod = |host: &Option<String>| {
+        host.clone()
+            .filter(|h| !h.is_empty())
+            .unwrap_or_else(|| pod_ip.to_string())
+    };
     if let Some(http) = &probe.http_get {
         let port = resolve_port(&http.port, container)?;
-        let host = http
-            .host
-            .clone()
-            .filter(|h| !h.is_empty())
-            .unwrap_or_else(|| pod_ip.to_string());
         let path = http.path.clone().unwrap_or_else(|| "/".into());
-        let code = tokio::time::timeout(timeout, http_get(&host, port, &path))
-            .await
-            .map_err(|_| format!("http probe to {host}:{port}{path} timed out"))??;
-        return if (200..400).contains(&code) {
-            Ok(())
-        } else {
-            Err(format!("HTTP probe failed with statuscode: {code}"))
-        };
+        return http_probe(&host_or_pod(&http.host), port, &path, timeout).await;
     }
     if let Some(tcp) = &probe.tcp_socket {
         let port = resolve_port(&tcp.port, container)?;
-        let host = tcp
-            .host
-            .clone()
-            .filter(|h| !h.is_empty())
-            .unwrap_or_else(|| pod_ip.to_string());
+        let host = host_or_pod(&tcp.host);
+        let addr = format!("{host}:{port}");
         return match tokio::time::timeout(timeout, TcpStream::connect((host.as_str(), port))).await
         {
             Ok(Ok(_)) => Ok(()),
-            Ok(Err(e)) => Err(format!("dial tcp {host}:{port}: {e}")),
-            Err(_) => Err(format!("dial tcp {host}:{port}: timeout")),
+            Ok(Err(source)) => Err(ProbeError::TcpConnect { addr, source }),
+            Err(_) => Err(ProbeError::TcpTimeout(addr)),
         };
     }
     if let Some(exec) = &probe.exec {
         let cmd = exec.command.clone().unwrap_or_default();
         let secs = i64::try_from(timeout.as_secs()).unwrap_or(1);
-        let resp = cri
-            .exec_sync(container_id, cmd, secs)
-            .await
-            .map_err(|e| e.to_string())?;
+        let resp = cri.exec_sync(container_id, cmd, secs).await?;
         return if resp.exit_code == 0 {
             Ok(())
         } else {
-            Err(format!(
-                "command exited with {}: {}",
-                resp.exit_code,
-                String::from_utf8_lossy(&resp.stdout)
-            ))
+            Err(ProbeError::ExitCode {
+                code: resp.exit_code,
+                stdout: String::from_utf8_lossy(&resp.stdout).into_owned(),
+            })
         };
     }
-    Err("probe has no handler the agent supports (httpGet, tcpSocket, exec)".into())
+    Err(ProbeError::NoHandler)
 }
 
-fn resolve_port(port: &IntOrString, container: &Container) -> Result<u16, String> {
+/// An HTTP GET that succeeds with a 2xx or 3xx answer within `timeout`.
+async fn http_probe(
+    host: &str,
+    port: u16,
+    path: &str,
+    timeout: Duration,
+) -> Result<(), ProbeError> {
+    let code = tokio::time::timeout(timeout, http_get(host, port, path))
+        .await
+        .map_err(|_| ProbeError::HttpTimeout(format!("{host}:{port}{path}")))??;
+    if (200..400).contains(&code) {
+        Ok(())
+    } else {
+        Err(ProbeError::HttpStatus(code))
+    }
+}
+
+fn resolve_port(port: &IntOrString, container: &Container) -> Result<u16, ProbeError> {
     match port {
-        IntOrString::Int(p) => u16::try_from(*p).map_err(|_| format!("invalid port {p}")),
+        IntOrString::Int(p) => u16::try_from(*p).map_err(|_| ProbeError::InvalidPort(*p)),
         IntOrString::String(name) => container
             .ports
             .iter()
@@ -97,27 +137,34 @@ fn resolve_port(port: &IntOrString, container: &Container) -> Result<u16, String
             .find(|p| p.name.as_deref() == Some(name.as_str()))
             .and_then(|p| u16::try_from(p.container_port).ok())
             .or_else(|| name.parse().ok())
-            .ok_or_else(|| format!("container {} has no port named {name}", container.name)),
+            .ok_or_else(|| ProbeError::NoSuchPort {
+                container: container.name.clone(),
+                port: name.clone(),
+            }),
     }
 }
 
 /// A minimal HTTP/1.1 GET: the status code of the answer.
-pub async fn http_get(host: &str, port: u16, path: &str) -> Result<u16, String> {
-    let mut stream = TcpStream::connect((host, port))
-        .await
-        .map_err(|e| format!("dial {host}:{port}: {e}"))?;
+pub async fn http_get(host: &str, port: u16, path: &str) -> Result<u16, ProbeError> {
+    let mut stream =
+        TcpStream::connect((host, port))
+            .await
+            .map_err(|source| ProbeError::HttpConnect {
+                addr: format!("{host}:{port}"),
+                source,
+            })?;
     let request = format!("GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUser-Agent: keelson-probe/1.0\r\nConnection: close\r\n\r\n");
     stream
         .write_all(request.as_bytes())
         .await
-        .map_err(|e| e.to_string())?;
+        .map_err(ProbeError::HttpIo)?;
     let mut head = [0u8; 64];
     let mut read = 0;
     while read < 12 {
         let n = stream
             .read(&mut head[read..])
             .await
-            .map_err(|e| e.to_string())?;
+            .map_err(ProbeError::HttpIo)?;
         if n == 0 {
             break;
         }
@@ -127,7 +174,7 @@ pub async fn http_get(host: &str, port: u16, path: &str) -> Result<u16, String> 
     text.split_whitespace()
         .nth(1)
         .and_then(|c| c.parse().ok())
-        .ok_or_else(|| format!("malformed HTTP answer from {host}:{port}"))
+        .ok_or_else(|| ProbeError::MalformedAnswer(format!("{host}:{port}")))
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -201,7 +248,7 @@ pub async fn run(
                     tracing::debug!(container = %target.container.name, ?kind, %why, "probe failed");
                     if let Ok(mut t) = sink.table.lock() {
                         t.last_failure
-                            .insert((target.id.clone(), kind.name()), why.clone());
+                            .insert((target.id.clone(), kind.name()), why.to_string());
                     }
                 }
             }

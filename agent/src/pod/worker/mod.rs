@@ -56,8 +56,14 @@ pub enum Msg {
 pub enum SyncError {
     #[error(transparent)]
     Cri(#[from] crate::cri::CriError),
-    #[error("{0}")]
-    Api(String),
+    /// A write to the API failed (`action` is "writing status of" or "deleting").
+    #[error("{action} pod {pod}: {source}")]
+    Api {
+        action: &'static str,
+        pod: String,
+        #[source]
+        source: kube::Error,
+    },
 }
 
 pub struct Worker {

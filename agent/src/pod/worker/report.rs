@@ -159,10 +159,11 @@ impl Reported {
                 Ok(())
             }
             Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
-            Err(e) => Err(SyncError::Api(format!(
-                "writing status of pod {}: {e}",
-                pod_key(pod)
-            ))),
+            Err(source) => Err(SyncError::Api {
+                action: "writing status of",
+                pod: pod_key(pod),
+                source,
+            }),
         }
     }
 }

@@ -11,13 +11,24 @@ use crate::pod::{env, volumes};
 /// Contents by key, as bytes.
 type Bytes = BTreeMap<String, Vec<u8>>;
 
+/// An object the container needs could not be read (the container waits with this message).
+#[derive(Debug, thiserror::Error)]
+#[error("reading {kind} {namespace}/{name}: {source}")]
+pub struct SourceError {
+    kind: &'static str,
+    namespace: String,
+    name: String,
+    #[source]
+    source: kube::Error,
+}
+
 /// The objects `container` (env) and `pod` (volumes) refer to: as strings for env, as bytes for
-/// volumes. The error names the object that could not be read.
+/// volumes.
 pub async fn fetch(
     client: &kube::Client,
     pod: &Pod,
     container: &Container,
-) -> Result<(env::Sources, volumes::Objects), String> {
+) -> Result<(env::Sources, volumes::Objects), SourceError> {
     let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
     let (mut cms, mut secrets) = env::referenced(container);
     let (vcms, vsecrets) = volumes::referenced(pod);
@@ -31,10 +42,12 @@ pub async fn fetch(
     let mut objects = volumes::Objects::default();
     let cm_api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
     for name in cms {
-        let found = cm_api
-            .get_opt(&name)
-            .await
-            .map_err(|e| format!("reading configmap {ns}/{name}: {e}"))?;
+        let found = cm_api.get_opt(&name).await.map_err(|source| SourceError {
+            kind: "configmap",
+            namespace: ns.to_string(),
+            name: name.clone(),
+            source,
+        })?;
         if let Some(cm) = found {
             let (strings, bytes) = config_map_contents(cm);
             env_sources.config_maps.insert(name.clone(), strings);
@@ -46,7 +59,12 @@ pub async fn fetch(
         let found = secret_api
             .get_opt(&name)
             .await
-            .map_err(|e| format!("reading secret {ns}/{name}: {e}"))?;
+            .map_err(|source| SourceError {
+                kind: "secret",
+                namespace: ns.to_string(),
+                name: name.clone(),
+                source,
+            })?;
         if let Some(s) = found {
             let bytes = secret_contents(s);
             let strings = bytes

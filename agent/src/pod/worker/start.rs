@@ -55,7 +55,7 @@ async fn container_config(
     let (pod, container) = (start.pod, start.container);
     let (env_sources, objects) = sources::fetch(&ctx.client, pod, container)
         .await
-        .map_err(config_error)?;
+        .map_err(|e| config_error(e.to_string()))?;
     let paths =
         volumes::prepare(&ctx.root, pod, &objects).map_err(|e| config_error(e.to_string()))?;
     let mut mounts =

@@ -68,6 +68,7 @@ async fn pre_stop(cri: &dyn Cri, container: &Container, id: &str, pod_ip: &str, 
         budget,
         probe::probe_once(&probe, container, pod_ip, id, cri),
     )
-    .await;
+    .await
+    .map(|ran| ran.map_err(|e| e.to_string()));
     tracing::info!(container = %container.name, ?result, "preStop hook ran");
 }

@@ -115,9 +115,10 @@ async fn delete(client: &kube::Client, pod: &Pod) -> Result<(), SyncError> {
     {
         Ok(_) => Ok(()),
         Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => Ok(()),
-        Err(e) => Err(SyncError::Api(format!(
-            "deleting pod {}: {e}",
-            pod_key(pod)
-        ))),
+        Err(source) => Err(SyncError::Api {
+            action: "deleting",
+            pod: pod_key(pod),
+            source,
+        }),
     }
 }
