@@ -14,8 +14,8 @@ use serde_json::{json, Value};
 struct Variant {
     label: &'static str,
     bin: std::path::PathBuf,
-    host: Netns,
-    ctrs: Vec<Netns>,
+    host: TestHost,
+    ctrs: Vec<TestHost>,
     conf: Value,
     _data: tempfile::TempDir,
     results: Vec<Value>,
@@ -46,8 +46,8 @@ fn variant(
     Variant {
         label,
         bin: bin.to_path_buf(),
-        host: Netns::new("bh"),
-        ctrs: (0..n).map(|i| Netns::new(&format!("b{i}"))).collect(),
+        host: TestHost::create("bh"),
+        ctrs: (0..n).map(|i| TestHost::create(&format!("b{i}"))).collect(),
         conf,
         _data: data,
         results: Vec::new(),
@@ -76,13 +76,23 @@ fn main() {
         Path::new("/usr/lib/cni/bridge").is_file(),
         "reference plugins missing: apt-get install containernetworking-plugins"
     );
-    remove_stale();
-    let extra = json!({"ipMasq": masq});
     eprintln!(
         "cni bench: N={n} ipMasq={masq}; creating {} test namespaces",
         3 * (n + 1)
     );
-    let mut variants = vec![
+    let mut variants = variants(n, json!({"ipMasq": masq}));
+    warm_up(&mut variants);
+    time_adds(&mut variants, n);
+    time_dels(&mut variants, n);
+    let floor = spawn_floor(n);
+    for v in &variants {
+        wait_veths(&v.host, 0);
+    }
+    report(&variants, &floor, n, masq);
+}
+
+fn variants(n: usize, extra: Value) -> Vec<Variant> {
+    vec![
         variant(
             "keelson-cni",
             &keelson_bin(),
@@ -105,24 +115,29 @@ fn main() {
             "bridge",
             "host-local",
             n,
-            extra.clone(),
+            extra,
         ),
-    ];
-    // Warm-up (bridge creation, page cache) outside the timed runs.
-    for v in &mut variants {
-        let warm = Netns::new("bw");
+    ]
+}
+
+/// Bridge creation and the page cache, outside the timed runs.
+fn warm_up(variants: &mut [Variant]) {
+    for v in variants {
+        let warm = TestHost::create("bw");
         let c = v.conf.to_string();
-        Call::new(&v.bin, &v.host, "ADD", "warm")
-            .netns(&warm)
-            .run(&c)
-            .expect_ok();
-        Call::new(&v.bin, &v.host, "DEL", "warm")
-            .netns(&warm)
-            .run(&c)
-            .expect_ok();
+        for cmd in ["ADD", "DEL"] {
+            Call::new(&v.bin, &v.host, cmd, "warm")
+                .netns(&warm)
+                .run(&c)
+                .expect_ok();
+        }
     }
+}
+
+/// ADD of attachment i for every variant in turn, so machine noise hits all of them alike.
+fn time_adds(variants: &mut [Variant], n: usize) {
     for i in 0..n {
-        for v in &mut variants {
+        for v in variants.iter_mut() {
             let id = format!("bench-{i}");
             let r = Call::new(&v.bin, &v.host, "ADD", &id)
                 .netns(&v.ctrs[i])
@@ -132,8 +147,11 @@ fn main() {
             v.results.push(r.json());
         }
     }
+}
+
+fn time_dels(variants: &mut [Variant], n: usize) {
     for i in 0..n {
-        for v in &mut variants {
+        for v in variants.iter_mut() {
             let id = format!("bench-{i}");
             let c = with(&v.conf, "prevResult", v.results[i].clone()).to_string();
             let r = Call::new(&v.bin, &v.host, "DEL", &id)
@@ -143,23 +161,22 @@ fn main() {
             v.del.push(r.elapsed);
         }
     }
-    // The floor: spawning a process that does nothing, the same way.
-    let host = Netns::new("bt");
-    let floor: Vec<Duration> = (0..n)
+}
+
+/// The floor: spawning a process that does nothing, the same way.
+fn spawn_floor(n: usize) -> Vec<Duration> {
+    let host = TestHost::create("bt");
+    (0..n)
         .map(|_| {
             Call::new(Path::new("/bin/true"), &host, "ADD", "x")
                 .run("")
                 .elapsed
         })
-        .collect();
-    for v in &variants {
-        assert!(
-            wait_no_veths(&v.host).is_empty(),
-            "{}: veths left after DEL",
-            v.label
-        );
-    }
+        .collect()
+}
 
+/// A table, then one JSON line per figure; ratios are to the reference plugins (the last).
+fn report(variants: &[Variant], floor: &[Duration], n: usize, masq: bool) {
     let reference = variants
         .last()
         .map(|v| (stats(&v.add).0, stats(&v.del).0))
@@ -168,7 +185,7 @@ fn main() {
         "{:<30} {:>9} {:>9} {:>9} {:>7}   {:>9} {:>9} {:>9} {:>7}",
         "plugin (ms per op)", "ADD mean", "p50", "p90", "ratio", "DEL mean", "p50", "p90", "ratio"
     );
-    for v in &variants {
+    for v in variants {
         let (a, d) = (stats(&v.add), stats(&v.del));
         println!(
             "{:<30} {:>9.2} {:>9.2} {:>9.2} {:>7.2}   {:>9.2} {:>9.2} {:>9.2} {:>7.2}",
@@ -183,12 +200,12 @@ fn main() {
             d.0 / reference.1
         );
     }
-    let f = stats(&floor);
+    let f = stats(floor);
     println!(
         "{:<30} {:>9.2} {:>9.2} {:>9.2}",
         "process spawn floor", f.0, f.1, f.2
     );
-    for v in &variants {
+    for v in variants {
         for (op, d, base) in [("add", &v.add, reference.0), ("del", &v.del, reference.1)] {
             let (mean, p50, p90) = stats(d);
             let line = json!({

@@ -43,15 +43,8 @@ pub fn run(inv: &Invocation) -> Outcome {
         },
         Err(e) => {
             // Answer in the version the caller asked for, when it was readable.
-            let version = serde_json::from_slice::<serde_json::Value>(inv.stdin)
-                .ok()
-                .and_then(|v| {
-                    v.get("cniVersion")
-                        .and_then(|s| s.as_str())
-                        .map(str::to_string)
-                })
-                .filter(|v| version::SUPPORTED.contains(&v.as_str()))
-                .unwrap_or_else(|| version::LATEST.to_string());
+            let version =
+                requested_version(inv.stdin).unwrap_or_else(|| version::LATEST.to_string());
             let e = e.with_version(&version);
             Outcome {
                 stdout: Some(e.to_json()),
@@ -61,19 +54,20 @@ pub fn run(inv: &Invocation) -> Outcome {
     }
 }
 
+/// The supported cniVersion stdin asks for, read leniently (stdin may be no valid configuration).
+fn requested_version(stdin: &[u8]) -> Option<String> {
+    let v: serde_json::Value = serde_json::from_slice(stdin).ok()?;
+    let version = v.get("cniVersion")?.as_str()?;
+    version::SUPPORTED
+        .contains(&version)
+        .then(|| version.to_string())
+}
+
 fn dispatch(inv: &Invocation) -> Result<Option<String>> {
     tracing::debug!("start");
     let (cmd, cni_env) = env::parse(inv.getenv)?;
     if cmd == Command::Version {
-        let requested = serde_json::from_slice::<serde_json::Value>(inv.stdin)
-            .ok()
-            .and_then(|v| {
-                v.get("cniVersion")
-                    .and_then(|s| s.as_str())
-                    .map(str::to_string)
-            })
-            .filter(|v| version::SUPPORTED.contains(&v.as_str()))
-            .unwrap_or_default();
+        let requested = requested_version(inv.stdin).unwrap_or_default();
         return Ok(Some(version::version_json(&requested)));
     }
     let conf = NetConf::parse(inv.stdin)?;

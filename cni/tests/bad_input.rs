@@ -9,17 +9,16 @@ use common::*;
 use serde_json::{json, Value};
 
 struct Case {
-    host: Netns,
-    ctr: Netns,
+    host: TestHost,
+    ctr: TestHost,
     data: tempfile::TempDir,
 }
 
 fn case() -> Case {
     require_root_and_tools(&["ip", "nsenter"]);
-    remove_stale();
     Case {
-        host: Netns::new("host"),
-        ctr: Netns::new("c"),
+        host: TestHost::create("host"),
+        ctr: TestHost::create("c"),
         data: tempfile::tempdir().expect("tempdir"),
     }
 }

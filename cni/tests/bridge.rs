@@ -10,15 +10,14 @@ use common::*;
 use serde_json::{json, Value};
 
 struct Fixture {
-    host: Netns,
+    host: TestHost,
     data: tempfile::TempDir,
 }
 
 fn fixture() -> Fixture {
     require_root_and_tools(&["ip", "nsenter"]);
-    remove_stale();
     Fixture {
-        host: Netns::new("host"),
+        host: TestHost::create("host"),
         data: tempfile::tempdir().expect("tempdir"),
     }
 }
@@ -35,7 +34,7 @@ fn conf(f: &Fixture, subnet: &str, extra: Value) -> Value {
     )
 }
 
-fn add(f: &Fixture, id: &str, ns: &Netns, conf: &Value) -> Value {
+fn add(f: &Fixture, id: &str, ns: &TestHost, conf: &Value) -> Value {
     Call::new(&keelson_bin(), &f.host, "ADD", id)
         .netns(ns)
         .run(&conf.to_string())
@@ -43,31 +42,21 @@ fn add(f: &Fixture, id: &str, ns: &Netns, conf: &Value) -> Value {
         .json()
 }
 
-/// Listens on `addr` inside `ns`, echoes one line back; returns once listening.
-fn echo_server(ns: &Netns, addr: String) -> std::thread::JoinHandle<()> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    let path = ns.path();
-    let handle = std::thread::spawn(move || {
-        let file = std::fs::File::open(&path).expect("open netns");
-        nix::sched::setns(
-            std::os::fd::AsFd::as_fd(&file),
-            nix::sched::CloneFlags::CLONE_NEWNET,
-        )
-        .expect("setns");
-        let listener = TcpListener::bind(&addr).unwrap_or_else(|e| panic!("bind {addr}: {e}"));
-        tx.send(()).expect("signal");
+/// Listens on `addr` inside `ns` (a socket stays in the namespace it was made in), echoes one
+/// message back from a background thread.
+fn echo_server(ns: &TestHost, addr: String) -> std::thread::JoinHandle<()> {
+    let listener =
+        ns.run_in(move || TcpListener::bind(&addr).unwrap_or_else(|e| panic!("bind {addr}: {e}")));
+    std::thread::spawn(move || {
         let (mut conn, _) = listener.accept().expect("accept");
         let mut buf = [0u8; 5];
         conn.read_exact(&mut buf).expect("read");
         conn.write_all(&buf).expect("echo");
-    });
-    rx.recv_timeout(Duration::from_secs(5))
-        .expect("server listening");
-    handle
+    })
 }
 
-fn tcp_roundtrip(from: &Netns, to: String) -> Result<(), String> {
-    from.run(move || {
+fn tcp_roundtrip(from: &TestHost, to: String) -> Result<(), String> {
+    from.run_in(move || {
         let addr = to.parse().map_err(|e| format!("{e}"))?;
         let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(3))
             .map_err(|e| format!("connect {to}: {e}"))?;
@@ -85,7 +74,7 @@ fn tcp_roundtrip(from: &Netns, to: String) -> Result<(), String> {
 #[test]
 fn two_attachments_talk_tcp_to_each_other_and_to_the_gateway() {
     let f = fixture();
-    let (a, b) = (Netns::new("a"), Netns::new("b"));
+    let (a, b) = (TestHost::create("a"), TestHost::create("b"));
     let c = conf(
         &f,
         "10.77.0.0/24",
@@ -122,7 +111,7 @@ fn two_attachments_talk_tcp_to_each_other_and_to_the_gateway() {
 #[test]
 fn result_lists_interfaces_ips_with_index_and_routes() {
     let f = fixture();
-    let ns = Netns::new("c");
+    let ns = TestHost::create("c");
     let r = add(
         &f,
         "ctr-shape",
@@ -135,7 +124,7 @@ fn result_lists_interfaces_ips_with_index_and_routes() {
     assert_eq!(ifaces[0]["name"], "kcbr0");
     assert!(ifaces[1]["name"].as_str().unwrap().starts_with("veth"));
     assert_eq!(ifaces[2]["name"], "eth0");
-    assert_eq!(ifaces[2]["sandbox"], ns.path());
+    assert_eq!(ifaces[2]["sandbox"], ns.path().to_str().unwrap());
     for i in ifaces {
         assert_eq!(i["mac"].as_str().unwrap().len(), 17, "mac of {i}");
     }
@@ -155,7 +144,7 @@ fn result_lists_interfaces_ips_with_index_and_routes() {
 #[test]
 fn check_passes_then_fails_clearly_after_address_removed() {
     let f = fixture();
-    let ns = Netns::new("c");
+    let ns = TestHost::create("c");
     let c = conf(&f, "10.77.2.0/24", json!({}));
     let r = add(&f, "ctr-check", &ns, &c);
     let with_prev = with(&c, "prevResult", r.clone());
@@ -185,7 +174,7 @@ fn check_passes_then_fails_clearly_after_address_removed() {
 #[test]
 fn del_twice_succeeds_and_leaves_nothing() {
     let f = fixture();
-    let ns = Netns::new("c");
+    let ns = TestHost::create("c");
     let c = conf(&f, "10.77.3.0/24", json!({}));
     let r = add(&f, "ctr-del", &ns, &c);
     let with_prev = with(&c, "prevResult", r);
@@ -200,21 +189,21 @@ fn del_twice_succeeds_and_leaves_nothing() {
         .run(&c.to_string())
         .expect_ok();
     assert!(allocations(&f.data.path().join("kcnet")).is_empty());
-    assert!(wait_no_veths(&f.host).is_empty());
+    wait_veths(&f.host, 0);
     assert_eq!(ns.links(), ["lo"]);
 }
 
 #[test]
 fn sync_delete_removes_pair_before_returning() {
     let f = fixture();
-    let ns = Netns::new("c");
+    let ns = TestHost::create("c");
     let c = conf(&f, "10.77.4.0/24", json!({"syncDelete": true}));
     add(&f, "ctr-sync", &ns, &c);
     Call::new(&keelson_bin(), &f.host, "DEL", "ctr-sync")
         .netns(&ns)
         .run(&c.to_string())
         .expect_ok();
-    assert!(!f.host.links().iter().any(|l| l.starts_with("veth")));
+    assert!(veths(&f.host).is_empty());
     assert_eq!(ns.links(), ["lo"]);
 }
 
@@ -222,7 +211,7 @@ fn sync_delete_removes_pair_before_returning() {
 fn ip_masq_chain_added_and_removed() {
     let f = fixture();
     require_root_and_tools(&["iptables-save", "iptables-restore"]);
-    let ns = Netns::new("c");
+    let ns = TestHost::create("c");
     let c = conf(&f, "10.77.5.0/24", json!({"ipMasq": true}));
     let r = add(&f, "ctr-masq", &ns, &c);
     let save = f.host.sh("iptables-save -t nat");
@@ -255,7 +244,7 @@ fn ip_masq_chain_added_and_removed() {
 #[test]
 fn ipv6_dual_stack_without_dad_wait() {
     let f = fixture();
-    let ns = Netns::new("c");
+    let ns = TestHost::create("c");
     let mut c = conf(&f, "10.77.6.0/24", json!({"isDefaultGateway": true}));
     c["ipam"] = json!({
         "type": "keelson-ipam",
@@ -282,7 +271,7 @@ fn ipv6_dual_stack_without_dad_wait() {
 fn gc_removes_masquerade_chains_of_collected_attachments_only() {
     let f = fixture();
     require_root_and_tools(&["iptables-save", "iptables-restore"]);
-    let (a, b) = (Netns::new("a"), Netns::new("b"));
+    let (a, b) = (TestHost::create("a"), TestHost::create("b"));
     let c = conf(&f, "10.77.7.0/24", json!({"ipMasq": true}));
     add(&f, "masq-a", &a, &c);
     add(&f, "masq-b", &b, &c);

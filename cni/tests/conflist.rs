@@ -27,9 +27,8 @@ fn keelson_then_reference_tuning_chain_add_check_del() {
         Path::new("/usr/lib/cni/tuning").is_file(),
         "reference plugins missing: apt-get install containernetworking-plugins"
     );
-    remove_stale();
-    let host = Netns::new("host");
-    let ctr = Netns::new("c");
+    let host = TestHost::create("host");
+    let ctr = TestHost::create("c");
     let data = tempfile::tempdir().expect("tempdir");
     let aliases = alias_dir(&["keelson-cni", "loopback"]);
     let bin_dir = format!("{}:/usr/lib/cni", aliases.path().display());
@@ -83,7 +82,7 @@ fn keelson_then_reference_tuning_chain_add_check_del() {
         run(plugin, "DEL", "eth0", &entry(&list, i, Some(&second))).expect_ok();
     }
     run("loopback", "DEL", "lo", &lo).expect_ok();
-    assert!(wait_no_veths(&host).is_empty());
+    wait_veths(&host, 0);
     assert!(allocations(&data.path().join("kcchain")).is_empty());
     assert_eq!(ctr.links(), ["lo"]);
 }

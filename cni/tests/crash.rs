@@ -4,7 +4,6 @@
 mod common;
 
 use std::collections::HashSet;
-use std::io::Write;
 use std::time::Duration;
 
 use common::*;
@@ -12,7 +11,7 @@ use serde_json::{json, Value};
 
 const KILLS: usize = 60;
 
-fn eth0_addr(ns: &Netns) -> Option<String> {
+fn eth0_addr(ns: &TestHost) -> Option<String> {
     if !ns.links().contains(&"eth0".to_string()) {
         return None;
     }
@@ -26,8 +25,7 @@ fn eth0_addr(ns: &Netns) -> Option<String> {
 #[test]
 fn kill_9_during_add_then_del_and_gc_leaks_nothing() {
     require_root_and_tools(&["ip", "nsenter"]);
-    remove_stale();
-    let host = Netns::new("host");
+    let host = TestHost::create("host");
     let data = tempfile::tempdir().expect("tempdir");
     let net_dir = data.path().join("kccrash");
     let conf: Value = bridge_conf(
@@ -43,19 +41,21 @@ fn kill_9_during_add_then_del_and_gc_leaks_nothing() {
     let bin = keelson_bin();
 
     // Warm up once so timings below land inside ADD rather than in the first bridge creation.
-    let warm = Netns::new("warm");
+    let warm = TestHost::create("warm");
     Call::new(&bin, &host, "ADD", "warm")
         .netns(&warm)
         .run(&text)
         .expect_ok();
-    let warm2 = Netns::new("warm2");
+    let warm2 = TestHost::create("warm2");
     let full = Call::new(&bin, &host, "ADD", "warm2")
         .netns(&warm2)
         .run(&text)
         .expect_ok()
         .elapsed;
 
-    let victims: Vec<Netns> = (0..KILLS).map(|i| Netns::new(&format!("k{i}"))).collect();
+    let victims: Vec<TestHost> = (0..KILLS)
+        .map(|i| TestHost::create(&format!("k{i}")))
+        .collect();
     // How late a kill may come and still land inside ADD. It starts at the warm ADD's time and
     // shrinks whenever an ADD finished first, so a fast machine (or one slow warm-up) still gets
     // kills spread over the whole ADD rather than after it.
@@ -65,19 +65,9 @@ fn kill_9_during_add_then_del_and_gc_leaks_nothing() {
     for (i, ns) in victims.iter().enumerate() {
         let id = format!("crash-{i}");
         let call = Call::new(&bin, &host, "ADD", &id).netns(ns);
-        let mut child = call.command().spawn().expect("spawn");
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(text.as_bytes())
-            .expect("stdin");
         // Spread the kills over the ADD, from start-up to the last netlink request.
         let delay = span.mul_f64((i % 10) as f64 / 10.0);
-        std::thread::sleep(delay);
-        let _ = child.kill();
-        let status = child.wait().expect("wait");
-        if std::os::unix::process::ExitStatusExt::signal(&status) == Some(9) {
+        if call.run_killed_after(&text, delay) {
             killed += 1;
             killed_ids.insert(id);
             span = span.mul_f64(1.05).min(full);
@@ -91,7 +81,7 @@ fn kill_9_during_add_then_del_and_gc_leaks_nothing() {
     );
 
     // Fresh ADDs while the crashed ones' state is still there: no address may collide.
-    let fresh: Vec<Netns> = (0..5).map(|i| Netns::new(&format!("f{i}"))).collect();
+    let fresh: Vec<TestHost> = (0..5).map(|i| TestHost::create(&format!("f{i}"))).collect();
     for (i, ns) in fresh.iter().enumerate() {
         Call::new(&bin, &host, "ADD", &format!("fresh-{i}"))
             .netns(ns)
@@ -162,17 +152,7 @@ fn kill_9_during_add_then_del_and_gc_leaks_nothing() {
         "allocations: {:?}",
         allocations(&net_dir)
     );
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    let count_veths = || {
-        host.links()
-            .iter()
-            .filter(|l| l.starts_with("veth"))
-            .count()
-    };
-    while count_veths() != 7 && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert_eq!(count_veths(), 7, "host links: {:?}", host.links());
+    wait_veths(&host, 7);
     for ns in &victims {
         assert_eq!(
             ns.links(),
@@ -187,7 +167,7 @@ fn kill_9_during_add_then_del_and_gc_leaks_nothing() {
         .run(&with(&conf, "cni.dev/valid-attachments", json!([])).to_string())
         .expect_ok();
     assert!(allocations(&net_dir).is_empty());
-    assert!(wait_no_veths(&host).is_empty());
+    wait_veths(&host, 0);
     let leftovers: Vec<String> = std::fs::read_dir(&net_dir)
         .expect("read dir")
         .flatten()
@@ -205,12 +185,11 @@ fn kill_9_during_add_then_del_and_gc_leaks_nothing() {
 #[test]
 fn kill_9_add_del_cycles_leak_nothing() {
     require_root_and_tools(&["ip", "nsenter"]);
-    remove_stale();
     let cycles: usize = std::env::var("KEELSON_CNI_KILL_CYCLES")
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(200);
-    let host = Netns::new("host");
+    let host = TestHost::create("host");
     let data = tempfile::tempdir().expect("tempdir");
     let net_dir = data.path().join("kccycle");
     let conf = bridge_conf(
@@ -225,7 +204,7 @@ fn kill_9_add_del_cycles_leak_nothing() {
     let text = conf.to_string();
     let bin = keelson_bin();
     // One long-lived attachment whose address must never be handed out again.
-    let keeper = Netns::new("keep");
+    let keeper = TestHost::create("keep");
     let kept = Call::new(&bin, &host, "ADD", "keeper")
         .netns(&keeper)
         .run(&text)
@@ -238,26 +217,18 @@ fn kill_9_add_del_cycles_leak_nothing() {
         .next()
         .unwrap()
         .to_string();
-    let pool: Vec<Netns> = (0..8).map(|i| Netns::new(&format!("cy{i}"))).collect();
+    let pool: Vec<TestHost> = (0..8)
+        .map(|i| TestHost::create(&format!("cy{i}")))
+        .collect();
     let mut killed = 0usize;
     for i in 0..cycles {
         let ns = &pool[i % pool.len()];
         let id = format!("cycle-{i}");
-        let mut child = Call::new(&bin, &host, "ADD", &id)
+        let delay = Duration::from_micros(rand::random::<u64>() % 6000);
+        if Call::new(&bin, &host, "ADD", &id)
             .netns(ns)
-            .command()
-            .spawn()
-            .expect("spawn");
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(text.as_bytes())
-            .expect("stdin");
-        std::thread::sleep(Duration::from_micros(rand::random::<u64>() % 6000));
-        let _ = child.kill();
-        let status = child.wait().expect("wait");
-        if std::os::unix::process::ExitStatusExt::signal(&status) == Some(9) {
+            .run_killed_after(&text, delay)
+        {
             killed += 1;
         }
         if let Some(a) = eth0_addr(ns) {
@@ -283,17 +254,7 @@ fn kill_9_add_del_cycles_leak_nothing() {
         killed > cycles / 4,
         "only {killed} of {cycles} ADDs were killed mid-way"
     );
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    let veths = || {
-        host.links()
-            .iter()
-            .filter(|l| l.starts_with("veth"))
-            .count()
-    };
-    while veths() != 1 && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert_eq!(veths(), 1, "host links: {:?}", host.links());
+    wait_veths(&host, 1);
     for ns in &pool {
         assert_eq!(ns.links(), ["lo"], "left in {}", ns.name);
     }

@@ -8,10 +8,12 @@ use std::collections::HashSet;
 use common::*;
 use serde_json::{json, Value};
 
-fn setup() -> (Netns, tempfile::TempDir) {
+fn setup() -> (TestHost, tempfile::TempDir) {
     require_root_and_tools(&["ip", "nsenter"]);
-    remove_stale();
-    (Netns::new("host"), tempfile::tempdir().expect("tempdir"))
+    (
+        TestHost::create("host"),
+        tempfile::tempdir().expect("tempdir"),
+    )
 }
 
 fn conf(data: &std::path::Path, subnet: &str) -> Value {
@@ -30,7 +32,9 @@ fn conf(data: &std::path::Path, subnet: &str) -> Value {
 fn fifty_parallel_adds_get_fifty_distinct_addresses() {
     let (host, data) = setup();
     let c = conf(data.path(), "10.80.0.0/24").to_string();
-    let nss: Vec<Netns> = (0..50).map(|i| Netns::new(&format!("p{i}"))).collect();
+    let nss: Vec<TestHost> = (0..50)
+        .map(|i| TestHost::create(&format!("p{i}")))
+        .collect();
     let bin = keelson_bin();
     let results: Vec<Run> = std::thread::scope(|s| {
         let handles: Vec<_> = nss
@@ -73,7 +77,7 @@ fn fifty_parallel_adds_get_fifty_distinct_addresses() {
 fn exhausting_a_29_fails_with_code_and_leaves_nothing() {
     let (host, data) = setup();
     let c = conf(data.path(), "10.80.1.0/29").to_string();
-    let nss: Vec<Netns> = (0..6).map(|i| Netns::new(&format!("x{i}"))).collect();
+    let nss: Vec<TestHost> = (0..6).map(|i| TestHost::create(&format!("x{i}"))).collect();
     // A /29 has 6 host addresses; one is the gateway: five attachments fit.
     for (i, ns) in nss.iter().take(5).enumerate() {
         Call::new(&keelson_bin(), &host, "ADD", &format!("ex-{i}"))
@@ -113,7 +117,7 @@ fn exhausting_a_29_fails_with_code_and_leaves_nothing() {
 fn gc_releases_exactly_the_attachments_not_listed() {
     let (host, data) = setup();
     let c = conf(data.path(), "10.80.2.0/24");
-    let nss: Vec<Netns> = (0..5).map(|i| Netns::new(&format!("g{i}"))).collect();
+    let nss: Vec<TestHost> = (0..5).map(|i| TestHost::create(&format!("g{i}"))).collect();
     let mut addr_of = Vec::new();
     for (i, ns) in nss.iter().enumerate() {
         let r = Call::new(&keelson_bin(), &host, "ADD", &format!("gc-{i}"))
@@ -226,7 +230,7 @@ fn serves_as_ipam_plugin_for_the_reference_bridge() {
         "cniVersion",
         json!("1.0.0"),
     );
-    let ns = Netns::new("c");
+    let ns = TestHost::create("c");
     let r = Call::new(
         std::path::Path::new("/usr/lib/cni/bridge"),
         &host,
@@ -269,7 +273,7 @@ fn delegates_to_reference_host_local_when_configured() {
         "cniVersion",
         json!("1.0.0"),
     );
-    let ns = Netns::new("c");
+    let ns = TestHost::create("c");
     let r = Call::new(&keelson_bin(), &host, "ADD", "hl")
         .netns(&ns)
         .run(&c.to_string())

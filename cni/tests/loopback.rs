@@ -10,12 +10,15 @@ use serde_json::json;
 #[test]
 fn loopback_up_down_check_like_reference() {
     require_root_and_tools(&["ip", "nsenter"]);
-    remove_stale();
-    let host = Netns::new("host");
+    let host = TestHost::create("host");
     let aliases = alias_dir(&["loopback"]);
     let ours = aliases.path().join("loopback");
     let conf = json!({"cniVersion": "1.0.0", "name": "lo", "type": "loopback"}).to_string();
-    let (a, b) = (Netns::new("a"), Netns::new("b"));
+    let (a, b) = (TestHost::create("a"), TestHost::create("b"));
+    // Test hosts come with lo up; the plugin is to bring it up.
+    for ns in [&a, &b] {
+        ns.ip(&["link", "set", "lo", "down"]);
+    }
     let mine = Call::new(&ours, &host, "ADD", "lo-1")
         .netns(&a)
         .ifname("lo")

@@ -20,7 +20,7 @@ fn keys(v: &Value) -> Vec<String> {
 }
 
 /// Visible state of an attachment: container address/route/link, host bridge and port.
-fn state(host: &Netns, ctr: &Netns) -> Vec<String> {
+fn state(host: &TestHost, ctr: &TestHost) -> Vec<String> {
     let link = ctr.ip(&["-o", "link", "show", "eth0"]);
     let flags = link
         .split('<')
@@ -83,10 +83,9 @@ fn side_by_side(extra: Value) {
         Path::new(REF_BRIDGE).is_file(),
         "reference plugins missing: apt-get install containernetworking-plugins"
     );
-    remove_stale();
     let data = tempfile::tempdir().expect("tempdir");
-    let (href, cref) = (Netns::new("rh"), Netns::new("rc"));
-    let (hk, ck) = (Netns::new("kh"), Netns::new("kc"));
+    let (href, cref) = (TestHost::create("rh"), TestHost::create("rc"));
+    let (hk, ck) = (TestHost::create("kh"), TestHost::create("kc"));
     let base = |plugin: &str, ipam: &str, dir: &str| {
         let mut c = bridge_conf(
             plugin,
@@ -163,7 +162,7 @@ fn side_by_side(extra: Value) {
         .run(&with(&conf_k, "prevResult", rk).to_string())
         .expect_ok();
     // keelson removes the pair in the background right after DEL (see reaper.rs).
-    assert!(wait_no_veths(&hk).is_empty());
+    wait_veths(&hk, 0);
     assert_eq!(cref.links(), ck.links());
     assert_eq!(allocations(&ref_dir), allocations(&k_dir));
 }

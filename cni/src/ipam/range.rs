@@ -33,6 +33,29 @@ pub fn offset(ip: IpAddr, by: i128) -> IpAddr {
     from_u128((to_u128(ip) as i128 + by) as u128, ip)
 }
 
+/// Why a range from the configuration cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RangeError {
+    #[error("invalid subnet {subnet}: {reason}")]
+    InvalidSubnet { subnet: IpNetwork, reason: String },
+    #[error("subnet {subnet} is too small to allocate from (at most /{max_prefix})")]
+    TooSmall { subnet: IpNetwork, max_prefix: u8 },
+    #[error("{field} {ip} is not a host address of subnet {subnet}")]
+    NotAHost {
+        field: &'static str,
+        ip: IpAddr,
+        subnet: IpNetwork,
+    },
+    #[error("gateway {gateway} is not in the family of subnet {subnet}")]
+    GatewayFamily { gateway: IpAddr, subnet: IpNetwork },
+    #[error("rangeStart {start} is after rangeEnd {end} in {subnet}")]
+    StartAfterEnd {
+        start: IpAddr,
+        end: IpAddr,
+        subnet: IpNetwork,
+    },
+}
+
 impl Range {
     /// Builds a range with host-local's defaults: start after the network address, end before
     /// the broadcast address (IPv4) or at the last address (IPv6), gateway = first address.
@@ -41,16 +64,21 @@ impl Range {
         start: Option<IpAddr>,
         end: Option<IpAddr>,
         gateway: Option<IpAddr>,
-    ) -> Result<Range, String> {
-        let subnet = IpNetwork::new(subnet.network(), subnet.prefix())
-            .map_err(|e| format!("invalid subnet {subnet}: {e}"))?;
+    ) -> Result<Range, RangeError> {
+        let subnet = IpNetwork::new(subnet.network(), subnet.prefix()).map_err(|e| {
+            RangeError::InvalidSubnet {
+                subnet,
+                reason: e.to_string(),
+            }
+        })?;
         let network = subnet.network();
         let last = last_address(subnet);
         let min_hosts_prefix = if subnet.is_ipv4() { 30 } else { 126 };
         if subnet.prefix() > min_hosts_prefix {
-            return Err(format!(
-                "subnet {subnet} is too small to allocate from (at most /{min_hosts_prefix})"
-            ));
+            return Err(RangeError::TooSmall {
+                subnet,
+                max_prefix: min_hosts_prefix,
+            });
         }
         let first_host = offset(network, 1);
         let last_host = if subnet.is_ipv4() {
@@ -61,22 +89,16 @@ impl Range {
         let start = start.unwrap_or(first_host);
         let end = end.unwrap_or(last_host);
         let gateway = gateway.unwrap_or(first_host);
-        for (what, ip) in [("rangeStart", start), ("rangeEnd", end)] {
+        for (field, ip) in [("rangeStart", start), ("rangeEnd", end)] {
             if !subnet.contains(ip) || ip == network || (subnet.is_ipv4() && ip == last) {
-                return Err(format!(
-                    "{what} {ip} is not a host address of subnet {subnet}"
-                ));
+                return Err(RangeError::NotAHost { field, ip, subnet });
             }
         }
         if gateway.is_ipv4() != subnet.is_ipv4() {
-            return Err(format!(
-                "gateway {gateway} is not in the family of subnet {subnet}"
-            ));
+            return Err(RangeError::GatewayFamily { gateway, subnet });
         }
         if to_u128(start) > to_u128(end) {
-            return Err(format!(
-                "rangeStart {start} is after rangeEnd {end} in {subnet}"
-            ));
+            return Err(RangeError::StartAfterEnd { start, end, subnet });
         }
         Ok(Range {
             subnet,
@@ -190,7 +212,8 @@ mod tests {
             None,
             None,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("rangeStart"), "{e}");
         let e = Range::new(
             "10.0.0.0/24".parse().unwrap(),
@@ -198,7 +221,8 @@ mod tests {
             Some("10.0.0.3".parse().unwrap()),
             None,
         )
-        .unwrap_err();
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("after"), "{e}");
     }
 

@@ -1,5 +1,6 @@
-//! Test hosts for keelson-cni: network namespaces this process creates and removes, the plugin
-//! run the way a runtime runs it (env + stdin) with its process placed in the host namespace.
+//! keelson-cni run the way a runtime runs it (env + stdin), with its process placed in a test
+//! host's namespace, and the configurations the tests give it. Test hosts, root and tool checks
+//! and waiting come from keelson-testing.
 #![allow(dead_code)]
 
 use std::fs::File;
@@ -7,131 +8,12 @@ use std::io::Write;
 use std::os::fd::AsFd;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use nix::sched::{setns, CloneFlags};
 
-pub const NETNS_DIR: &str = "/var/run/netns";
-/// Every namespace of these tests is named "kc<pid>-...", so leftovers of dead runs are ours.
-pub const PREFIX: &str = "kc";
-
-/// Fails the test loudly when the machine cannot run it.
-pub fn require_root_and_tools(tools: &[&str]) {
-    assert!(
-        nix::unistd::geteuid().is_root(),
-        "keelson-cni tests need root (they create network namespaces)"
-    );
-    for t in tools {
-        let found = std::env::var("PATH")
-            .unwrap_or_default()
-            .split(':')
-            .any(|d| Path::new(d).join(t).is_file());
-        assert!(
-            found,
-            "tool {t:?} is missing: run scripts/install-deps (see scripts/deps.d/cni.txt)"
-        );
-    }
-}
-
-/// Removes namespaces left by earlier runs whose process is gone.
-pub fn remove_stale() {
-    let Ok(entries) = std::fs::read_dir(NETNS_DIR) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let name = e.file_name().to_string_lossy().into_owned();
-        let Some(rest) = name.strip_prefix(PREFIX) else {
-            continue;
-        };
-        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<i32>().ok()) else {
-            continue;
-        };
-        if !Path::new(&format!("/proc/{pid}")).exists() {
-            let _ = Command::new("ip").args(["netns", "del", &name]).status();
-        }
-    }
-}
-
-fn rand_suffix() -> String {
-    format!("{:08x}", rand::random::<u32>())
-}
-
-/// A network namespace, removed on drop.
-pub struct Netns {
-    pub name: String,
-}
-
-impl Netns {
-    pub fn new(role: &str) -> Netns {
-        let name = format!("{PREFIX}{}-{}-{role}", std::process::id(), rand_suffix());
-        let st = Command::new("ip")
-            .args(["netns", "add", &name])
-            .status()
-            .expect("run ip netns add");
-        assert!(st.success(), "ip netns add {name} failed");
-        Netns { name }
-    }
-
-    pub fn path(&self) -> String {
-        format!("{NETNS_DIR}/{}", self.name)
-    }
-
-    /// Runs `ip -n <ns> args...` and returns stdout.
-    pub fn ip(&self, args: &[&str]) -> String {
-        let out = Command::new("ip")
-            .arg("-n")
-            .arg(&self.name)
-            .args(args)
-            .output()
-            .expect("run ip");
-        assert!(
-            out.status.success(),
-            "ip -n {} {args:?}: {}",
-            self.name,
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// Runs a shell command inside the namespace (nsenter keeps mounts and /sys).
-    pub fn sh(&self, cmd: &str) -> Output {
-        Command::new("nsenter")
-            .arg(format!("--net={}", self.path()))
-            .args(["sh", "-c", cmd])
-            .output()
-            .expect("run nsenter")
-    }
-
-    /// Runs `f` on a thread that has entered this namespace.
-    pub fn run<T: Send + 'static>(&self, f: impl FnOnce() -> T + Send + 'static) -> T {
-        let path = self.path();
-        std::thread::spawn(move || {
-            let file = File::open(&path).expect("open netns");
-            setns(file.as_fd(), CloneFlags::CLONE_NEWNET).expect("setns");
-            f()
-        })
-        .join()
-        .expect("thread in netns panicked")
-    }
-
-    /// Link names in this namespace.
-    pub fn links(&self) -> Vec<String> {
-        self.ip(&["-o", "link", "show"])
-            .lines()
-            .filter_map(|l| l.split(": ").nth(1))
-            .map(|n| n.split('@').next().unwrap_or(n).to_string())
-            .collect()
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new("ip")
-            .args(["netns", "del", &self.name])
-            .status();
-    }
-}
+pub use keelson_testing::{eventually, require_root_and_tools, TestHost};
 
 /// What one plugin run returned.
 #[derive(Debug)]
@@ -173,7 +55,7 @@ impl Run {
 /// One plugin invocation: binary, command, attachment, configuration.
 pub struct Call<'a> {
     pub bin: &'a Path,
-    pub host: &'a Netns,
+    pub host: &'a TestHost,
     pub command: &'a str,
     pub container_id: &'a str,
     pub netns: Option<String>,
@@ -182,7 +64,7 @@ pub struct Call<'a> {
 }
 
 impl<'a> Call<'a> {
-    pub fn new(bin: &'a Path, host: &'a Netns, command: &'a str, container_id: &'a str) -> Self {
+    pub fn new(bin: &'a Path, host: &'a TestHost, command: &'a str, container_id: &'a str) -> Self {
         Call {
             bin,
             host,
@@ -194,8 +76,8 @@ impl<'a> Call<'a> {
         }
     }
 
-    pub fn netns(mut self, ns: &Netns) -> Self {
-        self.netns = Some(ns.path());
+    pub fn netns(mut self, ns: &TestHost) -> Self {
+        self.netns = Some(ns.path().to_string_lossy().into_owned());
         self
     }
 
@@ -223,6 +105,8 @@ impl<'a> Call<'a> {
         if let Some(ns) = &self.netns {
             cmd.env("CNI_NETNS", ns);
         }
+        // Entered between fork and exec rather than through nsenter: one process per call, as a
+        // runtime runs plugins, so the benchmark times the plugin and not a wrapper.
         let host = File::open(self.host.path()).expect("open host netns");
         // SAFETY: setns is async-signal-safe; the closure touches only the fd it owns.
         unsafe {
@@ -233,8 +117,8 @@ impl<'a> Call<'a> {
         cmd
     }
 
-    pub fn run(&self, stdin: &str) -> Run {
-        let start = Instant::now();
+    /// Starts the plugin with `stdin` written to it.
+    pub fn spawn(&self, stdin: &str) -> std::process::Child {
         let mut child = self.command().spawn().expect("spawn plugin");
         child
             .stdin
@@ -242,13 +126,28 @@ impl<'a> Call<'a> {
             .expect("stdin")
             .write_all(stdin.as_bytes())
             .expect("write stdin");
-        let out = child.wait_with_output().expect("wait plugin");
+        child
+    }
+
+    pub fn run(&self, stdin: &str) -> Run {
+        let start = Instant::now();
+        let out = self.spawn(stdin).wait_with_output().expect("wait plugin");
         Run {
             ok: out.status.success(),
             stdout: String::from_utf8_lossy(&out.stdout).trim().to_string(),
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
             elapsed: start.elapsed(),
         }
+    }
+
+    /// Starts the plugin and kills it (SIGKILL) after `delay`, as a crash would; true when the
+    /// kill came before the plugin finished.
+    pub fn run_killed_after(&self, stdin: &str, delay: Duration) -> bool {
+        let mut child = self.spawn(stdin);
+        std::thread::sleep(delay);
+        let _ = child.kill();
+        let status = child.wait().expect("wait plugin");
+        std::os::unix::process::ExitStatusExt::signal(&status) == Some(9)
     }
 }
 
@@ -317,18 +216,25 @@ pub fn allocations(dir: &Path) -> Vec<String> {
     out
 }
 
-/// Waits (bounded) until no veth is left in `ns` (DEL removes pairs in the background).
-pub fn wait_no_veths(ns: &Netns) -> Vec<String> {
-    let deadline = Instant::now() + Duration::from_secs(5);
-    loop {
-        let left: Vec<String> = ns
-            .links()
-            .into_iter()
-            .filter(|l| l.starts_with("veth"))
-            .collect();
-        if left.is_empty() || Instant::now() > deadline {
-            return left;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
+/// The veth links in `host`.
+pub fn veths(host: &TestHost) -> Vec<String> {
+    let mut links = host.links();
+    links.retain(|l| l.starts_with("veth"));
+    links
+}
+
+/// Waits until `host` holds exactly `n` veths (DEL removes pairs in the background).
+pub fn wait_veths(host: &TestHost, n: usize) {
+    eventually(
+        &format!("{n} veths in {}", host.name),
+        Duration::from_secs(5),
+        || {
+            let left = veths(host);
+            if left.len() == n {
+                Ok(())
+            } else {
+                Err(format!("links: {:?}", host.links()))
+            }
+        },
+    );
 }
