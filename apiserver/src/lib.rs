@@ -10,6 +10,7 @@ pub mod object;
 pub mod options;
 pub mod render;
 pub mod rest;
+pub mod serve;
 pub mod server;
 pub mod status;
 pub mod store;
@@ -18,4 +19,4 @@ pub mod store;
 pub use keelson_apiserver_registry::resources;
 
 pub use options::Options;
-pub use server::run;
+pub use server::{run, ServerError};

@@ -46,23 +46,52 @@ pub struct Options {
     pub watch_cache_size: usize,
 }
 
+/// A flag whose value cannot be used.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum FlagError {
+    #[error("--service-cluster-ip-range {0:?}: want an IPv4 CIDR such as 10.96.0.0/16")]
+    ClusterIpRange(String),
+    #[error("--service-node-port-range {0:?}: {1}")]
+    NodePortRange(String, &'static str),
+}
+
+impl Options {
+    pub fn cluster_ip_range(&self) -> Result<ipnetwork::Ipv4Network, FlagError> {
+        let s = &self.service_cluster_ip_range;
+        s.parse().map_err(|_| FlagError::ClusterIpRange(s.clone()))
+    }
+
+    pub fn node_port_range(&self) -> Result<std::ops::RangeInclusive<u16>, FlagError> {
+        port_range(&self.service_node_port_range)
+    }
+}
+
 /// Parses "30000-32767".
-pub fn port_range(s: &str) -> Result<std::ops::RangeInclusive<u16>, String> {
-    let (lo, hi) = s
-        .split_once('-')
-        .ok_or_else(|| format!("--service-node-port-range {s:?}: want LOW-HIGH"))?;
-    let lo: u16 = lo
-        .trim()
-        .parse()
-        .map_err(|_| format!("--service-node-port-range {s:?}: bad low port"))?;
-    let hi: u16 = hi
-        .trim()
-        .parse()
-        .map_err(|_| format!("--service-node-port-range {s:?}: bad high port"))?;
+fn port_range(s: &str) -> Result<std::ops::RangeInclusive<u16>, FlagError> {
+    let bad = |why| FlagError::NodePortRange(s.to_string(), why);
+    let (lo, hi) = s.split_once('-').ok_or_else(|| bad("want LOW-HIGH"))?;
+    let lo: u16 = lo.trim().parse().map_err(|_| bad("bad low port"))?;
+    let hi: u16 = hi.trim().parse().map_err(|_| bad("bad high port"))?;
     if lo == 0 || lo > hi {
-        return Err(format!(
-            "--service-node-port-range {s:?}: want 0 < LOW <= HIGH"
-        ));
+        return Err(bad("want 0 < LOW <= HIGH"));
     }
     Ok(lo..=hi)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_port_ranges() {
+        assert_eq!(port_range("30000-32767"), Ok(30000..=32767));
+        assert_eq!(port_range(" 1 - 2 "), Ok(1..=2));
+        let err = port_range("0-5").unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "--service-node-port-range \"0-5\": want 0 < LOW <= HIGH"
+        );
+        assert!(port_range("5").is_err() && port_range("a-5").is_err());
+        assert!(port_range("5-b").is_err() && port_range("6-5").is_err());
+    }
 }

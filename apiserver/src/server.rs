@@ -1,49 +1,103 @@
-//! Start-up: data directory, PKI and kubeconfig, store, bootstrap objects, and the listener
-//! (HTTPS, or plain HTTP behind an explicit flag), until SIGTERM or Ctrl-C.
+//! Start-up: data directory, store, bootstrap objects, admin token, PKI and kubeconfig, then
+//! serving (`serve.rs`) until SIGTERM or Ctrl-C.
 
 use crate::alloc::Allocators;
-use crate::auth::{Tokens, User};
+use crate::auth::{TokenFileError, Tokens, User};
+use crate::certs::{self, CertError};
 use crate::http::{router, App};
-use crate::options::{port_range, Options};
+use crate::options::{FlagError, Options};
+use crate::resources;
 use crate::rest::{self, Api};
-use crate::store::{SqliteBackend, Store};
-use crate::{certs, resources};
-use anyhow::Context;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
+use crate::serve::{self, tls_acceptor, TlsError};
+use crate::store::{SqliteBackend, Store, StoreError};
+use ipnetwork::Ipv4Network;
 use rand::Rng;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
 
-/// Serves one connection with the router (HTTP/1.1 and HTTP/2).
-async fn serve_conn<I>(io: TokioIo<I>, app: axum::Router)
-where
-    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-{
-    let svc = hyper_util::service::TowerToHyperService::new(app);
-    if let Err(e) = auto::Builder::new(TokioExecutor::new())
-        .serve_connection_with_upgrades(io, svc)
-        .await
-    {
-        tracing::debug!(error = %e, "connection ended with an error");
-    }
+/// Why the server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("creating --data-dir {path}: {source}")]
+    DataDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Flag(#[from] FlagError),
+    #[error("opening the store: {0}")]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    TokenFile(#[from] TokenFileError),
+    #[error(transparent)]
+    Cert(#[from] CertError),
+    #[error(transparent)]
+    Tls(#[from] TlsError),
+    #[error("listening on {addr}: {source}")]
+    Listen {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
 }
 
-fn admin_token(dir: &std::path::Path) -> anyhow::Result<String> {
-    let path = dir.join("admin.token");
-    if let Ok(t) = std::fs::read_to_string(&path) {
-        if !t.trim().is_empty() {
-            return Ok(t.trim().to_string());
-        }
-    }
-    let t: String = rand::rng()
-        .sample_iter(rand::distr::Alphanumeric)
-        .take(40)
-        .map(char::from)
-        .collect();
-    certs::write_private(&path, &t)?;
-    Ok(t)
+pub async fn run(opts: Options) -> Result<(), ServerError> {
+    let dir = &opts.data_dir;
+    std::fs::create_dir_all(dir).map_err(|source| ServerError::DataDir {
+        path: dir.clone(),
+        source,
+    })?;
+    let net = opts.cluster_ip_range()?;
+    let api = open_api(&opts, net)?;
+    rest::rebuild_allocations(&api);
+    bootstrap(&api).await;
+    let token = admin_token(dir)?;
+    let tokens = tokens(&opts, &token)?;
+    // Bound before the kubeconfig is written, so `--secure-port 0` works: the kubeconfig names
+    // the port the kernel chose.
+    let addr = SocketAddr::new(opts.bind_address, opts.secure_port);
+    let listen_error = |source| ServerError::Listen { addr, source };
+    let listener = TcpListener::bind(addr).await.map_err(listen_error)?;
+    let port = listener.local_addr().map_err(listen_error)?.port();
+    let host = advertised_host(&opts);
+    let scheme = if opts.insecure_serve_http {
+        "http"
+    } else {
+        "https"
+    };
+    let server = format!("{scheme}://{host}:{port}");
+    let tls = kubeconfig_and_tls(&opts, &server, serving_sans(&opts, &host, net), &token)?;
+    let kubeconfig = dir.join("admin.kubeconfig");
+    tracing::info!(%server, kubeconfig = %kubeconfig.display(), "serving");
+    let app = Arc::new(App {
+        api,
+        tokens,
+        metrics: Default::default(),
+    });
+    serve::serve(
+        listener,
+        tls,
+        router(app),
+        keelson_daemon::shutdown_signal(),
+    )
+    .await;
+    tracing::info!("shutting down");
+    Ok(())
+}
+
+/// The store, loaded, with the Service allocators over the flags' ranges.
+fn open_api(opts: &Options, net: Ipv4Network) -> Result<Api, ServerError> {
+    let ports = opts.node_port_range()?;
+    let backend = SqliteBackend::open(&opts.data_dir.join("store.db"))?;
+    let history = Duration::from_secs(opts.watch_history_seconds);
+    let store = Store::open(backend, history, opts.watch_cache_size)?;
+    Ok(Api {
+        store,
+        alloc: Allocators::new(net, ports),
+    })
 }
 
 /// Namespaces every cluster has.
@@ -59,152 +113,84 @@ async fn bootstrap(api: &Api) {
     }
 }
 
-pub async fn run(opts: Options) -> anyhow::Result<()> {
-    let dir = &opts.data_dir;
-    std::fs::create_dir_all(dir)
-        .with_context(|| format!("creating --data-dir {}", dir.display()))?;
-    let net: ipnetwork::Ipv4Network = opts.service_cluster_ip_range.parse().with_context(|| {
-        format!(
-            "--service-cluster-ip-range {:?}",
-            opts.service_cluster_ip_range
-        )
-    })?;
-    let ports = port_range(&opts.service_node_port_range).map_err(anyhow::Error::msg)?;
-    let backend = SqliteBackend::open(&dir.join("store.db")).context("opening the store")?;
-    let store = Store::open(
-        backend,
-        Duration::from_secs(opts.watch_history_seconds),
-        opts.watch_cache_size,
-    )
-    .context("loading the store")?;
-    let api = Api {
-        store,
-        alloc: Allocators::new(net, ports),
-    };
-    rest::rebuild_allocations(&api);
-    bootstrap(&api).await;
+/// The admin token: kept in the data directory, made on the first start.
+fn admin_token(dir: &Path) -> Result<String, CertError> {
+    let path = dir.join("admin.token");
+    if let Ok(t) = std::fs::read_to_string(&path) {
+        if !t.trim().is_empty() {
+            return Ok(t.trim().to_string());
+        }
+    }
+    let t: String = rand::rng()
+        .sample_iter(rand::distr::Alphanumeric)
+        .take(40)
+        .map(char::from)
+        .collect();
+    certs::write_private(&path, &t)?;
+    Ok(t)
+}
 
+/// The --token-auth-file tokens, and the admin token as a member of system:masters.
+fn tokens(opts: &Options, admin: &str) -> Result<Tokens, TokenFileError> {
     let mut tokens = match &opts.token_auth_file {
         Some(p) => Tokens::load(p)?,
         None => Tokens::default(),
     };
-    let token = admin_token(dir)?;
-    tokens.insert(
-        &token,
-        User {
-            name: "keelson-admin".into(),
-            uid: "0".into(),
-            groups: vec!["system:masters".into()],
-        },
-    );
-
-    let host = opts
-        .advertise_address
-        .map(|a| a.to_string())
-        .unwrap_or_else(|| {
-            if opts.bind_address.is_unspecified() {
-                "127.0.0.1".into()
-            } else {
-                opts.bind_address.to_string()
-            }
-        });
-    let scheme = if opts.insecure_serve_http {
-        "http"
-    } else {
-        "https"
+    let user = User {
+        name: "keelson-admin".into(),
+        uid: "0".into(),
+        groups: vec!["system:masters".into()],
     };
-    // Bound before the kubeconfig is written, so `--secure-port 0` works: the kubeconfig names the
-    // port the kernel chose.
-    let listener = TcpListener::bind((opts.bind_address, opts.secure_port))
-        .await
-        .with_context(|| format!("listening on {}:{}", opts.bind_address, opts.secure_port))?;
-    let port = listener.local_addr()?.port();
-    let server = format!("{scheme}://{host}:{port}");
-    let tls = if opts.insecure_serve_http {
-        certs::write_private(
-            &dir.join("admin.kubeconfig"),
-            &certs::kubeconfig(&server, None, &token),
-        )?;
-        None
-    } else {
-        let mut sans = vec![
-            "127.0.0.1".to_string(),
-            "localhost".into(),
-            "kubernetes".into(),
-            "kubernetes.default".into(),
-            "kubernetes.default.svc".into(),
-            host.clone(),
-        ];
-        if !opts.bind_address.is_unspecified() {
-            sans.push(opts.bind_address.to_string());
-        }
-        // The first address of the service range is the in-cluster "kubernetes" Service.
-        sans.push(std::net::Ipv4Addr::from(u32::from(net.network()) + 1).to_string());
-        sans.extend(opts.tls_sans.iter().cloned());
-        sans.dedup();
-        let pki = certs::ensure(dir, &sans)?;
-        certs::write_private(
-            &dir.join("admin.kubeconfig"),
-            &certs::kubeconfig(&server, Some(&pki.ca_pem), &token),
-        )?;
-        Some(tls_acceptor(&pki)?)
-    };
-
-    let app = Arc::new(App {
-        api,
-        tokens,
-        metrics: Default::default(),
-    });
-    let router = router(app);
-    tracing::info!(%server, kubeconfig = %dir.join("admin.kubeconfig").display(), "serving");
-    let shutdown = shutdown_signal();
-    tokio::pin!(shutdown);
-    loop {
-        let (tcp, _) = tokio::select! {
-            _ = &mut shutdown => break,
-            r = listener.accept() => match r {
-                Ok(c) => c,
-                Err(e) => { tracing::warn!(error = %e, "accept failed"); continue; }
-            },
-        };
-        let _ = tcp.set_nodelay(true);
-        let router = router.clone();
-        let tls = tls.clone();
-        tokio::spawn(async move {
-            match tls {
-                Some(acc) => match acc.accept(tcp).await {
-                    Ok(s) => serve_conn(TokioIo::new(s), router).await,
-                    Err(e) => tracing::debug!(error = %e, "TLS handshake failed"),
-                },
-                None => serve_conn(TokioIo::new(tcp), router).await,
-            }
-        });
-    }
-    tracing::info!("shutting down");
-    Ok(())
+    tokens.insert(admin, user);
+    Ok(tokens)
 }
 
-fn tls_acceptor(pki: &certs::Pki) -> anyhow::Result<tokio_rustls::TlsAcceptor> {
-    let certs: Vec<_> =
-        rustls_pemfile::certs(&mut pki.cert_pem.as_bytes()).collect::<Result<_, _>>()?;
-    let key = rustls_pemfile::private_key(&mut pki.key_pem.as_bytes())?
-        .ok_or_else(|| anyhow::anyhow!("no private key in apiserver.key"))?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let mut config = rustls::ServerConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()?
-        .with_no_client_auth()
-        .with_single_cert(certs, key)?;
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
-    Ok(tokio_rustls::TlsAcceptor::from(Arc::new(config)))
+/// The address clients use: --advertise-address, else the bind address (loopback for any).
+fn advertised_host(opts: &Options) -> String {
+    match opts.advertise_address {
+        Some(a) => a.to_string(),
+        None if opts.bind_address.is_unspecified() => "127.0.0.1".into(),
+        None => opts.bind_address.to_string(),
+    }
 }
 
-async fn shutdown_signal() {
-    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(_) => return std::future::pending().await,
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = tokio::signal::ctrl_c() => {}
+/// Names the serving certificate holds: local names, the in-cluster Service names, the
+/// advertised and bound addresses, the "kubernetes" ClusterIP and --tls-sans.
+fn serving_sans(opts: &Options, host: &str, net: Ipv4Network) -> Vec<String> {
+    let mut sans: Vec<String> = [
+        "127.0.0.1",
+        "localhost",
+        "kubernetes",
+        "kubernetes.default",
+        "kubernetes.default.svc",
+        host,
+    ]
+    .map(String::from)
+    .to_vec();
+    if !opts.bind_address.is_unspecified() {
+        sans.push(opts.bind_address.to_string());
     }
+    // The first address of the service range is the in-cluster "kubernetes" Service.
+    sans.push(std::net::Ipv4Addr::from(u32::from(net.network()) + 1).to_string());
+    sans.extend(opts.tls_sans.iter().cloned());
+    sans.dedup();
+    sans
+}
+
+/// Writes admin.kubeconfig for `server`; for HTTPS, first makes sure of the PKI and returns
+/// the TLS acceptor of the serving certificate.
+fn kubeconfig_and_tls(
+    opts: &Options,
+    server: &str,
+    sans: Vec<String>,
+    token: &str,
+) -> Result<Option<TlsAcceptor>, ServerError> {
+    let path = opts.data_dir.join("admin.kubeconfig");
+    if opts.insecure_serve_http {
+        certs::write_private(&path, &certs::kubeconfig(server, None, token))?;
+        return Ok(None);
+    }
+    let pki = certs::ensure(&opts.data_dir, &sans)?;
+    certs::write_private(&path, &certs::kubeconfig(server, Some(&pki.ca_pem), token))?;
+    Ok(Some(tls_acceptor(&pki)?))
 }

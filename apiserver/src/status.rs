@@ -37,16 +37,28 @@ impl ApiError {
         ApiError::new(400, "BadRequest", message)
     }
 
-    pub fn not_found(group: &str, plural: &str, name: &str) -> ApiError {
+    /// An error about one named object, with the details kubectl reads: `pods "web" ...`,
+    /// or `deployments.apps "web" ...` outside the core group.
+    fn about_object(
+        code: u16,
+        reason: &'static str,
+        (group, plural, name): (&str, &str, &str),
+        message: impl FnOnce(&str) -> String,
+    ) -> ApiError {
         let what = if group.is_empty() {
-            plural.to_string()
+            format!("{plural} \"{name}\"")
         } else {
-            format!("{plural}.{group}")
+            format!("{plural}.{group} \"{name}\"")
         };
         ApiError {
             details: Some(details(plural, name, group)),
-            ..ApiError::new(404, "NotFound", format!("{what} \"{name}\" not found"))
+            ..ApiError::new(code, reason, message(&what))
         }
+    }
+
+    pub fn not_found(group: &str, plural: &str, name: &str) -> ApiError {
+        let object = (group, plural, name);
+        ApiError::about_object(404, "NotFound", object, |what| format!("{what} not found"))
     }
 
     pub fn no_route(path: &str) -> ApiError {
@@ -58,37 +70,16 @@ impl ApiError {
     }
 
     pub fn already_exists(group: &str, plural: &str, name: &str) -> ApiError {
-        let what = if group.is_empty() {
-            plural.to_string()
-        } else {
-            format!("{plural}.{group}")
-        };
-        ApiError {
-            details: Some(details(plural, name, group)),
-            ..ApiError::new(
-                409,
-                "AlreadyExists",
-                format!("{what} \"{name}\" already exists"),
-            )
-        }
+        let object = (group, plural, name);
+        ApiError::about_object(409, "AlreadyExists", object, |what| {
+            format!("{what} already exists")
+        })
     }
 
     pub fn conflict(group: &str, plural: &str, name: &str) -> ApiError {
-        let what = if group.is_empty() {
-            plural.to_string()
-        } else {
-            format!("{plural}.{group}")
-        };
-        ApiError {
-            details: Some(details(plural, name, group)),
-            ..ApiError::new(
-                409,
-                "Conflict",
-                format!(
-                    "Operation cannot be fulfilled on {what} \"{name}\": the object has been modified; please apply your changes to the latest version and try again"
-                ),
-            )
-        }
+        ApiError::about_object(409, "Conflict", (group, plural, name), |what| {
+            format!("Operation cannot be fulfilled on {what}: the object has been modified; please apply your changes to the latest version and try again")
+        })
     }
 
     /// 422 with causes; kubectl builds its message from details.kind, name and causes.

@@ -11,8 +11,10 @@ use axum::response::Response;
 use http::StatusCode;
 use http_body_util::BodyExt;
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct, SignatureScheme};
+use rustls::crypto::WebPkiSupportedAlgorithms;
+use rustls::pki_types::{CertificateDer, CertificateDer as Cert, ServerName, UnixTime};
+use rustls::{DigitallySignedStruct as Dss, SignatureScheme};
+use serde_json::Value;
 use std::sync::Arc;
 
 /// Query parameters the kubelet understands, passed through as given.
@@ -28,29 +30,7 @@ const PASSED: [&str; 6] = [
 pub async fn pod_logs(api: &Api, t: &Target, query: &str) -> ApiResult<Response> {
     let pod = api.get_entry(t)?;
     let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query).unwrap_or_default();
-    let containers: Vec<String> = pod.obj["spec"]["containers"]
-        .as_array()
-        .map(|cs| {
-            cs.iter()
-                .filter_map(|c| c["name"].as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default();
-    let container = match pairs
-        .iter()
-        .find(|(k, _)| k == "container")
-        .map(|(_, v)| v.clone())
-    {
-        Some(c) => c,
-        None if containers.len() == 1 => containers[0].clone(),
-        None => {
-            return Err(ApiError::bad_request(format!(
-                "a container name must be specified for pod {}, choose one of: [{}]",
-                t.name,
-                containers.join(" ")
-            )))
-        }
-    };
+    let container = container(&pod.obj, &t.name, &pairs)?;
     let node = pod.obj["spec"]["nodeName"].as_str().unwrap_or("");
     if node.is_empty() {
         return Err(ApiError::bad_request(format!(
@@ -58,11 +38,42 @@ pub async fn pod_logs(api: &Api, t: &Target, query: &str) -> ApiResult<Response>
             t.name
         )));
     }
+    let (addr, port) = kubelet_endpoint(api, node, &t.name)?;
+    let q: Vec<(String, String)> = pairs
+        .into_iter()
+        .filter(|(k, _)| PASSED.contains(&k.as_str()))
+        .collect();
+    let q = serde_urlencoded::to_string(&q).unwrap_or_default();
+    let path = format!("/containerLogs/{}/{}/{container}?{q}", t.namespace, t.name);
+    fetch(&addr, port, &path).await.map_err(|e| {
+        ApiError::new(502, "BadGateway", format!("Get \"https://{addr}:{port}{path}\": {e} (is keelson-agent running on node {node}?)"))
+    })
+}
+
+/// The container asked for, or the Pod's only one.
+fn container(pod: &Value, pod_name: &str, pairs: &[(String, String)]) -> ApiResult<String> {
+    if let Some((_, c)) = pairs.iter().find(|(k, _)| k == "container") {
+        return Ok(c.clone());
+    }
+    let containers: Vec<&str> = pod["spec"]["containers"]
+        .as_array()
+        .map(|cs| cs.iter().filter_map(|c| c["name"].as_str()).collect())
+        .unwrap_or_default();
+    match containers.as_slice() {
+        [only] => Ok(only.to_string()),
+        _ => Err(ApiError::bad_request(format!(
+            "a container name must be specified for pod {pod_name}, choose one of: [{}]",
+            containers.join(" ")
+        ))),
+    }
+}
+
+/// The node's InternalIP and the port its agent serves the kubelet API on.
+fn kubelet_endpoint(api: &Api, node: &str, pod_name: &str) -> ApiResult<(String, u16)> {
     let nodes = resources::lookup("", "v1", "nodes").expect("nodes served");
     let node_obj = api.store.get(&nodes.key("", node)).ok_or_else(|| {
         ApiError::bad_request(format!(
-            "node {node} of pod {} is not registered; no agent serves its logs",
-            t.name
+            "node {node} of pod {pod_name} is not registered; no agent serves its logs"
         ))
     })?;
     let addr = node_obj.obj["status"]["addresses"]
@@ -73,20 +84,11 @@ pub async fn pod_logs(api: &Api, t: &Target, query: &str) -> ApiResult<Response>
             ApiError::bad_request(format!(
                 "node {node} has no InternalIP address to reach its agent"
             ))
-        })?
-        .to_string();
+        })?;
     let port = node_obj.obj["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"]
         .as_u64()
         .unwrap_or(10250);
-    let q: Vec<(String, String)> = pairs
-        .into_iter()
-        .filter(|(k, _)| PASSED.contains(&k.as_str()))
-        .collect();
-    let q = serde_urlencoded::to_string(&q).unwrap_or_default();
-    let path = format!("/containerLogs/{}/{}/{container}?{q}", t.namespace, t.name);
-    fetch(&addr, port as u16, &path).await.map_err(|e| {
-        ApiError::new(502, "BadGateway", format!("Get \"https://{addr}:{port}{path}\": {e} (is keelson-agent running on node {node}?)"))
-    })
+    Ok((addr.to_string(), port as u16))
 }
 
 async fn fetch(addr: &str, port: u16, path: &str) -> Result<Response, String> {
@@ -94,11 +96,12 @@ async fn fetch(addr: &str, port: u16, path: &str) -> Result<Response, String> {
         .await
         .map_err(|e| e.to_string())?;
     let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = AnyNodeCertificate(provider.signature_verification_algorithms);
     let config = rustls::ClientConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| e.to_string())?
         .dangerous()
-        .with_custom_certificate_verifier(Arc::new(NoVerify))
+        .with_custom_certificate_verifier(Arc::new(verifier))
         .with_no_client_auth();
     let name = ServerName::try_from(addr.to_string()).map_err(|e| e.to_string())?;
     let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
@@ -144,10 +147,14 @@ async fn fetch(addr: &str, port: u16, path: &str) -> Result<Response, String> {
         .map_err(|e| e.to_string())
 }
 
+/// Accepts the node's certificate whatever signed it (agents serve self-signed ones), but
+/// still checks that the handshake is signed with that certificate's key.
 #[derive(Debug)]
-struct NoVerify;
+struct AnyNodeCertificate(WebPkiSupportedAlgorithms);
 
-impl ServerCertVerifier for NoVerify {
+type Signature = Result<HandshakeSignatureValid, rustls::Error>;
+
+impl ServerCertVerifier for AnyNodeCertificate {
     fn verify_server_cert(
         &self,
         _: &CertificateDer<'_>,
@@ -158,25 +165,16 @@ impl ServerCertVerifier for NoVerify {
     ) -> Result<ServerCertVerified, rustls::Error> {
         Ok(ServerCertVerified::assertion())
     }
-    fn verify_tls12_signature(
-        &self,
-        _: &[u8],
-        _: &CertificateDer<'_>,
-        _: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        Ok(HandshakeSignatureValid::assertion())
+
+    fn verify_tls12_signature(&self, msg: &[u8], cert: &Cert<'_>, dss: &Dss) -> Signature {
+        rustls::crypto::verify_tls12_signature(msg, cert, dss, &self.0)
     }
-    fn verify_tls13_signature(
-        &self,
-        _: &[u8],
-        _: &CertificateDer<'_>,
-        _: &DigitallySignedStruct,
-    ) -> Result<HandshakeSignatureValid, rustls::Error> {
-        Ok(HandshakeSignatureValid::assertion())
+
+    fn verify_tls13_signature(&self, msg: &[u8], cert: &Cert<'_>, dss: &Dss) -> Signature {
+        rustls::crypto::verify_tls13_signature(msg, cert, dss, &self.0)
     }
+
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        rustls::crypto::ring::default_provider()
-            .signature_verification_algorithms
-            .supported_schemes()
+        self.0.supported_schemes()
     }
 }

@@ -3,21 +3,26 @@
 mod discovery;
 mod handlers;
 mod logs;
+mod resource;
 mod route;
 
 pub use route::{parse, Route};
 
 use crate::auth::Tokens;
 use crate::metrics::{LatencyLabels, Metrics, RequestLabels};
+use crate::negotiate;
 use crate::rest::Api;
-use crate::status::ApiError;
-use axum::body::Body;
+use crate::status::{ApiError, ApiResult};
+use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use http::{header, Method, StatusCode};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Instant;
+
+/// Largest request body accepted, as upstream (3 MiB).
+const MAX_BODY: usize = 3 * 1024 * 1024;
 
 pub struct App {
     pub api: Api,
@@ -42,6 +47,35 @@ pub fn json_value(code: StatusCode, v: &Value) -> Response {
     json_response(code, serde_json::to_vec(v).unwrap_or_default())
 }
 
+/// A request whose body has been read, once, before any handler runs.
+pub struct Call {
+    pub head: http::request::Parts,
+    pub body: Bytes,
+}
+
+impl Call {
+    pub fn method(&self) -> &Method {
+        &self.head.method
+    }
+
+    pub fn path(&self) -> &str {
+        self.head.uri.path()
+    }
+
+    pub fn query(&self) -> &str {
+        self.head.uri.query().unwrap_or("")
+    }
+
+    pub fn header(&self, name: header::HeaderName) -> Option<&str> {
+        self.head.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// The body as JSON, decoded from what its Content-Type says (JSON, YAML or protobuf).
+    pub fn object(&self) -> ApiResult<Value> {
+        negotiate::parse_body(self.header(header::CONTENT_TYPE), &self.body)
+    }
+}
+
 /// Paths anyone may read, as upstream's system:public-info-viewer allows.
 fn is_public(path: &str) -> bool {
     matches!(
@@ -54,70 +88,56 @@ fn is_public(path: &str) -> bool {
 
 async fn dispatch(State(app): State<Arc<App>>, req: Request) -> Response {
     let start = Instant::now();
-    let path = req.uri().path().to_string();
-    let method = req.method().clone();
-    if !is_public(&path) {
-        let auth = req
-            .headers()
+    let (head, body) = req.into_parts();
+    // The body is read before any answer: an HTTP/2 client still sending it would otherwise
+    // see its stream reset instead of the error.
+    let body = read_body(body).await;
+    if !is_public(head.uri.path()) {
+        let auth = head
+            .headers
             .get(header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok());
         if app.tokens.authenticate(auth).is_none() {
-            let _ = read_body(req).await;
             return ApiError::unauthorized().into_response();
         }
     }
-    // The body is read before any answer: an HTTP/2 client still sending it would otherwise
-    // see its stream reset instead of the error.
-    let req = match read_body(req).await {
-        Ok(r) => r,
+    let call = match body {
+        Ok(body) => Call { head, body },
         Err(e) => return e.into_response(),
     };
-    let route = parse(&path);
-    let (verb, resource, sub) = labels(&method, &route, req.uri().query().unwrap_or(""));
-    let resp = match handlers::handle(&app, route, req).await {
+    let route = parse(call.path());
+    let labels = metric_labels(call.method(), &route, call.query());
+    let resp = match handlers::handle(&app, route, &call).await {
         Ok(r) => r,
         Err(e) => {
             if e.code >= 500 {
+                let (method, path) = (call.method(), call.path());
                 tracing::warn!(%method, %path, code = e.code, message = %e.message, "request failed");
             }
             e.into_response()
         }
     };
-    let code = resp.status().as_u16().to_string();
-    app.metrics
-        .requests
-        .get_or_create(&RequestLabels {
-            verb: verb.clone(),
-            resource: resource.clone(),
-            subresource: sub,
-            code,
-        })
-        .inc();
-    app.metrics
-        .latency
-        .get_or_create(&LatencyLabels { verb, resource })
-        .observe(start.elapsed().as_secs_f64());
+    record(&app.metrics, labels, resp.status(), start);
     resp
 }
 
-async fn read_body(req: Request) -> Result<Request, ApiError> {
-    let (parts, body) = req.into_parts();
-    let bytes = axum::body::to_bytes(body, 3 * 1024 * 1024)
-        .await
-        .map_err(|e| {
-            ApiError::new(
-                413,
-                "RequestEntityTooLarge",
-                format!("request body too large or unreadable: {e}"),
-            )
-        })?;
-    Ok(Request::from_parts(parts, Body::from(bytes)))
+async fn read_body(body: Body) -> ApiResult<Bytes> {
+    axum::body::to_bytes(body, MAX_BODY).await.map_err(|e| {
+        ApiError::new(
+            413,
+            "RequestEntityTooLarge",
+            format!("request body too large or unreadable: {e}"),
+        )
+    })
 }
 
+/// What /metrics counts a request under: (verb, resource, subresource).
+struct MetricLabels(String, String, String);
+
 /// The verb upstream reports for a request (LIST and WATCH are GETs of collections).
-fn labels(method: &Method, route: &Option<Route>, query: &str) -> (String, String, String) {
+fn metric_labels(method: &Method, route: &Option<Route>, query: &str) -> MetricLabels {
     let Some(Route::Resource(rp)) = route else {
-        return (method.as_str().to_string(), String::new(), String::new());
+        return MetricLabels(method.as_str().to_string(), String::new(), String::new());
     };
     let watch = rp.legacy_watch
         || query
@@ -127,12 +147,25 @@ fn labels(method: &Method, route: &Option<Route>, query: &str) -> (String, Strin
         ("GET", true) if watch => "WATCH",
         ("GET", true) => "LIST",
         ("GET", false) => "GET",
-        ("POST", _) => "POST",
-        ("PUT", _) => "PUT",
-        ("PATCH", _) => "PATCH",
         ("DELETE", true) => "DELETECOLLECTION",
-        ("DELETE", false) => "DELETE",
         (m, _) => m,
     };
-    (verb.to_string(), rp.res.plural.to_string(), rp.sub.clone())
+    MetricLabels(verb.to_string(), rp.res.plural.to_string(), rp.sub.clone())
+}
+
+fn record(metrics: &Metrics, labels: MetricLabels, code: StatusCode, start: Instant) {
+    let MetricLabels(verb, resource, subresource) = labels;
+    metrics
+        .requests
+        .get_or_create(&RequestLabels {
+            verb: verb.clone(),
+            resource: resource.clone(),
+            subresource,
+            code: code.as_u16().to_string(),
+        })
+        .inc();
+    metrics
+        .latency
+        .get_or_create(&LatencyLabels { verb, resource })
+        .observe(start.elapsed().as_secs_f64());
 }

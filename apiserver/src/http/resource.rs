@@ -1,0 +1,228 @@
+//! The REST verbs of one resource path: which (method, collection or object, subresource) goes
+//! to which operation in `rest`, and how its result is written back.
+
+use super::route::ResourcePath;
+use super::{json_response, json_value, logs, App, Call};
+use crate::negotiate::{self, Output};
+use crate::render;
+use crate::rest::{self, DeleteOptions, ListParams, Sub, Target};
+use crate::status::{ApiError, ApiResult};
+use crate::store::Entry;
+use axum::body::Body;
+use axum::response::Response;
+use http::{header, Method, StatusCode};
+use serde_json::Value;
+use tokio_stream::wrappers::ReceiverStream;
+use tokio_stream::StreamExt;
+
+pub async fn handle(app: &App, rp: ResourcePath, call: &Call) -> ApiResult<Response> {
+    let r = Request::new(app, &rp, call)?;
+    let watch = rp.legacy_watch || rest::read_is_watch(&r.params);
+    match (call.method().clone(), rp.name.is_empty(), rp.sub.as_str()) {
+        (Method::GET, true, "") if watch => r.watch(),
+        (Method::GET, true, "") => r.list(),
+        (Method::GET, false, "" | "status") => {
+            r.object(rest::get(r.api(), &r.target)?, StatusCode::OK)
+        }
+        (Method::GET, false, "scale") => ok(&rest::get_scale(r.api(), &r.target)?),
+        (Method::GET, false, "log") => logs::pod_logs(r.api(), &r.target, call.query()).await,
+        (Method::POST, true, "") => r.create().await,
+        (Method::POST, false, "binding") => r.bind().await,
+        (Method::PUT, false, "scale") => r.update_scale(None).await,
+        (Method::PUT, false, sub @ ("" | "status" | "finalize")) => r.update(sub).await,
+        (Method::PATCH, false, "scale") => r.update_scale(Some(r.patch_type()?)).await,
+        (Method::PATCH, false, sub @ ("" | "status")) => r.patch(sub).await,
+        (Method::DELETE, true, "") => r.delete_collection().await,
+        (Method::DELETE, false, "") => r.delete().await,
+        (m, _, sub) => Err(not_allowed(&m, rp.res.plural, sub)),
+    }
+}
+
+/// What every verb reads from a resource request.
+struct Request<'a> {
+    app: &'a App,
+    call: &'a Call,
+    target: Target,
+    params: ListParams,
+    out: Output,
+    /// `includeObject=None` (Tables without the objects).
+    include: bool,
+    dry_run: bool,
+}
+
+impl<'a> Request<'a> {
+    fn new(app: &'a App, rp: &ResourcePath, call: &'a Call) -> ApiResult<Self> {
+        let params: ListParams = serde_urlencoded::from_str(call.query())
+            .map_err(|e| ApiError::bad_request(format!("invalid query parameters: {e}")))?;
+        Ok(Request {
+            app,
+            call,
+            target: Target {
+                res: rp.res,
+                namespace: rp.namespace.clone(),
+                name: rp.name.clone(),
+            },
+            out: negotiate::output(call.header(header::ACCEPT)),
+            include: params.include_object.as_deref() != Some("None"),
+            dry_run: params.dry_run.as_deref().is_some_and(|d| !d.is_empty()),
+            params,
+        })
+    }
+
+    fn api(&self) -> &'a rest::Api {
+        &self.app.api
+    }
+
+    fn patch_type(&self) -> ApiResult<negotiate::PatchType> {
+        negotiate::patch_type(self.call.header(header::CONTENT_TYPE))
+    }
+
+    fn object(&self, e: Entry, code: StatusCode) -> ApiResult<Response> {
+        let body = render::object(self.target.res, &e, self.out, self.include);
+        Ok(json_response(code, body))
+    }
+
+    fn watch(&self) -> ApiResult<Response> {
+        let rx = rest::watch(self.api(), &self.target, &self.params, self.out)?;
+        let gauge = WatchGauge::new(self.app);
+        let stream = ReceiverStream::new(rx).map(move |b| {
+            let _ = &gauge;
+            Ok::<_, std::convert::Infallible>(b)
+        });
+        Response::builder()
+            .status(StatusCode::OK)
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::CACHE_CONTROL, "no-cache, private")
+            .body(Body::from_stream(stream))
+            .map_err(|e| ApiError::internal(e.to_string()))
+    }
+
+    fn list(&self) -> ApiResult<Response> {
+        let page = rest::list(self.api(), &self.target, &self.params)?;
+        let body = render::list(
+            self.target.res,
+            &page.items,
+            page.rev,
+            page.continue_.as_deref(),
+            page.remaining,
+            self.out,
+            self.include,
+        );
+        Ok(json_response(StatusCode::OK, body))
+    }
+
+    async fn create(&self) -> ApiResult<Response> {
+        let t = &self.target;
+        let e = rest::create(
+            self.api(),
+            t.res,
+            &t.namespace,
+            self.call.object()?,
+            self.dry_run,
+        );
+        self.object(e.await?, StatusCode::CREATED)
+    }
+
+    async fn bind(&self) -> ApiResult<Response> {
+        rest::bind(self.api(), &self.target, &self.call.object()?).await?;
+        let success = serde_json::json!({ "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201 });
+        Ok(json_value(StatusCode::CREATED, &success))
+    }
+
+    async fn update(&self, sub: &str) -> ApiResult<Response> {
+        let body = self.call.object()?;
+        let e = rest::update(
+            self.api(),
+            &self.target,
+            body,
+            subresource(sub),
+            self.dry_run,
+        );
+        self.object(e.await?, StatusCode::OK)
+    }
+
+    /// PUT (`kind` None) or PATCH of a Scale.
+    async fn update_scale(&self, kind: Option<negotiate::PatchType>) -> ApiResult<Response> {
+        let body = self.call.object()?;
+        ok(&rest::update_scale(self.api(), &self.target, &body, kind).await?)
+    }
+
+    async fn patch(&self, sub: &str) -> ApiResult<Response> {
+        let kind = self.patch_type()?;
+        let body = self.call.object()?;
+        let (t, sub) = (&self.target, subresource(sub));
+        let e = rest::patch(self.api(), t, kind, body, sub, self.dry_run).await?;
+        self.object(e, StatusCode::OK)
+    }
+
+    async fn delete(&self) -> ApiResult<Response> {
+        let e = rest::delete(self.api(), &self.target, &self.delete_options()?).await?;
+        self.object(e, StatusCode::OK)
+    }
+
+    async fn delete_collection(&self) -> ApiResult<Response> {
+        let (api, t, p) = (self.api(), &self.target, &self.params);
+        let items = rest::delete_collection(api, t, p, &self.delete_options()?).await?;
+        let rev = api.store.current_rev();
+        let list = render::list(t.res, &items, rev, None, None, Output::Json, true);
+        Ok(json_response(StatusCode::OK, list))
+    }
+
+    /// DeleteOptions from the body, with the query's grace period and propagation policy
+    /// filling what the body leaves out.
+    fn delete_options(&self) -> ApiResult<DeleteOptions> {
+        let body = &self.call.body;
+        let mut opts: DeleteOptions = if body.iter().all(u8::is_ascii_whitespace) {
+            DeleteOptions::default()
+        } else {
+            serde_json::from_slice(body)
+                .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?
+        };
+        let p = &self.params;
+        opts.grace_period_seconds = opts.grace_period_seconds.or(p.grace_period_seconds);
+        opts.propagation_policy = opts
+            .propagation_policy
+            .or_else(|| p.propagation_policy.clone());
+        Ok(opts)
+    }
+}
+
+fn ok(v: &Value) -> ApiResult<Response> {
+    Ok(json_value(StatusCode::OK, v))
+}
+
+/// Writes to `status` leave the spec alone; every other path writes the main resource.
+fn subresource(sub: &str) -> Sub {
+    if sub == "status" {
+        Sub::Status
+    } else {
+        Sub::Main
+    }
+}
+
+fn not_allowed(method: &Method, plural: &str, sub: &str) -> ApiError {
+    let sub = if sub.is_empty() {
+        String::new()
+    } else {
+        format!("/{sub}")
+    };
+    ApiError::method_not_allowed(format!(
+        "the server does not allow this method on the requested resource ({method} {plural}{sub})"
+    ))
+}
+
+/// Counts open watches for /metrics while a watch stream lives.
+struct WatchGauge(prometheus_client::metrics::gauge::Gauge<i64, std::sync::atomic::AtomicI64>);
+
+impl WatchGauge {
+    fn new(app: &App) -> WatchGauge {
+        app.metrics.watchers.inc();
+        WatchGauge(app.metrics.watchers.clone())
+    }
+}
+
+impl Drop for WatchGauge {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
