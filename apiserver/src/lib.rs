@@ -1,6 +1,6 @@
 //! Keelson's Kubernetes-compatible API server: REST and watch over an embedded store.
 
-pub mod alloc;
+pub mod allocators;
 pub mod auth;
 pub mod certs;
 pub mod http;

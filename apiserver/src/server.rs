@@ -1,7 +1,7 @@
 //! Start-up: data directory, store, bootstrap objects, admin token, PKI and kubeconfig, then
 //! serving (`serve.rs`) until SIGTERM or Ctrl-C.
 
-use crate::alloc::Allocators;
+use crate::allocators::Allocators;
 use crate::auth::{TokenFileError, Tokens, User};
 use crate::certs::{self, CertError};
 use crate::http::{router, App};

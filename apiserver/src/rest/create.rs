@@ -1,7 +1,7 @@
-//! POST: server-owned metadata, generateName, defaults, validation, kind hooks, then a write
+//! POST: server-owned metadata, generateName, defaults, validation, initial status, Service allocations, then a write
 //! that fails if the name is taken.
 
-use super::{hooks, store_error, Api, Target};
+use super::{initial_status, service_allocation, store_error, Api, Target};
 use crate::object::{self, meta_mut};
 use crate::resources::Resource;
 use crate::status::{ApiError, ApiResult};
@@ -94,9 +94,9 @@ pub async fn create(
         m.insert("creationTimestamp".into(), json!(object::now_rfc3339()));
         m.insert("generation".into(), json!(1));
     }
-    hooks::reset_status_on_create(res, &mut obj);
+    initial_status::reset_status_on_create(res, &mut obj);
     keelson_apiserver_registry::apply_defaults(res.kind, &mut obj);
-    hooks::fill_on_create(res, &mut obj);
+    initial_status::fill_on_create(res, &mut obj);
     let name = object::name(&obj).to_string();
     let causes = keelson_apiserver_registry::validate(res.kind, &obj, None);
     if !causes.is_empty() {
@@ -114,7 +114,7 @@ pub async fn create(
             &target.name,
         ));
     }
-    let reservation = hooks::allocate(api, res, None, &mut obj)?;
+    let reservation = service_allocation::allocate(api, res, None, &mut obj)?;
     if dry_run {
         reservation.rollback(&api.alloc);
         return Ok(Entry::new(0, obj));

@@ -1,8 +1,8 @@
 //! DELETE: preconditions, graceful deletion of Pods (the node agent removes them), finalizers
 //! (the object stays, marked, until they are gone), and allocations returned on removal.
 
-use super::hooks::Reservation;
 use super::read::{list_entries, ListParams};
+use super::service_allocation::Reservation;
 use super::{store_error, Api, Target};
 use crate::object::{self, meta_mut};
 use crate::status::{ApiError, ApiResult};

@@ -1,10 +1,12 @@
 //! The generic REST storage: create, update, patch, delete, get, list and watch for every
-//! served kind, with the per-kind hooks (Services' allocations, Pods' graceful deletion, ...).
+//! served kind, with the per-kind steps (initial status, Services' ClusterIPs and NodePorts,
+//! Pods' graceful deletion, ...).
 
 mod create;
 mod delete;
-mod hooks;
+mod initial_status;
 mod read;
+mod service_allocation;
 mod subresources;
 mod update;
 mod watch;
@@ -17,12 +19,12 @@ pub use read::{get, list, ListParams};
 pub fn read_is_watch(p: &ListParams) -> bool {
     read::is_true(&p.watch)
 }
-pub use hooks::rebuild_allocations;
+pub use service_allocation::rebuild_allocations;
 pub use subresources::{bind, get_scale, update_scale};
 pub use update::{patch, update, Sub};
 pub use watch::watch;
 
-use crate::alloc::Allocators;
+use crate::allocators::Allocators;
 use crate::resources::Resource;
 use crate::status::{ApiError, ApiResult};
 use crate::store::{Entry, Store, StoreError};

@@ -3,7 +3,7 @@
 //! on a conflict with a concurrent writer; a PUT with a stale resourceVersion gets 409.
 
 use super::create::{check_namespace_field, check_type};
-use super::hooks::{self, Reservation};
+use super::service_allocation::{self, Reservation};
 use super::{create, store_error, Api, Target};
 use crate::negotiate::PatchType;
 use crate::object::{self, meta_mut};
@@ -113,7 +113,7 @@ async fn commit(
     let reservation = if finished {
         Reservation::release_all(&old.obj)
     } else {
-        hooks::allocate(api, t.res, Some(&old.obj), &mut new)?
+        service_allocation::allocate(api, t.res, Some(&old.obj), &mut new)?
     };
     if dry_run {
         reservation.rollback(&api.alloc);

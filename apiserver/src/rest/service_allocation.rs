@@ -1,56 +1,14 @@
-//! Per-kind behaviour on write: status on create, Pods' QoS class, Services' ClusterIP and
-//! NodePort allocations (reserved before the write, released if it fails).
+//! Services' ClusterIPs and NodePorts on write: reserved from the pools before the write,
+//! kept when it commits, returned when it fails; what an update or delete frees goes back.
 
 use super::Api;
-use crate::alloc::Allocators;
+use crate::allocators::Allocators;
 use crate::resources::Resource;
 use crate::status::{ApiError, ApiResult};
 use keelson_apiserver_registry::Cause;
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::net::Ipv4Addr;
-
-/// Clients cannot set status on create (the Node is the exception: its agent reports it).
-pub(super) fn reset_status_on_create(res: &Resource, obj: &mut Value) {
-    if res.has_status() && res.kind != "Node" {
-        obj["status"] = json!({});
-    }
-}
-
-pub(super) fn fill_on_create(res: &Resource, obj: &mut Value) {
-    if res.kind == "Pod" {
-        let qos = qos_class(obj);
-        obj["status"] = json!({ "phase": "Pending", "qosClass": qos });
-    }
-}
-
-/// The Pod's QoS class from its containers' requests and limits, as upstream computes it.
-pub fn qos_class(pod: &Value) -> &'static str {
-    let containers = pod["spec"]["containers"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
-    let mut any = false;
-    let mut guaranteed = !containers.is_empty();
-    for c in &containers {
-        let req = &c["resources"]["requests"];
-        let lim = &c["resources"]["limits"];
-        for r in ["cpu", "memory"] {
-            let (rq, lm) = (req.get(r), lim.get(r));
-            any |= rq.is_some() || lm.is_some();
-            if lm.is_none() || (rq.is_some() && rq != lm) {
-                guaranteed = false;
-            }
-        }
-    }
-    if !any {
-        "BestEffort"
-    } else if guaranteed {
-        "Guaranteed"
-    } else {
-        "Burstable"
-    }
-}
 
 /// Allocations made for a write: kept when it commits, returned when it fails.
 #[derive(Default)]
@@ -139,11 +97,6 @@ fn allocate_service(
         .as_str()
         .unwrap_or("ClusterIP")
         .to_string();
-    let old_ip = old
-        .and_then(|o| o["spec"]["clusterIP"].as_str())
-        .unwrap_or("")
-        .to_string();
-    let asked = svc["spec"]["clusterIP"].as_str().unwrap_or("").to_string();
     if svc_type == "ExternalName" {
         if let Some(ip) = old.and_then(cluster_ip) {
             r.free_ips.push(ip);
@@ -152,38 +105,52 @@ fn allocate_service(
             spec.remove("clusterIP");
             spec.remove("clusterIPs");
         }
-    } else if old.is_some() && !old_ip.is_empty() {
+    } else {
+        allocate_cluster_ip(a, old, svc, r)?;
+    }
+    allocate_node_ports(a, old, svc, &svc_type, r)
+}
+
+/// Keeps the ClusterIP a Service has (it is immutable), or allocates the one asked for, or any.
+fn allocate_cluster_ip(
+    a: &Allocators,
+    old: Option<&Value>,
+    svc: &mut Value,
+    r: &mut Reservation,
+) -> ApiResult<()> {
+    let old_ip = old
+        .and_then(|o| o["spec"]["clusterIP"].as_str())
+        .unwrap_or("")
+        .to_string();
+    let asked = svc["spec"]["clusterIP"].as_str().unwrap_or("").to_string();
+    if !old_ip.is_empty() {
         if !asked.is_empty() && asked != old_ip {
-            return Err(invalid(
-                svc,
-                "spec.clusterIP",
-                format!("Invalid value: \"{asked}\": field is immutable"),
-            ));
+            let msg = format!("Invalid value: \"{asked}\": field is immutable");
+            return Err(invalid(svc, "spec.clusterIP", msg));
         }
         svc["spec"]["clusterIP"] = json!(old_ip);
         svc["spec"]["clusterIPs"] = json!([old_ip]);
-    } else if asked == "None" {
-        svc["spec"]["clusterIPs"] = json!(["None"]);
-    } else {
-        let want = if asked.is_empty() {
-            None
-        } else {
-            Some(asked.parse::<Ipv4Addr>().map_err(|_| {
-                invalid(svc, "spec.clusterIP", format!("Invalid value: \"{asked}\": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"))
-            })?)
-        };
-        let ip = a.allocate_ip(want).map_err(|e| {
-            invalid(
-                svc,
-                "spec.clusterIPs",
-                format!("Invalid value: [\"{asked}\"]: failed to allocate IP {asked}: {e}"),
-            )
-        })?;
-        r.new_ips.push(ip);
-        svc["spec"]["clusterIP"] = json!(ip.to_string());
-        svc["spec"]["clusterIPs"] = json!([ip.to_string()]);
+        return Ok(());
     }
-    allocate_node_ports(a, old, svc, &svc_type, r)
+    if asked == "None" {
+        svc["spec"]["clusterIPs"] = json!(["None"]);
+        return Ok(());
+    }
+    let want = if asked.is_empty() {
+        None
+    } else {
+        Some(asked.parse::<Ipv4Addr>().map_err(|_| {
+            invalid(svc, "spec.clusterIP", format!("Invalid value: \"{asked}\": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"))
+        })?)
+    };
+    let ip = a.allocate_ip(want).map_err(|e| {
+        let msg = format!("Invalid value: [\"{asked}\"]: failed to allocate IP {asked}: {e}");
+        invalid(svc, "spec.clusterIPs", msg)
+    })?;
+    r.new_ips.push(ip);
+    svc["spec"]["clusterIP"] = json!(ip.to_string());
+    svc["spec"]["clusterIPs"] = json!([ip.to_string()]);
+    Ok(())
 }
 
 fn allocate_node_ports(
@@ -253,20 +220,5 @@ pub fn rebuild_allocations(api: &Api) {
         for p in node_ports(&e.obj) {
             let _ = api.alloc.allocate_port(Some(p as i64));
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn qos_classes() {
-        let be = json!({"spec": {"containers": [{"name": "a"}]}});
-        assert_eq!(qos_class(&be), "BestEffort");
-        let g = json!({"spec": {"containers": [{"resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}]}});
-        assert_eq!(qos_class(&g), "Guaranteed");
-        let b = json!({"spec": {"containers": [{"resources": {"requests": {"cpu": "1"}}}]}});
-        assert_eq!(qos_class(&b), "Burstable");
     }
 }

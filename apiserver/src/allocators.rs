@@ -1,4 +1,4 @@
-//! ClusterIP and NodePort allocation. Allocations live in the Service objects themselves; the
+//! The ClusterIP and NodePort pools. Allocations live in the Service objects themselves; the
 //! in-memory sets are rebuilt from the stored Services at start, so they survive restarts, and
 //! a mutex makes concurrent creates see each other's reservations.
 

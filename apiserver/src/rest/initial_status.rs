@@ -1,0 +1,63 @@
+//! The status an object starts with: clients cannot set it on create, and a Pod starts
+//! Pending with its QoS class.
+
+use crate::resources::Resource;
+use serde_json::{json, Value};
+
+/// Clients cannot set status on create (the Node is the exception: its agent reports it).
+pub(super) fn reset_status_on_create(res: &Resource, obj: &mut Value) {
+    if res.has_status() && res.kind != "Node" {
+        obj["status"] = json!({});
+    }
+}
+
+/// A new Pod is Pending, with the QoS class its resources give it.
+pub(super) fn fill_on_create(res: &Resource, obj: &mut Value) {
+    if res.kind == "Pod" {
+        let qos = qos_class(obj);
+        obj["status"] = json!({ "phase": "Pending", "qosClass": qos });
+    }
+}
+
+/// The Pod's QoS class from its containers' requests and limits, as upstream computes it.
+pub fn qos_class(pod: &Value) -> &'static str {
+    let containers = pod["spec"]["containers"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let mut any = false;
+    let mut guaranteed = !containers.is_empty();
+    for c in &containers {
+        let req = &c["resources"]["requests"];
+        let lim = &c["resources"]["limits"];
+        for r in ["cpu", "memory"] {
+            let (rq, lm) = (req.get(r), lim.get(r));
+            any |= rq.is_some() || lm.is_some();
+            if lm.is_none() || (rq.is_some() && rq != lm) {
+                guaranteed = false;
+            }
+        }
+    }
+    if !any {
+        "BestEffort"
+    } else if guaranteed {
+        "Guaranteed"
+    } else {
+        "Burstable"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn qos_classes() {
+        let be = json!({"spec": {"containers": [{"name": "a"}]}});
+        assert_eq!(qos_class(&be), "BestEffort");
+        let g = json!({"spec": {"containers": [{"resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}]}});
+        assert_eq!(qos_class(&g), "Guaranteed");
+        let b = json!({"spec": {"containers": [{"resources": {"requests": {"cpu": "1"}}}]}});
+        assert_eq!(qos_class(&b), "Burstable");
+    }
+}
