@@ -2,10 +2,8 @@
 //! answer like the kernel (EEXIST, ENODEV, veth ends deleted together), a journal of every
 //! change, and a failure injected into the first change whose journal entry starts with a prefix.
 
-use std::io;
-use std::net::IpAddr;
-
 use ipnetwork::IpNetwork;
+use std::io;
 
 use super::{Kernel, LinkDetails, RouteDetails, Side, Veth};
 
@@ -243,21 +241,17 @@ impl Kernel for FakeKernel {
         Ok(())
     }
 
-    fn add_route(
-        &mut self,
-        side: Side,
-        dst: IpNetwork,
-        gw: Option<IpAddr>,
-        oif: u32,
-    ) -> io::Result<()> {
-        self.change(format!("add_route {side:?} {dst} via {gw:?} dev {oif}"))?;
+    fn add_route(&mut self, side: Side, r: &RouteDetails) -> io::Result<()> {
+        let RouteDetails { dst, gw, oif } = r;
+        self.change(format!("add_route {side:?} {dst} via {gw:?} dev {oif:?}"))?;
         let ns = self.ns(side)?;
-        ns.by_index(oif)?;
-        if ns.routes.iter().any(|r| r.dst == dst) {
+        if let Some(oif) = oif {
+            ns.by_index(*oif)?;
+        }
+        if ns.routes.iter().any(|have| have.dst == *dst) {
             return Err(errno(libc::EEXIST));
         }
-        let oif = Some(oif);
-        ns.routes.push(RouteDetails { dst, gw, oif });
+        ns.routes.push(r.clone());
         Ok(())
     }
 

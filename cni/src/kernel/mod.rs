@@ -8,10 +8,8 @@ pub mod fake;
 pub mod fake_firewall;
 pub mod rtnl;
 
-use std::io;
-use std::net::IpAddr;
-
 use ipnetwork::IpNetwork;
+use std::io;
 
 pub use crate::netlink::link::LinkDetails;
 pub use crate::netlink::route::RouteDetails;
@@ -53,13 +51,7 @@ pub trait Kernel {
     /// Hairpin mode on a host port of a bridge.
     fn set_hairpin(&mut self, index: u32) -> io::Result<()>;
     fn add_address(&mut self, side: Side, index: u32, net: IpNetwork) -> io::Result<()>;
-    fn add_route(
-        &mut self,
-        side: Side,
-        dst: IpNetwork,
-        gw: Option<IpAddr>,
-        oif: u32,
-    ) -> io::Result<()>;
+    fn add_route(&mut self, side: Side, route: &RouteDetails) -> io::Result<()>;
     /// Ok(false) when there was no such link. Deleting one end of a veth pair removes both.
     fn delete_link(&mut self, side: Side, name: &str) -> io::Result<bool>;
     fn delete_link_index(&mut self, side: Side, index: u32) -> io::Result<bool>;

@@ -2,7 +2,6 @@
 //! opened on first use, and the forwarding switches under /proc/sys.
 
 use std::io;
-use std::net::IpAddr;
 
 use ipnetwork::IpNetwork;
 
@@ -151,14 +150,8 @@ impl Kernel for Rtnl {
         addr::add(self.nl(side)?, index, net)
     }
 
-    fn add_route(
-        &mut self,
-        side: Side,
-        dst: IpNetwork,
-        gw: Option<IpAddr>,
-        oif: u32,
-    ) -> io::Result<()> {
-        route::add(self.nl(side)?, dst, gw, oif)
+    fn add_route(&mut self, side: Side, r: &RouteDetails) -> io::Result<()> {
+        route::add(self.nl(side)?, r)
     }
 
     fn delete_link(&mut self, side: Side, name: &str) -> io::Result<bool> {

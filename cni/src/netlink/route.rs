@@ -34,8 +34,9 @@ fn from_route_address(a: &RouteAddress) -> Option<IpAddr> {
     }
 }
 
-/// Adds a route out of `oif`, via `gw` when given; EEXIST when present.
-pub fn add(nl: &mut Netlink, dst: IpNetwork, gw: Option<IpAddr>, oif: u32) -> io::Result<()> {
+/// Adds a route (out of `oif` when given, via `gw` when given); EEXIST when present.
+pub fn add(nl: &mut Netlink, r: &RouteDetails) -> io::Result<()> {
+    let RouteDetails { dst, gw, oif } = *r;
     let mut msg = RouteMessage::default();
     msg.header.address_family = if dst.is_ipv4() {
         AddressFamily::Inet
@@ -59,7 +60,9 @@ pub fn add(nl: &mut Netlink, dst: IpNetwork, gw: Option<IpAddr>, oif: u32) -> io
         msg.attributes
             .push(RouteAttribute::Gateway(route_address(gw)));
     }
-    msg.attributes.push(RouteAttribute::Oif(oif));
+    if let Some(oif) = oif {
+        msg.attributes.push(RouteAttribute::Oif(oif));
+    }
     nl.request(
         RouteNetlinkMessage::NewRoute(msg),
         NLM_F_CREATE | NLM_F_EXCL,

@@ -4,32 +4,31 @@
 use std::net::IpAddr;
 
 use crate::error::{code, CniError, Result};
-use crate::kernel::{Kernel, LinkDetails, Rtnl, Side, Veth};
+use crate::kernel::{Kernel, LinkDetails, RouteDetails, Rtnl, Side, Veth};
 use crate::masq::{self, Firewall, Iptables};
 use crate::names;
 use crate::netlink::{ignore_exists, is_exists};
 use crate::result::{CniResult, Interface, Route};
 
 use super::ipam_backend::IpamBackend;
-use super::{nl_err, routes, Request};
+use super::{nl_err, routes, Node, Request};
 
 pub fn add(req: &Request) -> Result<CniResult> {
     req.conf.validate_bridge()?;
     let ipam = IpamBackend::from_conf(req.conf)?;
     let mut kernel = Rtnl::in_container(&req.env.netns)?;
-    add_with(&mut kernel, &Iptables, &ipam, req)
+    let node = Node {
+        kernel: &mut kernel,
+        fw: &Iptables,
+    };
+    add_with(node, &ipam, req)
 }
 
-/// ADD against any kernel and firewall (the real ones, or fakes in tests).
-pub fn add_with(
-    kernel: &mut dyn Kernel,
-    fw: &dyn Firewall,
-    ipam: &IpamBackend,
-    req: &Request,
-) -> Result<CniResult> {
+/// ADD on any node (the real one, or fakes in tests).
+pub fn add_with(node: Node, ipam: &IpamBackend, req: &Request) -> Result<CniResult> {
     let mut attempt = Attempt {
-        kernel,
-        fw,
+        kernel: node.kernel,
+        fw: node.fw,
         ipam,
         req,
         made: Made::default(),
@@ -170,7 +169,12 @@ impl Attempt<'_> {
         }
         let routes = routes::result_routes(&ipres.routes, &ipres.ips, conf.is_default_gateway);
         for (dst, gw) in routes::kernel_routes(&routes, &ipres.ips) {
-            ignore_exists(self.kernel.add_route(Side::Container, dst, gw, end.index))
+            let route = RouteDetails {
+                dst,
+                gw,
+                oif: Some(end.index),
+            };
+            ignore_exists(self.kernel.add_route(Side::Container, &route))
                 .map_err(nl_err(format!("cannot add route {dst} in {netns}")))?;
         }
         Ok((end, routes))

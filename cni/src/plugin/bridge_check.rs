@@ -7,7 +7,7 @@ use crate::names;
 use crate::result::CniResult;
 
 use super::ipam_backend::IpamBackend;
-use super::{nl_err, routes, Request};
+use super::{nl_err, routes, Node, Request};
 
 fn failed(msg: String, details: &str) -> CniError {
     CniError::new(code::CHECK_FAILED, msg, details)
@@ -21,16 +21,16 @@ pub fn check(req: &Request) -> Result<()> {
     let ipam = IpamBackend::from_conf(req.conf)?;
     ipam.check(req.env, req.stdin, &req.conf.prev_ips())?;
     let mut kernel = Rtnl::in_container(&req.env.netns)?;
-    check_with(&mut kernel, &Iptables, req, prev)
+    let node = Node {
+        kernel: &mut kernel,
+        fw: &Iptables,
+    };
+    check_with(node, req, prev)
 }
 
-/// The kernel and firewall part of CHECK against any kernel and firewall.
-pub fn check_with(
-    kernel: &mut dyn Kernel,
-    fw: &dyn Firewall,
-    req: &Request,
-    prev: &CniResult,
-) -> Result<()> {
+/// The kernel and firewall part of CHECK, on any node (the real one, or fakes in tests).
+pub fn check_with(node: Node, req: &Request, prev: &CniResult) -> Result<()> {
+    let Node { kernel, fw } = node;
     check_container(kernel, req, prev)?;
     check_host(kernel, req)?;
     if req.conf.ip_masq {

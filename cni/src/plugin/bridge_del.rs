@@ -12,22 +12,22 @@ use crate::names;
 use crate::netlink::is_not_found;
 
 use super::ipam_backend::IpamBackend;
-use super::{nl_err, Request};
+use super::{nl_err, Node, Request};
 
 pub fn del(req: &Request) -> Result<()> {
     let ipam = IpamBackend::from_conf(req.conf)?;
     let mut kernel = Rtnl::if_container(&req.env.netns);
-    del_with(&mut kernel, &Iptables, &ipam, req)
+    let node = Node {
+        kernel: &mut kernel,
+        fw: &Iptables,
+    };
+    del_with(node, &ipam, req)
 }
 
-/// DEL against any kernel and firewall (the real ones, or fakes in tests).
-pub fn del_with(
-    kernel: &mut dyn Kernel,
-    fw: &dyn Firewall,
-    ipam: &IpamBackend,
-    req: &Request,
-) -> Result<()> {
+/// DEL on any node (the real one, or fakes in tests).
+pub fn del_with(node: Node, ipam: &IpamBackend, req: &Request) -> Result<()> {
     let Request { env, conf, stdin } = *req;
+    let Node { kernel, fw } = node;
     let hints = conf.prev_ips();
     // Interface and rules go first, the addresses last: a DEL killed half-way must not leave
     // a working interface whose address was already handed to someone else.
@@ -138,18 +138,18 @@ fn teardown_masq(conf: &NetConf, fw: &dyn Firewall, remove: impl Fn(&str) -> boo
 
 pub fn gc(req: &Request) -> Result<()> {
     let ipam = IpamBackend::from_conf(req.conf)?;
-    gc_with(&mut Rtnl::host_only(), &Iptables, &ipam, req)
+    let node = Node {
+        kernel: &mut Rtnl::host_only(),
+        fw: &Iptables,
+    };
+    gc_with(node, &ipam, req)
 }
 
 /// GC: releases addresses, host veths on our bridge and masquerade chains of every
 /// attachment not in cni.dev/valid-attachments.
-pub fn gc_with(
-    kernel: &mut dyn Kernel,
-    fw: &dyn Firewall,
-    ipam: &IpamBackend,
-    req: &Request,
-) -> Result<()> {
+pub fn gc_with(node: Node, ipam: &IpamBackend, req: &Request) -> Result<()> {
     let Request { env, conf, stdin } = *req;
+    let Node { kernel, fw } = node;
     let valid = conf.valid_owners();
     ipam.gc(env, stdin, &valid)?;
 

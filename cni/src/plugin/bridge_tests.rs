@@ -6,7 +6,7 @@ use super::bridge_add::add_with;
 use super::bridge_check::check_with;
 use super::bridge_del::{del_with, gc_with};
 use super::ipam_backend::IpamBackend;
-use super::Request;
+use super::{Node, Request};
 use crate::config::NetConf;
 use crate::env::CniEnv;
 use crate::error::{code, CniError};
@@ -16,7 +16,7 @@ use crate::kernel::Side;
 use crate::names::host_veth;
 use crate::result::CniResult;
 
-struct Node {
+struct TestNode {
     kernel: FakeKernel,
     fw: FakeFirewall,
     conf: NetConf,
@@ -24,7 +24,7 @@ struct Node {
     data: tempfile::TempDir,
 }
 
-fn node(extra: Value) -> Node {
+fn node(extra: Value) -> TestNode {
     let data = tempfile::tempdir().expect("tempdir");
     let mut conf = json!({
         "cniVersion": "1.1.0", "name": "kcnet", "type": "keelson-cni", "bridge": "kcbr0",
@@ -36,7 +36,7 @@ fn node(extra: Value) -> Node {
         conf[k] = v.clone();
     }
     let stdin = conf.to_string().into_bytes();
-    Node {
+    TestNode {
         kernel: FakeKernel::new(),
         fw: FakeFirewall::default(),
         conf: NetConf::parse(&stdin).expect("valid configuration"),
@@ -54,25 +54,32 @@ fn env(id: &str, ifname: &str) -> CniEnv {
     }
 }
 
-impl Node {
-    fn add(&mut self, env: &CniEnv) -> Result<CniResult, CniError> {
+impl TestNode {
+    /// Runs one plugin command for the attachment `env` on this node.
+    fn run<T>(
+        &mut self,
+        env: &CniEnv,
+        command: impl FnOnce(Node, &IpamBackend, &Request) -> Result<T, CniError>,
+    ) -> Result<T, CniError> {
         let ipam = IpamBackend::from_conf(&self.conf)?;
         let req = Request {
             env,
             conf: &self.conf,
             stdin: &self.stdin,
         };
-        add_with(&mut self.kernel, &self.fw, &ipam, &req)
+        let node = Node {
+            kernel: &mut self.kernel,
+            fw: &self.fw,
+        };
+        command(node, &ipam, &req)
+    }
+
+    fn add(&mut self, env: &CniEnv) -> Result<CniResult, CniError> {
+        self.run(env, add_with)
     }
 
     fn del(&mut self, env: &CniEnv) -> Result<(), CniError> {
-        let ipam = IpamBackend::from_conf(&self.conf)?;
-        let req = Request {
-            env,
-            conf: &self.conf,
-            stdin: &self.stdin,
-        };
-        del_with(&mut self.kernel, &self.fw, &ipam, &req)
+        self.run(env, del_with)
     }
 
     /// IPs with an allocation file.
@@ -316,13 +323,7 @@ fn gc_keeps_listed_attachments_only() {
         container_id: "ctr-a".into(),
         ifname: "eth0".into(),
     }]);
-    let ipam = IpamBackend::from_conf(&n.conf).unwrap();
-    let req = Request {
-        env: &env("", ""),
-        conf: &n.conf,
-        stdin: &n.stdin,
-    };
-    gc_with(&mut n.kernel, &n.fw, &ipam, &req).expect("GC");
+    n.run(&env("", ""), gc_with).expect("GC");
     assert_eq!(n.allocations(), ["10.77.0.2"]);
     let veth_a = host_veth("ctr-a", "eth0");
     assert_eq!(n.kernel.host.names(), ["lo", "kcbr0", veth_a.as_str()]);
@@ -334,16 +335,12 @@ fn check_passes_after_add_and_names_a_missing_address() {
     let mut n = node(json!({}));
     let e = env("ctr-a", "eth0");
     let prev = n.add(&e).expect("ADD");
-    let req = Request {
-        env: &e,
-        conf: &n.conf,
-        stdin: &n.stdin,
-    };
-    check_with(&mut n.kernel, &n.fw, &req, &prev).expect("CHECK");
+    let check = |node: Node, _: &IpamBackend, req: &Request| check_with(node, req, &prev);
+    n.run(&e, check).expect("CHECK");
     let eth0 = n.kernel.container.as_mut().unwrap().links.iter_mut();
     eth0.filter(|l| l.details.name == "eth0")
         .for_each(|l| l.addresses.clear());
-    let err = check_with(&mut n.kernel, &n.fw, &req, &prev).expect_err("address gone");
+    let err = n.run(&e, check).expect_err("address gone");
     assert_eq!(err.code, code::CHECK_FAILED);
     assert!(
         err.msg.contains("10.77.0.2/24") && err.msg.contains("missing"),

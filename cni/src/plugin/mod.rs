@@ -14,6 +14,8 @@ use crate::config::NetConf;
 use crate::env::{CniEnv, Command};
 use crate::error::{CniError, Result};
 use crate::ipam::config::BUILTIN_TYPE;
+use crate::kernel::Kernel;
+use crate::masq::Firewall;
 
 /// One invocation of the bridge plugin: the attachment, its network configuration, and stdin
 /// as received (handed on unchanged to a delegated IPAM plugin).
@@ -22,6 +24,13 @@ pub struct Request<'a> {
     pub env: &'a CniEnv,
     pub conf: &'a NetConf,
     pub stdin: &'a [u8],
+}
+
+/// What the bridge plugin changes on the node besides its IPAM files: links, addresses and
+/// routes in the kernel, and the nat table.
+pub struct Node<'a> {
+    pub kernel: &'a mut dyn Kernel,
+    pub fw: &'a dyn Firewall,
 }
 
 /// Maps a failed kernel call to a CNI error saying what was being done.
