@@ -45,6 +45,7 @@ pub fn add_with(node: Node, ipam: &IpamBackend, req: &Request) -> Result<CniResu
     attempt.forwarding(&ipres)?;
     tracing::debug!("ADD: forwarding on");
     attempt.masquerade(&ipres)?;
+    // Complete: keep everything.
     attempt.made = Made::default();
     Ok(report(
         req,
