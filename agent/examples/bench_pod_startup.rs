@@ -6,10 +6,13 @@
 //! Prints one line per figure: `<name> p50_ms p99_ms`.
 
 use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
+use keelson_agent::cri::{Cri, CriError, GrpcCri};
 use keelson_proto::runtime::v1 as cri;
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::runtime::watcher;
@@ -61,80 +64,16 @@ async fn main() -> anyhow::Result<()> {
 /// RunPodSandbox + PullImage (present) + CreateContainer + StartContainer for `count` pods at
 /// once: the floor the agent's startup is compared with.
 async fn bare_cri(socket: &str, count: usize) -> anyhow::Result<()> {
-    let channel = keelson_proto::connect_unix(socket).await?;
-    let rt = keelson_proto::RuntimeServiceClient::new(channel.clone());
-    let img = keelson_proto::ImageServiceClient::new(channel);
+    let cri = Arc::new(connect(socket).await?);
     let logs = tempfile::tempdir()?;
     let mut tasks = Vec::new();
     for i in 0..count {
-        let (mut rt, mut img) = (rt.clone(), img.clone());
+        let cri = cri.clone();
         let log_dir = logs.path().join(format!("p{i}")).display().to_string();
         tasks.push(tokio::spawn(async move {
             let start = Instant::now();
-            let name = format!("bare-{i}");
-            let config = cri::PodSandboxConfig {
-                metadata: Some(cri::PodSandboxMetadata {
-                    name: name.clone(),
-                    uid: format!("bare-uid-{i}"),
-                    namespace: "bench".into(),
-                    attempt: 0,
-                }),
-                hostname: name.clone(),
-                log_directory: log_dir,
-                labels: HashMap::from([("io.keelson.bench".to_string(), "bare".to_string())]),
-                linux: Some(cri::LinuxPodSandboxConfig {
-                    cgroup_parent: format!("/keelson-bench/pod-bare-{i}"),
-                    ..Default::default()
-                }),
-                ..Default::default()
-            };
-            let id = rt
-                .run_pod_sandbox(cri::RunPodSandboxRequest {
-                    config: Some(config.clone()),
-                    runtime_handler: String::new(),
-                })
-                .await?
-                .into_inner()
-                .pod_sandbox_id;
-            let image_ref = img
-                .pull_image(cri::PullImageRequest {
-                    image: Some(cri::ImageSpec {
-                        image: IMAGE.into(),
-                        ..Default::default()
-                    }),
-                    auth: None,
-                    sandbox_config: Some(config.clone()),
-                })
-                .await?
-                .into_inner()
-                .image_ref;
-            let cid = rt
-                .create_container(cri::CreateContainerRequest {
-                    pod_sandbox_id: id.clone(),
-                    config: Some(cri::ContainerConfig {
-                        metadata: Some(cri::ContainerMetadata {
-                            name: "app".into(),
-                            attempt: 0,
-                        }),
-                        image: Some(cri::ImageSpec {
-                            image: image_ref,
-                            ..Default::default()
-                        }),
-                        log_path: "app/0.log".into(),
-                        labels: HashMap::from([(
-                            "io.keelson.bench".to_string(),
-                            "bare".to_string(),
-                        )]),
-                        ..Default::default()
-                    }),
-                    sandbox_config: Some(config),
-                })
-                .await?
-                .into_inner()
-                .container_id;
-            rt.start_container(cri::StartContainerRequest { container_id: cid })
-                .await?;
-            Ok::<_, tonic::Status>((start.elapsed().as_secs_f64() * 1000.0, id))
+            let id = start_bare_pod(cri.as_ref(), i, log_dir).await?;
+            Ok::<_, CriError>((start.elapsed().as_secs_f64() * 1000.0, id))
         }));
     }
     let mut ms = Vec::new();
@@ -145,21 +84,60 @@ async fn bare_cri(socket: &str, count: usize) -> anyhow::Result<()> {
         ids.push(id);
     }
     report("bare_cri", ms);
-    let mut rt = rt;
     for id in ids {
-        rt.stop_pod_sandbox(cri::StopPodSandboxRequest {
-            pod_sandbox_id: id.clone(),
-        })
-        .await?;
-        rt.remove_pod_sandbox(cri::RemovePodSandboxRequest { pod_sandbox_id: id })
-            .await?;
+        cri.stop_pod_sandbox(&id).await?;
+        cri.remove_pod_sandbox(&id).await?;
     }
     Ok(())
 }
 
+/// The CRI calls of one pod with one container, as the agent makes them; returns the sandbox.
+async fn start_bare_pod(
+    cri: &dyn Cri,
+    i: usize,
+    log_directory: String,
+) -> Result<String, CriError> {
+    let name = format!("bare-{i}");
+    let labels = HashMap::from([("io.keelson.bench".to_string(), "bare".to_string())]);
+    let config = cri::PodSandboxConfig {
+        metadata: Some(cri::PodSandboxMetadata {
+            name: name.clone(),
+            uid: format!("bare-uid-{i}"),
+            namespace: "bench".into(),
+            attempt: 0,
+        }),
+        hostname: name,
+        log_directory,
+        labels: labels.clone(),
+        linux: Some(cri::LinuxPodSandboxConfig {
+            cgroup_parent: format!("/keelson-bench/pod-bare-{i}"),
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    let id = cri.run_pod_sandbox(config.clone()).await?;
+    let image_ref = cri.pull_image(IMAGE, None, Some(config.clone())).await?;
+    let container = cri::ContainerConfig {
+        metadata: Some(cri::ContainerMetadata {
+            name: "app".into(),
+            attempt: 0,
+        }),
+        image: Some(cri::ImageSpec {
+            image: image_ref,
+            ..Default::default()
+        }),
+        log_path: "app/0.log".into(),
+        labels,
+        ..Default::default()
+    };
+    let cid = cri.create_container(&id, container, config).await?;
+    cri.start_container(&cid).await?;
+    Ok(id)
+}
+
 /// Creates `count` pods at once and watches them until all run; times creation -> Running.
 async fn via_api(kubeconfig: &str, node: &str, prefix: &str, count: usize) -> anyhow::Result<()> {
-    let client = keelson_agent::agent::client(std::path::Path::new(kubeconfig)).await?;
+    let client = keelson_agent::agent::client(Path::new(kubeconfig)).await?;
     let api: Api<Pod> = Api::namespaced(client, "default");
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(String, Instant)>();
     let watch_api = api.clone();
@@ -237,24 +215,12 @@ async fn via_api(kubeconfig: &str, node: &str, prefix: &str, count: usize) -> an
 }
 
 async fn cleanup(socket: &str) -> anyhow::Result<()> {
-    let channel = keelson_proto::connect_unix(socket).await?;
-    let mut rt = keelson_proto::RuntimeServiceClient::new(channel);
-    let items = rt
-        .list_pod_sandbox(cri::ListPodSandboxRequest { filter: None })
-        .await?
-        .into_inner()
-        .items;
-    for s in items {
-        let _ = rt
-            .stop_pod_sandbox(cri::StopPodSandboxRequest {
-                pod_sandbox_id: s.id.clone(),
-            })
-            .await;
-        let _ = rt
-            .remove_pod_sandbox(cri::RemovePodSandboxRequest {
-                pod_sandbox_id: s.id,
-            })
-            .await;
-    }
+    let cri = connect(socket).await?;
+    keelson_agent::cri::remove_all_sandboxes(&cri).await?;
     Ok(())
+}
+
+async fn connect(socket: &str) -> anyhow::Result<GrpcCri> {
+    let metrics = Arc::new(keelson_agent::metrics::Metrics::new());
+    Ok(GrpcCri::connect(Path::new(socket), metrics).await?)
 }

@@ -27,9 +27,8 @@ async fn connect_runtime(
 ) -> Result<(Arc<dyn Cri>, String), AgentError> {
     let mut last = None;
     for _ in 0..60 {
-        match keelson_proto::connect_unix(&cfg.runtime_socket).await {
-            Ok(channel) => {
-                let cri = GrpcCri::new(channel, metrics);
+        match GrpcCri::connect(&cfg.runtime_socket, metrics.clone()).await {
+            Ok(cri) => {
                 let version = cri.version().await?;
                 return Ok((
                     Arc::new(cri),

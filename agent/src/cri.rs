@@ -2,6 +2,7 @@
 //! and the gRPC implementation over keelson-proto (with per-call latency metrics).
 
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -85,6 +86,16 @@ pub trait Cri: Send + Sync {
     ) -> CriResult<String>;
 }
 
+/// Stops and removes every pod sandbox the runtime holds (CNI DEL releases their addresses), one
+/// failure not stopping the rest: how tests and benchmarks leave a node clean.
+pub async fn remove_all_sandboxes(cri: &dyn Cri) -> CriResult<()> {
+    for s in cri.list_pod_sandbox(HashMap::new()).await? {
+        let _ = cri.stop_pod_sandbox(&s.id).await;
+        let _ = cri.remove_pod_sandbox(&s.id).await;
+    }
+    Ok(())
+}
+
 /// CRI over gRPC to containerd.
 #[derive(Clone)]
 pub struct GrpcCri {
@@ -104,6 +115,15 @@ impl GrpcCri {
             images,
             metrics,
         }
+    }
+
+    /// Connects to the runtime's CRI socket (one try).
+    pub async fn connect(
+        socket: &Path,
+        metrics: Arc<Metrics>,
+    ) -> Result<Self, keelson_proto::ConnectError> {
+        let channel = keelson_proto::connect_unix(socket).await?;
+        Ok(GrpcCri::new(channel, metrics))
     }
 
     fn observe(&self, call: &'static str, started: Instant) {

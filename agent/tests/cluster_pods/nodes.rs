@@ -38,25 +38,7 @@ fn pods_on_two_nodes_reach_each_other_through_node_routes() {
         .trim_start_matches("containerd://")
         .to_string();
     let url = format!("http://{there}:8080/from-pod");
-    let socket = cluster.socket.clone();
-    let out = block_on(async move {
-        let channel = keelson_proto::connect_unix(&socket).await.expect("connect");
-        let mut rt = keelson_proto::RuntimeServiceClient::new(channel);
-        rt.exec_sync(keelson_proto::runtime::v1::ExecSyncRequest {
-            container_id: here_container,
-            cmd: vec![
-                "timeout".into(),
-                "5".into(),
-                "wget".into(),
-                "-qO-".into(),
-                url,
-            ],
-            timeout: 10,
-        })
-        .await
-        .expect("ExecSync")
-        .into_inner()
-    });
+    let out = cluster.exec(&here_container, &["timeout", "5", "wget", "-qO-", &url]);
     assert_eq!(
         (
             out.exit_code,

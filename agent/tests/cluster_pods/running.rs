@@ -2,8 +2,6 @@
 
 use std::time::Duration;
 
-use keelson_proto::testing::run;
-
 use super::common::*;
 use super::{http_pod, ready_pod_ip};
 
@@ -65,11 +63,8 @@ fn pod_runs_ready_answers_http_and_shows_logs() {
 
     // kubectl logs -f streams lines written after it started.
     let mut follow = cluster
-        .cp
-        .command("kubectl")
-        .arg("--kubeconfig")
-        .arg(&cluster.kubeconfig)
-        .args(["logs", "-f", "web"])
+        .kubectl_cmd()
+        .command(&["logs", "-f", "web"])
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("kubectl logs -f");
@@ -345,13 +340,12 @@ fn host_port_reaches_the_pod_from_another_host() {
     ready_pod_ip(&cluster, "hp", Duration::from_secs(60));
     // From the control-plane host, to the node's address and the hostPort (portmap's DNAT).
     let body = cluster.wait_until(Duration::from_secs(10), "the hostPort to answer", || {
-        run(cluster.cp.command("curl").args([
-            "-sS",
-            "-m",
-            "2",
-            &format!("http://{NODE_IP}:18082/"),
-        ]))
-        .ok()
+        cluster
+            .on_cp(
+                "curl",
+                &["-sS", "-m", "2", &format!("http://{NODE_IP}:18082/")],
+            )
+            .ok()
     });
     assert_eq!(body, "hp\n");
 }
