@@ -95,11 +95,9 @@ async fn writes_per_second(api: &Api<ConfigMap>, writers: usize, prefix: &str) -
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
     let (kubeconfig, scratch) = (&args[1], std::path::PathBuf::from(&args[2]));
-    let kc = kube::config::Kubeconfig::read_from(kubeconfig).unwrap();
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+    let client = keelson_daemon::client(Some(std::path::Path::new(kubeconfig)))
         .await
         .unwrap();
-    let client = kube::Client::try_from(cfg).unwrap();
     let ns_api: Api<Namespace> = Api::all(client.clone());
     for ns in ["bench-w", "bench-p", "bench-watch"] {
         let obj: Namespace =
@@ -107,9 +105,15 @@ async fn main() {
         let _ = ns_api.create(&PostParams::default(), &obj).await;
     }
     let (floor1, floor64) = sqlite_floor(&scratch);
-
-    eprintln!("create latency (1,000 sequential creates)...");
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "bench-w");
+    create_latency(&api, floor1).await;
+    durable_writes(&api, floor1, floor64).await;
+    list_pods(&client).await;
+    watch_delivery(&client).await;
+}
+
+async fn create_latency(api: &Api<ConfigMap>, floor1: f64) {
+    eprintln!("create latency (1,000 sequential creates)...");
     let mut lat = Vec::new();
     for i in 0..1000 {
         let t = Instant::now();
@@ -119,45 +123,31 @@ async fn main() {
         lat.push(t.elapsed().as_secs_f64() * 1000.0);
     }
     lat.sort_by(f64::total_cmp);
-    let floor_ms = 1000.0 / floor1;
-    figure(
-        "create latency p50",
-        pct(&lat, 0.5),
-        "ms",
-        Some(("one durable SQLite commit", floor_ms)),
-    );
-    figure(
-        "create latency p99",
-        pct(&lat, 0.99),
-        "ms",
-        Some(("one durable SQLite commit", floor_ms)),
-    );
+    let floor = Some(("one durable SQLite commit", 1000.0 / floor1));
+    figure("create latency p50", pct(&lat, 0.5), "ms", floor);
+    figure("create latency p99", pct(&lat, 0.99), "ms", floor);
+}
 
+async fn durable_writes(api: &Api<ConfigMap>, floor1: f64, floor64: f64) {
     eprintln!("durable writes, 1 and 64 writers (3 s each)...");
-    let one = writes_per_second(&api, 1, "w1").await;
-    figure(
-        "durable writes/s, 1 writer",
-        one,
-        "writes/s",
-        Some(("SQLite single-row commits", floor1)),
-    );
-    let many = writes_per_second(&api, 64, "w64").await;
-    figure(
-        "durable writes/s, 64 writers",
-        many,
-        "writes/s",
-        Some(("SQLite 64-row commits", floor64)),
-    );
+    for (writers, floor) in [
+        (1, ("SQLite single-row commits", floor1)),
+        (64, ("SQLite 64-row commits", floor64)),
+    ] {
+        let rate = writes_per_second(api, writers, &format!("w{writers}")).await;
+        let name = if writers == 1 {
+            "durable writes/s, 1 writer".to_string()
+        } else {
+            format!("durable writes/s, {writers} writers")
+        };
+        figure(&name, rate, "writes/s", Some(floor));
+    }
+}
 
-    eprintln!("creating 10,000 pods for the list...");
-    let pods: Api<Pod> = Api::namespaced(client.clone(), "bench-p");
-    let existing = pods
-        .list_metadata(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .len();
-    let next = Arc::new(std::sync::atomic::AtomicUsize::new(existing));
+/// Fills bench-p up to 10,000 pods with 32 concurrent writers.
+async fn create_pods(pods: &Api<Pod>) {
+    let existing = pods.list_metadata(&ListParams::default()).await.unwrap();
+    let next = Arc::new(std::sync::atomic::AtomicUsize::new(existing.items.len()));
     let tasks: Vec<_> = (0..32)
         .map(|_| {
             let (pods, next) = (pods.clone(), next.clone());
@@ -179,6 +169,11 @@ async fn main() {
     for t in tasks {
         t.await.unwrap();
     }
+}
+
+async fn list_pods(client: &kube::Client) {
+    eprintln!("creating 10,000 pods for the list...");
+    create_pods(&Api::namespaced(client.clone(), "bench-p")).await;
     let url = "/api/v1/namespaces/bench-p/pods";
     let mut times = Vec::new();
     let mut bytes = 0;
@@ -191,52 +186,48 @@ async fn main() {
     }
     times.sort_by(f64::total_cmp);
     figure("list 10,000 pods (median of 5)", times[2], "ms", None);
-    figure(
-        "list 10,000 pods, response size",
-        bytes as f64 / 1e6,
-        "MB",
-        None,
-    );
+    let size = bytes as f64 / 1e6;
+    figure("list 10,000 pods, response size", size, "MB", None);
+}
 
+type SentAt = Arc<std::sync::Mutex<std::collections::HashMap<String, Instant>>>;
+
+/// One watcher: the delay of each of the 200 ADDED events after its create was sent.
+async fn watcher(
+    stream: impl futures::Stream<Item = kube::Result<WatchEvent<ConfigMap>>>,
+    sent: SentAt,
+    delays: Arc<std::sync::Mutex<Vec<f64>>>,
+) {
+    futures::pin_mut!(stream);
+    let mut seen = 0;
+    while let Some(Ok(ev)) = stream.next().await {
+        let WatchEvent::Added(o) = ev else { continue };
+        let at = Instant::now();
+        let name = o.metadata.name.as_deref().unwrap_or("");
+        if let Some(t0) = sent.lock().unwrap().get(name) {
+            let ms = at.duration_since(*t0).as_secs_f64() * 1000.0;
+            delays.lock().unwrap().push(ms);
+        }
+        seen += 1;
+        if seen == 200 {
+            return;
+        }
+    }
+}
+
+async fn watch_delivery(client: &kube::Client) {
     eprintln!("watch delivery to 100 watchers (200 writes)...");
     let wapi: Api<ConfigMap> = Api::namespaced(client.clone(), "bench-watch");
-    let sent: Arc<std::sync::Mutex<std::collections::HashMap<String, Instant>>> =
-        Default::default();
+    let sent: SentAt = Default::default();
     let delays: Arc<std::sync::Mutex<Vec<f64>>> = Default::default();
-    let rv = wapi
-        .list_metadata(&ListParams::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let list = wapi.list_metadata(&ListParams::default()).await.unwrap();
+    let rv = list.metadata.resource_version.unwrap();
     let mut watchers = Vec::new();
     for _ in 0..100 {
-        let (wapi, sent, delays, rv) = (wapi.clone(), sent.clone(), delays.clone(), rv.clone());
+        // Every watch is open before the first write.
         let stream = wapi.watch(&WatchParams::default(), &rv).await.unwrap();
-        watchers.push(tokio::spawn(async move {
-            futures::pin_mut!(stream);
-            let mut seen = 0;
-            while let Some(Ok(ev)) = stream.next().await {
-                if let WatchEvent::Added(o) = ev {
-                    let at = Instant::now();
-                    if let Some(t0) = sent
-                        .lock()
-                        .unwrap()
-                        .get(o.metadata.name.as_deref().unwrap_or(""))
-                    {
-                        delays
-                            .lock()
-                            .unwrap()
-                            .push(at.duration_since(*t0).as_secs_f64() * 1000.0);
-                    }
-                    seen += 1;
-                    if seen == 200 {
-                        return;
-                    }
-                }
-            }
-        }));
+        let (sent, delays) = (sent.clone(), delays.clone());
+        watchers.push(tokio::spawn(watcher(stream, sent, delays)));
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
     for i in 0..200 {

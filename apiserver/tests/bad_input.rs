@@ -1,18 +1,16 @@
 //! Bad requests get the right Status code and a message naming the problem, and store nothing.
 
-mod common;
-
-use common::{stderr, Server};
+use keelson_testing::Apiserver;
 
 const CM: &str = "/api/v1/namespaces/default/configmaps";
 
-fn names(s: &Server, kind: &str) -> String {
+fn names(s: &Apiserver, kind: &str) -> String {
     s.kubectl_ok(&["get", kind, "-o", "name"])
 }
 
 #[test]
 fn malformed_json_and_yaml_are_400() {
-    let s = Server::start();
+    let s = Apiserver::start();
     let (code, body) = s.curl_admin(
         "POST",
         CM,
@@ -44,11 +42,11 @@ fn malformed_json_and_yaml_are_400() {
 
 #[test]
 fn invalid_objects_are_422_naming_the_fields() {
-    let s = Server::start();
+    let s = Apiserver::start();
     let deploy = "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: nosel}\nspec:\n  template:\n    metadata: {labels: {app: x}}\n    spec:\n      containers: [{name: c, image: busybox}]\n";
     let out = s.kubectl_stdin(&["apply", "-f", "-"], deploy);
     assert!(!out.status.success());
-    let err = stderr(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("Deployment \"nosel\" is invalid")
             && err.contains("spec.selector: Required value"),
@@ -57,7 +55,7 @@ fn invalid_objects_are_422_naming_the_fields() {
     let pod = "apiVersion: v1\nkind: Pod\nmetadata: {name: empty}\nspec:\n  containers: []\n";
     let out = s.kubectl_stdin(&["apply", "-f", "-"], pod);
     assert!(!out.status.success());
-    let err = stderr(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("Pod \"empty\" is invalid") && err.contains("spec.containers: Required value"),
         "{err}"
@@ -77,7 +75,7 @@ fn invalid_objects_are_422_naming_the_fields() {
 
 #[test]
 fn unknown_resources_are_404() {
-    let s = Server::start();
+    let s = Apiserver::start();
     let (code, body) = s.curl_admin("GET", "/api/v1/widgets", None, None);
     assert_eq!(code, 404, "{body}");
     assert!(body.contains("\"reason\":\"NotFound\""), "{body}");
@@ -88,24 +86,18 @@ fn unknown_resources_are_404() {
         None,
     );
     assert_eq!(code, 404);
-    let out = s.kubectl(&["get", "widgets"]);
-    assert!(!out.status.success());
+    let err = s.kubectl_cmd().run(&["get", "widgets"]).unwrap_err();
     assert!(
-        stderr(&out).contains("the server doesn't have a resource type \"widgets\""),
-        "{}",
-        stderr(&out)
+        err.contains("the server doesn't have a resource type \"widgets\""),
+        "{err}"
     );
-    let out = s.kubectl(&["get", "pod", "nope"]);
-    assert!(
-        stderr(&out).contains("pods \"nope\" not found"),
-        "{}",
-        stderr(&out)
-    );
+    let err = s.kubectl_cmd().run(&["get", "pod", "nope"]).unwrap_err();
+    assert!(err.contains("pods \"nope\" not found"), "{err}");
 }
 
 #[test]
 fn missing_or_wrong_tokens_are_401_and_write_nothing() {
-    let s = Server::start();
+    let s = Apiserver::start();
     let body = r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"sneaky"}}"#;
     let (code, text) = s.curl(
         "POST",
@@ -125,7 +117,7 @@ fn missing_or_wrong_tokens_are_401_and_write_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("tokens.csv");
     std::fs::write(&file, "ops-token,ops,1001,\"system:masters\"\n").unwrap();
-    let s = Server::start_with(&["--token-auth-file", file.to_str().unwrap()]);
+    let s = Apiserver::start_with(&["--token-auth-file", file.to_str().unwrap()]);
     let (code, _) = s.curl(
         "POST",
         CM,
@@ -138,7 +130,7 @@ fn missing_or_wrong_tokens_are_401_and_write_nothing() {
 
 #[test]
 fn stale_resource_version_put_is_409() {
-    let s = Server::start();
+    let s = Apiserver::start();
     let (code, created) = s.curl_admin(
         "POST",
         CM,
@@ -173,7 +165,7 @@ fn stale_resource_version_put_is_409() {
 
 #[test]
 fn no_op_writes_keep_the_resource_version() {
-    let s = Server::start();
+    let s = Apiserver::start();
     let (_, created) = s.curl_admin(
         "POST",
         CM,

@@ -1,10 +1,8 @@
 //! kill -9 during a write load: every acknowledged write is there after a restart, and
 //! resourceVersions never go backwards.
 
-mod common;
-
-use common::Server;
 use k8s_openapi::api::core::v1::ConfigMap;
+use keelson_testing::Apiserver;
 use kube::api::{Api, PostParams};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -18,7 +16,7 @@ fn cm(name: &str) -> ConfigMap {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn acknowledged_writes_survive_kill_9() {
-    let mut server = Server::start();
+    let mut server = Apiserver::start();
     let mut highest_seen: u64 = 0;
     for round in 0..3 {
         let api: Api<ConfigMap> = Api::namespaced(server.client().await, "default");
@@ -50,7 +48,7 @@ async fn acknowledged_writes_survive_kill_9() {
             "round {round}: only {} writes before the kill",
             acked.len()
         );
-        server.restart();
+        server.start_again();
         let api: Api<ConfigMap> = Api::namespaced(server.client().await, "default");
         let list = api.list(&Default::default()).await.unwrap();
         let stored: std::collections::HashSet<String> = list

@@ -1,19 +1,18 @@
 //! The machine's kubectl against a real keelson-apiserver with the kubeconfig it wrote.
 
-mod common;
-
-use common::{eventually, examples_dir, stderr, stdout, Server};
-use std::process::{Command, Stdio};
+use keelson_testing::process::wait_until;
+use keelson_testing::{examples_dir, Apiserver};
+use std::process::Stdio;
 use std::time::Duration;
 
-fn examples(_: &Server) -> String {
+fn examples() -> String {
     examples_dir().to_str().unwrap().to_string()
 }
 
 #[test]
 fn apply_examples_then_again_is_unchanged() {
-    let s = Server::start();
-    let ex = examples(&s);
+    let s = Apiserver::start();
+    let ex = examples();
     let first = s.kubectl_ok(&["apply", "-f", &ex]);
     for what in [
         "deployment.apps/web created",
@@ -36,7 +35,7 @@ fn apply_examples_then_again_is_unchanged() {
 
 #[test]
 fn apply_merges_an_edited_container_and_a_new_one() {
-    let s = Server::start();
+    let s = Apiserver::start();
     let path = examples_dir().join("deployment.yaml");
     s.kubectl_ok(&["apply", "-f", path.to_str().unwrap()]);
     let original = std::fs::read_to_string(&path).unwrap();
@@ -46,9 +45,8 @@ fn apply_merges_an_edited_container_and_a_new_one() {
             "      containers:\n",
             "      containers:\n      - name: side\n        image: busybox\n",
         );
-    let out = s.kubectl_stdin(&["apply", "-f", "-"], &edited);
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert!(stdout(&out).contains("deployment.apps/web configured"));
+    let out = s.apply(&edited);
+    assert!(out.contains("deployment.apps/web configured"), "{out}");
     let web = s.kubectl_ok(&[
         "get",
         "deploy",
@@ -116,7 +114,7 @@ spec:
     image: 127.0.0.1:5000/keelson/podname-http:1
 "#;
 
-fn header(s: &Server, args: &[&str]) -> Vec<String> {
+fn header(s: &Apiserver, args: &[&str]) -> Vec<String> {
     let out = s.kubectl_ok(args);
     out.lines()
         .next()
@@ -128,11 +126,10 @@ fn header(s: &Server, args: &[&str]) -> Vec<String> {
 
 #[test]
 fn get_prints_upstream_columns() {
-    let s = Server::start();
-    s.kubectl_ok(&["apply", "-f", &examples(&s)]);
+    let s = Apiserver::start();
+    s.kubectl_ok(&["apply", "-f", &examples()]);
     for doc in [NODE, SLICE, POD] {
-        let out = s.kubectl_stdin(&["apply", "-f", "-"], doc);
-        assert!(out.status.success(), "{}", stderr(&out));
+        s.apply(doc);
     }
     assert_eq!(
         header(&s, &["get", "pods"]),
@@ -184,13 +181,9 @@ fn get_prints_upstream_columns() {
 
 #[test]
 fn get_selectors_and_output_formats() {
-    let s = Server::start();
+    let s = Apiserver::start();
     assert!(s.kubectl_stdin(&["apply", "-f", "-"], POD).status.success());
-    let ns = s.kubectl_stdin(
-        &["apply", "-f", "-"],
-        "apiVersion: v1\nkind: Namespace\nmetadata: {name: other}\n",
-    );
-    assert!(ns.status.success(), "{}", stderr(&ns));
+    s.apply("apiVersion: v1\nkind: Namespace\nmetadata: {name: other}\n");
     s.kubectl_ok(&[
         "run",
         "lone",
@@ -273,11 +266,11 @@ fn get_selectors_and_output_formats() {
 
 #[test]
 fn get_watch_prints_later_changes() {
-    let s = Server::start();
+    let s = Apiserver::start();
     assert!(s.kubectl_stdin(&["apply", "-f", "-"], POD).status.success());
-    let mut w = Command::new("kubectl")
-        .args(["get", "pods", "-w", "--request-timeout=0"])
-        .env("KUBECONFIG", s.kubeconfig())
+    let mut w = s
+        .kubectl_cmd()
+        .command(&["get", "pods", "-w", "--request-timeout=0"])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -291,11 +284,11 @@ fn get_watch_prints_later_changes() {
             l2.lock().unwrap().push(line);
         }
     });
-    eventually("the initial listing", Duration::from_secs(10), || {
+    wait_until("the initial listing", Duration::from_secs(10), || {
         lines.lock().unwrap().iter().any(|l| l.starts_with("web-1"))
     });
     s.kubectl_ok(&["run", "later", "--image=busybox"]);
-    eventually("the new pod in the watch", Duration::from_secs(10), || {
+    wait_until("the new pod in the watch", Duration::from_secs(10), || {
         lines.lock().unwrap().iter().any(|l| l.starts_with("later"))
     });
     let _ = w.kill();
@@ -304,7 +297,7 @@ fn get_watch_prints_later_changes() {
 
 #[test]
 fn describe_deployment_and_pod() {
-    let s = Server::start();
+    let s = Apiserver::start();
     s.kubectl_ok(&[
         "apply",
         "-f",
@@ -331,7 +324,7 @@ fn describe_deployment_and_pod() {
 
 #[test]
 fn scale_changes_replicas() {
-    let s = Server::start();
+    let s = Apiserver::start();
     s.kubectl_ok(&[
         "apply",
         "-f",
@@ -347,8 +340,8 @@ fn scale_changes_replicas() {
 
 #[test]
 fn delete_returns_when_objects_are_gone() {
-    let s = Server::start();
-    let ex = examples(&s);
+    let s = Apiserver::start();
+    let ex = examples();
     s.kubectl_ok(&["apply", "-f", &ex]);
     let out = s.kubectl_ok(&["delete", "-f", &ex, "--timeout=20s"]);
     assert!(out.contains("deployment.apps \"web\" deleted"), "{out}");
@@ -356,8 +349,7 @@ fn delete_returns_when_objects_are_gone() {
     assert_eq!(left, "");
     // A pod on a node is deleted gracefully: it stays, marked, until its agent removes it.
     assert!(s.kubectl_stdin(&["apply", "-f", "-"], POD).status.success());
-    let out = s.kubectl(&["delete", "pod", "web-1", "--wait=false"]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    s.kubectl_ok(&["delete", "pod", "web-1", "--wait=false"]);
     let ts = s.kubectl_ok(&[
         "get",
         "pod",
@@ -373,15 +365,15 @@ fn delete_returns_when_objects_are_gone() {
 
 #[test]
 fn rollout_status_waits_for_observed_generation() {
-    let s = Server::start();
+    let s = Apiserver::start();
     s.kubectl_ok(&[
         "apply",
         "-f",
         examples_dir().join("deployment.yaml").to_str().unwrap(),
     ]);
-    let mut rollout = Command::new("kubectl")
-        .args(["rollout", "status", "deployment/web", "--timeout=30s"])
-        .env("KUBECONFIG", s.kubeconfig())
+    let mut rollout = s
+        .kubectl_cmd()
+        .command(&["rollout", "status", "deployment/web", "--timeout=30s"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -403,17 +395,17 @@ fn rollout_status_waits_for_observed_generation() {
         status,
     ]);
     let out = rollout.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert!(
-        stdout(&out).contains("successfully rolled out"),
-        "{}",
-        stdout(&out)
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr),
     );
+    assert!(out.status.success(), "{stderr}");
+    assert!(stdout.contains("successfully rolled out"), "{stdout}");
 }
 
 #[test]
 fn create_subcommands_send_protobuf_and_work() {
-    let s = Server::start();
+    let s = Apiserver::start();
     s.kubectl_ok(&["create", "namespace", "team"]);
     s.kubectl_ok(&[
         "create",

@@ -2,12 +2,10 @@
 //! filtered watches, server-side apply, metadata-only lists, binding, scale, pods/log errors,
 //! aggregated discovery and metrics.
 
-mod common;
-
-use common::Server;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
+use keelson_testing::Apiserver;
 use kube::api::{
     Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
 };
@@ -22,7 +20,7 @@ fn parse(body: &str) -> Value {
 
 #[test]
 fn finalizers_hold_deletion_until_removed() {
-    let s = Server::start();
+    let s = Apiserver::start();
     let (code, _) = s.curl_admin(
         "POST",
         CM,
@@ -48,7 +46,7 @@ fn finalizers_hold_deletion_until_removed() {
 
 #[test]
 fn lists_page_with_continue_tokens() {
-    let s = Server::start();
+    let s = Apiserver::start();
     for i in 0..5 {
         s.curl_admin(
             "POST",
@@ -91,7 +89,7 @@ fn lists_page_with_continue_tokens() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_sends_initial_events_end_and_bookmarks() {
-    let s = Server::start();
+    let s = Apiserver::start();
     let api: Api<ConfigMap> = Api::namespaced(s.client().await, "default");
     api.create(
         &PostParams::default(),
@@ -125,15 +123,10 @@ async fn watch_sends_initial_events_end_and_bookmarks() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn label_filtered_watch_sees_objects_enter_and_leave() {
-    let s = Server::start();
+    let s = Apiserver::start();
     let api: Api<ConfigMap> = Api::namespaced(s.client().await, "default");
-    let rv = api
-        .list_metadata(&ListParams::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
+    let list = api.list_metadata(&ListParams::default()).await.unwrap();
+    let rv = list.metadata.resource_version.unwrap();
     let stream = api
         .watch(&WatchParams::default().labels("tier=web"), &rv)
         .await
@@ -170,7 +163,7 @@ async fn label_filtered_watch_sees_objects_enter_and_leave() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_side_apply_creates_then_updates() {
-    let s = Server::start();
+    let s = Apiserver::start();
     let api: Api<ConfigMap> = Api::namespaced(s.client().await, "default");
     let pp = PatchParams::apply("keelson-test").force();
     let v1 = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ssa"}, "data": {"a": "1"}});
@@ -188,7 +181,7 @@ async fn server_side_apply_creates_then_updates() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn metadata_lists_binding_and_scale() {
-    let s = Server::start();
+    let s = Apiserver::start();
     let client = s.client().await;
     let pods: Api<Pod> = Api::namespaced(client.clone(), "default");
     let pod: Pod = serde_json::from_value(json!({"metadata": {"generateName": "p-"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}})).unwrap();
@@ -253,7 +246,7 @@ async fn metadata_lists_binding_and_scale() {
 
 #[test]
 fn aggregated_discovery_and_metrics() {
-    let s = Server::start();
+    let s = Apiserver::start();
     let out = std::process::Command::new("curl")
         .args(["-sk", "-H", &format!("Authorization: Bearer {}", s.token())])
         .args(["-H", "Accept: application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"])

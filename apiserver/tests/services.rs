@@ -1,10 +1,8 @@
 //! ClusterIP and NodePort allocation: distinct under concurrency, checked when asked for,
 //! kept across restarts and released on delete.
 
-mod common;
-
-use common::Server;
 use k8s_openapi::api::core::v1::Service;
+use keelson_testing::Apiserver;
 use kube::api::{Api, DeleteParams, PostParams};
 use std::collections::HashSet;
 
@@ -30,7 +28,7 @@ fn err_message(e: kube::Error) -> (u16, String) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cluster_ips_are_unique_even_when_created_concurrently() {
     // A /26 leaves 62 addresses for 60 Services, so collisions would be likely if unchecked.
-    let mut server = Server::start_with(&["--service-cluster-ip-range", "10.96.0.0/26"]);
+    let mut server = Apiserver::start_with(&["--service-cluster-ip-range", "10.96.0.0/26"]);
     let api: Api<Service> = Api::namespaced(server.client().await, "default");
     let tasks: Vec<_> = (0..60)
         .map(|i| {

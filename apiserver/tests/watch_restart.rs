@@ -1,11 +1,9 @@
 //! A kube-rs watcher + reflector keeps an exact copy of the pods across server restarts:
 //! it resumes without a relist when the history covers the gap, and relists after a 410.
 
-mod common;
-
-use common::Server;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
+use keelson_testing::Apiserver;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{watcher, WatchStreamExt};
@@ -106,7 +104,7 @@ const LISTS: &str = "apiserver_request_total{verb=\"LIST\",resource=\"pods\"";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reflector_survives_restarts() {
-    let mut server = Server::start();
+    let mut server = Apiserver::start();
     let client = server.client().await;
     let api: Api<Pod> = Api::namespaced(client, "default");
     let (reader, writer) = reflector::store();
