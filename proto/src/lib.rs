@@ -14,6 +14,3 @@ mod connect;
 pub use connect::{connect_unix, ConnectError};
 pub use runtime::v1::image_service_client::ImageServiceClient;
 pub use runtime::v1::runtime_service_client::RuntimeServiceClient;
-
-#[cfg(feature = "testing")]
-pub mod testing;
