@@ -2,7 +2,7 @@
 //! states, labels and timestamps containerd reports, and a log of the calls made.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 use async_trait::async_trait;
 use keelson_proto::runtime::v1 as cri;
@@ -41,7 +41,22 @@ fn not_found(call: &'static str, what: &str) -> CriError {
     }
 }
 
+impl State {
+    /// The containers of a sandbox.
+    fn members(&self, sandbox: &str) -> Vec<String> {
+        self.container_sandbox
+            .iter()
+            .filter(|(_, sb)| *sb == sandbox)
+            .map(|(c, _)| c.clone())
+            .collect()
+    }
+}
+
 impl FakeCri {
+    fn lock_state(&self, call: &'static str) -> CriResult<MutexGuard<'_, State>> {
+        self.state.lock().map_err(|_| not_found(call, "lock"))
+    }
+
     fn log(&self, call: impl Into<String>) {
         if let Ok(mut c) = self.calls.lock() {
             c.push(call.into());
@@ -111,10 +126,7 @@ impl Cri for FakeCri {
     }
 
     async fn run_pod_sandbox(&self, config: cri::PodSandboxConfig) -> CriResult<String> {
-        let mut s = self
-            .state
-            .lock()
-            .map_err(|_| not_found("RunPodSandbox", "lock"))?;
+        let mut s = self.lock_state("RunPodSandbox")?;
         s.next += 1;
         let id = format!("sb{}", s.next);
         let ip = format!("10.0.0.{}", s.next + 1);
@@ -139,19 +151,11 @@ impl Cri for FakeCri {
 
     async fn stop_pod_sandbox(&self, id: &str) -> CriResult<()> {
         self.log(format!("StopPodSandbox {id}"));
-        let mut s = self
-            .state
-            .lock()
-            .map_err(|_| not_found("StopPodSandbox", "lock"))?;
+        let mut s = self.lock_state("StopPodSandbox")?;
         for (sb, _) in s.sandboxes.iter_mut().filter(|(sb, _)| sb.id == id) {
             sb.state = cri::PodSandboxState::SandboxNotready as i32;
         }
-        let members: Vec<String> = s
-            .container_sandbox
-            .iter()
-            .filter(|(_, sb)| *sb == id)
-            .map(|(c, _)| c.clone())
-            .collect();
+        let members = s.members(id);
         for c in s.containers.iter_mut().filter(|c| members.contains(&c.id)) {
             if c.state == cri::ContainerState::ContainerRunning as i32 {
                 c.state = cri::ContainerState::ContainerExited as i32;
@@ -164,26 +168,15 @@ impl Cri for FakeCri {
 
     async fn remove_pod_sandbox(&self, id: &str) -> CriResult<()> {
         self.log(format!("RemovePodSandbox {id}"));
-        let mut s = self
-            .state
-            .lock()
-            .map_err(|_| not_found("RemovePodSandbox", "lock"))?;
+        let mut s = self.lock_state("RemovePodSandbox")?;
         s.sandboxes.retain(|(sb, _)| sb.id != id);
-        let members: Vec<String> = s
-            .container_sandbox
-            .iter()
-            .filter(|(_, sb)| *sb == id)
-            .map(|(c, _)| c.clone())
-            .collect();
+        let members = s.members(id);
         s.containers.retain(|c| !members.contains(&c.id));
         Ok(())
     }
 
     async fn pod_sandbox_status(&self, id: &str) -> CriResult<cri::PodSandboxStatus> {
-        let s = self
-            .state
-            .lock()
-            .map_err(|_| not_found("PodSandboxStatus", "lock"))?;
+        let s = self.lock_state("PodSandboxStatus")?;
         let (sb, ip) = s
             .sandboxes
             .iter()
@@ -208,10 +201,7 @@ impl Cri for FakeCri {
         labels: HashMap<String, String>,
     ) -> CriResult<Vec<cri::PodSandbox>> {
         self.log("ListPodSandbox");
-        let s = self
-            .state
-            .lock()
-            .map_err(|_| not_found("ListPodSandbox", "lock"))?;
+        let s = self.lock_state("ListPodSandbox")?;
         Ok(s.sandboxes
             .iter()
             .filter(|(sb, _)| matches(&sb.labels, &labels))
@@ -225,10 +215,7 @@ impl Cri for FakeCri {
         config: cri::ContainerConfig,
         _: cri::PodSandboxConfig,
     ) -> CriResult<String> {
-        let mut s = self
-            .state
-            .lock()
-            .map_err(|_| not_found("CreateContainer", "lock"))?;
+        let mut s = self.lock_state("CreateContainer")?;
         s.next += 1;
         let id = format!("c{}", s.next);
         let meta = config.metadata.clone().unwrap_or_default();
@@ -256,10 +243,7 @@ impl Cri for FakeCri {
 
     async fn start_container(&self, id: &str) -> CriResult<()> {
         self.log(format!("StartContainer {id}"));
-        let mut s = self
-            .state
-            .lock()
-            .map_err(|_| not_found("StartContainer", "lock"))?;
+        let mut s = self.lock_state("StartContainer")?;
         let c = s
             .containers
             .iter_mut()
@@ -272,10 +256,7 @@ impl Cri for FakeCri {
 
     async fn stop_container(&self, id: &str, timeout_seconds: i64) -> CriResult<()> {
         self.log(format!("StopContainer {id} {timeout_seconds}"));
-        let mut s = self
-            .state
-            .lock()
-            .map_err(|_| not_found("StopContainer", "lock"))?;
+        let mut s = self.lock_state("StopContainer")?;
         if let Some(c) = s.containers.iter_mut().find(|c| c.id == id) {
             if c.state == cri::ContainerState::ContainerRunning as i32 {
                 c.state = cri::ContainerState::ContainerExited as i32;
@@ -288,10 +269,7 @@ impl Cri for FakeCri {
 
     async fn remove_container(&self, id: &str) -> CriResult<()> {
         self.log(format!("RemoveContainer {id}"));
-        let mut s = self
-            .state
-            .lock()
-            .map_err(|_| not_found("RemoveContainer", "lock"))?;
+        let mut s = self.lock_state("RemoveContainer")?;
         s.containers.retain(|c| c.id != id);
         Ok(())
     }
@@ -301,10 +279,7 @@ impl Cri for FakeCri {
         labels: HashMap<String, String>,
     ) -> CriResult<Vec<cri::Container>> {
         self.log("ListContainers");
-        let s = self
-            .state
-            .lock()
-            .map_err(|_| not_found("ListContainers", "lock"))?;
+        let s = self.lock_state("ListContainers")?;
         Ok(s.containers
             .iter()
             .filter(|c| matches(&c.labels, &labels))
@@ -324,10 +299,7 @@ impl Cri for FakeCri {
     }
 
     async fn container_status(&self, id: &str) -> CriResult<cri::ContainerStatus> {
-        let s = self
-            .state
-            .lock()
-            .map_err(|_| not_found("ContainerStatus", "lock"))?;
+        let s = self.lock_state("ContainerStatus")?;
         s.containers
             .iter()
             .find(|c| c.id == id)
@@ -351,10 +323,7 @@ impl Cri for FakeCri {
     }
 
     async fn list_images(&self) -> CriResult<Vec<cri::Image>> {
-        let s = self
-            .state
-            .lock()
-            .map_err(|_| not_found("ListImages", "lock"))?;
+        let s = self.lock_state("ListImages")?;
         Ok(s.images
             .iter()
             .map(|i| cri::Image {
@@ -367,10 +336,7 @@ impl Cri for FakeCri {
     }
 
     async fn image_status(&self, image: &str) -> CriResult<Option<cri::Image>> {
-        let s = self
-            .state
-            .lock()
-            .map_err(|_| not_found("ImageStatus", "lock"))?;
+        let s = self.lock_state("ImageStatus")?;
         Ok(s.images.contains(image).then(|| cri::Image {
             id: format!("sha256:{image}"),
             repo_tags: vec![image.to_string()],

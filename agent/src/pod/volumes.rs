@@ -77,17 +77,19 @@ pub fn termination_mount(
     })
 }
 
+/// The volumes the pod declares.
+fn volumes(pod: &Pod) -> &[Volume] {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.volumes.as_deref())
+        .unwrap_or_default()
+}
+
 /// Names of ConfigMaps and Secrets the pod's volumes need.
 pub fn referenced(pod: &Pod) -> (Vec<String>, Vec<String>) {
     let mut cms = Vec::new();
     let mut secrets = Vec::new();
-    for v in pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.volumes.as_ref())
-        .into_iter()
-        .flatten()
-    {
+    for v in volumes(pod) {
         if let Some(cm) = &v.config_map {
             cms.push(cm.name.clone());
         }
@@ -117,13 +119,7 @@ pub fn prepare(
 ) -> Result<BTreeMap<String, PathBuf>, VolumeError> {
     let base = pod_dir(root, pod).join("volumes");
     let mut paths = BTreeMap::new();
-    for v in pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.volumes.as_ref())
-        .into_iter()
-        .flatten()
-    {
+    for v in volumes(pod) {
         let path = prepare_one(pod, v, &base.join(&v.name), objects)?;
         paths.insert(v.name.clone(), path);
     }
@@ -362,11 +358,6 @@ pub fn mounts_for(
     container: &Container,
     paths: &BTreeMap<String, PathBuf>,
 ) -> Result<Vec<HostMount>, VolumeError> {
-    let volumes = pod
-        .spec
-        .as_ref()
-        .and_then(|s| s.volumes.clone())
-        .unwrap_or_default();
     let mut mounts = Vec::new();
     for vm in container.volume_mounts.iter().flatten() {
         let Some(path) = paths.get(&vm.name) else {
@@ -375,7 +366,7 @@ pub fn mounts_for(
                 volume: vm.name.clone(),
             });
         };
-        let volume = volumes.iter().find(|v| v.name == vm.name);
+        let volume = volumes(pod).iter().find(|v| v.name == vm.name);
         let read_only_kind = volume.is_some_and(|v| v.config_map.is_some() || v.secret.is_some());
         let mut host = path.clone();
         if let Some(sub) = vm
@@ -404,6 +395,27 @@ mod tests {
         ConfigMapVolumeSource, EmptyDirVolumeSource, PodSpec, SecretVolumeSource, Volume,
         VolumeMount,
     };
+
+    /// The ConfigMap "app-config" with these keys, and the Secret "db" with a password.
+    fn app_config_and_db(config: &[(&str, &str)]) -> Objects {
+        let mut objects = Objects::default();
+        objects.config_maps.insert(
+            "app-config".into(),
+            config
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.as_bytes().to_vec()))
+                .collect(),
+        );
+        objects.secrets.insert(
+            "db".into(),
+            BTreeMap::from([("password".into(), b"hunter2".to_vec())]),
+        );
+        objects
+    }
+
+    fn read(paths: &BTreeMap<String, PathBuf>, volume: &str, file: &str) -> String {
+        std::fs::read_to_string(paths[volume].join(file)).unwrap()
+    }
 
     #[test]
     fn configmap_and_secret_keys_become_files_and_mounts() {
@@ -457,39 +469,16 @@ mod tests {
             }),
             status: None,
         };
-        let mut objects = Objects::default();
-        objects.config_maps.insert(
-            "app-config".into(),
-            BTreeMap::from([
-                ("color".into(), b"blue".to_vec()),
-                ("size".into(), b"L".to_vec()),
-            ]),
-        );
-        objects.secrets.insert(
-            "db".into(),
-            BTreeMap::from([("password".into(), b"hunter2".to_vec())]),
-        );
+        let mut objects = app_config_and_db(&[("color", "blue"), ("size", "L")]);
         let paths = prepare(tmp.path(), &pod, &objects).unwrap();
-        assert_eq!(
-            std::fs::read_to_string(paths["cfg"].join("color")).unwrap(),
-            "blue"
-        );
-        assert_eq!(
-            std::fs::read_to_string(paths["creds"].join("password")).unwrap(),
-            "hunter2"
-        );
+        assert_eq!(read(&paths, "cfg", "color"), "blue");
+        assert_eq!(read(&paths, "creds", "password"), "hunter2");
         assert!(paths["scratch"].is_dir());
 
         // A key removed from the ConfigMap disappears from the volume on the next sync.
-        objects.config_maps.insert(
-            "app-config".into(),
-            BTreeMap::from([("color".into(), b"red".to_vec())]),
-        );
+        objects = app_config_and_db(&[("color", "red")]);
         let paths = prepare(tmp.path(), &pod, &objects).unwrap();
-        assert_eq!(
-            std::fs::read_to_string(paths["cfg"].join("color")).unwrap(),
-            "red"
-        );
+        assert_eq!(read(&paths, "cfg", "color"), "red");
         assert!(!paths["cfg"].join("size").exists());
 
         let mounts = mounts_for(&pod, &pod.spec.as_ref().unwrap().containers[0], &paths).unwrap();
@@ -526,23 +515,17 @@ mod tests {
             }
         }))
         .unwrap();
-        let mut objects = Objects::default();
-        objects.config_maps.insert(
-            "app-config".into(),
-            BTreeMap::from([("color".into(), b"blue".to_vec())]),
-        );
-        objects.secrets.insert(
-            "db".into(),
-            BTreeMap::from([("password".into(), b"hunter2".to_vec())]),
-        );
+        let objects = app_config_and_db(&[("color", "blue")]);
         let paths = prepare(tmp.path(), &pod, &objects).unwrap();
-        let read = |v: &str, f: &str| std::fs::read_to_string(paths[v].join(f)).unwrap();
-        assert_eq!(read("info", "name"), "web");
-        assert_eq!(read("info", "labels"), "app=\"web\"\ntier=\"front\"\n");
-        assert_eq!(read("info", "mem"), "67108864");
-        assert_eq!(read("all", "conf/color"), "blue");
-        assert_eq!(read("all", "password"), "hunter2");
-        assert_eq!(read("all", "ns"), "shop");
+        assert_eq!(read(&paths, "info", "name"), "web");
+        assert_eq!(
+            read(&paths, "info", "labels"),
+            "app=\"web\"\ntier=\"front\"\n"
+        );
+        assert_eq!(read(&paths, "info", "mem"), "67108864");
+        assert_eq!(read(&paths, "all", "conf/color"), "blue");
+        assert_eq!(read(&paths, "all", "password"), "hunter2");
+        assert_eq!(read(&paths, "all", "ns"), "shop");
         let missing = prepare(tmp.path(), &pod, &Objects::default()).unwrap_err();
         assert_eq!(
             missing.to_string(),

@@ -121,10 +121,10 @@ impl Actor {
         };
         let start = ContainerToStart {
             pod,
+            sandbox,
             container,
             init,
             attempt,
-            sandbox,
         };
         match start::container(ctx, &mut self.pulls, &start).await {
             Ok(()) => Outcome {

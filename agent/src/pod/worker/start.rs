@@ -16,10 +16,10 @@ use crate::pod::{env, translate, volumes};
 /// One attempt of a container, to run in the pod's current sandbox.
 pub struct ContainerToStart<'a> {
     pub pod: &'a Pod,
+    pub sandbox: &'a ObservedSandbox,
     pub container: &'a Container,
     pub init: bool,
     pub attempt: u32,
-    pub sandbox: &'a ObservedSandbox,
 }
 
 /// Creates and starts the container; the `Waiting` says why it could not.
