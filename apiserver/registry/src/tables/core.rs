@@ -1,7 +1,7 @@
 //! Node, Namespace, ConfigMap, Secret, ServiceAccount, Event and Lease rows.
 
 use super::age::since;
-use super::{age, age_col, col, name, name_col, Column};
+use super::{age, age_col, around, between, col, name, name_col, text_at, Column};
 use crate::json::{at, bool_at, int_at, items, map_at, str_at};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
@@ -91,18 +91,16 @@ pub(super) fn node_cells(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
 }
 
 pub(super) fn namespace_columns() -> Vec<Column> {
-    vec![
-        name_col(),
-        col("Status", "string", 0, "The status of the namespace"),
-        age_col(),
-    ]
+    around(vec![col(
+        "Status",
+        "string",
+        0,
+        "The status of the namespace",
+    )])
 }
 
 pub(super) fn namespace_cells(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
-    let phase = at(obj, &["status", "phase"])
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    vec![name(obj), json!(phase), age(obj, now)]
+    between(obj, now, vec![text_at(obj, &["status", "phase"])])
 }
 
 fn count(obj: &Value, key: &str) -> usize {
@@ -110,56 +108,38 @@ fn count(obj: &Value, key: &str) -> usize {
 }
 
 pub(super) fn config_map_columns() -> Vec<Column> {
-    vec![
-        name_col(),
-        col(
-            "Data",
-            "integer",
-            0,
-            "Data contains the configuration data.",
-        ),
-        age_col(),
-    ]
+    around(vec![col(
+        "Data",
+        "integer",
+        0,
+        "Data contains the configuration data.",
+    )])
 }
 
 pub(super) fn config_map_cells(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
     let n = count(obj, "data") + count(obj, "binaryData");
-    vec![name(obj), json!(n), age(obj, now)]
+    between(obj, now, vec![json!(n)])
 }
 
 pub(super) fn secret_columns() -> Vec<Column> {
-    vec![
-        name_col(),
-        col(
-            "Type",
-            "string",
-            0,
-            "Used to facilitate programmatic handling of secret data.",
-        ),
+    let type_doc = "Used to facilitate programmatic handling of secret data.";
+    around(vec![
+        col("Type", "string", 0, type_doc),
         col("Data", "integer", 0, "Data contains the secret data."),
-        age_col(),
-    ]
+    ])
 }
 
 pub(super) fn secret_cells(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
-    vec![
-        name(obj),
-        json!(str_at(obj, "type")),
-        json!(count(obj, "data")),
-        age(obj, now),
-    ]
+    let middle = vec![json!(str_at(obj, "type")), json!(count(obj, "data"))];
+    between(obj, now, middle)
 }
 
 pub(super) fn service_account_columns() -> Vec<Column> {
-    vec![
-        name_col(),
-        col("Secrets", "integer", 0, "Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use."),
-        age_col(),
-    ]
+    around(vec![col("Secrets", "integer", 0, "Secrets is a list of the secrets in the same namespace that pods running using this ServiceAccount are allowed to use.")])
 }
 
 pub(super) fn service_account_cells(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
-    vec![name(obj), json!(items(obj, "secrets").len()), age(obj, now)]
+    between(obj, now, vec![json!(items(obj, "secrets").len())])
 }
 
 pub(super) fn event_columns() -> Vec<Column> {
@@ -234,16 +214,9 @@ pub(super) fn event_cells(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
 }
 
 pub(super) fn lease_columns() -> Vec<Column> {
-    vec![
-        name_col(),
-        col("Holder", "string", 0, "The holder of the lease"),
-        age_col(),
-    ]
+    around(vec![col("Holder", "string", 0, "The holder of the lease")])
 }
 
 pub(super) fn lease_cells(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
-    let holder = at(obj, &["spec", "holderIdentity"])
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    vec![name(obj), json!(holder), age(obj, now)]
+    between(obj, now, vec![text_at(obj, &["spec", "holderIdentity"])])
 }

@@ -57,54 +57,77 @@ pub(crate) fn age_col() -> Column {
     col("Age", "string", 0, AGE_DOC)
 }
 
+/// How one kind prints, as upstream's printers register it: its columns and one object's cells.
+struct Printer {
+    kind: &'static str,
+    columns: fn() -> Vec<Column>,
+    cells: fn(&Value, DateTime<Utc>) -> Vec<Value>,
+}
+
+macro_rules! printers {
+    ($($kind:literal => $columns:path, $cells:path;)*) => {
+        &[$(Printer { kind: $kind, columns: $columns, cells: $cells }),*]
+    };
+}
+
+const PRINTERS: &[Printer] = printers! {
+    "Pod" => pod::columns, pod::cells;
+    "Deployment" => apps::deployment_columns, apps::deployment_cells;
+    "ReplicaSet" => apps::replica_set_columns, apps::replica_set_cells;
+    "Service" => service::service_columns, service::service_cells;
+    "Endpoints" => service::endpoints_columns, service::endpoints_cells;
+    "EndpointSlice" => service::endpoint_slice_columns, service::endpoint_slice_cells;
+    "Ingress" => network::ingress_columns, network::ingress_cells;
+    "IngressClass" => network::ingress_class_columns, network::ingress_class_cells;
+    "Node" => core::node_columns, core::node_cells;
+    "Namespace" => core::namespace_columns, core::namespace_cells;
+    "ConfigMap" => core::config_map_columns, core::config_map_cells;
+    "Secret" => core::secret_columns, core::secret_cells;
+    "ServiceAccount" => core::service_account_columns, core::service_account_cells;
+    "Event" => core::event_columns, core::event_cells;
+    "Lease" => core::lease_columns, core::lease_cells;
+};
+
+fn printer(kind: &str) -> Option<&'static Printer> {
+    PRINTERS.iter().find(|p| p.kind == kind)
+}
+
 /// The columns of `kind`; unknown kinds get Name and Age.
 pub fn columns(kind: &str) -> Vec<Column> {
-    match kind {
-        "Pod" => pod::columns(),
-        "Deployment" => apps::deployment_columns(),
-        "ReplicaSet" => apps::replica_set_columns(),
-        "Service" => service::service_columns(),
-        "Endpoints" => service::endpoints_columns(),
-        "EndpointSlice" => service::endpoint_slice_columns(),
-        "Ingress" => network::ingress_columns(),
-        "IngressClass" => network::ingress_class_columns(),
-        "Node" => core::node_columns(),
-        "Namespace" => core::namespace_columns(),
-        "ConfigMap" => core::config_map_columns(),
-        "Secret" => core::secret_columns(),
-        "ServiceAccount" => core::service_account_columns(),
-        "Event" => core::event_columns(),
-        "Lease" => core::lease_columns(),
-        _ => vec![name_col(), age_col()],
-    }
+    printer(kind).map_or_else(|| around(Vec::new()), |p| (p.columns)())
 }
 
 /// The row cells of `obj`, one per entry of `columns(kind)`.
 pub fn cells(kind: &str, obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
-    match kind {
-        "Pod" => pod::cells(obj, now),
-        "Deployment" => apps::deployment_cells(obj, now),
-        "ReplicaSet" => apps::replica_set_cells(obj, now),
-        "Service" => service::service_cells(obj, now),
-        "Endpoints" => service::endpoints_cells(obj, now),
-        "EndpointSlice" => service::endpoint_slice_cells(obj, now),
-        "Ingress" => network::ingress_cells(obj, now),
-        "IngressClass" => network::ingress_class_cells(obj, now),
-        "Node" => core::node_cells(obj, now),
-        "Namespace" => core::namespace_cells(obj, now),
-        "ConfigMap" => core::config_map_cells(obj, now),
-        "Secret" => core::secret_cells(obj, now),
-        "ServiceAccount" => core::service_account_cells(obj, now),
-        "Event" => core::event_cells(obj, now),
-        "Lease" => core::lease_cells(obj, now),
-        _ => vec![name(obj), age(obj, now)],
+    match printer(kind) {
+        Some(p) => (p.cells)(obj, now),
+        None => between(obj, now, Vec::new()),
     }
 }
 
+/// Name, `middle`, Age: the columns of most kinds.
+pub(crate) fn around(middle: Vec<Column>) -> Vec<Column> {
+    let mut cols = vec![name_col()];
+    cols.extend(middle);
+    cols.push(age_col());
+    cols
+}
+
+/// The cells for `around`'s columns.
+pub(crate) fn between(obj: &Value, now: DateTime<Utc>, middle: Vec<Value>) -> Vec<Value> {
+    let mut cells = vec![name(obj)];
+    cells.extend(middle);
+    cells.push(age(obj, now));
+    cells
+}
+
+/// The string at `path`, "" when absent.
+pub(crate) fn text_at(obj: &Value, path: &[&str]) -> Value {
+    json!(at(obj, path).and_then(Value::as_str).unwrap_or(""))
+}
+
 pub(crate) fn name(obj: &Value) -> Value {
-    json!(at(obj, &["metadata", "name"])
-        .and_then(Value::as_str)
-        .unwrap_or(""))
+    text_at(obj, &["metadata", "name"])
 }
 
 pub(crate) fn age(obj: &Value, now: DateTime<Utc>) -> Value {

@@ -1,4 +1,4 @@
-use super::{cell, meta, row};
+use super::{cell, meta, row, values};
 use crate::tables::columns;
 use serde_json::{json, Value};
 
@@ -9,7 +9,7 @@ fn deployment_and_replica_set_rows() {
         "template": {"spec": {"containers": [{"name": "web", "image": "nginx:1.27"},
             {"name": "log", "image": "busybox"}]}}},
         "status": {"replicas": 3, "readyReplicas": 2, "updatedReplicas": 3, "availableReplicas": 2}});
-    let got: Vec<Value> = row("Deployment", &d).into_iter().map(|(_, v)| v).collect();
+    let got = values("Deployment", &d);
     assert_eq!(
         got,
         vec![
@@ -68,10 +68,7 @@ fn service_rows() {
         "selector": {"app": "web"}, "ports": [{"port": 80, "protocol": "TCP"}, {"port": 53, "protocol": "UDP"}]}),
         json!({}),
     );
-    let got: Vec<Value> = row("Service", &cluster)
-        .into_iter()
-        .map(|(_, v)| v)
-        .collect();
+    let got = values("Service", &cluster);
     assert_eq!(
         got,
         vec![
@@ -124,10 +121,7 @@ fn endpoint_rows() {
         "ports": [{"name": "http", "port": 80}, {"name": "any"}],
         "endpoints": [{"addresses": ["10.244.0.5"]}, {"addresses": ["10.244.0.6"]},
             {"addresses": ["10.244.1.7"]}, {"addresses": ["10.244.1.8"]}, {"addresses": ["10.244.2.9"]}]});
-    let got: Vec<Value> = row("EndpointSlice", &slice)
-        .into_iter()
-        .map(|(_, v)| v)
-        .collect();
+    let got = values("EndpointSlice", &slice);
     assert_eq!(
         got,
         vec![
@@ -160,7 +154,7 @@ fn node_rows() {
             "addresses": [{"type": "InternalIP", "address": "10.0.0.2"}, {"type": "Hostname", "address": "node-1"}],
             "nodeInfo": {"kubeletVersion": "v1.32.0-keelson", "osImage": "Debian GNU/Linux 13 (trixie)",
                 "kernelVersion": "6.12.0", "containerRuntimeVersion": "containerd://1.6.20"}}});
-    let got: Vec<Value> = row("Node", &node).into_iter().map(|(_, v)| v).collect();
+    let got = values("Node", &node);
     assert_eq!(
         got,
         vec![
@@ -189,10 +183,7 @@ fn node_rows() {
 fn core_kind_rows() {
     let ns = json!({"metadata": meta("team-a"), "status": {"phase": "Terminating"}});
     assert_eq!(
-        row("Namespace", &ns)
-            .into_iter()
-            .map(|(_, v)| v)
-            .collect::<Vec<_>>(),
+        values("Namespace", &ns),
         vec![json!("team-a"), json!("Terminating"), json!("5m")]
     );
     let cm =
@@ -200,10 +191,7 @@ fn core_kind_rows() {
     assert_eq!(cell("ConfigMap", &cm, "DATA"), 3);
     let secret = json!({"metadata": meta("tls"), "type": "kubernetes.io/tls", "data": {"tls.crt": "", "tls.key": ""}});
     assert_eq!(
-        row("Secret", &secret)
-            .into_iter()
-            .map(|(_, v)| v)
-            .collect::<Vec<_>>(),
+        values("Secret", &secret),
         vec![
             json!("tls"),
             json!("kubernetes.io/tls"),
@@ -268,7 +256,7 @@ fn ingress_rows() {
         "rules": [{"host": "a.test"}, {"host": "b.test"}, {}, {"host": "c.test"}, {"host": "d.test"}],
         "tls": [{"hosts": ["a.test"]}]},
         "status": {"loadBalancer": {"ingress": [{"ip": "10.0.0.2"}]}}});
-    let got: Vec<Value> = row("Ingress", &ing).into_iter().map(|(_, v)| v).collect();
+    let got = values("Ingress", &ing);
     assert_eq!(
         got,
         vec![
@@ -282,10 +270,7 @@ fn ingress_rows() {
     );
     let bare = json!({"metadata": meta("web"), "spec": {"defaultBackend": {}}});
     assert_eq!(
-        row("Ingress", &bare)
-            .into_iter()
-            .map(|(_, v)| v)
-            .collect::<Vec<_>>(),
+        values("Ingress", &bare),
         vec![
             json!("web"),
             json!("<none>"),

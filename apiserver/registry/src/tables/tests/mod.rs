@@ -27,6 +27,11 @@ pub(super) fn row(kind: &str, obj: &Value) -> Vec<(String, Value)> {
         .collect()
 }
 
+/// The row's cells alone, in column order.
+pub(super) fn values(kind: &str, obj: &Value) -> Vec<Value> {
+    row(kind, obj).into_iter().map(|(_, v)| v).collect()
+}
+
 pub(super) fn cell(kind: &str, obj: &Value, column: &str) -> Value {
     row(kind, obj)
         .into_iter()

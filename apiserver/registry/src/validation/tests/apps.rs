@@ -1,4 +1,4 @@
-use super::{causes, fields, pair};
+use super::{assert_has, causes, fields, pair};
 use crate::apply_defaults;
 use crate::validation::validate;
 use serde_json::{json, Value};
@@ -53,24 +53,25 @@ fn deployment_spec_errors() {
             "spec": {"restartPolicy": "Never", "containers": [{"name": "web"}]}}}),
     );
     let got = fields("Deployment", d);
-    for want in [
-        pair("FieldValueInvalid", "spec.replicas"),
-        pair(
-            "FieldValueRequired",
-            "spec.selector.matchExpressions[0].values",
-        ),
-        pair(
-            "FieldValueInvalid",
-            "spec.strategy.rollingUpdate.maxUnavailable",
-        ),
-        pair("FieldValueNotSupported", "spec.template.spec.restartPolicy"),
-        pair(
-            "FieldValueRequired",
-            "spec.template.spec.containers[0].image",
-        ),
-    ] {
-        assert!(got.contains(&want), "missing {want:?} in {got:?}");
-    }
+    assert_has(
+        &got,
+        &[
+            ("FieldValueInvalid", "spec.replicas"),
+            (
+                "FieldValueRequired",
+                "spec.selector.matchExpressions[0].values",
+            ),
+            (
+                "FieldValueInvalid",
+                "spec.strategy.rollingUpdate.maxUnavailable",
+            ),
+            ("FieldValueNotSupported", "spec.template.spec.restartPolicy"),
+            (
+                "FieldValueRequired",
+                "spec.template.spec.containers[0].image",
+            ),
+        ],
+    );
     // The In expression without values cannot match, so the labels mismatch is reported too.
     assert!(got.contains(&pair("FieldValueInvalid", "spec.template.metadata.labels")));
     assert_eq!(got.len(), 6, "{got:?}");

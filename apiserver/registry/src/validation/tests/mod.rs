@@ -28,6 +28,16 @@ pub(super) fn pair(reason: &str, field: &str) -> (String, String) {
     (reason.to_string(), field.to_string())
 }
 
+/// Every (reason, field) of `want` is among `got`.
+pub(super) fn assert_has(got: &[(String, String)], want: &[(&str, &str)]) {
+    for (reason, field) in want {
+        assert!(
+            got.contains(&pair(reason, field)),
+            "missing ({reason}, {field}) in {got:?}"
+        );
+    }
+}
+
 #[test]
 fn object_names_follow_each_kinds_rule() {
     let named = |kind: &str, name: &str| json!({"kind": kind, "metadata": {"name": name}});

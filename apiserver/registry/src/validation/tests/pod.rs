@@ -1,4 +1,4 @@
-use super::{causes, fields, pair};
+use super::{assert_has, causes, fields};
 use crate::validation::validate;
 use crate::{apply_defaults, Cause};
 use serde_json::{json, Value};
@@ -44,28 +44,29 @@ fn pod_container_errors_have_upstream_paths() {
         {"name": "Bad_Name", "image": "x"}],
         "volumes": [{"name": "v", "emptyDir": {}}, {"name": "v", "emptyDir": {}}]}));
     let got = fields("Pod", p);
-    for want in [
-        pair("FieldValueNotSupported", "spec.restartPolicy"),
-        pair(
-            "FieldValueInvalid",
-            "spec.containers[0].ports[0].containerPort",
-        ),
-        pair(
-            "FieldValueNotSupported",
-            "spec.containers[0].ports[0].protocol",
-        ),
-        pair(
-            "FieldValueNotFound",
-            "spec.containers[0].volumeMounts[0].name",
-        ),
-        pair("FieldValueDuplicate", "spec.containers[1].name"),
-        pair("FieldValueRequired", "spec.containers[1].image"),
-        pair("FieldValueRequired", "spec.containers[2].name"),
-        pair("FieldValueInvalid", "spec.containers[3].name"),
-        pair("FieldValueDuplicate", "spec.volumes[1].name"),
-    ] {
-        assert!(got.contains(&want), "missing {want:?} in {got:?}");
-    }
+    assert_has(
+        &got,
+        &[
+            ("FieldValueNotSupported", "spec.restartPolicy"),
+            (
+                "FieldValueInvalid",
+                "spec.containers[0].ports[0].containerPort",
+            ),
+            (
+                "FieldValueNotSupported",
+                "spec.containers[0].ports[0].protocol",
+            ),
+            (
+                "FieldValueNotFound",
+                "spec.containers[0].volumeMounts[0].name",
+            ),
+            ("FieldValueDuplicate", "spec.containers[1].name"),
+            ("FieldValueRequired", "spec.containers[1].image"),
+            ("FieldValueRequired", "spec.containers[2].name"),
+            ("FieldValueInvalid", "spec.containers[3].name"),
+            ("FieldValueDuplicate", "spec.volumes[1].name"),
+        ],
+    );
     assert_eq!(got.len(), 9, "{got:?}");
 }
 

@@ -1,4 +1,4 @@
-use super::{causes, fields, pair};
+use super::{assert_has, causes, fields, pair};
 use crate::apply_defaults;
 use crate::validation::validate;
 use serde_json::{json, Value};
@@ -26,17 +26,18 @@ fn service_errors() {
         "ports": [{"port": 0}, {"name": "b", "port": 80, "targetPort": 70000, "nodePort": 30001},
                   {"name": "b", "port": 81, "targetPort": "Not_A_Name"}]}));
     let got = fields("Service", s);
-    for want in [
-        pair("FieldValueNotSupported", "spec.type"),
-        pair("FieldValueInvalid", "spec.selector"),
-        pair("FieldValueRequired", "spec.ports[0].name"),
-        pair("FieldValueInvalid", "spec.ports[0].port"),
-        pair("FieldValueInvalid", "spec.ports[1].targetPort"),
-        pair("FieldValueDuplicate", "spec.ports[2].name"),
-        pair("FieldValueInvalid", "spec.ports[2].targetPort"),
-    ] {
-        assert!(got.contains(&want), "missing {want:?} in {got:?}");
-    }
+    assert_has(
+        &got,
+        &[
+            ("FieldValueNotSupported", "spec.type"),
+            ("FieldValueInvalid", "spec.selector"),
+            ("FieldValueRequired", "spec.ports[0].name"),
+            ("FieldValueInvalid", "spec.ports[0].port"),
+            ("FieldValueInvalid", "spec.ports[1].targetPort"),
+            ("FieldValueDuplicate", "spec.ports[2].name"),
+            ("FieldValueInvalid", "spec.ports[2].targetPort"),
+        ],
+    );
     let s = service(json!({"ports": [{"port": 80, "nodePort": 30001}]}));
     assert_eq!(
         fields("Service", s),
