@@ -4,6 +4,55 @@
 //! k8s.io/apimachinery); JSON names are those of the Go types' `json` tags, which differ from the
 //! proto names in a few places (inlined structs, `aPIGroup`). Fields missing from a table are
 //! skipped when decoding, so a table only has to list what Keelson cares about.
+//!
+//! A table reads like the .proto it mirrors, one `message!` per message:
+//!
+//! ```text
+//! message! { pub NAME = "GoName" { [ptr|list] NUMBER jsonName [Kind], ... } }
+//! ```
+//!
+//! with no `ptr`/`list` for a Go value field (see [`Card`]) and no Kind for a string; a message
+//! kind names its table, as in `Msg(OBJECT_META)`.
+
+macro_rules! message {
+    ($vis:vis $name:ident = $go:literal {
+        $($($card:ident)? $number:literal $json:ident $($kind:ident $(($inner:ident))?)?),* $(,)?
+    }) => {
+        $vis static $name: $crate::protobuf::schema::Message = $crate::protobuf::schema::Message {
+            name: $go,
+            fields: &[$($crate::protobuf::schema::Field {
+                number: $number,
+                json: stringify!($json),
+                kind: field_kind!($($kind $(($inner))?)?),
+                card: field_card!($($card)?),
+            }),*],
+        };
+    };
+}
+
+macro_rules! field_kind {
+    () => {
+        $crate::protobuf::schema::Kind::Str
+    };
+    ($kind:ident) => {
+        $crate::protobuf::schema::Kind::$kind
+    };
+    ($kind:ident($inner:ident)) => {
+        $crate::protobuf::schema::Kind::$kind(&$inner)
+    };
+}
+
+macro_rules! field_card {
+    () => {
+        $crate::protobuf::schema::Card::Value
+    };
+    (ptr) => {
+        $crate::protobuf::schema::Card::Pointer
+    };
+    (list) => {
+        $crate::protobuf::schema::Card::Repeated
+    };
+}
 
 mod apps;
 mod core;
@@ -68,33 +117,6 @@ impl Message {
     }
 }
 
-pub const fn val(number: u32, json: &'static str, kind: Kind) -> Field {
-    Field {
-        number,
-        json,
-        kind,
-        card: Card::Value,
-    }
-}
-
-pub const fn ptr(number: u32, json: &'static str, kind: Kind) -> Field {
-    Field {
-        number,
-        json,
-        kind,
-        card: Card::Pointer,
-    }
-}
-
-pub const fn list(number: u32, json: &'static str, kind: Kind) -> Field {
-    Field {
-        number,
-        json,
-        kind,
-        card: Card::Repeated,
-    }
-}
-
 /// The schema of a top-level object, by the apiVersion and kind of its runtime.Unknown envelope.
 pub fn lookup(api_version: &str, kind: &str) -> Option<&'static Message> {
     Some(match (api_version, kind) {
@@ -115,4 +137,44 @@ pub fn lookup(api_version: &str, kind: &str) -> Option<&'static Message> {
         ("coordination.k8s.io/v1", "Lease") => &misc::LEASE,
         _ => return None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every message reachable from a served kind, each once.
+    fn reachable(m: &'static Message, seen: &mut Vec<&'static str>) {
+        if seen.contains(&m.name) {
+            return;
+        }
+        seen.push(m.name);
+        for f in m.fields {
+            if let Kind::Msg(inner) | Kind::Inline(inner) = f.kind {
+                reachable(inner, seen);
+            }
+        }
+        let mut numbers: Vec<u32> = m.fields.iter().map(|f| f.number).collect();
+        numbers.sort_unstable();
+        numbers.dedup();
+        assert_eq!(
+            numbers.len(),
+            m.fields.len(),
+            "{}: a field number twice",
+            m.name
+        );
+    }
+
+    #[test]
+    fn tables_have_unique_field_numbers() {
+        let mut seen = Vec::new();
+        for (v, k) in [("v1", "Pod"), ("v1", "Service"), ("apps/v1", "Deployment")] {
+            reachable(lookup(v, k).unwrap(), &mut seen);
+        }
+        assert!(seen.contains(&"ProbeHandler") && seen.contains(&"LabelSelector"));
+        assert_eq!(
+            lookup("v1", "Secret").unwrap().field(3).unwrap().json,
+            "type"
+        );
+    }
 }
