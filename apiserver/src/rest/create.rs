@@ -1,5 +1,5 @@
-//! POST: server-owned metadata, generateName, defaults, validation, initial status, Service allocations, then a write
-//! that fails if the name is taken.
+//! POST: server-owned metadata, generateName, defaults, validation, initial status, Service
+//! allocations, then a write that fails if the name is taken.
 
 use super::{initial_status, service_allocation, store_error, Api, Target};
 use crate::object::{self, meta_mut};
@@ -52,6 +52,34 @@ pub(super) fn check_namespace_field(res: &Resource, ns: &str, obj: &mut Value) -
     }
 }
 
+/// What the server sets on a new object whatever the client sent: the name from generateName,
+/// uid, creationTimestamp and generation; no resourceVersion or deletion marks.
+fn server_owned_metadata(obj: &mut Value) {
+    let m = meta_mut(obj);
+    let unnamed = m
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .is_empty();
+    let prefix = m.get("generateName").and_then(Value::as_str).unwrap_or("");
+    if unnamed && !prefix.is_empty() {
+        let generated = format!("{prefix}{}", object::random_suffix());
+        m.insert("name".into(), json!(generated));
+    }
+    for k in [
+        "resourceVersion",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+        "selfLink",
+        "managedFields",
+    ] {
+        m.remove(k);
+    }
+    m.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+    m.insert("creationTimestamp".into(), json!(object::now_rfc3339()));
+    m.insert("generation".into(), json!(1));
+}
+
 pub async fn create(
     api: &Api,
     res: &'static Resource,
@@ -64,36 +92,7 @@ pub async fn create(
     if res.namespaced {
         api.check_namespace(ns, true)?;
     }
-    {
-        let m = meta_mut(&mut obj);
-        let name = m
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        if name.is_empty() {
-            if let Some(g) = m
-                .get("generateName")
-                .and_then(Value::as_str)
-                .filter(|g| !g.is_empty())
-            {
-                let generated = format!("{g}{}", object::random_suffix());
-                m.insert("name".into(), json!(generated));
-            }
-        }
-        for k in [
-            "resourceVersion",
-            "deletionTimestamp",
-            "deletionGracePeriodSeconds",
-            "selfLink",
-            "managedFields",
-        ] {
-            m.remove(k);
-        }
-        m.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
-        m.insert("creationTimestamp".into(), json!(object::now_rfc3339()));
-        m.insert("generation".into(), json!(1));
-    }
+    server_owned_metadata(&mut obj);
     initial_status::reset_status_on_create(res, &mut obj);
     keelson_apiserver_registry::apply_defaults(res.kind, &mut obj);
     initial_status::fill_on_create(res, &mut obj);

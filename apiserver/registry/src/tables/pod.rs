@@ -64,56 +64,89 @@ fn exit_text(terminated: &Value) -> String {
     }
 }
 
+/// What printPod folds the container statuses into: READY, RESTARTS and STATUS.
+struct Row {
+    ready: usize,
+    restarts: Restarts,
+    reason: String,
+}
+
+/// An init container that keeps running beside the others (restartPolicy Always).
+fn is_sidecar(init_specs: &[Value], name: &str) -> bool {
+    init_specs
+        .iter()
+        .any(|c| str_at(c, "name") == name && str_at(c, "restartPolicy") == "Always")
+}
+
 pub(super) fn cells(pod: &Value, now: DateTime<Utc>) -> Vec<Value> {
     let empty = json!({});
     let spec = pod.get("spec").unwrap_or(&empty);
     let status = pod.get("status").unwrap_or(&empty);
     let init_specs = items(spec, "initContainers");
-    let sidecar = |name: &str| {
-        init_specs
-            .iter()
-            .any(|c| str_at(c, "name") == name && str_at(c, "restartPolicy") == "Always")
-    };
     let sidecars = init_specs
         .iter()
-        .filter(|c| sidecar(str_at(c, "name")))
+        .filter(|c| is_sidecar(init_specs, str_at(c, "name")))
         .count();
     let total = items(spec, "containers").len() + sidecars;
-    let phase = str_at(status, "phase");
-    let mut reason = match str_at(status, "reason") {
-        "" => phase.to_string(),
-        r => r.to_string(),
+    let mut row = Row {
+        ready: 0,
+        restarts: Restarts::default(),
+        reason: pod_reason(status),
     };
+    let (sidecar_restarts, initializing) = init_containers(status, init_specs, &mut row);
+    if !initializing || condition_true(status, "Initialized") {
+        row.restarts = sidecar_restarts;
+        containers(status, &mut row);
+    }
+    deletion(pod, status, &mut row.reason);
+    vec![
+        name(pod),
+        json!(format!("{}/{total}", row.ready)),
+        json!(row.reason),
+        json!(row.restarts.text(now)),
+        age(pod, now),
+        json!(or_none(pod_ip(status))),
+        json!(or_none(str_at(spec, "nodeName"))),
+        json!(or_none(str_at(status, "nominatedNodeName"))),
+        json!(readiness_gates(spec, status)),
+    ]
+}
+
+/// The Pod's own reason, else its phase; SchedulingGated while a gate holds it.
+fn pod_reason(status: &Value) -> String {
     let gated = items(status, "conditions")
         .iter()
         .any(|c| str_at(c, "type") == "PodScheduled" && str_at(c, "reason") == "SchedulingGated");
-    if gated {
-        reason = "SchedulingGated".to_string();
+    match str_at(status, "reason") {
+        _ if gated => "SchedulingGated".to_string(),
+        "" => str_at(status, "phase").to_string(),
+        r => r.to_string(),
     }
-    let mut ready = 0;
-    let mut restarts = Restarts::default();
+}
+
+/// Counts init containers' restarts and started sidecars; the first init container that has
+/// not finished gives the reason (`Init:...`). Returns the sidecars' restarts and whether the
+/// Pod is still initializing.
+fn init_containers(status: &Value, init_specs: &[Value], row: &mut Row) -> (Restarts, bool) {
     let mut sidecar_restarts = Restarts::default();
-    let mut initializing = false;
     for (i, cs) in items(status, "initContainerStatuses").iter().enumerate() {
-        restarts.add(cs);
-        let is_sidecar = sidecar(str_at(cs, "name"));
-        if is_sidecar {
+        row.restarts.add(cs);
+        let sidecar = is_sidecar(init_specs, str_at(cs, "name"));
+        if sidecar {
             sidecar_restarts.add(cs);
         }
         let terminated = at(cs, &["state", "terminated"]).filter(|t| t.is_object());
-        let waiting = at(cs, &["state", "waiting", "reason"])
-            .and_then(Value::as_str)
-            .unwrap_or("");
         if terminated.is_some_and(|t| int_at(t, "exitCode") == Some(0)) {
             continue;
         }
-        if is_sidecar && bool_at(cs, "started") {
-            if bool_at(cs, "ready") {
-                ready += 1;
-            }
+        if sidecar && bool_at(cs, "started") {
+            row.ready += usize::from(bool_at(cs, "ready"));
             continue;
         }
-        reason = if let Some(t) = terminated {
+        let waiting = at(cs, &["state", "waiting", "reason"])
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        row.reason = if let Some(t) = terminated {
             match str_at(t, "reason") {
                 "" => format!("Init:{}", exit_text(t)),
                 r => format!("Init:{r}"),
@@ -123,57 +156,50 @@ pub(super) fn cells(pod: &Value, now: DateTime<Utc>) -> Vec<Value> {
         } else {
             format!("Init:{i}/{}", init_specs.len())
         };
-        initializing = true;
-        break;
+        return (sidecar_restarts, true);
     }
-    if !initializing || condition_true(status, "Initialized") {
-        restarts = sidecar_restarts;
-        let mut has_running = false;
-        for cs in items(status, "containerStatuses").iter().rev() {
-            restarts.add(cs);
-            let state = cs.get("state").unwrap_or(&empty);
-            let waiting = at(state, &["waiting", "reason"])
-                .and_then(Value::as_str)
-                .unwrap_or("");
-            let terminated = state.get("terminated").filter(|t| t.is_object());
-            if !waiting.is_empty() {
-                reason = waiting.to_string();
-            } else if let Some(t) = terminated {
-                reason = match str_at(t, "reason") {
-                    "" => exit_text(t),
-                    r => r.to_string(),
-                };
-            } else if bool_at(cs, "ready") && state.get("running").is_some_and(Value::is_object) {
-                has_running = true;
-                ready += 1;
-            }
-        }
-        if reason == "Completed" && has_running {
-            reason = if condition_true(status, "Ready") {
-                "Running"
-            } else {
-                "NotReady"
-            }
-            .to_string();
+    (sidecar_restarts, false)
+}
+
+/// The app containers, last first as upstream walks them: a waiting or terminated one gives
+/// the reason; ready running ones count as ready.
+fn containers(status: &Value, row: &mut Row) {
+    let empty = json!({});
+    let mut has_running = false;
+    for cs in items(status, "containerStatuses").iter().rev() {
+        row.restarts.add(cs);
+        let state = cs.get("state").unwrap_or(&empty);
+        let waiting = at(state, &["waiting", "reason"])
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let terminated = state.get("terminated").filter(|t| t.is_object());
+        if !waiting.is_empty() {
+            row.reason = waiting.to_string();
+        } else if let Some(t) = terminated {
+            row.reason = match str_at(t, "reason") {
+                "" => exit_text(t),
+                r => r.to_string(),
+            };
+        } else if bool_at(cs, "ready") && state.get("running").is_some_and(Value::is_object) {
+            has_running = true;
+            row.ready += 1;
         }
     }
+    if row.reason == "Completed" && has_running {
+        let ready = condition_true(status, "Ready");
+        row.reason = if ready { "Running" } else { "NotReady" }.to_string();
+    }
+}
+
+/// A Pod being deleted shows Terminating (Unknown when its node is lost) until it has finished.
+fn deletion(pod: &Value, status: &Value, reason: &mut String) {
     let deleting = at(pod, &["metadata", "deletionTimestamp"]).is_some_and(|t| !t.is_null());
+    let phase = str_at(status, "phase");
     if deleting && str_at(status, "reason") == "NodeLost" {
-        reason = "Unknown".to_string();
+        *reason = "Unknown".to_string();
     } else if deleting && phase != "Succeeded" && phase != "Failed" {
-        reason = "Terminating".to_string();
+        *reason = "Terminating".to_string();
     }
-    vec![
-        name(pod),
-        json!(format!("{ready}/{total}")),
-        json!(reason),
-        json!(restarts.text(now)),
-        age(pod, now),
-        json!(or_none(pod_ip(status))),
-        json!(or_none(str_at(spec, "nodeName"))),
-        json!(or_none(str_at(status, "nominatedNodeName"))),
-        json!(readiness_gates(spec, status)),
-    ]
 }
 
 fn or_none(s: &str) -> &str {
