@@ -15,6 +15,19 @@ fn too_long(max: usize) -> String {
     format!("must be no more than {max} characters")
 }
 
+/// The two checks most names get, in upstream's order: at most `max` bytes, and the syntax
+/// (`msg` unless `syntax_ok`).
+fn length_and_syntax(s: &str, max: usize, syntax_ok: bool, msg: &str) -> Vec<String> {
+    let mut errs = Vec::new();
+    if s.len() > max {
+        errs.push(too_long(max));
+    }
+    if !syntax_ok {
+        errs.push(msg.to_string());
+    }
+    errs
+}
+
 /// `[a-z0-9]([-a-z0-9]*[a-z0-9])?` over a whole string.
 fn dns_label_syntax(s: &str) -> bool {
     let b = s.as_bytes();
@@ -36,36 +49,17 @@ fn qualified_syntax(s: &str) -> bool {
 }
 
 pub fn dns1123_label(s: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if s.len() > 63 {
-        errs.push(too_long(63));
-    }
-    if !dns_label_syntax(s) {
-        errs.push(DNS1123_LABEL_MSG.to_string());
-    }
-    errs
+    length_and_syntax(s, 63, dns_label_syntax(s), DNS1123_LABEL_MSG)
 }
 
 pub fn dns1123_subdomain(s: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if s.len() > 253 {
-        errs.push(too_long(253));
-    }
-    if !s.split('.').all(dns_label_syntax) {
-        errs.push(DNS1123_SUBDOMAIN_MSG.to_string());
-    }
-    errs
+    let syntax_ok = s.split('.').all(dns_label_syntax);
+    length_and_syntax(s, 253, syntax_ok, DNS1123_SUBDOMAIN_MSG)
 }
 
 pub fn dns1035_label(s: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if s.len() > 63 {
-        errs.push(too_long(63));
-    }
-    if !(dns_label_syntax(s) && s.as_bytes()[0].is_ascii_lowercase()) {
-        errs.push(DNS1035_LABEL_MSG.to_string());
-    }
-    errs
+    let syntax_ok = dns_label_syntax(s) && s.as_bytes()[0].is_ascii_lowercase();
+    length_and_syntax(s, 63, syntax_ok, DNS1035_LABEL_MSG)
 }
 
 /// Label and annotation keys: an optional DNS subdomain prefix, '/', and a name part.
@@ -104,28 +98,16 @@ pub fn qualified_name(s: &str) -> Vec<String> {
 }
 
 pub fn label_value(s: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if s.len() > 63 {
-        errs.push(too_long(63));
-    }
-    if !s.is_empty() && !qualified_syntax(s) {
-        errs.push(LABEL_VALUE_MSG.to_string());
-    }
-    errs
+    let syntax_ok = s.is_empty() || qualified_syntax(s);
+    length_and_syntax(s, 63, syntax_ok, LABEL_VALUE_MSG)
 }
 
 /// Keys of ConfigMap and Secret data.
 pub fn config_map_key(s: &str) -> Vec<String> {
-    let mut errs = Vec::new();
-    if s.len() > 253 {
-        errs.push(too_long(253));
-    }
-    let syntax = !s.is_empty()
+    let syntax_ok = !s.is_empty()
         && s.bytes()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'));
-    if !syntax {
-        errs.push(CONFIG_KEY_MSG.to_string());
-    }
+    let mut errs = length_and_syntax(s, 253, syntax_ok, CONFIG_KEY_MSG);
     if s == "." {
         errs.push("must not be '.'".to_string());
     } else if s == ".." {
