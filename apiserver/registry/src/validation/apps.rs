@@ -1,7 +1,9 @@
 //! Deployment and ReplicaSet rules (apps/validation).
 
+use super::field_checks::{
+    immutable, label_selector, labels, non_negative, one_of, selector_is_empty,
+};
 use super::pod::pod_spec;
-use super::util::{immutable, label_selector, labels, non_negative, one_of, selector_is_empty};
 use crate::cause::Cause;
 use crate::json::{at, str_at};
 use crate::path::Path;

@@ -1,6 +1,8 @@
 //! Container rules (validateContainers, validateInitContainers, probes, resources).
 
-use super::util::{int_field, int_or_name_port, name_check, non_negative, one_of, PROTOCOLS};
+use super::field_checks::{
+    int_field, int_or_name_port, name_check, non_negative, one_of, PROTOCOLS,
+};
 use crate::cause::Cause;
 use crate::json::{items, map_at, str_at};
 use crate::path::Path;

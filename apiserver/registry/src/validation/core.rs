@@ -1,6 +1,6 @@
 //! ConfigMap, Secret, Namespace, Node, Event and Lease rules.
 
-use super::util::{immutable, int_field, name_check, one_of};
+use super::field_checks::{immutable, int_field, name_check, one_of};
 use crate::cause::Cause;
 use crate::json::{bool_at, items, map_at, str_at};
 use crate::path::Path;

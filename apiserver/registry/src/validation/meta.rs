@@ -1,6 +1,6 @@
 //! ObjectMeta rules common to all kinds (ValidateObjectMeta).
 
-use super::util::{labels, name_check};
+use super::field_checks::{labels, name_check};
 use crate::cause::Cause;
 use crate::json::{items, str_at};
 use crate::path::Path;

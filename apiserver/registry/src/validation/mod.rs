@@ -3,11 +3,11 @@
 mod apps;
 mod container;
 mod core;
+mod field_checks;
 mod meta;
 mod network;
 mod pod;
 mod service;
-mod util;
 
 use crate::cause::Cause;
 use serde_json::Value;

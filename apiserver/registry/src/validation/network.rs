@@ -1,7 +1,7 @@
 //! Endpoints, EndpointSlice, Ingress and IngressClass rules.
 
 use super::container::port_range;
-use super::util::{immutable, int_field, name_check, one_of, PROTOCOLS};
+use super::field_checks::{immutable, int_field, name_check, one_of, PROTOCOLS};
 use crate::cause::Cause;
 use crate::json::{items, str_at};
 use crate::path::Path;

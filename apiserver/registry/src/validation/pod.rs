@@ -1,7 +1,7 @@
 //! Pod and pod spec rules (ValidatePodSpec, ValidatePodUpdate).
 
 use super::container::{container, Role};
-use super::util::{int_field, labels, name_check, one_of};
+use super::field_checks::{int_field, labels, name_check, one_of};
 use crate::cause::Cause;
 use crate::json::{bool_at, items, str_at};
 use crate::path::Path;

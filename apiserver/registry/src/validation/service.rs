@@ -2,7 +2,7 @@
 //! allocation are checked by the server, which knows the configured ranges.
 
 use super::container::port_range;
-use super::util::{int_field, int_or_name_port, labels, name_check, one_of, PROTOCOLS};
+use super::field_checks::{int_field, int_or_name_port, labels, name_check, one_of, PROTOCOLS};
 use crate::cause::Cause;
 use crate::json::{items, str_at};
 use crate::path::Path;

@@ -1,4 +1,4 @@
-//! Checks shared by several kinds.
+//! Field checks shared by several kinds: labels, names, integers, enums, immutability, selectors, ports.
 
 use crate::cause::Cause;
 use crate::json::{items, map_at, str_at};
