@@ -5,7 +5,9 @@ use http::StatusCode;
 use keelson_apiserver_registry::Cause;
 use serde_json::{json, Value};
 
-#[derive(Debug, Clone)]
+/// A failed request as a Kubernetes Status: HTTP code, reason, message and details.
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message} ({reason}, {code})")]
 pub struct ApiError {
     pub code: u16,
     pub reason: &'static str,
