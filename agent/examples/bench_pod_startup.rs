@@ -137,7 +137,7 @@ async fn start_bare_pod(
 
 /// Creates `count` pods at once and watches them until all run; times creation -> Running.
 async fn via_api(kubeconfig: &str, node: &str, prefix: &str, count: usize) -> anyhow::Result<()> {
-    let client = keelson_agent::agent::client(Path::new(kubeconfig)).await?;
+    let client = keelson_daemon::client(Some(Path::new(kubeconfig))).await?;
     let api: Api<Pod> = Api::namespaced(client, "default");
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(String, Instant)>();
     let watch_api = api.clone();

@@ -8,7 +8,6 @@ use std::time::Duration;
 
 use ipnetwork::Ipv4Network;
 use k8s_openapi::api::core::v1::Node;
-use kube::config::{KubeConfigOptions, Kubeconfig};
 
 use crate::config::AgentConfig;
 use crate::cri::{Cri, GrpcCri};
@@ -42,27 +41,12 @@ async fn connect_runtime(
     Err(last.map(AgentError::from).unwrap_or(AgentError::NoNodeIp))
 }
 
-pub async fn client(kubeconfig: &std::path::Path) -> Result<kube::Client, AgentError> {
-    let path = kubeconfig.display().to_string();
-    let kc = Kubeconfig::read_from(kubeconfig).map_err(|e| AgentError::Kubeconfig {
-        path: path.clone(),
-        message: e.to_string(),
-    })?;
-    let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default())
-        .await
-        .map_err(|e| AgentError::Kubeconfig {
-            path,
-            message: e.to_string(),
-        })?;
-    kube::Client::try_from(config).map_err(AgentError::Client)
-}
-
 /// Runs the agent until the process is stopped.
 pub async fn run(cfg: AgentConfig) -> Result<(), AgentError> {
     let metrics = Arc::new(Metrics::new());
     let (cri, runtime_version) = connect_runtime(&cfg, metrics.clone()).await?;
     tracing::info!(runtime = %runtime_version, socket = %cfg.runtime_socket.display(), "connected to the container runtime");
-    let client = client(&cfg.kubeconfig).await?;
+    let client = keelson_daemon::client(Some(&cfg.kubeconfig)).await?;
     let node_ip = cfg
         .node_ip
         .or_else(machine::first_ipv4)

@@ -6,10 +6,8 @@ pub enum AgentError {
     Connect(#[from] keelson_proto::ConnectError),
     #[error(transparent)]
     Cri(#[from] crate::cri::CriError),
-    #[error("reading kubeconfig {path}: {message}")]
-    Kubeconfig { path: String, message: String },
-    #[error("creating the API client: {0}")]
-    Client(#[source] kube::Error),
+    #[error(transparent)]
+    Client(#[from] keelson_daemon::ClientError),
     #[error(transparent)]
     Node(#[from] crate::node::registration::NodeError),
     #[error("invalid pod CIDR {cidr}: {source}")]

@@ -82,12 +82,17 @@ struct Flags {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .init();
-    let flags = Flags::parse();
+    keelson_daemon::init_logging();
+    let config = agent_config(Flags::parse())?;
+    tokio::select! {
+        result = keelson_agent::run(config) => result?,
+        _ = keelson_daemon::shutdown_signal() => tracing::info!("stopping; pods keep running and are adopted on the next start"),
+    }
+    Ok(())
+}
+
+/// The agent's settings from the flags (the node name defaults to the host name).
+fn agent_config(flags: Flags) -> anyhow::Result<keelson_agent::AgentConfig> {
     let node_name = match flags.hostname_override {
         Some(n) => n,
         None => std::fs::read_to_string("/proc/sys/kernel/hostname")?
@@ -106,7 +111,7 @@ async fn main() -> anyhow::Result<()> {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
         })
         .collect();
-    let config = keelson_agent::AgentConfig {
+    Ok(keelson_agent::AgentConfig {
         node_name,
         kubeconfig: flags.kubeconfig,
         runtime_socket: socket.into(),
@@ -138,21 +143,5 @@ async fn main() -> anyhow::Result<()> {
             })?,
         container_log_max_files: flags.container_log_max_files.max(1),
         node_labels,
-    };
-    tokio::select! {
-        result = keelson_agent::run(config) => result?,
-        _ = shutdown_signal() => tracing::info!("stopping; pods keep running and are adopted on the next start"),
-    }
-    Ok(())
-}
-
-async fn shutdown_signal() {
-    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(_) => return std::future::pending().await,
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = tokio::signal::ctrl_c() => {}
-    }
+    })
 }
