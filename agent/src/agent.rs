@@ -24,21 +24,21 @@ async fn connect_runtime(
     cfg: &AgentConfig,
     metrics: Arc<Metrics>,
 ) -> Result<(Arc<dyn Cri>, String), AgentError> {
-    let mut last = None;
-    for _ in 0..60 {
+    const TRIES: usize = 60;
+    let mut tries = 0;
+    let cri = loop {
         match GrpcCri::connect(&cfg.runtime_socket, metrics.clone()).await {
-            Ok(cri) => {
-                let version = cri.version().await?;
-                return Ok((
-                    Arc::new(cri),
-                    format!("{}://{}", version.runtime_name, version.runtime_version),
-                ));
-            }
-            Err(e) => last = Some(e),
+            Ok(cri) => break cri,
+            Err(e) if tries + 1 == TRIES => return Err(e.into()),
+            Err(_) => tries += 1,
         }
         tokio::time::sleep(Duration::from_millis(500)).await;
-    }
-    Err(last.map(AgentError::from).unwrap_or(AgentError::NoNodeIp))
+    };
+    let version = cri.version().await?;
+    Ok((
+        Arc::new(cri),
+        format!("{}://{}", version.runtime_name, version.runtime_version),
+    ))
 }
 
 /// Runs the agent until the process is stopped.
@@ -51,7 +51,7 @@ pub async fn run(cfg: AgentConfig) -> Result<(), AgentError> {
         .node_ip
         .or_else(machine::first_ipv4)
         .ok_or(AgentError::NoNodeIp)?;
-    std::fs::create_dir_all(&cfg.root_dir).map_err(|source| AgentError::CniConfig {
+    std::fs::create_dir_all(&cfg.root_dir).map_err(|source| AgentError::RootDir {
         path: cfg.root_dir.display().to_string(),
         source,
     })?;

@@ -16,6 +16,12 @@ pub enum AgentError {
         #[source]
         source: ipnetwork::IpNetworkError,
     },
+    #[error("creating the agent's root directory {path}: {source}")]
+    RootDir {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("writing the CNI configuration to {path}: {source}")]
     CniConfig {
         path: String,
