@@ -95,6 +95,7 @@ pub async fn run(client: kube::Client, metrics_addr: SocketAddr) -> anyhow::Resu
     let server = tokio::spawn(keelson_daemon::serve_health_and_metrics(
         metrics_addr,
         ctx.metrics.registry.clone(),
+        keelson_daemon::ready_now(),
     ));
     tracing::info!(
         "controllers running: deployment, replicaset, endpointslice, garbage collector, namespace"

@@ -76,9 +76,11 @@ pub async fn run(opts: Options) -> Result<(), IngressError> {
             detail: e.to_string(),
         })?;
     let metrics = Arc::new(Metrics::default());
+    let health = keelson_daemon::Health::default();
     tokio::spawn(keelson_daemon::serve_health_and_metrics(
         opts.metrics_bind,
         metrics.registry.clone(),
+        health.clone(),
     ));
 
     let changed = Arc::new(Notify::new());
@@ -99,6 +101,7 @@ pub async fn run(opts: Options) -> Result<(), IngressError> {
         _ = int.recv() => return Ok(()),
     }
     tracing::info!("caches synced");
+    health.set_ready(true);
 
     let nginx = NginxWorker::spawn(NginxProcess::new(&opts.nginx_binary, &opts.render.conf_dir));
     let mut sync = Syncer {

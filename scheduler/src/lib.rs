@@ -261,6 +261,7 @@ pub async fn run(client: kube::Client, metrics_addr: SocketAddr) -> anyhow::Resu
     tokio::spawn(keelson_daemon::serve_health_and_metrics(
         metrics_addr,
         state.metrics.registry.clone(),
+        keelson_daemon::ready_now(),
     ));
     tracing::info!("scheduler running");
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;

@@ -1,0 +1,100 @@
+//! The machine's kubectl (v1.32) against a kubeconfig, optionally from inside a test host.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+#[derive(Clone, Debug)]
+pub struct Kubectl {
+    pub kubeconfig: PathBuf,
+    /// The test host's namespace file, when the API server is reachable only from there.
+    pub netns: Option<PathBuf>,
+}
+
+impl Kubectl {
+    pub fn new(kubeconfig: impl Into<PathBuf>) -> Self {
+        Kubectl {
+            kubeconfig: kubeconfig.into(),
+            netns: None,
+        }
+    }
+
+    /// A kubectl command with the kubeconfig set; stdin closed.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = match &self.netns {
+            Some(ns) => {
+                let mut c = Command::new("nsenter");
+                c.arg(format!("--net={}", ns.display())).arg("kubectl");
+                c
+            }
+            None => Command::new("kubectl"),
+        };
+        cmd.args(args)
+            .env("KUBECONFIG", &self.kubeconfig)
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// Runs kubectl to the end, whatever its exit status.
+    pub fn output(&self, args: &[&str]) -> Output {
+        self.command(args)
+            .output()
+            .expect("kubectl (v1.32) must be installed on this machine")
+    }
+
+    /// kubectl's stdout, or its stderr as the error.
+    pub fn run(&self, args: &[&str]) -> Result<String, String> {
+        let out = self.output(args);
+        if out.status.success() {
+            Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        } else {
+            Err(format!(
+                "kubectl {args:?}: {}{}",
+                String::from_utf8_lossy(&out.stderr),
+                String::from_utf8_lossy(&out.stdout)
+            ))
+        }
+    }
+
+    /// kubectl that must succeed; returns stdout.
+    pub fn ok(&self, args: &[&str]) -> String {
+        self.run(args).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// `kubectl ... -o json` parsed.
+    pub fn json(&self, args: &[&str]) -> Result<Value, String> {
+        let mut all = args.to_vec();
+        all.extend(["-o", "json"]);
+        let text = self.run(&all)?;
+        serde_json::from_str(&text).map_err(|e| format!("kubectl {args:?}: not JSON: {e}"))
+    }
+
+    /// kubectl with `input` on stdin, whatever its exit status.
+    pub fn with_stdin(&self, args: &[&str], input: &str) -> Output {
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("kubectl (v1.32) must be installed on this machine");
+        if let Some(mut stdin) = child.stdin.take() {
+            // kubectl may exit before reading everything (bad flags); its output says why.
+            let _ = stdin.write_all(input.as_bytes());
+        }
+        child.wait_with_output().expect("wait for kubectl")
+    }
+
+    /// `kubectl apply -f -` that must succeed.
+    pub fn apply(&self, yaml: &str) -> String {
+        let out = self.with_stdin(&["apply", "-f", "-"], yaml);
+        assert!(
+            out.status.success(),
+            "kubectl apply failed: {}\n{yaml}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+}
