@@ -92,26 +92,12 @@ async fn bind(addr: SocketAddr, what: &str) -> Result<tokio::net::TcpListener, P
 
 /// Runs the proxy until the process is stopped.
 pub async fn run(opts: Options) -> Result<(), ProxyError> {
-    let config = match &opts.kubeconfig {
-        Some(path) => {
-            let kc = kube::config::Kubeconfig::read_from(path).map_err(|e| ProxyError::Config {
-                option: "--kubeconfig".into(),
-                detail: format!("{}: {e}", path.display()),
-            })?;
-            kube::Config::from_custom_kubeconfig(kc, &Default::default()).await
-        }
-        None => kube::Config::infer()
-            .await
-            .map_err(|e| kube::config::KubeconfigError::LoadContext(e.to_string())),
-    }
-    .map_err(|e| ProxyError::Config {
-        option: "--kubeconfig".into(),
-        detail: e.to_string(),
-    })?;
-    let client = kube::Client::try_from(config).map_err(|e| ProxyError::Config {
-        option: "--kubeconfig".into(),
-        detail: format!("cannot build API client: {e}"),
-    })?;
+    let client = keelson_daemon::client(opts.kubeconfig.as_deref())
+        .await
+        .map_err(|e| ProxyError::Config {
+            option: "--kubeconfig".into(),
+            detail: e.to_string(),
+        })?;
 
     let metrics = Arc::new(Metrics::new(opts.sync_period * 2 + Duration::from_secs(10)));
     let listener = bind(opts.metrics_bind, "--metrics-bind-address").await?;

@@ -79,11 +79,9 @@ fn start_apiserver(dir: &Path) -> (Proc, PathBuf) {
 }
 
 async fn client(kubeconfig: &Path) -> kube::Client {
-    let kc = kube::config::Kubeconfig::read_from(kubeconfig).expect("kubeconfig");
-    let cfg = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+    let client = keelson_daemon::client(Some(kubeconfig))
         .await
-        .expect("config");
-    let client = kube::Client::try_from(cfg).expect("client");
+        .expect("a client from the admin kubeconfig");
     // Wait for the API to answer.
     let svcs: Api<Service> = Api::namespaced(client.clone(), "default");
     for _ in 0..100 {
