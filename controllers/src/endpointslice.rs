@@ -16,9 +16,10 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-pub const SERVICE_NAME: &str = "kubernetes.io/service-name";
-pub const MANAGED_BY: &str = "endpointslice.kubernetes.io/managed-by";
-const CONTROLLER: &str = "endpointslice-controller.k8s.io";
+pub use keelson_apimachinery::well_known::{
+    ENDPOINTSLICE_CONTROLLER as CONTROLLER, MANAGED_BY_LABEL as MANAGED_BY,
+    SERVICE_NAME_LABEL as SERVICE_NAME,
+};
 
 /// Whether a Service's selector picks this Pod.
 pub fn selects(svc: &Service, pod: &Pod) -> bool {

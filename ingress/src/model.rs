@@ -15,7 +15,7 @@ use crate::tls::{self, Cert};
 pub const DEFAULT_CLASS_ANNOTATION: &str = "ingressclass.kubernetes.io/is-default-class";
 /// The class annotation that predates spec.ingressClassName; still set by old manifests.
 pub const LEGACY_CLASS_ANNOTATION: &str = "kubernetes.io/ingress.class";
-pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+pub use keelson_apimachinery::well_known::SERVICE_NAME_LABEL;
 /// ingress-nginx's name for the request body limit; rendered as `client_max_body_size`.
 pub const BODY_SIZE_ANNOTATION: &str = "nginx.ingress.kubernetes.io/proxy-body-size";
 /// ingress-nginx's switch for the HTTP-to-HTTPS redirect of TLS hosts (on unless "false").

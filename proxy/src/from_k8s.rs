@@ -12,7 +12,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use crate::model::{Endpoint, Protocol, ProxyModel, ServicePort, ServicePortName};
 
 /// Label that ties an EndpointSlice to its Service.
-pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+pub use keelson_apimachinery::well_known::SERVICE_NAME_LABEL;
 
 /// Default sessionAffinity ClientIP timeout (3 hours), as in the API.
 pub const DEFAULT_AFFINITY_TIMEOUT: u32 = 10800;
