@@ -62,14 +62,7 @@ impl Apiserver {
 
     fn spawn(&mut self) {
         let bin = crate::binary("keelson-apiserver");
-        let mut cmd = match &self.netns {
-            Some(ns) => {
-                let mut c = Command::new("nsenter");
-                c.arg(format!("--net={}", ns.display())).arg(bin);
-                c
-            }
-            None => Command::new(bin),
-        };
+        let mut cmd = self.in_host(bin);
         cmd.arg("--data-dir")
             .arg(self.dir.path())
             // A restart keeps the port, so clients made before it still reach the server.
@@ -115,15 +108,8 @@ impl Apiserver {
         }
     }
 
-    fn in_host(&self, program: &str) -> Command {
-        match &self.netns {
-            Some(ns) => {
-                let mut c = Command::new("nsenter");
-                c.arg(format!("--net={}", ns.display())).arg(program);
-                c
-            }
-            None => Command::new(program),
-        }
+    fn in_host(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        crate::hosts::command_in(self.netns.as_deref(), program)
     }
 
     fn log_path(&self) -> PathBuf {

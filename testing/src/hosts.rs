@@ -46,10 +46,7 @@ impl TestHost {
     /// A command run inside this host (`nsenter --net`: unlike `ip netns exec` it keeps the
     /// machine's /sys, where runc finds the cgroup mounts).
     pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
-        let mut cmd = Command::new("nsenter");
-        cmd.arg(format!("--net={}", self.path().display()))
-            .arg(program);
-        cmd
+        command_in(Some(&self.path()), program)
     }
 
     /// `ip -n <host> args...`; panics with ip's message on failure. Returns stdout.
@@ -122,6 +119,18 @@ impl TestHost {
             host.ip(&["addr", "add", a, "dev", dev]);
             host.ip(&["link", "set", dev, "up"]);
         }
+    }
+}
+
+/// `program` run in the network namespace at `netns` (through nsenter), or here without one.
+pub fn command_in(netns: Option<&Path>, program: impl AsRef<std::ffi::OsStr>) -> Command {
+    match netns {
+        Some(ns) => {
+            let mut cmd = Command::new("nsenter");
+            cmd.arg(format!("--net={}", ns.display())).arg(program);
+            cmd
+        }
+        None => Command::new(program),
     }
 }
 

@@ -23,14 +23,7 @@ impl Kubectl {
 
     /// A kubectl command with the kubeconfig set; stdin closed.
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = match &self.netns {
-            Some(ns) => {
-                let mut c = Command::new("nsenter");
-                c.arg(format!("--net={}", ns.display())).arg("kubectl");
-                c
-            }
-            None => Command::new("kubectl"),
-        };
+        let mut cmd = crate::hosts::command_in(self.netns.as_deref(), "kubectl");
         cmd.args(args)
             .env("KUBECONFIG", &self.kubeconfig)
             .stdin(Stdio::null());
