@@ -9,17 +9,16 @@ pub mod score;
 
 pub use node_info::NodeInfo;
 
-use futures::StreamExt;
+mod state;
+
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::{Api, Patch, PatchParams, PostParams};
-use kube::runtime::reflector::{self, Store};
-use kube::runtime::{watcher, WatchStreamExt};
-use kube::ResourceExt;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use keelson_daemon::{reflect, Changes, Shutdown, SyncLoop};
+use kube::api::Api;
+use kube::runtime::watcher;
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::{Notify, Semaphore};
 
 pub const SCHEDULER_NAME: &str = "default-scheduler";
 
@@ -59,222 +58,50 @@ fn pending(p: &Pod) -> bool {
         )
 }
 
-struct State {
-    client: kube::Client,
-    pods: Store<Pod>,
-    nodes: Store<Node>,
-    /// Pods bound (or being bound) by this scheduler that the Pod store does not show yet.
-    assumed: Mutex<HashMap<String, (Pod, String)>>,
-    /// The last "unschedulable" message written per Pod, so it is not written again.
-    reported: Mutex<HashMap<String, String>>,
-    binds: Arc<Semaphore>,
-    metrics: metrics::Metrics,
-}
-
-impl State {
-    fn view(&self) -> Vec<NodeInfo> {
-        let mut infos: Vec<NodeInfo> = self
-            .nodes
-            .state()
-            .iter()
-            .map(|n| NodeInfo::new((**n).clone()))
-            .collect();
-        let index: HashMap<String, usize> = infos
-            .iter()
-            .enumerate()
-            .map(|(i, n)| (n.node.name_any(), i))
-            .collect();
-        let mut assumed = self.assumed.lock().unwrap_or_else(|p| p.into_inner());
-        let pods = self.pods.state();
-        // Forget assumptions the store now reflects (bound, or gone).
-        let still_pending: HashSet<String> = pods
-            .iter()
-            .filter(|p| pending(p))
-            .filter_map(|p| p.uid())
-            .collect();
-        assumed.retain(|uid, _| still_pending.contains(uid));
-        for p in pods
-            .iter()
-            .filter(|p| p.metadata.deletion_timestamp.is_none())
-        {
-            if let Some(i) = p
-                .spec
-                .as_ref()
-                .and_then(|s| s.node_name.as_ref())
-                .and_then(|n| index.get(n))
-            {
-                infos[*i].add(p);
-            }
-        }
-        for (pod, node) in assumed.values() {
-            if let Some(i) = index.get(node) {
-                infos[*i].add(pod);
-            }
-        }
-        infos
-    }
-
-    async fn schedule_pending(self: &Arc<Self>) {
-        let mut queue: Vec<Arc<Pod>> = self
-            .pods
-            .state()
-            .into_iter()
-            .filter(|p| pending(p))
-            .collect();
-        queue.sort_by_key(|p| p.metadata.creation_timestamp.as_ref().map(|t| t.0));
-        let mut infos = self.view();
-        for pod in queue {
-            let uid = pod.uid().unwrap_or_default();
-            if self
-                .assumed
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .contains_key(&uid)
-            {
-                continue;
-            }
-            match pick(&pod, &infos) {
-                Ok(i) => {
-                    let node = infos[i].node.name_any();
-                    infos[i].add(&pod);
-                    self.assumed
-                        .lock()
-                        .unwrap_or_else(|p| p.into_inner())
-                        .insert(uid.clone(), ((*pod).clone(), node.clone()));
-                    let me = self.clone();
-                    let permit = self.binds.clone().acquire_owned().await;
-                    tokio::spawn(async move {
-                        let _permit = permit;
-                        me.bind(&pod, &node).await;
-                    });
-                }
-                Err(message) => self.unschedulable(&pod, message).await,
-            }
-        }
-    }
-
-    async fn bind(&self, pod: &Pod, node: &str) {
-        let api: Api<Pod> =
-            Api::namespaced(self.client.clone(), &pod.namespace().unwrap_or_default());
-        let body = serde_json::json!({
-            "apiVersion": "v1", "kind": "Binding",
-            "metadata": { "name": pod.name_any(), "uid": pod.uid() },
-            "target": { "apiVersion": "v1", "kind": "Node", "name": node },
-        });
-        let res: Result<serde_json::Value, _> = api
-            .create_subresource("binding", &pod.name_any(), &PostParams::default(), &body)
-            .await;
-        match res {
-            Ok(_) => {
-                self.metrics.scheduled.inc();
-                tracing::debug!(pod = %pod.name_any(), node, "bound");
-            }
-            Err(e) => {
-                tracing::warn!(pod = %pod.name_any(), node, error = %e, "binding failed; will retry");
-                self.assumed
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&pod.uid().unwrap_or_default());
-            }
-        }
-    }
-
-    /// Sets PodScheduled=False (reason Unschedulable) with the message, once per message.
-    async fn unschedulable(&self, pod: &Pod, message: String) {
-        let uid = pod.uid().unwrap_or_default();
-        if self
-            .reported
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&uid)
-            == Some(&message)
-        {
-            return;
-        }
-        self.metrics.unschedulable.inc();
-        tracing::info!(pod = %pod.name_any(), %message, "unschedulable");
-        let api: Api<Pod> =
-            Api::namespaced(self.client.clone(), &pod.namespace().unwrap_or_default());
-        let patch = serde_json::json!({ "status": { "conditions": [{
-            "type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message,
-        }]}});
-        match api
-            .patch_status(
-                &pod.name_any(),
-                &PatchParams::default(),
-                &Patch::Strategic(&patch),
-            )
-            .await
-        {
-            Ok(_) => {
-                self.reported
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(uid, message);
-            }
-            Err(e) => {
-                tracing::warn!(pod = %pod.name_any(), error = %e, "could not report unschedulable")
-            }
-        }
-    }
+/// Why the scheduler stopped before its loop began.
+#[derive(Debug, thiserror::Error)]
+pub enum SchedulerError {
+    #[error("the {0} watch stopped before its first list")]
+    WatchEnded(&'static str),
 }
 
 /// Runs until SIGTERM or Ctrl-C.
-pub async fn run(client: kube::Client, metrics_addr: SocketAddr) -> anyhow::Result<()> {
-    let (pods, pod_writer) = reflector::store();
-    let (nodes, node_writer) = reflector::store();
-    let wake = Arc::new(Notify::new());
-    let (w1, w2) = (wake.clone(), wake.clone());
-    let pod_stream = reflector::reflector(
-        pod_writer,
-        watcher(Api::<Pod>::all(client.clone()), watcher::Config::default()),
-    )
-    .default_backoff()
-    .touched_objects()
-    .for_each(move |_| {
-        w1.notify_one();
-        futures::future::ready(())
-    });
-    let node_stream = reflector::reflector(
-        node_writer,
-        watcher(Api::<Node>::all(client.clone()), watcher::Config::default()),
-    )
-    .default_backoff()
-    .touched_objects()
-    .for_each(move |_| {
-        w2.notify_one();
-        futures::future::ready(())
-    });
-    tokio::spawn(pod_stream);
-    tokio::spawn(node_stream);
-    pods.wait_until_ready().await?;
-    nodes.wait_until_ready().await?;
-    let state = Arc::new(State {
-        client,
-        pods,
-        nodes,
-        assumed: Mutex::new(HashMap::new()),
-        reported: Mutex::new(HashMap::new()),
-        binds: Arc::new(Semaphore::new(32)),
-        metrics: metrics::Metrics::default(),
-    });
+pub async fn run(client: kube::Client, metrics_addr: SocketAddr) -> Result<(), SchedulerError> {
+    let changes = Changes::default();
+    let shutdown = Shutdown::on_signal();
+    let pods = reflect(
+        Api::<Pod>::all(client.clone()),
+        watcher::Config::default(),
+        &changes,
+    );
+    let nodes = reflect(
+        Api::<Node>::all(client.clone()),
+        watcher::Config::default(),
+        &changes,
+    );
+    pods.wait_until_ready()
+        .await
+        .map_err(|_| SchedulerError::WatchEnded("Pod"))?;
+    nodes
+        .wait_until_ready()
+        .await
+        .map_err(|_| SchedulerError::WatchEnded("Node"))?;
+    let state = Arc::new(state::State::new(client, pods, nodes));
     tokio::spawn(keelson_daemon::serve_health_and_metrics(
         metrics_addr,
-        state.metrics.registry.clone(),
+        state.registry(),
         keelson_daemon::ready_now(),
     ));
     tracing::info!("scheduler running");
-    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-    loop {
-        tokio::select! {
-            _ = term.recv() => break,
-            _ = tokio::signal::ctrl_c() => break,
-            _ = wake.notified() => {}
-            // Unschedulable Pods are tried again as the cluster changes, and at least every 5 s.
-            _ = tokio::time::sleep(Duration::from_secs(5)) => {}
-        }
-        state.schedule_pending().await;
-    }
+    // No debounce: a Pod waits for nothing but the decision. Unschedulable Pods are tried again
+    // as the cluster changes, and at least every 5 s.
+    let schedule = SyncLoop {
+        debounce: Duration::ZERO,
+        resync: Duration::from_secs(5),
+    };
+    schedule
+        .run(&changes, &shutdown, || state.schedule_pending())
+        .await;
     tracing::info!("scheduler stopped");
     Ok(())
 }

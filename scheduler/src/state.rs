@@ -1,0 +1,191 @@
+//! The scheduler's in-memory view and its actions: which Pods wait, which node each goes to, the
+//! Binding sent for it, and the "unschedulable" condition when none fits.
+
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::runtime::reflector::Store;
+use kube::ResourceExt;
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use tokio::sync::Semaphore;
+
+use crate::{metrics, pending, pick, NodeInfo};
+
+pub(crate) struct State {
+    client: kube::Client,
+    pods: Store<Pod>,
+    nodes: Store<Node>,
+    /// Pods bound (or being bound) by this scheduler that the Pod store does not show yet.
+    assumed: Mutex<HashMap<String, (Pod, String)>>,
+    /// The last "unschedulable" message written per Pod, so it is not written again.
+    reported: Mutex<HashMap<String, String>>,
+    binds: Arc<Semaphore>,
+    metrics: metrics::Metrics,
+}
+
+impl State {
+    /// At most this many Binding requests are in flight at once.
+    const CONCURRENT_BINDS: usize = 32;
+
+    pub(crate) fn new(client: kube::Client, pods: Store<Pod>, nodes: Store<Node>) -> State {
+        State {
+            client,
+            pods,
+            nodes,
+            assumed: Mutex::new(HashMap::new()),
+            reported: Mutex::new(HashMap::new()),
+            binds: Arc::new(Semaphore::new(Self::CONCURRENT_BINDS)),
+            metrics: metrics::Metrics::default(),
+        }
+    }
+
+    pub(crate) fn registry(&self) -> Arc<prometheus_client::registry::Registry> {
+        self.metrics.registry.clone()
+    }
+
+    fn view(&self) -> Vec<NodeInfo> {
+        let mut infos: Vec<NodeInfo> = self
+            .nodes
+            .state()
+            .iter()
+            .map(|n| NodeInfo::new((**n).clone()))
+            .collect();
+        let index: HashMap<String, usize> = infos
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (n.node.name_any(), i))
+            .collect();
+        let mut assumed = self.assumed.lock().unwrap_or_else(|p| p.into_inner());
+        let pods = self.pods.state();
+        // Forget assumptions the store now reflects (bound, or gone).
+        let still_pending: HashSet<String> = pods
+            .iter()
+            .filter(|p| pending(p))
+            .filter_map(|p| p.uid())
+            .collect();
+        assumed.retain(|uid, _| still_pending.contains(uid));
+        for p in pods
+            .iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+        {
+            if let Some(i) = p
+                .spec
+                .as_ref()
+                .and_then(|s| s.node_name.as_ref())
+                .and_then(|n| index.get(n))
+            {
+                infos[*i].add(p);
+            }
+        }
+        for (pod, node) in assumed.values() {
+            if let Some(i) = index.get(node) {
+                infos[*i].add(pod);
+            }
+        }
+        infos
+    }
+
+    pub(crate) async fn schedule_pending(self: &Arc<Self>) {
+        let mut queue: Vec<Arc<Pod>> = self
+            .pods
+            .state()
+            .into_iter()
+            .filter(|p| pending(p))
+            .collect();
+        queue.sort_by_key(|p| p.metadata.creation_timestamp.as_ref().map(|t| t.0));
+        let mut infos = self.view();
+        for pod in queue {
+            let uid = pod.uid().unwrap_or_default();
+            if self
+                .assumed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains_key(&uid)
+            {
+                continue;
+            }
+            match pick(&pod, &infos) {
+                Ok(i) => {
+                    let node = infos[i].node.name_any();
+                    infos[i].add(&pod);
+                    self.assumed
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .insert(uid.clone(), ((*pod).clone(), node.clone()));
+                    let me = self.clone();
+                    let permit = self.binds.clone().acquire_owned().await;
+                    tokio::spawn(async move {
+                        let _permit = permit;
+                        me.bind(&pod, &node).await;
+                    });
+                }
+                Err(message) => self.unschedulable(&pod, message).await,
+            }
+        }
+    }
+
+    async fn bind(&self, pod: &Pod, node: &str) {
+        let api: Api<Pod> =
+            Api::namespaced(self.client.clone(), &pod.namespace().unwrap_or_default());
+        let body = serde_json::json!({
+            "apiVersion": "v1", "kind": "Binding",
+            "metadata": { "name": pod.name_any(), "uid": pod.uid() },
+            "target": { "apiVersion": "v1", "kind": "Node", "name": node },
+        });
+        let res: Result<serde_json::Value, _> = api
+            .create_subresource("binding", &pod.name_any(), &PostParams::default(), &body)
+            .await;
+        match res {
+            Ok(_) => {
+                self.metrics.scheduled.inc();
+                tracing::debug!(pod = %pod.name_any(), node, "bound");
+            }
+            Err(e) => {
+                tracing::warn!(pod = %pod.name_any(), node, error = %e, "binding failed; will retry");
+                self.assumed
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .remove(&pod.uid().unwrap_or_default());
+            }
+        }
+    }
+
+    /// Sets PodScheduled=False (reason Unschedulable) with the message, once per message.
+    async fn unschedulable(&self, pod: &Pod, message: String) {
+        let uid = pod.uid().unwrap_or_default();
+        if self
+            .reported
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&uid)
+            == Some(&message)
+        {
+            return;
+        }
+        self.metrics.unschedulable.inc();
+        tracing::info!(pod = %pod.name_any(), %message, "unschedulable");
+        let api: Api<Pod> =
+            Api::namespaced(self.client.clone(), &pod.namespace().unwrap_or_default());
+        let patch = serde_json::json!({ "status": { "conditions": [{
+            "type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": message,
+        }]}});
+        match api
+            .patch_status(
+                &pod.name_any(),
+                &PatchParams::default(),
+                &Patch::Strategic(&patch),
+            )
+            .await
+        {
+            Ok(_) => {
+                self.reported
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(uid, message);
+            }
+            Err(e) => {
+                tracing::warn!(pod = %pod.name_any(), error = %e, "could not report unschedulable")
+            }
+        }
+    }
+}
