@@ -4,19 +4,17 @@
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
+use keelson_daemon::{reflect, Changes, Shutdown, SyncLoop};
 use kube::api::{Patch, PatchParams};
-use kube::runtime::reflector::{self, Store};
-use kube::runtime::{watcher, WatchStreamExt};
+use kube::runtime::reflector::Store;
+use kube::runtime::watcher;
 use kube::{Api, Client, Resource};
 use serde_json::json;
-use tokio::signal::unix::{signal, SignalKind};
-use tokio::sync::Notify;
+use tokio::sync::Mutex;
 
 use crate::error::{IngressError, NginxError};
 use crate::metrics::Metrics;
@@ -33,10 +31,9 @@ pub struct Options {
     pub metrics_bind: SocketAddr,
     pub render: RenderOptions,
     pub nginx_binary: PathBuf,
-    /// Bursts of changes within this window give one sync.
-    pub debounce: Duration,
-    /// Also sync this often: retries failed status writes and restarts a dead nginx.
-    pub resync: Duration,
+    /// Bursts of changes within `debounce` give one sync; the `resync` period retries failed
+    /// status writes and restarts a dead nginx.
+    pub sync: SyncLoop,
 }
 
 struct Stores {
@@ -48,6 +45,18 @@ struct Stores {
 }
 
 impl Stores {
+    /// One reflector per kind the model reads, each waking the sync loop on any event.
+    fn reflect(client: &Client, changes: &Changes) -> Stores {
+        let all = watcher::Config::default;
+        Stores {
+            ingresses: reflect(Api::all(client.clone()), all(), changes),
+            classes: reflect(Api::all(client.clone()), all(), changes),
+            services: reflect(Api::all(client.clone()), all(), changes),
+            slices: reflect(Api::all(client.clone()), all(), changes),
+            secrets: reflect(Api::all(client.clone()), all(), changes),
+        }
+    }
+
     async fn wait_ready(&self) -> Result<(), IngressError> {
         wait_ready(&self.ingresses, "Ingress").await?;
         wait_ready(&self.classes, "IngressClass").await?;
@@ -69,12 +78,7 @@ impl Stores {
 
 /// Runs until SIGTERM or SIGINT, then stops nginx and returns.
 pub async fn run(opts: Options) -> Result<(), IngressError> {
-    let client = keelson_daemon::client(opts.kubeconfig.as_deref())
-        .await
-        .map_err(|e| IngressError::Config {
-            option: "--kubeconfig".into(),
-            detail: e.to_string(),
-        })?;
+    let client = keelson_daemon::client(opts.kubeconfig.as_deref()).await?;
     let metrics = Arc::new(Metrics::default());
     let health = keelson_daemon::Health::default();
     tokio::spawn(keelson_daemon::serve_health_and_metrics(
@@ -83,28 +87,21 @@ pub async fn run(opts: Options) -> Result<(), IngressError> {
         health.clone(),
     ));
 
-    let changed = Arc::new(Notify::new());
-    let stores = Stores {
-        ingresses: watch(Api::all(client.clone()), &changed),
-        classes: watch(Api::all(client.clone()), &changed),
-        services: watch(Api::all(client.clone()), &changed),
-        slices: watch(Api::all(client.clone()), &changed),
-        secrets: watch(Api::all(client.clone()), &changed),
-    };
-    let mut term = signal(SignalKind::terminate()).map_err(signal_error)?;
-    let mut int = signal(SignalKind::interrupt()).map_err(signal_error)?;
+    let changes = Changes::default();
+    let shutdown = Shutdown::on_signal();
+    let stores = Stores::reflect(&client, &changes);
     // Rendering before every list is in would drop routes that exist: wait for all of them
     // (and stay stoppable while the API server is unreachable).
     tokio::select! {
         r = stores.wait_ready() => r?,
-        _ = term.recv() => return Ok(()),
-        _ = int.recv() => return Ok(()),
+        _ = shutdown.requested() => return Ok(()),
     }
     tracing::info!("caches synced");
     health.set_ready(true);
 
     let nginx = NginxWorker::spawn(NginxProcess::new(&opts.nginx_binary, &opts.render.conf_dir));
-    let mut sync = Syncer {
+    // Syncs run one at a time; the lock only lets each sync's future borrow the state.
+    let syncer = Mutex::new(Syncer {
         client,
         opts: &opts,
         nginx: nginx.clone(),
@@ -112,46 +109,16 @@ pub async fn run(opts: Options) -> Result<(), IngressError> {
         last_loaded: None,
         rejected: None,
         problems: Vec::new(),
-    };
-    loop {
-        sync.run(&stores).await;
-        tokio::select! {
-            _ = changed.notified() => tokio::time::sleep(opts.debounce).await,
-            _ = tokio::time::sleep(opts.resync) => {}
-            _ = term.recv() => break,
-            _ = int.recv() => break,
-        }
-    }
+    });
+    let (syncer, stores) = (&syncer, &stores);
+    opts.sync
+        .run(&changes, &shutdown, || async move {
+            syncer.lock().await.run(stores).await
+        })
+        .await;
     tracing::info!("stopping nginx");
     nginx.stop().await?;
     Ok(())
-}
-
-fn signal_error(e: std::io::Error) -> IngressError {
-    IngressError::Config {
-        option: "signals".into(),
-        detail: e.to_string(),
-    }
-}
-
-/// Starts a reflector for `K` whose every event wakes the sync loop.
-fn watch<K>(api: Api<K>, changed: &Arc<Notify>) -> Store<K>
-where
-    K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned,
-    K: Send + Sync + 'static,
-{
-    let (reader, writer) = reflector::store();
-    let stream =
-        reflector::reflector(writer, watcher(api, watcher::Config::default())).default_backoff();
-    let changed = changed.clone();
-    tokio::spawn(stream.for_each(move |ev| {
-        if let Err(e) = ev {
-            tracing::warn!(kind = %K::kind(&()), error = %e, "watch failed; retrying");
-        }
-        changed.notify_one();
-        futures::future::ready(())
-    }));
-    reader
 }
 
 async fn wait_ready<K>(store: &Store<K>, kind: &'static str) -> Result<(), IngressError>

@@ -35,8 +35,8 @@ impl NginxError {
 
 #[derive(Debug, thiserror::Error)]
 pub enum IngressError {
-    #[error("{option}: {detail}")]
-    Config { option: String, detail: String },
+    #[error(transparent)]
+    Client(#[from] keelson_daemon::ClientError),
     #[error(transparent)]
     Nginx(#[from] NginxError),
     #[error("API watch for {kind} stopped before its first list")]

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use clap::Parser;
+use keelson_daemon::SyncLoop;
 use keelson_ingress::controller::{self, Options};
 use keelson_ingress::render::RenderOptions;
 
@@ -65,8 +66,10 @@ async fn main() -> anyhow::Result<()> {
             conf_dir,
         },
         nginx_binary: f.nginx,
-        debounce: Duration::from_millis(100),
-        resync: Duration::from_secs(10),
+        sync: SyncLoop {
+            debounce: Duration::from_millis(100),
+            resync: Duration::from_secs(10),
+        },
     };
     controller::run(opts).await?;
     Ok(())
