@@ -5,7 +5,8 @@ mod harness;
 
 use std::collections::BTreeSet;
 
-use harness::{eventually, Apiserver, Backends, Ingress};
+use harness::{curl, Backends, Ingress, DEADLINE};
+use keelson_testing::{eventually, free_port, Apiserver};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
@@ -140,12 +141,14 @@ fn status(ing: &Ingress, host: &str, path: &str) -> Option<u16> {
 }
 
 fn expect_status(ing: &Ingress, host: &str, path: &str, want: u16) {
-    eventually(&format!("{want} for {host}{path}"), || {
-        match status(ing, host, path) {
+    eventually(
+        &format!("{want} for {host}{path}"),
+        DEADLINE,
+        || match status(ing, host, path) {
             Some(s) if s == want => Ok(()),
             other => Err(format!("{other:?}; controller log:\n{}", ing.log())),
-        }
-    });
+        },
+    );
 }
 
 /// The four backends, an API server, and the Services and EndpointSlices pointing at them.
@@ -178,7 +181,7 @@ fn routes_hosts_and_paths_to_ready_pods() {
 
     // Both web pods get traffic, with the Host header passed through.
     let mut seen = BTreeSet::new();
-    eventually("both web backends", || {
+    eventually("both web backends", DEADLINE, || {
         seen.insert(backend(&ing, "web.example.test", "/")?);
         if seen.len() == 2 {
             Ok(())
@@ -214,8 +217,8 @@ fn routes_hosts_and_paths_to_ready_pods() {
     );
 
     // The ADDRESS column users look at.
-    eventually("status.loadBalancer on web", || {
-        let table = api.kubectl_ok(&["get", "ingress", "web"], None);
+    eventually("status.loadBalancer on web", DEADLINE, || {
+        let table = api.kubectl_ok(&["get", "ingress", "web"]);
         let row = table.lines().nth(1).unwrap_or("").to_string();
         if row.split_whitespace().any(|c| c == "127.0.0.1") {
             Ok(())
@@ -223,10 +226,7 @@ fn routes_hosts_and_paths_to_ready_pods() {
             Err(table)
         }
     });
-    let foreign = api.kubectl_ok(
-        &["get", "ingress", "foreign", "-o", "jsonpath={.status}"],
-        None,
-    );
+    let foreign = api.kubectl_ok(&["get", "ingress", "foreign", "-o", "jsonpath={.status}"]);
     assert!(
         !foreign.contains("127.0.0.1"),
         "status written on another controller's Ingress: {foreign}"
@@ -246,17 +246,14 @@ fn routes_hosts_and_paths_to_ready_pods() {
         "",
         &[("/", "api", "{number: 8000}")],
     ));
-    eventually("status.loadBalancer on web-dup", || {
-        let ip = api.kubectl_ok(
-            &[
-                "get",
-                "ingress",
-                "web-dup",
-                "-o",
-                "jsonpath={.status.loadBalancer.ingress[0].ip}",
-            ],
-            None,
-        );
+    eventually("status.loadBalancer on web-dup", DEADLINE, || {
+        let ip = api.kubectl_ok(&[
+            "get",
+            "ingress",
+            "web-dup",
+            "-o",
+            "jsonpath={.status.loadBalancer.ingress[0].ip}",
+        ]);
         (ip == "127.0.0.1").then_some(()).ok_or(ip)
     });
     assert_eq!(
@@ -267,7 +264,7 @@ fn routes_hosts_and_paths_to_ready_pods() {
     assert!(backend(&ing, "web.example.test", "/")
         .unwrap()
         .starts_with("web-"));
-    api.kubectl_ok(&["delete", "ingress", "web-dup"], None);
+    api.kubectl_ok(&["delete", "ingress", "web-dup"]);
 
     // A wildcard host covers one label, as in Kubernetes (nginx's own `*.` would take more).
     api.apply(&ingress(
@@ -277,14 +274,14 @@ fn routes_hosts_and_paths_to_ready_pods() {
         "",
         &[("/", "api", "{number: 8000}")],
     ));
-    eventually("a wildcard host served", || {
+    eventually("a wildcard host served", DEADLINE, || {
         backend(&ing, "a.wild.example.test", "/")
     });
     assert_eq!(status(&ing, "a.b.wild.example.test", "/"), Some(404));
 
     // The endpointslice controller (this test) drops web-b: it stops getting traffic.
     api.apply(&web_slice(backends.port, &[Backends::ip(0).to_string()]));
-    eventually("only web-a after the slice lost web-b", || {
+    eventually("only web-a after the slice lost web-b", DEADLINE, || {
         let answers: Vec<String> = (0..10)
             .map(|_| backend(&ing, "web.example.test", "/"))
             .collect::<Result<_, _>>()?;
@@ -308,7 +305,7 @@ fn routes_hosts_and_paths_to_ready_pods() {
         ing.log()
     );
 
-    api.kubectl_ok(&["delete", "ingress", "web"], None);
+    api.kubectl_ok(&["delete", "ingress", "web"]);
     expect_status(&ing, "web.example.test", "/", 404);
 
     ing.stop();
@@ -324,7 +321,9 @@ fn config_nginx_rejects_is_not_loaded_and_the_old_one_serves() {
     let (_backends, api) = backends_and_api();
     api.apply(&web_ingress());
     let ing = Ingress::start(&api);
-    eventually("web served", || backend(&ing, "web.example.test", "/"));
+    eventually("web served", DEADLINE, || {
+        backend(&ing, "web.example.test", "/")
+    });
 
     // A size nginx does not understand passes our syntax filter; nginx -t refuses it.
     let size = "nginx.ingress.kubernetes.io/proxy-body-size: 12parsecs";
@@ -335,7 +334,7 @@ fn config_nginx_rejects_is_not_loaded_and_the_old_one_serves() {
         size,
         &[("/", "web", "{name: http}")],
     ));
-    eventually("the reload error counted", || {
+    eventually("the reload error counted", DEADLINE, || {
         let m = ing.metrics();
         if m.contains("ingress_nginx_reload_errors_total 1") {
             Ok(())
@@ -362,7 +361,7 @@ fn config_nginx_rejects_is_not_loaded_and_the_old_one_serves() {
         "nginx.ingress.kubernetes.io/proxy-body-size: 12m",
         &[("/", "web", "{name: http}")],
     ));
-    eventually("big served after the fix", || {
+    eventually("big served after the fix", DEADLINE, || {
         backend(&ing, "big.example.test", "/")
     });
 }
@@ -379,12 +378,9 @@ fn https_with_the_ingress_tls_secret() {
     std::fs::write(&crt, key.cert.pem()).unwrap();
     std::fs::write(&pem, key.signing_key.serialize_pem()).unwrap();
     let (crt, pem) = (crt.to_str().unwrap(), pem.to_str().unwrap());
-    api.kubectl_ok(
-        &[
-            "create", "secret", "tls", "web-tls", "--cert", crt, "--key", pem,
-        ],
-        None,
-    );
+    api.kubectl_ok(&[
+        "create", "secret", "tls", "web-tls", "--cert", crt, "--key", pem,
+    ]);
     let tls = "  tls:\n  - hosts: [web.example.test]\n    secretName: web-tls\n";
     api.apply(&web_ingress().replace("  rules:\n", &format!("{tls}  rules:\n")));
     let ing = Ingress::start(&api);
@@ -392,8 +388,8 @@ fn https_with_the_ingress_tls_secret() {
     // curl checks the served certificate against the one in the Secret.
     let url = format!("https://web.example.test:{}/api", ing.https_port);
     let resolve = format!("web.example.test:{}:127.0.0.1", ing.https_port);
-    eventually("the api backend over HTTPS", || {
-        match harness::curl(&[
+    eventually("the api backend over HTTPS", DEADLINE, || {
+        match curl(&[
             "--cacert",
             crt,
             "--resolve",
@@ -430,15 +426,12 @@ fn https_with_the_ingress_tls_secret() {
     // A name with no certificate gets no TLS session (not some other host's certificate).
     let unknown = format!("https://unknown.example.test:{}/", ing.https_port);
     let resolve_unknown = format!("unknown.example.test:{}:127.0.0.1", ing.https_port);
-    assert_eq!(
-        harness::curl(&["-k", "--resolve", &resolve_unknown, &unknown]),
-        None
-    );
+    assert_eq!(curl(&["-k", "--resolve", &resolve_unknown, &unknown]), None);
 
     // Plain HTTP is redirected to HTTPS, on the HTTPS port.
     let http = format!("http://127.0.0.1:{}/api?x=1", ing.http_port);
     // -D - puts the response headers where the body would be.
-    let (code, headers) = harness::curl(&[
+    let (code, headers) = curl(&[
         "-H",
         "Host: web.example.test",
         "-D",
@@ -461,8 +454,10 @@ fn nginx_killed_is_started_again() {
     let (_backends, api) = backends_and_api();
     api.apply(&web_ingress());
     let ing = Ingress::start(&api);
-    eventually("web served", || backend(&ing, "web.example.test", "/"));
-    eventually("the controller saw nginx start", || {
+    eventually("web served", DEADLINE, || {
+        backend(&ing, "web.example.test", "/")
+    });
+    eventually("the controller saw nginx start", DEADLINE, || {
         let m = ing.metrics();
         m.contains("ingress_nginx_reloads_total 1")
             .then_some(())
@@ -478,7 +473,7 @@ fn nginx_killed_is_started_again() {
     kill(Pid::from_raw(pid), Signal::SIGKILL).unwrap();
     // The controller notices at its next sync (any change, or every 10 s) and starts nginx
     // again with the config it had.
-    eventually("web served by a new nginx", || {
+    eventually("web served by a new nginx", DEADLINE, || {
         let now = std::fs::read_to_string(&pid_file).unwrap_or_default();
         if now.trim() == pid.to_string() {
             return Err("same nginx pid".into());
@@ -488,7 +483,7 @@ fn nginx_killed_is_started_again() {
     // The dead master's workers were stopped too: none keeps serving an old config.
     for w in workers.split_whitespace() {
         let w: i32 = w.parse().unwrap();
-        eventually("orphaned worker gone", || {
+        eventually("orphaned worker gone", DEADLINE, || {
             match kill(Pid::from_raw(w), None) {
                 Err(_) => Ok(()),
                 Ok(()) => Err(format!("worker {w} still runs")),
@@ -509,12 +504,12 @@ fn sigterm_while_the_api_server_is_unreachable_exits_cleanly() {
     // The same credentials, aimed at a port where nothing listens.
     let kubeconfig = std::fs::read_to_string(api.kubeconfig()).unwrap().replace(
         &format!("127.0.0.1:{}", api.port),
-        &format!("127.0.0.1:{}", harness::free_port()),
+        &format!("127.0.0.1:{}", free_port()),
     );
     let path = api.dir.path().join("unreachable.kubeconfig");
     std::fs::write(&path, kubeconfig).unwrap();
     let mut ing = Ingress::start_with_kubeconfig(&path);
-    eventually("a failed watch logged", || {
+    eventually("a failed watch logged", DEADLINE, || {
         let log = ing.log();
         log.contains("watch failed").then_some(()).ok_or(log)
     });

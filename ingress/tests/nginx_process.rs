@@ -2,14 +2,13 @@
 //! before keeps serving.
 
 use std::net::TcpListener;
-use std::process::Command;
-use std::time::{Duration, Instant};
 
 mod harness;
 
-use harness::free_port;
+use harness::{curl, DEADLINE};
 use keelson_ingress::error::NginxError;
 use keelson_ingress::nginx::{Nginx, NginxProcess};
+use keelson_testing::{eventually, free_port, require_tools};
 
 fn conf(dir: &std::path::Path, port: u16, body: &str) -> String {
     let d = dir.display();
@@ -21,32 +20,24 @@ fn conf(dir: &std::path::Path, port: u16, body: &str) -> String {
     )
 }
 
+/// nginx's answer on `port`, or None when nothing answered.
 fn get(port: u16) -> Option<String> {
-    let out = Command::new("curl")
-        .args(["-s", "-m", "2", &format!("http://127.0.0.1:{port}/")])
-        .output()
-        .expect("curl must be installed");
-    out.status
-        .success()
-        .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+    curl(&[&format!("http://127.0.0.1:{port}/")]).map(|(_, body)| body)
 }
 
 /// Polls until the answer is `want` (reloads are asynchronous in nginx).
 fn wait_for(port: u16, want: &str) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut last = None;
-    while Instant::now() < deadline {
-        last = get(port);
-        if last.as_deref() == Some(want) {
-            return;
+    eventually(&format!("{want:?} from nginx"), DEADLINE, || {
+        match get(port) {
+            Some(body) if body == want => Ok(()),
+            last => Err(format!("last answer {last:?}")),
         }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("expected {want:?} from nginx, last answer {last:?}");
+    });
 }
 
 #[test]
 fn rejected_config_keeps_the_old_one_serving() {
+    require_tools(&["nginx", "curl"]);
     let dir = tempfile::Builder::new()
         .prefix("keelson-ingress-nginx")
         .tempdir()
@@ -87,6 +78,7 @@ fn rejected_config_keeps_the_old_one_serving() {
 
 #[test]
 fn busy_port_is_reported_with_nginx_own_words() {
+    require_tools(&["nginx"]);
     let dir = tempfile::Builder::new()
         .prefix("keelson-ingress-nginx")
         .tempdir()

@@ -1,153 +1,22 @@
-//! Real processes for the ingress tests: a keelson-apiserver, the keelson-ingress binary (which
-//! starts nginx), and small HTTP backends on 127.0.0.x that say who they are. Every process is a
-//! guard that is stopped by PID on drop, also when a test panics.
+//! What only the ingress tests need, on keelson-testing: the keelson-ingress binary (which starts
+//! nginx) on free loopback ports, curl through it, and small HTTP backends on 127.0.0.x that say
+//! who they are. The API server, kubectl and process guards come from keelson-testing.
 #![allow(dead_code)]
 
-use std::io::Write;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
-use nix::sys::signal::{kill, Signal};
+use keelson_testing::{free_port, require_tools, Apiserver, ChildGuard};
+use nix::sys::signal::kill;
 use nix::unistd::Pid;
 
+/// How long a test waits for the controller and nginx to catch up.
 pub const DEADLINE: Duration = Duration::from_secs(20);
 
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Polls `f` until it returns Some, or panics with `what` and the last observation.
-pub fn eventually<T>(what: &str, mut f: impl FnMut() -> Result<T, String>) -> T {
-    let deadline = Instant::now() + DEADLINE;
-    let mut last = String::new();
-    while Instant::now() < deadline {
-        match f() {
-            Ok(v) => return v,
-            Err(e) => last = e,
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("timed out waiting for {what}; last: {last}");
-}
-
-fn binary_beside_ours(name: &str) -> PathBuf {
-    let ours = PathBuf::from(env!("CARGO_BIN_EXE_keelson-ingress"));
-    let p = ours.parent().unwrap().join(name);
-    assert!(
-        p.exists(),
-        "{} is missing: run `cargo build -p keelson-apiserver` first",
-        p.display()
-    );
-    p
-}
-
-/// SIGTERM, up to 10 s for a clean exit, then SIGKILL. Returns the exit status if it exited.
-fn terminate(child: &mut Child) -> Option<std::process::ExitStatus> {
-    let _ = kill(Pid::from_raw(child.id() as i32), Signal::SIGTERM);
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if let Ok(Some(s)) = child.try_wait() {
-            return Some(s);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    None
-}
-
-pub struct Apiserver {
-    child: Child,
-    pub dir: tempfile::TempDir,
-    pub port: u16,
-}
-
-impl Apiserver {
-    pub fn start() -> Apiserver {
-        let dir = tempfile::Builder::new()
-            .prefix("keelson-ingress-test-api")
-            .tempdir()
-            .unwrap();
-        let port = free_port();
-        let log = std::fs::File::create(dir.path().join("apiserver.log")).unwrap();
-        let child = Command::new(binary_beside_ours("keelson-apiserver"))
-            .arg("--data-dir")
-            .arg(dir.path())
-            .args([
-                "--bind-address",
-                "127.0.0.1",
-                "--secure-port",
-                &port.to_string(),
-            ])
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .expect("start keelson-apiserver");
-        let s = Apiserver { child, dir, port };
-        let url = format!("https://127.0.0.1:{port}/readyz");
-        eventually("apiserver /readyz", || {
-            let out = Command::new("curl")
-                .args(["-sfk", "-m", "1", &url])
-                .output()
-                .unwrap();
-            if out.status.success() && s.kubeconfig().exists() {
-                Ok(())
-            } else {
-                Err(std::fs::read_to_string(s.dir.path().join("apiserver.log")).unwrap_or_default())
-            }
-        });
-        s
-    }
-
-    pub fn kubeconfig(&self) -> PathBuf {
-        self.dir.path().join("admin.kubeconfig")
-    }
-
-    pub fn kubectl(&self, args: &[&str], stdin: Option<&str>) -> Output {
-        let mut child = Command::new("kubectl")
-            .args(args)
-            .env("KUBECONFIG", self.kubeconfig())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("kubectl must be installed");
-        let mut input = child.stdin.take().unwrap();
-        input.write_all(stdin.unwrap_or("").as_bytes()).unwrap();
-        drop(input);
-        child.wait_with_output().unwrap()
-    }
-
-    /// kubectl that must succeed; returns stdout.
-    pub fn kubectl_ok(&self, args: &[&str], stdin: Option<&str>) -> String {
-        let out = self.kubectl(args, stdin);
-        assert!(
-            out.status.success(),
-            "kubectl {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    pub fn apply(&self, yaml: &str) {
-        self.kubectl_ok(&["apply", "-f", "-"], Some(yaml));
-    }
-}
-
-impl Drop for Apiserver {
-    fn drop(&mut self) {
-        terminate(&mut self.child);
-    }
-}
-
 pub struct Ingress {
-    child: Option<Child>,
+    child: ChildGuard,
     pub dir: tempfile::TempDir,
     pub http_port: u16,
     pub https_port: u16,
@@ -160,23 +29,17 @@ impl Ingress {
     }
 
     pub fn start_with_kubeconfig(kubeconfig: &Path) -> Ingress {
+        require_tools(&["nginx", "curl", "kubectl"]);
         let dir = tempfile::Builder::new()
             .prefix("keelson-ingress-test-nginx")
             .tempdir()
             .unwrap();
-        let http_port = free_port();
-        let https_port = free_port();
-        let metrics_port = free_port();
-        let log = std::fs::File::create(dir.path().join("ingress.log")).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_keelson-ingress"))
-            .arg("--kubeconfig")
+        let [http_port, https_port, metrics_port] = [free_port(), free_port(), free_port()];
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_keelson-ingress"));
+        cmd.arg("--kubeconfig")
             .arg(kubeconfig)
-            .args([
-                "--http-port",
-                &http_port.to_string(),
-                "--bind-address",
-                "127.0.0.1",
-            ])
+            .args(["--bind-address", "127.0.0.1"])
+            .args(["--http-port", &http_port.to_string()])
             .args(["--https-port", &https_port.to_string()])
             .arg("--conf-dir")
             .arg(dir.path().join("conf"))
@@ -185,13 +48,10 @@ impl Ingress {
                 "--metrics-bind-address",
                 &format!("127.0.0.1:{metrics_port}"),
             ])
-            .env("RUST_LOG", "info")
-            .stdout(log.try_clone().unwrap())
-            .stderr(log)
-            .spawn()
-            .expect("start keelson-ingress");
+            .env("RUST_LOG", "info");
+        let child = ChildGuard::spawn_logged(&mut cmd, &dir.path().join("ingress.log"));
         Ingress {
-            child: Some(child),
+            child,
             dir,
             http_port,
             https_port,
@@ -224,8 +84,7 @@ impl Ingress {
 
     /// SIGTERM; the controller must exit 0 and take nginx with it.
     pub fn stop(&mut self) {
-        let mut child = self.child.take().unwrap();
-        let status = terminate(&mut child);
+        let status = self.child.terminate(Duration::from_secs(10));
         assert!(
             status.is_some_and(|s| s.success()),
             "keelson-ingress did not exit 0 on SIGTERM ({status:?}); log:\n{}",
@@ -248,14 +107,7 @@ fn pid_alive(pid_file: &Path) -> bool {
     kill(Pid::from_raw(pid), None).is_ok()
 }
 
-impl Drop for Ingress {
-    fn drop(&mut self) {
-        if let Some(mut c) = self.child.take() {
-            terminate(&mut c);
-        }
-    }
-}
-
+/// curl with `args`: (HTTP status, body), or None when nothing answered within 5 s.
 pub fn curl(args: &[&str]) -> Option<(u16, String)> {
     let out = Command::new("curl")
         .args(["-s", "-m", "5", "-w", "\n%{http_code}"])
@@ -270,8 +122,6 @@ pub fn curl(args: &[&str]) -> Option<(u16, String)> {
     Some((code.parse().ok()?, body.to_string()))
 }
 
-/// HTTP servers on 127.0.0.x, all on one port (an EndpointSlice has one port per name), each
-/// answering `backend=<name> host=<Host header>`. Dropping the runtime stops them.
 pub struct Backends {
     _runtime: tokio::runtime::Runtime,
     pub port: u16,
