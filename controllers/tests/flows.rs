@@ -1,177 +1,88 @@
 //! The controllers and the scheduler against a real keelson-apiserver, driven by kubectl; the
 //! test plays the node agents by registering Nodes and reporting Pods Running and Ready.
 
-use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Output};
+use std::time::Duration;
 
-/// A binary of the workspace, next to this test's own target directory.
-fn bin(name: &str) -> PathBuf {
-    let exe = std::env::current_exe().unwrap();
-    let dir = exe.parent().and_then(|d| d.parent()).unwrap();
-    let path = dir.join(name);
-    assert!(
-        path.is_file(),
-        "{} is missing: run `cargo build --workspace` first",
-        path.display()
-    );
-    path
-}
+use keelson_testing::{binary, free_port, metric_sum, run, Apiserver, ChildGuard};
 
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
+/// A keelson-apiserver with the controller manager and the scheduler against it.
 struct Cluster {
-    dir: tempfile::TempDir,
-    _procs: Vec<Proc>,
+    api: Apiserver,
+    _daemons: Vec<ChildGuard>,
     /// --metrics-bind-address of the controller manager, then of the scheduler.
     metrics: Vec<String>,
 }
 
-/// The value of a counter in Prometheus text, 0 when absent.
-fn counter(text: &str, name: &str) -> f64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.trim().parse().ok())
-        .unwrap_or(0.0)
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Starts a workspace binary with its output in `dir`/NAME.log.
-fn spawn(dir: &std::path::Path, name: &str, args: &[&str]) -> Proc {
-    let log = std::fs::File::create(dir.join(format!("{name}.log"))).unwrap();
-    let child = Command::new(bin(name))
-        .args(args)
-        .stdout(log.try_clone().unwrap())
-        .stderr(log)
-        .spawn()
-        .unwrap();
-    Proc(child)
-}
-
 impl Cluster {
     fn start() -> Cluster {
-        let dir = tempfile::Builder::new()
-            .prefix("keelson-controllers-test")
-            .tempdir()
-            .unwrap();
-        let port = free_port().to_string();
-        let data = dir.path().to_str().unwrap().to_string();
-        let mut procs = vec![spawn(
-            dir.path(),
-            "keelson-apiserver",
-            &[
-                "--data-dir",
-                &data,
-                "--bind-address",
-                "127.0.0.1",
-                "--secure-port",
-                &port,
-            ],
-        )];
-        let kubeconfig = dir.path().join("admin.kubeconfig");
-        let ready = || {
-            Command::new("curl")
-                .args([
-                    "-sfk",
-                    "-m",
-                    "1",
-                    &format!("https://127.0.0.1:{port}/readyz"),
-                ])
-                .output()
-                .unwrap()
-                .status
-                .success()
-        };
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while !kubeconfig.exists() || !ready() {
-            assert!(Instant::now() < deadline, "apiserver did not start");
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let kc = kubeconfig.to_str().unwrap();
+        let api = Apiserver::start();
+        let mut daemons = Vec::new();
         let mut metrics = Vec::new();
         for name in ["keelson-controller-manager", "keelson-scheduler"] {
             let addr = format!("127.0.0.1:{}", free_port());
-            procs.push(spawn(
-                dir.path(),
-                name,
-                &["--kubeconfig", kc, "--metrics-bind-address", &addr],
-            ));
+            let mut cmd = Command::new(binary(name));
+            cmd.arg("--kubeconfig")
+                .arg(api.kubeconfig())
+                .args(["--metrics-bind-address", &addr]);
+            let log = api.dir.path().join(format!("{name}.log"));
+            daemons.push(ChildGuard::spawn_logged(&mut cmd, &log));
             metrics.push(addr);
         }
         Cluster {
-            dir,
-            _procs: procs,
+            api,
+            _daemons: daemons,
             metrics,
         }
     }
 
     /// GET of `path` on the controller manager (0) or the scheduler (1); None until it answers.
     fn scrape(&self, which: usize, path: &str) -> Option<String> {
-        let out = Command::new("curl")
-            .args([
-                "-sf",
-                "-m",
-                "2",
-                &format!("http://{}{path}", self.metrics[which]),
-            ])
-            .output()
-            .unwrap();
-        out.status
-            .success()
-            .then(|| String::from_utf8_lossy(&out.stdout).into_owned())
+        let url = format!("http://{}{path}", self.metrics[which]);
+        run(Command::new("curl").args(["-sf", "-m", "2", &url])).ok()
     }
 
     fn kubectl(&self, args: &[&str]) -> Output {
-        Command::new("kubectl")
-            .args(args)
-            .env("KUBECONFIG", self.dir.path().join("admin.kubeconfig"))
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
+        self.api.kubectl(args)
     }
 
+    /// kubectl that must succeed; its stdout.
     fn ok(&self, args: &[&str]) -> String {
-        let out = self.kubectl(args);
-        assert!(
-            out.status.success(),
-            "kubectl {args:?}: {}\ncontroller log:\n{}",
-            String::from_utf8_lossy(&out.stderr),
-            self.log()
-        );
-        String::from_utf8_lossy(&out.stdout).to_string()
+        self.must(self.api.kubectl_cmd().run(args))
+    }
+
+    /// The output, or a panic with the error and the controller manager's log.
+    fn must(&self, out: Result<String, String>) -> String {
+        out.unwrap_or_else(|e| panic!("{e}\ncontroller log:\n{}", self.log()))
+    }
+
+    /// `kubectl get <what> -o jsonpath=<path>`: stdout, or why it failed.
+    fn get(&self, what: &[&str], path: &str) -> Result<String, String> {
+        let path = format!("jsonpath={path}");
+        let args: Vec<&str> = ["get"]
+            .into_iter()
+            .chain(what.iter().copied())
+            .chain(["-o", &path])
+            .collect();
+        self.api.kubectl_cmd().run(&args)
+    }
+
+    /// `get` that must succeed.
+    fn jsonpath(&self, what: &[&str], path: &str) -> String {
+        self.must(self.get(what, path))
     }
 
     fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.path().join("keelson-controller-manager.log"))
+        std::fs::read_to_string(self.api.dir.path().join("keelson-controller-manager.log"))
             .unwrap_or_default()
     }
 
     fn eventually(&self, what: &str, mut f: impl FnMut() -> bool) {
         // Generous: every step is a durable write, and fsync is slow while other tests build.
-        let deadline = Instant::now() + Duration::from_secs(90);
-        while Instant::now() < deadline {
-            if f() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        panic!(
-            "timed out waiting for {what}; controller log:\n{}",
-            self.log()
-        );
+        keelson_testing::eventually(what, Duration::from_secs(90), || {
+            f().then_some(())
+                .ok_or_else(|| format!("controller log:\n{}", self.log()))
+        })
     }
 
     fn pods(&self, selector: &str) -> Vec<String> {
@@ -202,8 +113,7 @@ impl Cluster {
 }
 
 fn example(name: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../examples")
+    keelson_testing::examples_dir()
         .join(name)
         .to_str()
         .unwrap()
@@ -223,37 +133,26 @@ fn deployment_to_ready_pods_endpoints_rollout_and_cascade() {
     c.eventually("3 pods from the deployment", || {
         c.pods("app=web").len() == 3
     });
-    let owner = c.ok(&[
-        "get",
-        "pods",
-        "-l",
-        "app=web",
-        "-o",
-        "jsonpath={.items[0].metadata.ownerReferences[0].kind}",
-    ]);
+    let owner = c.jsonpath(
+        &["pods", "-l", "app=web"],
+        "{.items[0].metadata.ownerReferences[0].kind}",
+    );
     assert_eq!(owner, "ReplicaSet");
     c.mark_ready("app=web");
     c.ok(&["rollout", "status", "deployment/web", "--timeout=90s"]);
-    let ready = c.ok(&[
-        "get",
-        "deploy",
-        "web",
-        "-o",
-        "jsonpath={.status.readyReplicas}/{.status.availableReplicas}",
-    ]);
+    let ready = c.jsonpath(
+        &["deploy", "web"],
+        "{.status.readyReplicas}/{.status.availableReplicas}",
+    );
     assert_eq!(ready, "3/3");
 
     // The Service's EndpointSlice lists the three ready Pods on the resolved named port.
     c.eventually("3 ready endpoints", || {
-        let out = c.kubectl(&[
-            "get",
-            "endpointslices",
-            "-l",
-            "kubernetes.io/service-name=web",
-            "-o",
-            "jsonpath={.items[0].ports[0].port} {.items[0].endpoints[*].conditions.ready}",
-        ]);
-        String::from_utf8_lossy(&out.stdout) == "8080 true true true"
+        let out = c.get(
+            &["endpointslices", "-l", "kubernetes.io/service-name=web"],
+            "{.items[0].ports[0].port} {.items[0].endpoints[*].conditions.ready}",
+        );
+        out.as_deref() == Ok("8080 true true true")
     });
 
     // Scaling up and down.
@@ -275,21 +174,14 @@ fn deployment_to_ready_pods_endpoints_rollout_and_cascade() {
     });
     c.eventually("the rollout to finish", || {
         c.mark_ready("app=web");
-        let images = c.ok(&[
-            "get",
-            "pods",
-            "-l",
-            "app=web",
-            "-o",
-            "jsonpath={.items[*].spec.containers[0].image}",
-        ]);
-        let st = c.ok(&[
-            "get",
-            "deploy",
-            "web",
-            "-o",
-            "jsonpath={.status.updatedReplicas}/{.status.replicas}/{.status.availableReplicas}",
-        ]);
+        let images = c.jsonpath(
+            &["pods", "-l", "app=web"],
+            "{.items[*].spec.containers[0].image}",
+        );
+        let st = c.jsonpath(
+            &["deploy", "web"],
+            "{.status.updatedReplicas}/{.status.replicas}/{.status.availableReplicas}",
+        );
         st == "2/2/2" && images.split(' ').all(|i| i.ends_with(":2"))
     });
     c.ok(&["rollout", "status", "deployment/web", "--timeout=90s"]);
@@ -348,15 +240,7 @@ fn node(name: &str) -> String {
 fn scheduler_spreads_replicas_and_explains_unschedulable_pods() {
     let c = Cluster::start();
     for n in ["node-a", "node-b", "node-c"] {
-        let mut child = Command::new("kubectl")
-            .args(["apply", "-f", "-"])
-            .env("KUBECONFIG", c.dir.path().join("admin.kubeconfig"))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::io::Write::write_all(&mut child.stdin.take().unwrap(), node(n).as_bytes()).unwrap();
-        assert!(child.wait().unwrap().success());
+        c.api.apply(&node(n));
     }
     // The scheduler has seen all three nodes once a pod pinned to the last one is bound (one
     // watch delivers nodes in order); only then is an even spread the right answer.
@@ -367,7 +251,7 @@ fn scheduler_spreads_replicas_and_explains_unschedulable_pods() {
         "--overrides={\"spec\":{\"nodeSelector\":{\"kubernetes.io/hostname\":\"node-c\"}}}",
     ]);
     c.eventually("the probe pod bound to node-c", || {
-        c.ok(&["get", "pod", "probe", "-o", "jsonpath={.spec.nodeName}"]) == "node-c"
+        c.jsonpath(&["pod", "probe"], "{.spec.nodeName}") == "node-c"
     });
     c.ok(&[
         "create",
@@ -377,34 +261,20 @@ fn scheduler_spreads_replicas_and_explains_unschedulable_pods() {
         "--replicas=6",
     ]);
     c.eventually("6 pods bound to nodes", || {
-        let nodes = c.ok(&[
-            "get",
-            "pods",
-            "-l",
-            "app=spread",
-            "-o",
-            "jsonpath={.items[*].spec.nodeName}",
-        ]);
+        let nodes = c.jsonpath(&["pods", "-l", "app=spread"], "{.items[*].spec.nodeName}");
         nodes.split_whitespace().count() == 6
     });
-    let nodes = c.ok(&[
-        "get",
-        "pods",
-        "-l",
-        "app=spread",
-        "-o",
-        "jsonpath={.items[*].spec.nodeName}",
-    ]);
+    let nodes = c.jsonpath(&["pods", "-l", "app=spread"], "{.items[*].spec.nodeName}");
     // Both daemons say so on /metrics (and are healthy).
     for which in [0, 1] {
         assert_eq!(c.scrape(which, "/healthz").as_deref(), Some("ok"));
     }
-    let bound = counter(
+    let bound = metric_sum(
         &c.scrape(1, "/metrics").unwrap_or_default(),
         "scheduler_pods_bound_total",
     );
     assert!(bound >= 7.0, "scheduler_pods_bound_total {bound}");
-    let reconciles = counter(
+    let reconciles = metric_sum(
         &c.scrape(0, "/metrics").unwrap_or_default(),
         "keelson_controller_reconciles_total",
     );
@@ -415,12 +285,7 @@ fn scheduler_spreads_replicas_and_explains_unschedulable_pods() {
     // Nothing was deleted and made again on the way (the collector once took brand-new
     // ReplicaSets for orphans): one ReplicaSet, and no Pod is terminating.
     assert_eq!(c.ok(&["get", "rs", "-o", "name"]).lines().count(), 1);
-    let deleting = c.ok(&[
-        "get",
-        "pods",
-        "-o",
-        "jsonpath={.items[*].metadata.deletionTimestamp}",
-    ]);
+    let deleting = c.jsonpath(&["pods"], "{.items[*].metadata.deletionTimestamp}");
     assert_eq!(deleting, "", "pods being deleted");
     for n in ["node-a", "node-b", "node-c"] {
         assert_eq!(
@@ -429,14 +294,10 @@ fn scheduler_spreads_replicas_and_explains_unschedulable_pods() {
             "not spread evenly: {nodes}"
         );
     }
-    let scheduled = c.ok(&[
-        "get",
-        "pods",
-        "-l",
-        "app=spread",
-        "-o",
-        "jsonpath={.items[0].status.conditions[?(@.type==\"PodScheduled\")].status}",
-    ]);
+    let scheduled = c.jsonpath(
+        &["pods", "-l", "app=spread"],
+        "{.items[0].status.conditions[?(@.type==\"PodScheduled\")].status}",
+    );
     assert_eq!(scheduled, "True");
     c.ok(&[
         "run",
@@ -445,17 +306,11 @@ fn scheduler_spreads_replicas_and_explains_unschedulable_pods() {
         "--overrides={\"spec\":{\"nodeSelector\":{\"disk\":\"nvme\"}}}",
     ]);
     c.eventually("the unschedulable condition", || {
-        let msg = c.ok(&[
-            "get",
-            "pod",
-            "nowhere",
-            "-o",
-            "jsonpath={.status.conditions[?(@.type==\"PodScheduled\")].message}",
-        ]);
+        let msg = c.jsonpath(
+            &["pod", "nowhere"],
+            "{.status.conditions[?(@.type==\"PodScheduled\")].message}",
+        );
         msg == "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."
     });
-    assert_eq!(
-        c.ok(&["get", "pod", "nowhere", "-o", "jsonpath={.spec.nodeName}"]),
-        ""
-    );
+    assert_eq!(c.jsonpath(&["pod", "nowhere"], "{.spec.nodeName}"), "");
 }
