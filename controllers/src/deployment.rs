@@ -2,11 +2,13 @@
 //! rolled from old to new within maxSurge/maxUnavailable, and a status that `kubectl rollout
 //! status` reads (observedGeneration, updated/ready/available replicas, conditions).
 
+use crate::api::{list_selected, patch_status};
+use crate::hash::fnv1a;
 use crate::pods::{controller_of, is_controlled_by, owner_ref};
-use crate::{selector, Ctx, Error};
+use crate::{Ctx, Error};
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentCondition, DeploymentStatus, ReplicaSet};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::ResourceExt;
 use std::collections::BTreeMap;
@@ -18,11 +20,7 @@ const REVISION: &str = "deployment.kubernetes.io/revision";
 
 /// FNV-1a of the template's JSON, written in the alphabet upstream uses for names.
 pub fn template_hash(template: &serde_json::Value) -> String {
-    let mut h: u32 = 0x811c9dc5;
-    for b in serde_json::to_vec(template).unwrap_or_default() {
-        h ^= b as u32;
-        h = h.wrapping_mul(0x01000193);
-    }
+    let h = fnv1a(&serde_json::to_vec(template).unwrap_or_default());
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
     let mut out = String::new();
     let mut n = h as u64;
@@ -236,51 +234,52 @@ fn revision(rs: &ReplicaSet) -> u64 {
         .unwrap_or(0)
 }
 
-pub async fn reconcile(d: Arc<Deployment>, ctx: Arc<Ctx>) -> Result<Action, Error> {
-    if d.metadata.deletion_timestamp.is_some() {
-        return Ok(Action::await_change());
-    }
-    let ns = d.namespace().unwrap_or_default();
+/// The ReplicaSets this Deployment owns (or may adopt): the one of the current template, made
+/// when missing, and the old ones.
+async fn replicasets(
+    d: &Deployment,
+    rsapi: &Api<ReplicaSet>,
+) -> Result<(ReplicaSet, Vec<ReplicaSet>), Error> {
     let uid = d.uid().unwrap_or_default();
-    let spec = &d.spec;
-    let rsapi: Api<ReplicaSet> = Api::namespaced(ctx.client.clone(), &ns);
-    let sel = selector::to_query(&spec.selector);
-    let owned: Vec<ReplicaSet> = rsapi
-        .list(&ListParams::default().labels(&sel))
+    let owned = rsapi
+        .list(&list_selected(&d.spec.selector)?)
         .await?
         .items
         .into_iter()
-        .filter(|r| is_controlled_by(r, &uid) || controller_of(r).is_none())
-        .collect();
-    let hash = template_hash(&serde_json::to_value(&spec.template).unwrap_or_default());
-    let (mut news, olds): (Vec<ReplicaSet>, Vec<ReplicaSet>) = owned
-        .into_iter()
-        .partition(|r| r.labels().get(HASH_LABEL) == Some(&hash));
-    let new = match news.pop() {
-        Some(n) => n,
-        None => {
-            let rev = olds.iter().map(revision).max().unwrap_or(0) + 1;
-            let rs = new_replicaset(&d, &hash, rev)?;
-            match rsapi.create(&PostParams::default(), &rs).await {
-                Ok(r) => r,
-                Err(kube::Error::Api(e)) if e.is_already_exists() => {
-                    rsapi.get(&rs.name_any()).await?
-                }
-                Err(e) => return Err(e.into()),
-            }
-        }
+        .filter(|r| is_controlled_by(r, &uid) || controller_of(r).is_none());
+    let hash = template_hash(&serde_json::to_value(&d.spec.template).unwrap_or_default());
+    let (mut news, olds): (Vec<ReplicaSet>, Vec<ReplicaSet>) =
+        owned.partition(|r| r.labels().get(HASH_LABEL) == Some(&hash));
+    if let Some(n) = news.pop() {
+        return Ok((n, olds));
+    }
+    let rev = olds.iter().map(revision).max().unwrap_or(0) + 1;
+    let rs = new_replicaset(d, &hash, rev)?;
+    let new = match rsapi.create(&PostParams::default(), &rs).await {
+        Ok(r) => r,
+        Err(kube::Error::Api(e)) if e.is_already_exists() => rsapi.get(&rs.name_any()).await?,
+        Err(e) => return Err(e.into()),
     };
-    let (new_target, old_targets) = rollout(&d, &new, &olds);
+    Ok((new, olds))
+}
+
+/// Sets each ReplicaSet's spec.replicas to the next step of the rollout.
+async fn scale(
+    d: &Deployment,
+    rsapi: &Api<ReplicaSet>,
+    new: &ReplicaSet,
+    olds: &[ReplicaSet],
+) -> Result<(), kube::Error> {
+    let (new_target, old_targets) = rollout(d, new, olds);
     let scale = |name: String, n: i32| {
-        let rsapi = rsapi.clone();
+        let p = serde_json::json!({ "spec": { "replicas": n } });
         async move {
-            let p = serde_json::json!({ "spec": { "replicas": n } });
             rsapi
                 .patch(&name, &PatchParams::default(), &Patch::Merge(&p))
                 .await
         }
     };
-    if new_target != spec_replicas(&new) {
+    if new_target != spec_replicas(new) {
         tracing::info!(deployment = %d.name_any(), replicaset = %new.name_any(), replicas = new_target, "scaling new ReplicaSet");
         scale(new.name_any(), new_target).await?;
     }
@@ -293,27 +292,40 @@ pub async fn reconcile(d: Arc<Deployment>, ctx: Arc<Ctx>) -> Result<Action, Erro
             scale(name, n).await?;
         }
     }
-    let st = status(&d, &new, &olds);
-    if d.status.as_ref() != Some(&st) {
-        let dapi: Api<Deployment> = Api::namespaced(ctx.client.clone(), &ns);
-        let mut patch = serde_json::json!({ "status": st });
-        let rev = revision(&new).to_string();
-        if d.annotations().get(REVISION) != Some(&rev) {
-            dapi.patch(
-                &d.name_any(),
-                &PatchParams::default(),
-                &Patch::Merge(serde_json::json!({"metadata": {"annotations": {REVISION: rev}}})),
-            )
-            .await?;
-        }
-        patch["status"]["observedGeneration"] = serde_json::json!(d.metadata.generation);
-        dapi.patch_status(
-            &d.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        )
-        .await?;
+    Ok(())
+}
+
+/// Writes the revision annotation and the status `kubectl rollout status` reads, when changed.
+async fn report(
+    d: &Deployment,
+    dapi: &Api<Deployment>,
+    new: &ReplicaSet,
+    olds: &[ReplicaSet],
+) -> Result<(), kube::Error> {
+    let st = status(d, new, olds);
+    if d.status.as_ref() == Some(&st) {
+        return Ok(());
     }
+    let rev = revision(new).to_string();
+    if d.annotations().get(REVISION) != Some(&rev) {
+        let p = serde_json::json!({"metadata": {"annotations": {REVISION: rev}}});
+        dapi.patch(&d.name_any(), &PatchParams::default(), &Patch::Merge(p))
+            .await?;
+    }
+    let mut patch = serde_json::json!({ "status": st });
+    patch["status"]["observedGeneration"] = serde_json::json!(d.metadata.generation);
+    patch_status(dapi, &d.name_any(), &patch).await
+}
+
+pub async fn reconcile(d: Arc<Deployment>, ctx: Arc<Ctx>) -> Result<Action, Error> {
+    if d.metadata.deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
+    let ns = d.namespace().unwrap_or_default();
+    let rsapi: Api<ReplicaSet> = Api::namespaced(ctx.client.clone(), &ns);
+    let (new, olds) = replicasets(&d, &rsapi).await?;
+    scale(&d, &rsapi, &new, &olds).await?;
+    report(&d, &Api::namespaced(ctx.client.clone(), &ns), &new, &olds).await?;
     Ok(Action::requeue(Duration::from_secs(300)))
 }
 

@@ -3,6 +3,8 @@
 //! terminating conditions. Slices are named from the Service and the port set, so a sync is
 //! idempotent; slices no longer wanted are deleted.
 
+use crate::api::delete_if_present;
+use crate::hash::fnv1a;
 use crate::pods::{is_controlled_by, is_ready, owner_ref};
 use crate::{Ctx, Error};
 use k8s_openapi::api::core::v1::ObjectReference;
@@ -81,12 +83,7 @@ fn endpoint(pod: &Pod) -> Option<Endpoint> {
 }
 
 fn short_hash(s: &str) -> String {
-    let mut h: u32 = 0x811c9dc5;
-    for b in s.bytes() {
-        h ^= b as u32;
-        h = h.wrapping_mul(0x01000193);
-    }
-    format!("{:05x}", h & 0xfffff)
+    format!("{:05x}", fnv1a(s.as_bytes()) & 0xfffff)
 }
 
 /// The slices a Service should have, given the Pods in its namespace.
@@ -197,10 +194,7 @@ pub async fn reconcile(svc: Arc<Service>, ctx: Arc<Ctx>) -> Result<Action, Error
     for h in have.iter().filter(|h| {
         is_controlled_by(*h, &uid) && !want.iter().any(|w| w.name_any() == h.name_any())
     }) {
-        match slices.delete(&h.name_any(), &DeleteParams::default()).await {
-            Err(e) if !crate::is_not_found(&e) => return Err(e.into()),
-            _ => {}
-        }
+        delete_if_present(&slices, &h.name_any(), &DeleteParams::default()).await?;
     }
     Ok(Action::requeue(Duration::from_secs(300)))
 }

@@ -1,33 +1,13 @@
-//! The garbage collector and the namespace controller, as one periodic sweep: dependents whose
-//! owners are all gone are deleted (background propagation), and a terminating Namespace is
-//! emptied, then removed.
+//! The garbage collector, as a periodic sweep: dependents whose owners are all gone are deleted
+//! (background propagation).
 
-use crate::Ctx;
+use crate::api::{delete_if_present, Namespaced};
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::core::v1::{
-    ConfigMap, Endpoints, Event, Namespace, Pod, Secret, Service, ServiceAccount,
-};
+use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use k8s_openapi::api::networking::v1::Ingress;
 use kube::api::{Api, DeleteParams, ListParams, PartialObjectMeta};
-use kube::core::NamespaceResourceScope as Ns;
-use kube::{Resource, ResourceExt};
-use serde::de::DeserializeOwned;
+use kube::ResourceExt;
 use std::collections::HashSet;
-use std::fmt::Debug;
-use std::sync::Arc;
-use std::time::Duration;
-
-/// A namespaced built-in kind this sweep lists and deletes.
-pub trait Namespaced:
-    Resource<DynamicType = (), Scope = Ns> + Clone + DeserializeOwned + Debug
-{
-}
-
-impl<K: Resource<DynamicType = (), Scope = Ns> + Clone + DeserializeOwned + Debug> Namespaced
-    for K
-{
-}
 
 /// The owner kinds this collector looks up. A reference to any other kind counts as alive: an
 /// owner it cannot see is never taken for a deleted one.
@@ -77,15 +57,13 @@ where
         }
         let api: Api<K> = Api::namespaced(client.clone(), &o.namespace().unwrap_or_default());
         tracing::info!(kind = K::kind(&()).as_ref(), name = %o.name_any(), "deleting dependent of a deleted owner");
-        match api.delete(&o.name_any(), &DeleteParams::background()).await {
-            Err(e) if !crate::is_not_found(&e) => return Err(e),
-            _ => {}
-        }
+        delete_if_present(&api, &o.name_any(), &DeleteParams::background()).await?;
     }
     Ok(())
 }
 
-async fn sweep_owners(client: &kube::Client) -> Result<(), kube::Error> {
+/// One pass: deletes the ReplicaSets, Pods and EndpointSlices whose owners are all gone.
+pub async fn sweep(client: &kube::Client) -> Result<(), kube::Error> {
     // Dependents are listed before their owners: an owner exists before anything points to it,
     // so every live owner of a listed dependent is in the later owner lists. Listing owners
     // first would take a dependent of an owner created in between for an orphan.
@@ -102,67 +80,6 @@ async fn sweep_owners(client: &kube::Client) -> Result<(), kube::Error> {
     delete_orphans(client, &pods, &alive).await?;
     delete_orphans(client, &slices, &alive).await?;
     Ok(())
-}
-
-/// Deletes everything of one kind in a namespace; returns how many were still there.
-async fn empty_kind<K>(client: &kube::Client, ns: &str) -> Result<usize, kube::Error>
-where
-    K: Namespaced,
-{
-    let api: Api<K> = Api::namespaced(client.clone(), ns);
-    let items = api.list_metadata(&ListParams::default()).await?.items;
-    for o in items
-        .iter()
-        .filter(|o| o.metadata.deletion_timestamp.is_none())
-    {
-        match api.delete(&o.name_any(), &DeleteParams::background()).await {
-            Err(e) if !crate::is_not_found(&e) => return Err(e),
-            _ => {}
-        }
-    }
-    Ok(items.len())
-}
-
-async fn finish_namespaces(client: &kube::Client) -> Result<(), kube::Error> {
-    let nss: Api<Namespace> = Api::all(client.clone());
-    for ns in nss.list(&ListParams::default()).await?.items {
-        if ns.metadata.deletion_timestamp.is_none() {
-            continue;
-        }
-        let name = ns.name_any();
-        let left = empty_kind::<Deployment>(client, &name).await?
-            + empty_kind::<ReplicaSet>(client, &name).await?
-            + empty_kind::<Pod>(client, &name).await?
-            + empty_kind::<Service>(client, &name).await?
-            + empty_kind::<EndpointSlice>(client, &name).await?
-            + empty_kind::<Endpoints>(client, &name).await?
-            + empty_kind::<Ingress>(client, &name).await?
-            + empty_kind::<ConfigMap>(client, &name).await?
-            + empty_kind::<Secret>(client, &name).await?
-            + empty_kind::<ServiceAccount>(client, &name).await?
-            + empty_kind::<Event>(client, &name).await?;
-        if left == 0 {
-            tracing::info!(namespace = %name, "namespace empty; removing it");
-            match nss.delete(&name, &DeleteParams::default()).await {
-                Err(e) if !crate::is_not_found(&e) => return Err(e),
-                _ => {}
-            }
-        }
-    }
-    Ok(())
-}
-
-pub async fn run(ctx: Arc<Ctx>, every: Duration) {
-    let mut tick = tokio::time::interval(every);
-    loop {
-        tick.tick().await;
-        if let Err(e) = sweep_owners(&ctx.client).await {
-            tracing::warn!(error = %e, "garbage collection sweep failed");
-        }
-        if let Err(e) = finish_namespaces(&ctx.client).await {
-            tracing::warn!(error = %e, "namespace sweep failed");
-        }
-    }
 }
 
 #[cfg(test)]

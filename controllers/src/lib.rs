@@ -1,13 +1,19 @@
-//! Keelson's controllers: deployment, replicaset, endpointslice, and a garbage collector that
-//! also finishes namespace deletion. Ordinary API clients (kube-rs), as against any cluster.
+//! Keelson's controllers: deployment, replicaset, endpointslice, the garbage collector and the
+//! namespace controller. Ordinary API clients (kube-rs), as against any cluster.
 
+pub mod api;
 pub mod deployment;
 pub mod endpointslice;
+pub mod error;
 pub mod gc;
+pub mod hash;
 pub mod metrics;
+pub mod namespace;
 pub mod pods;
 pub mod replicaset;
-pub mod selector;
+
+pub use api::is_not_found;
+pub use error::Error;
 
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
@@ -17,21 +23,10 @@ use kube::api::Api;
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
+use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
-
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    #[error(transparent)]
-    Kube(#[from] kube::Error),
-    #[error("{0}")]
-    Invalid(String),
-}
-
-pub fn is_not_found(e: &kube::Error) -> bool {
-    matches!(e, kube::Error::Api(s) if s.is_not_found())
-}
 
 pub struct Ctx {
     pub client: kube::Client,
@@ -55,12 +50,9 @@ fn counted<T>(ctx: Arc<Ctx>) -> impl FnMut(T) -> futures::future::Ready<()> {
     }
 }
 
-/// Runs every controller until SIGTERM or Ctrl-C.
-pub async fn run(client: kube::Client, metrics_addr: SocketAddr) -> anyhow::Result<()> {
-    let ctx = Arc::new(Ctx {
-        client: client.clone(),
-        metrics: metrics::Metrics::default(),
-    });
+/// The ReplicaSet and Deployment controllers, each woken by its kind and what it owns.
+fn workloads(ctx: &Arc<Ctx>) -> impl Future<Output = ((), ())> {
+    let client = &ctx.client;
     let cfg = watcher::Config::default();
     let rs = Controller::new(Api::<ReplicaSet>::all(client.clone()), cfg.clone())
         .owns(Api::<Pod>::all(client.clone()), cfg.clone())
@@ -68,30 +60,55 @@ pub async fn run(client: kube::Client, metrics_addr: SocketAddr) -> anyhow::Resu
         .run(replicaset::reconcile, error_policy, ctx.clone())
         .for_each(counted(ctx.clone()));
     let deploy = Controller::new(Api::<Deployment>::all(client.clone()), cfg.clone())
-        .owns(Api::<ReplicaSet>::all(client.clone()), cfg.clone())
+        .owns(Api::<ReplicaSet>::all(client.clone()), cfg)
         .shutdown_on_signal()
         .run(deployment::reconcile, error_policy, ctx.clone())
         .for_each(counted(ctx.clone()));
+    futures::future::join(rs, deploy)
+}
+
+/// The EndpointSlice controller, woken by Services, their slices, and Pods they select.
+fn endpoint_slices(ctx: &Arc<Ctx>) -> impl Future<Output = ()> {
+    let client = &ctx.client;
+    let cfg = watcher::Config::default();
     let svc_ctrl = Controller::new(Api::<Service>::all(client.clone()), cfg.clone());
     let services = svc_ctrl.store();
-    let slices = svc_ctrl
+    svc_ctrl
         .owns(Api::<EndpointSlice>::all(client.clone()), cfg.clone())
-        .watches(
-            Api::<Pod>::all(client.clone()),
-            cfg.clone(),
-            move |pod: Pod| {
-                services
-                    .state()
-                    .iter()
-                    .filter(|s| endpointslice::selects(s, &pod))
-                    .map(|s| ObjectRef::from_obj(s.as_ref()))
-                    .collect::<Vec<_>>()
-            },
-        )
+        .watches(Api::<Pod>::all(client.clone()), cfg, move |pod: Pod| {
+            services
+                .state()
+                .iter()
+                .filter(|s| endpointslice::selects(s, &pod))
+                .map(|s| ObjectRef::from_obj(s.as_ref()))
+                .collect::<Vec<_>>()
+        })
         .shutdown_on_signal()
         .run(endpointslice::reconcile, error_policy, ctx.clone())
-        .for_each(counted(ctx.clone()));
-    let gc = tokio::spawn(gc::run(ctx.clone(), Duration::from_secs(1)));
+        .for_each(counted(ctx.clone()))
+}
+
+/// The garbage collector, then the namespace controller, once `every` interval, until aborted.
+async fn sweeps(ctx: Arc<Ctx>, every: Duration) {
+    let mut tick = tokio::time::interval(every);
+    loop {
+        tick.tick().await;
+        if let Err(e) = gc::sweep(&ctx.client).await {
+            tracing::warn!(error = %e, "garbage collection sweep failed");
+        }
+        if let Err(e) = namespace::sweep(&ctx.client).await {
+            tracing::warn!(error = %e, "namespace sweep failed");
+        }
+    }
+}
+
+/// Runs every controller until SIGTERM or Ctrl-C.
+pub async fn run(client: kube::Client, metrics_addr: SocketAddr) -> Result<(), Error> {
+    let ctx = Arc::new(Ctx {
+        client,
+        metrics: metrics::Metrics::default(),
+    });
+    let sweeper = tokio::spawn(sweeps(ctx.clone(), Duration::from_secs(1)));
     let server = tokio::spawn(keelson_daemon::serve_health_and_metrics(
         metrics_addr,
         ctx.metrics.registry.clone(),
@@ -100,8 +117,8 @@ pub async fn run(client: kube::Client, metrics_addr: SocketAddr) -> anyhow::Resu
     tracing::info!(
         "controllers running: deployment, replicaset, endpointslice, garbage collector, namespace"
     );
-    futures::join!(rs, deploy, slices);
-    gc.abort();
+    futures::join!(workloads(&ctx), endpoint_slices(&ctx));
+    sweeper.abort();
     server.abort();
     tracing::info!("controllers stopped");
     Ok(())

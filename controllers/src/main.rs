@@ -17,5 +17,6 @@ async fn main() -> anyhow::Result<()> {
     keelson_daemon::init_logging();
     let opts = Opts::parse();
     let client = keelson_daemon::client(opts.kubeconfig.as_deref()).await?;
-    keelson_controllers::run(client, opts.metrics_bind_address).await
+    keelson_controllers::run(client, opts.metrics_bind_address).await?;
+    Ok(())
 }

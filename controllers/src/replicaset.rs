@@ -1,11 +1,12 @@
 //! The ReplicaSet controller: keeps spec.replicas active Pods from the template, and reports
 //! how many exist and are ready.
 
+use crate::api::{delete_if_present, list_selected, patch_status};
 use crate::pods::{is_active, is_controlled_by, is_ready, owner_ref};
-use crate::{selector, Ctx, Error};
+use crate::{Ctx, Error};
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetStatus};
 use k8s_openapi::api::core::v1::Pod;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::ResourceExt;
 use std::sync::Arc;
@@ -92,9 +93,8 @@ pub async fn reconcile(rs: Arc<ReplicaSet>, ctx: Arc<Ctx>) -> Result<Action, Err
     let ns = rs.namespace().unwrap_or_default();
     let uid = rs.uid().unwrap_or_default();
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
-    let sel = selector::to_query(&rs.spec.selector);
     let owned: Vec<Pod> = pods
-        .list(&ListParams::default().labels(&sel))
+        .list(&list_selected(&rs.spec.selector)?)
         .await?
         .items
         .into_iter()
@@ -105,10 +105,7 @@ pub async fn reconcile(rs: Arc<ReplicaSet>, ctx: Arc<Ctx>) -> Result<Action, Err
         pods.create(&PostParams::default(), &new_pod(&rs)?).await?;
     }
     for name in &plan.delete {
-        match pods.delete(name, &DeleteParams::default()).await {
-            Err(e) if !crate::is_not_found(&e) => return Err(e.into()),
-            _ => {}
-        }
+        delete_if_present(&pods, name, &DeleteParams::default()).await?;
     }
     if plan.create > 0 || !plan.delete.is_empty() {
         tracing::info!(replicaset = %rs.name_any(), namespace = %ns, created = plan.create, deleted = plan.delete.len(), "scaled");
@@ -116,13 +113,7 @@ pub async fn reconcile(rs: Arc<ReplicaSet>, ctx: Arc<Ctx>) -> Result<Action, Err
     if rs.status.as_ref() != Some(&plan.status) {
         let rsapi: Api<ReplicaSet> = Api::namespaced(ctx.client.clone(), &ns);
         let patch = serde_json::json!({ "status": plan.status });
-        rsapi
-            .patch_status(
-                &rs.name_any(),
-                &PatchParams::default(),
-                &Patch::Merge(&patch),
-            )
-            .await?;
+        patch_status(&rsapi, &rs.name_any(), &patch).await?;
     }
     Ok(Action::requeue(Duration::from_secs(300)))
 }
