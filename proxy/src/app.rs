@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::Notify;
+use keelson_daemon::{Changes, Shutdown};
 
 use crate::backend::RuleBackend;
 use crate::cidr::Ipv4Cidr;
@@ -90,14 +90,10 @@ async fn bind(addr: SocketAddr, what: &str) -> Result<tokio::net::TcpListener, P
         })
 }
 
-/// Runs the proxy until the process is stopped.
+/// Runs the proxy until SIGTERM or SIGINT (the rules stay in place, as kube-proxy leaves them).
 pub async fn run(opts: Options) -> Result<(), ProxyError> {
-    let client = keelson_daemon::client(opts.kubeconfig.as_deref())
-        .await
-        .map_err(|e| ProxyError::Config {
-            option: "--kubeconfig".into(),
-            detail: e.to_string(),
-        })?;
+    let client = keelson_daemon::client(opts.kubeconfig.as_deref()).await?;
+    let shutdown = Shutdown::on_signal();
 
     let metrics = Arc::new(Metrics::new(opts.sync_period * 2 + Duration::from_secs(10)));
     let listener = bind(opts.metrics_bind, "--metrics-bind-address").await?;
@@ -114,15 +110,15 @@ pub async fn run(opts: Options) -> Result<(), ProxyError> {
         &opts.netns,
     )?;
     let proxier = Proxier::new(backend, Some(runner(&opts.netns)?), metrics);
-    let changed = Arc::new(Notify::new());
-    let inputs = crate::inputs::start(client, &opts.node_name, changed.clone());
+    let changes = Changes::default();
+    let inputs = crate::inputs::start(client, &opts.node_name, &changes);
     let cfg = LoopConfig {
         min_sync_period: opts.min_sync_period,
         sync_period: opts.sync_period,
         ..LoopConfig::default()
     };
     tracing::info!(node = %opts.node_name, mode = ?opts.mode, "keelson-proxy starting");
-    run_sync_loop(proxier, Arc::new(inputs), changed, cfg).await;
+    run_sync_loop(proxier, Arc::new(inputs), changes, cfg, shutdown).await;
     Ok(())
 }
 

@@ -27,6 +27,8 @@ pub enum ProxyError {
     Parse { what: String, detail: String },
     #[error("invalid option {option}: {detail}")]
     Config { option: String, detail: String },
+    #[error(transparent)]
+    Client(#[from] keelson_daemon::ClientError),
 }
 
 impl ProxyError {

@@ -1,5 +1,9 @@
 //! The proxy's inputs: watches on Services, EndpointSlices and its own Node, each kept as a
 //! small record per object (see `from_k8s`), not the whole object.
+//!
+//! Why not `keelson_daemon::reflect`: its stores hold whole objects, which for 10,000 Services
+//! and their slices would cost tens of MiB (the proxy's target is 50 MiB in all), and every sync
+//! would convert every object again. Events still wake the loop through the daemons' `Changes`.
 
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
@@ -9,9 +13,9 @@ use std::sync::{Arc, RwLock};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
+use keelson_daemon::Changes;
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Client, Resource, ResourceExt};
-use tokio::sync::Notify;
 
 use crate::from_k8s::{self, build_model_from_infos, ServiceInfo, SliceInfo};
 use crate::model::ProxyModel;
@@ -39,8 +43,8 @@ pub struct KubeInputs {
     node: Arc<Compact<Vec<Ipv4Addr>>>,
 }
 
-/// Starts one watch per input; every event notifies `changed`.
-pub fn start(client: Client, node_name: &str, changed: Arc<Notify>) -> KubeInputs {
+/// Starts one watch per input; every event notifies `changes`.
+pub fn start(client: Client, node_name: &str, changes: &Changes) -> KubeInputs {
     let services = Arc::new(Compact::default());
     let slices = Arc::new(Compact::default());
     let node = Arc::new(Compact::default());
@@ -49,21 +53,21 @@ pub fn start(client: Client, node_name: &str, changed: Arc<Notify>) -> KubeInput
         watcher::Config::default(),
         services.clone(),
         from_k8s::service_info,
-        changed.clone(),
+        changes.clone(),
     );
     watch::<EndpointSlice, _>(
         Api::all(client.clone()),
         watcher::Config::default(),
         slices.clone(),
         from_k8s::slice_info,
-        changed.clone(),
+        changes.clone(),
     );
     watch::<Node, _>(
         Api::all(client),
         watcher::Config::default().fields(&format!("metadata.name={node_name}")),
         node.clone(),
         |n: &Node| Some(from_k8s::node_ips(n)),
-        changed,
+        changes.clone(),
     );
     KubeInputs {
         node_name: node_name.to_string(),
@@ -82,7 +86,7 @@ fn watch<K, T>(
     cfg: watcher::Config,
     store: Arc<Compact<T>>,
     convert: fn(&K) -> Option<T>,
-    changed: Arc<Notify>,
+    changes: Changes,
 ) where
     K: Resource + Clone + std::fmt::Debug + Send + Sync + serde::de::DeserializeOwned + 'static,
     K::DynamicType: Default,
@@ -134,7 +138,7 @@ fn watch<K, T>(
                 }
             }
             drop(items);
-            changed.notify_one();
+            changes.notify();
         }
     });
 }

@@ -58,11 +58,7 @@ struct Flags {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
-        )
-        .init();
+    keelson_daemon::init_logging();
     let f = Flags::parse();
     let node_name = match f.hostname_override {
         Some(n) => n,

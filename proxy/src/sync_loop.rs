@@ -1,10 +1,17 @@
 //! The sync loop: waits until the inputs were listed once, batches bursts of changes (minimum
 //! sync period), resyncs fully every sync period, and polls the canary.
+//!
+//! Changes arrive through `keelson_daemon::Changes` and the loop stops on `Shutdown`, like every
+//! daemon's. It does not use `keelson_daemon::SyncLoop`: that one debounces (waits after each
+//! change), while the proxy rate-limits like kube-proxy's BoundedFrequencyRunner (a change after a
+//! quiet period is written at once, then at most one sync per minimum sync period), tells the
+//! proxier whether a sync must be full (periodic resync, lost canary, failed sync) and polls the
+//! canary between syncs.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::Notify;
+use keelson_daemon::{Changes, Shutdown};
 use tokio::time::{sleep_until, Instant};
 
 use crate::model::ProxyModel;
@@ -54,94 +61,145 @@ impl Default for LoopConfig {
     }
 }
 
-/// Runs forever. `changed` is notified by the input watches on every event.
+/// Runs until `shutdown`. `changes` is notified by the input watches on every event. A sync in
+/// progress is finished first.
 pub async fn run_sync_loop(
     proxier: Proxier,
     source: Arc<dyn ModelSource>,
-    changed: Arc<Notify>,
+    changes: Changes,
     cfg: LoopConfig,
+    shutdown: Shutdown,
 ) {
-    let proxier = Arc::new(Mutex::new(proxier));
-    // Nothing is written before every input was listed: a partial view would delete rules.
+    tokio::select! {
+        _ = wait_ready(source.as_ref(), &changes) => {}
+        _ = shutdown.requested() => return,
+    }
+    tracing::info!("inputs listed, starting to sync");
+    let mut state = LoopState::new(proxier, source, cfg);
+    loop {
+        tokio::select! {
+            _ = changes.changed() => { state.dirty = true; continue; }
+            _ = sleep_until(state.wake_at()) => {}
+            _ = shutdown.requested() => break,
+        }
+        let now = Instant::now();
+        if now >= state.next_canary {
+            state.check_canary(now).await;
+        }
+        if now >= state.next_full {
+            state.dirty = true;
+            state.force_full = true;
+        }
+        if state.dirty && state.due(now) {
+            state.sync().await;
+        }
+    }
+    tracing::info!("sync loop stopped");
+}
+
+/// Nothing is written before every input was listed: a partial view would delete rules.
+async fn wait_ready(source: &dyn ModelSource, changes: &Changes) {
     while !source.ready() {
         tokio::select! {
-            _ = changed.notified() => {}
+            _ = changes.changed() => {}
             _ = tokio::time::sleep(Duration::from_millis(200)) => {}
         }
     }
-    tracing::info!("inputs listed, starting to sync");
-    let mut dirty = true;
-    let mut force_full = true;
-    let mut last_sync: Option<Instant> = None;
-    let mut next_full = Instant::now() + cfg.sync_period;
-    let mut next_canary = Instant::now() + cfg.canary_period;
-    loop {
-        let sync_at = match last_sync {
-            Some(t) if dirty => Some(t + cfg.min_sync_period),
-            None if dirty => Some(Instant::now()),
+}
+
+/// What the loop remembers between wake-ups.
+struct LoopState {
+    proxier: Arc<Mutex<Proxier>>,
+    source: Arc<dyn ModelSource>,
+    cfg: LoopConfig,
+    /// Inputs changed (or a sync failed) since the last successful sync.
+    dirty: bool,
+    /// The next sync rewrites everything.
+    force_full: bool,
+    last_sync: Option<Instant>,
+    next_full: Instant,
+    next_canary: Instant,
+}
+
+impl LoopState {
+    fn new(proxier: Proxier, source: Arc<dyn ModelSource>, cfg: LoopConfig) -> LoopState {
+        let now = Instant::now();
+        LoopState {
+            proxier: Arc::new(Mutex::new(proxier)),
+            source,
+            cfg,
+            dirty: true,
+            force_full: true,
+            last_sync: None,
+            next_full: now + cfg.sync_period,
+            next_canary: now + cfg.canary_period,
+        }
+    }
+
+    /// The earliest of: the periodic full sync, the canary check, the next allowed sync if dirty.
+    fn wake_at(&self) -> Instant {
+        let sync_at = match self.last_sync {
+            Some(t) if self.dirty => Some(t + self.cfg.min_sync_period),
+            None if self.dirty => Some(Instant::now()),
             _ => None,
         };
-        let wake = [Some(next_full), Some(next_canary), sync_at]
+        [self.next_full, self.next_canary]
             .into_iter()
-            .flatten()
+            .chain(sync_at)
             .min()
-            .unwrap_or(next_full);
-        tokio::select! {
-            _ = changed.notified() => { dirty = true; continue; }
-            _ = sleep_until(wake) => {}
-        }
-        let now = Instant::now();
-        if now >= next_canary {
-            next_canary = now + cfg.canary_period;
-            let p = proxier.clone();
-            let lost = tokio::task::spawn_blocking(move || {
-                p.lock()
-                    .ok()
-                    .map(|mut p| p.rules_lost())
-                    .unwrap_or(Ok(false))
-            })
-            .await;
-            match lost {
-                Ok(Ok(true)) => {
-                    tracing::warn!("canary gone: rules were flushed from outside, resyncing");
-                    dirty = true;
-                    force_full = true;
-                    last_sync = None;
-                }
-                Ok(Err(e)) => tracing::warn!(error = %e, "canary check failed"),
-                _ => {}
+            .unwrap_or(self.next_full)
+    }
+
+    /// Whether the minimum sync period since the last sync has passed.
+    fn due(&self, now: Instant) -> bool {
+        self.last_sync
+            .is_none_or(|t| now >= t + self.cfg.min_sync_period)
+    }
+
+    /// Rules flushed from outside (the canary is gone): a full sync at once.
+    async fn check_canary(&mut self, now: Instant) {
+        self.next_canary = now + self.cfg.canary_period;
+        let p = self.proxier.clone();
+        let lost = tokio::task::spawn_blocking(move || {
+            p.lock()
+                .ok()
+                .map(|mut p| p.rules_lost())
+                .unwrap_or(Ok(false))
+        })
+        .await;
+        match lost {
+            Ok(Ok(true)) => {
+                tracing::warn!("canary gone: rules were flushed from outside, resyncing");
+                self.dirty = true;
+                self.force_full = true;
+                self.last_sync = None;
             }
+            Ok(Err(e)) => tracing::warn!(error = %e, "canary check failed"),
+            _ => {}
         }
-        if now >= next_full {
-            dirty = true;
-            force_full = true;
-        }
-        let due = match last_sync {
-            Some(t) => now >= t + cfg.min_sync_period,
-            None => true,
-        };
-        if !(dirty && due) {
-            continue;
-        }
-        let model = source.snapshot();
-        let p = proxier.clone();
-        let full = force_full;
+    }
+
+    /// One sync of the current model; a failure stays dirty and is retried as a full sync after
+    /// the minimum sync period.
+    async fn sync(&mut self) {
+        let model = self.source.snapshot();
+        let p = self.proxier.clone();
+        let full = self.force_full;
         let result =
             tokio::task::spawn_blocking(move || p.lock().ok().map(|mut p| p.sync(model, full)))
                 .await;
-        last_sync = Some(Instant::now());
+        self.last_sync = Some(Instant::now());
         match result {
             Ok(Some(Ok(stats))) => {
-                dirty = false;
+                self.dirty = false;
                 if stats.full || full {
-                    next_full = Instant::now() + cfg.sync_period;
+                    self.next_full = Instant::now() + self.cfg.sync_period;
                 }
-                force_full = false;
+                self.force_full = false;
             }
             Ok(Some(Err(e))) => {
-                // Keep dirty: retried after the minimum sync period, as a full sync.
                 tracing::error!(error = %e, "sync failed; retrying");
-                force_full = true;
+                self.force_full = true;
             }
             _ => tracing::error!("sync task panicked or its lock is poisoned"),
         }

@@ -5,19 +5,21 @@ mod common;
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{
-    in_ns, tcp_answers, tcp_hits, tcp_once, udp_on, udp_once, Hosts, Servers, NODE_IP, POD_IPS,
+    answers, dump, hammer, tcp_answer, tcp_hits, tcp_once, udp_on, udp_once, Hosts, Servers,
+    NODE_IP, POD_IPS,
 };
+use keelson_daemon::{Changes, Shutdown};
 use keelson_proxy::app::{make_backend, IptablesVariant, ProxyMode};
 use keelson_proxy::exec::CommandRunner;
 use keelson_proxy::metrics::Metrics;
 use keelson_proxy::model::{Endpoint, Protocol, ProxyModel, ServicePort, ServicePortName};
 use keelson_proxy::proxier::Proxier;
 use keelson_proxy::sync_loop::{run_sync_loop, LoopConfig, StaticSource};
+use keelson_testing::{eventually, TestHost};
 
 const WEB: &str = "10.96.0.10";
 const STICKY: &str = "10.96.0.20";
@@ -130,7 +132,7 @@ fn env() -> Env {
 }
 
 fn proxier(mode: ProxyMode, variant: IptablesVariant, hosts: &Hosts) -> Proxier {
-    let netns = Some(hosts.node_path());
+    let netns = Some(hosts.node.path());
     let backend = make_backend(
         mode,
         variant,
@@ -138,7 +140,7 @@ fn proxier(mode: ProxyMode, variant: IptablesVariant, hosts: &Hosts) -> Proxier 
         &netns,
     )
     .expect("backend");
-    let conntrack = CommandRunner::in_netns(&hosts.node_path()).expect("netns runner");
+    let conntrack = CommandRunner::in_netns(&hosts.node.path()).expect("netns runner");
     Proxier::new(
         backend,
         Some(Box::new(conntrack)),
@@ -164,14 +166,7 @@ fn cluster_ip_spread(mode: ProxyMode, variant: IptablesVariant) {
     p.sync(model(true), true).expect("sync");
     let hits = tcp_hits(&e.hosts.client, addr(WEB, 80), 200);
     assert_spread(&hits, 200, "cluster IP");
-    let udp = in_ns(&e.hosts.client, || {
-        let mut hits = BTreeMap::new();
-        for _ in 0..40 {
-            let k = udp_once(addr(DNS, 53)).unwrap_or_else(|e| format!("error: {e}"));
-            *hits.entry(k).or_insert(0) += 1;
-        }
-        hits
-    });
+    let udp = answers(&e.hosts.client, addr(DNS, 53), 40, udp_once);
     assert!(
         udp.contains_key("pod1") && udp.contains_key("pod2"),
         "UDP spread: {udp:?}"
@@ -188,13 +183,13 @@ fn node_port_from_other_host(mode: ProxyMode) {
     p.sync(model(true), true).expect("sync");
     let hits = tcp_hits(&e.hosts.node2, addr(NODE_IP, 30080), 200);
     assert_spread(&hits, 200, "NodePort");
-    let seen = tcp_answers(&e.hosts.node2, addr(NODE_IP, 30080), 20);
+    let seen = answers(&e.hosts.node2, addr(NODE_IP, 30080), 20, tcp_answer);
     assert!(
         seen.keys().all(|k| k.ends_with(" 10.244.1.1")),
         "not masqueraded: {seen:?}"
     );
 
-    let local = tcp_answers(&e.hosts.node2, addr(NODE_IP, 30090), 40);
+    let local = answers(&e.hosts.node2, addr(NODE_IP, 30090), 40, tcp_answer);
     assert_eq!(
         local.get("pod1 192.168.78.2"),
         Some(&40),
@@ -239,7 +234,7 @@ fn hairpin_and_reject(mode: ProxyMode) {
         (&e.hosts.client, addr(EMPTY, 80)),
         (&e.hosts.node2, addr(NODE_IP, 30100)),
     ] {
-        let (took, res) = in_ns(ns, move || {
+        let (took, res) = ns.run_in(move || {
             let start = Instant::now();
             let r = tcp_once(target);
             (start.elapsed(), r)
@@ -267,40 +262,16 @@ fn affinity_unready_and_udp_conntrack(mode: ProxyMode) {
     assert_eq!(sticky.len(), 1, "affinity broken: {sticky:?}");
     assert!(sticky.keys().all(|k| k.starts_with("pod")), "{sticky:?}");
 
-    // One UDP socket, so one conntrack entry, before the endpoint change.
-    let (tx, rx) = std::sync::mpsc::channel::<()>();
-    let (res_tx, res_rx) = std::sync::mpsc::channel();
-    let client = e.hosts.client.clone();
-    let udp_thread = std::thread::spawn(move || {
-        in_ns(&client, move || {
+    // One UDP socket, so one conntrack entry, that reached pod2 before the endpoint change
+    // (opened in the client host, it stays there whichever thread uses it). Retried until pod2
+    // answered, so that removing pod2 must change the path.
+    let flow = e.hosts.client.run_in(|| {
+        (0..51).find_map(|_| {
             let s = std::net::UdpSocket::bind("0.0.0.0:0").expect("bind");
-            let mut first = udp_on(&s, addr(DNS, 53)).unwrap_or_default();
-            // Retry until pod2 answered, so that removing pod2 must change the path.
-            for _ in 0..50 {
-                if first == "pod2" {
-                    break;
-                }
-                let s2 = std::net::UdpSocket::bind("0.0.0.0:0").expect("bind");
-                first = udp_on(&s2, addr(DNS, 53)).unwrap_or_default();
-                if first == "pod2" {
-                    let _ = res_tx.send(first.clone());
-                    let _ = rx.recv();
-                    let after =
-                        udp_on(&s2, addr(DNS, 53)).unwrap_or_else(|e| format!("error: {e}"));
-                    let _ = res_tx.send(after);
-                    return;
-                }
-            }
-            let _ = res_tx.send(first.clone());
-            let _ = rx.recv();
-            let after = udp_on(&s, addr(DNS, 53)).unwrap_or_else(|e| format!("error: {e}"));
-            let _ = res_tx.send(after);
+            (udp_on(&s, addr(DNS, 53)).ok()? == "pod2").then_some(s)
         })
     });
-    let before = res_rx
-        .recv_timeout(Duration::from_secs(30))
-        .expect("udp before");
-    assert_eq!(before, "pod2", "could not get a UDP flow to pod2");
+    let flow = flow.expect("could not get a UDP flow to pod2");
 
     let mut m = model(false);
     // pod2 also leaves the UDP service.
@@ -308,11 +279,7 @@ fn affinity_unready_and_udp_conntrack(mode: ProxyMode) {
         dns.endpoints.retain(|e| e.ip.to_string() == POD_IPS[0]);
     }
     p.sync(m, false).expect("partial sync");
-    let _ = tx.send(());
-    let after = res_rx
-        .recv_timeout(Duration::from_secs(30))
-        .expect("udp after");
-    let _ = udp_thread.join();
+    let after = udp_on(&flow, addr(DNS, 53)).unwrap_or_else(|e| format!("error: {e}"));
     assert_eq!(
         after, "pod1",
         "the stale UDP conntrack entry still led to pod2"
@@ -328,33 +295,28 @@ fn affinity_unready_and_udp_conntrack(mode: ProxyMode) {
 
 /// Runs the sync loop (canary every second) in the background until dropped.
 struct Loop {
-    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    stop: tokio::sync::watch::Sender<bool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Loop {
     fn start(p: Proxier, model: ProxyModel) -> Loop {
-        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        let (stop, shutdown) = Shutdown::manual();
         let source = Arc::new(StaticSource::default());
         if let Ok(mut m) = source.model.lock() {
             *m = Some(model);
         }
+        let cfg = LoopConfig {
+            min_sync_period: Duration::from_millis(200),
+            sync_period: Duration::from_secs(30),
+            canary_period: Duration::from_secs(1),
+        };
         let thread = std::thread::spawn(move || {
             let rt = tokio::runtime::Runtime::new().expect("runtime");
-            rt.block_on(async move {
-                let cfg = LoopConfig {
-                    min_sync_period: Duration::from_millis(200),
-                    sync_period: Duration::from_secs(30),
-                    canary_period: Duration::from_secs(1),
-                };
-                tokio::select! {
-                    _ = run_sync_loop(p, source, Arc::new(tokio::sync::Notify::new()), cfg) => {}
-                    _ = rx => {}
-                }
-            });
+            rt.block_on(run_sync_loop(p, source, Changes::default(), cfg, shutdown));
         });
         Loop {
-            stop: Some(tx),
+            stop,
             thread: Some(thread),
         }
     }
@@ -362,25 +324,19 @@ impl Loop {
 
 impl Drop for Loop {
     fn drop(&mut self) {
-        if let Some(s) = self.stop.take() {
-            let _ = s.send(());
-        }
+        let _ = self.stop.send(true);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
     }
 }
 
-fn wait_for_service(ns: &str, target: SocketAddr, limit: Duration) -> Option<Duration> {
-    let start = Instant::now();
-    while start.elapsed() < limit {
-        let ok = in_ns(ns, move || tcp_once(target).is_ok());
-        if ok {
-            return Some(start.elapsed());
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    None
+/// Waits until a connection from `host` to `target` is answered.
+fn wait_for_service(host: &TestHost, target: SocketAddr, what: &str, limit: Duration) {
+    eventually(what, limit, || {
+        host.run_in(move || tcp_once(target))
+            .map_err(|e| e.to_string())
+    });
 }
 
 /// An external flush inside the test host: the canary notices and rules are back within 5 s.
@@ -388,27 +344,25 @@ fn flush_restored(mode: ProxyMode) {
     let e = env();
     let p = proxier(mode, IptablesVariant::Nft, &e.hosts);
     let _loop = Loop::start(p, model(true));
-    wait_for_service(&e.hosts.client, addr(WEB, 80), Duration::from_secs(10))
-        .expect("initial sync");
+    let web = addr(WEB, 80);
+    wait_for_service(
+        &e.hosts.client,
+        web,
+        "initial sync",
+        Duration::from_secs(10),
+    );
     // Flush and look at the result in one go, so the check cannot race the repair.
     let flushed_at = Instant::now();
-    let left = match mode {
-        ProxyMode::Iptables => e.hosts.on_node(&[
-            "sh",
-            "-c",
-            "iptables-nft -t nat -F && iptables-nft -t nat -S KUBE-SERVICES",
-        ]),
-        ProxyMode::Nftables => {
-            e.hosts
-                .on_node(&["sh", "-c", "nft flush ruleset && nft list ruleset"])
-        }
-    };
+    let left = e.hosts.node.sh_ok(match mode {
+        ProxyMode::Iptables => "iptables-nft -t nat -F && iptables-nft -t nat -S KUBE-SERVICES",
+        ProxyMode::Nftables => "nft flush ruleset && nft list ruleset",
+    });
     assert!(
         !left.contains("-A ") && !left.contains("keelson"),
         "flush left rules: {left}"
     );
-    wait_for_service(&e.hosts.client, addr(WEB, 80), Duration::from_secs(8))
-        .expect("rules not restored after the flush");
+    let what = "rules restored after the flush";
+    wait_for_service(&e.hosts.client, web, what, Duration::from_secs(8));
     let took = flushed_at.elapsed();
     assert!(
         took < Duration::from_secs(5),
@@ -416,63 +370,28 @@ fn flush_restored(mode: ProxyMode) {
     );
 }
 
-fn dump(hosts: &Hosts, mode: ProxyMode) -> String {
-    match mode {
-        ProxyMode::Iptables => hosts
-            .on_node(&["iptables-nft-save"])
-            .lines()
-            .filter(|l| !l.starts_with('#'))
-            .map(|l| l.split(" [").next().unwrap_or(l).to_string())
-            .collect::<Vec<_>>()
-            .join("\n"),
-        ProxyMode::Nftables => hosts.on_node(&["nft", "list", "table", "ip", "keelson"]),
-    }
-}
-
 /// A restarted proxy (fresh state) writes the same rules, with no window without rules.
 fn restart_same_rules(mode: ProxyMode) {
     let e = env();
     let mut first = proxier(mode, IptablesVariant::Nft, &e.hosts);
     first.sync(model(true), true).expect("sync");
-    let before = dump(&e.hosts, mode);
+    let before = dump(&e.hosts.node, mode);
     drop(first);
 
-    let stop = Arc::new(AtomicBool::new(false));
-    let failures = Arc::new(AtomicUsize::new(0));
-    let total = Arc::new(AtomicUsize::new(0));
-    let (s, f, t, client) = (
-        stop.clone(),
-        failures.clone(),
-        total.clone(),
-        e.hosts.client.clone(),
-    );
-    let hammer = std::thread::spawn(move || {
-        in_ns(&client, move || {
-            while !s.load(Ordering::SeqCst) {
-                if tcp_once(addr(WEB, 80)).is_err() {
-                    f.fetch_add(1, Ordering::SeqCst);
-                }
-                t.fetch_add(1, Ordering::SeqCst);
-            }
-        })
+    let (_second, ok, failed) = hammer(&e.hosts.client, addr(WEB, 80), || {
+        std::thread::sleep(Duration::from_millis(200));
+        let mut second = proxier(mode, IptablesVariant::Nft, &e.hosts);
+        second.sync(model(true), true).expect("sync after restart");
+        std::thread::sleep(Duration::from_millis(200));
+        second
     });
-    std::thread::sleep(Duration::from_millis(200));
-    let mut second = proxier(mode, IptablesVariant::Nft, &e.hosts);
-    second.sync(model(true), true).expect("sync after restart");
-    std::thread::sleep(Duration::from_millis(200));
-    stop.store(true, Ordering::SeqCst);
-    let _ = hammer.join();
-    let after = dump(&e.hosts, mode);
-    assert_eq!(before, after, "a restart changed the rules");
-    assert!(
-        total.load(Ordering::SeqCst) > 10,
-        "too few connections to judge"
-    );
     assert_eq!(
-        failures.load(Ordering::SeqCst),
-        0,
-        "connections failed during the restart"
+        before,
+        dump(&e.hosts.node, mode),
+        "a restart changed the rules"
     );
+    assert!(ok + failed > 10, "too few connections to judge");
+    assert_eq!(failed, 0, "connections failed during the restart");
 }
 
 macro_rules! both_backends {

@@ -6,18 +6,21 @@ mod corpus;
 use std::sync::Arc;
 use std::time::Duration;
 
+use keelson_daemon::{Changes, Shutdown};
 use keelson_proxy::backend::{RecordingBackend, SyncScope};
 use keelson_proxy::metrics::Metrics;
 use keelson_proxy::model::ProxyModel;
 use keelson_proxy::proxier::Proxier;
 use keelson_proxy::sync_loop::{run_sync_loop, LoopConfig, StaticSource};
-use tokio::sync::Notify;
 
 struct Harness {
     backend: RecordingBackend,
     source: Arc<StaticSource>,
-    notify: Arc<Notify>,
+    changes: Changes,
     metrics: Arc<Metrics>,
+    /// Sending `true` stops the loop (dropping it does not).
+    stop: tokio::sync::watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
 }
 
 fn start() -> Harness {
@@ -25,25 +28,34 @@ fn start() -> Harness {
     let metrics = Arc::new(Metrics::new(Duration::from_secs(70)));
     let proxier = Proxier::new(Box::new(backend.clone()), None, metrics.clone());
     let source = Arc::new(StaticSource::default());
-    let notify = Arc::new(Notify::new());
+    let changes = Changes::default();
+    let (stop, shutdown) = Shutdown::manual();
     let cfg = LoopConfig {
         min_sync_period: Duration::from_secs(1),
         sync_period: Duration::from_secs(30),
         canary_period: Duration::from_secs(2),
     };
-    tokio::spawn(run_sync_loop(proxier, source.clone(), notify.clone(), cfg));
+    let task = tokio::spawn(run_sync_loop(
+        proxier,
+        source.clone(),
+        changes.clone(),
+        cfg,
+        shutdown,
+    ));
     Harness {
         backend,
         source,
-        notify,
+        changes,
         metrics,
+        stop,
+        task,
     }
 }
 
 impl Harness {
     fn set(&self, m: ProxyModel) {
         *self.source.model.lock().expect("lock") = Some(m);
-        self.notify.notify_one();
+        self.changes.notify();
     }
 }
 
@@ -114,4 +126,24 @@ async fn periodic_full_resync_and_canary_loss() {
         "a lost canary forces a sync within one canary period"
     );
     assert_eq!(rec[2].scope, SyncScope::Full);
+}
+
+#[tokio::test(start_paused = true)]
+async fn shutdown_stops_the_loop_before_and_after_the_first_sync() {
+    let h = start();
+    sleep(1.0).await;
+    h.stop.send(true).expect("loop listening");
+    sleep(0.1).await;
+    assert!(
+        h.task.is_finished(),
+        "still waiting for inputs after shutdown"
+    );
+
+    let h = start();
+    h.set(corpus::model());
+    sleep(1.0).await;
+    assert_eq!(h.backend.recorded().len(), 1);
+    h.stop.send(true).expect("loop listening");
+    sleep(0.1).await;
+    assert!(h.task.is_finished(), "still syncing after shutdown");
 }

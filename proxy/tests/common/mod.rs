@@ -1,99 +1,114 @@
-//! Test hosts for packet-flow tests: network namespaces joined by veth pairs, with small TCP/UDP
-//! servers inside "pod" namespaces. Everything is created under the "kp-<pid>-<rand>" prefix and
-//! removed on drop; leftovers of crashed runs (whose pid is gone) are removed first.
+//! The packet-flow topology of the proxy's root tests, built on keelson-testing's test hosts:
+//! a node with two pods on a bridge, a client and a second node beside it; small TCP/UDP
+//! servers in the pods; connection counting; rule dumps of the node.
 
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
-use std::os::fd::AsRawFd;
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-pub const PREFIX: &str = "kp-";
+use keelson_proxy::app::ProxyMode;
+use keelson_testing::{require_root_and_tools, TestHost};
 
-fn run(args: &[&str]) -> String {
-    let out = Command::new(args[0])
-        .args(&args[1..])
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {args:?}: {e} (install scripts/deps.d/proxy.txt)"));
-    assert!(
-        out.status.success(),
-        "{args:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+/// The test hosts of one test:
+///   client (192.168.77.2) --- node (192.168.77.1 | 192.168.78.1, br0 10.244.1.1/24) --- node2 (192.168.78.2)
+///                                  |-- pod1 10.244.1.2, pod2 10.244.1.3 (bridge ports, hairpin on)
+pub struct Hosts {
+    pub node: TestHost,
+    pub node2: TestHost,
+    pub client: TestHost,
+    pub pods: Vec<TestHost>,
 }
 
-/// Fails loudly when the machine cannot run packet-flow tests.
-pub fn require_root_and_tools() {
-    // SAFETY: geteuid has no preconditions.
-    let euid = unsafe { libc::geteuid() };
-    assert_eq!(
-        euid, 0,
-        "packet-flow tests need root (they create network namespaces)"
-    );
-    for tool in [
-        "ip",
-        "nft",
-        "iptables-nft-restore",
-        "iptables-legacy-restore",
-        "conntrack",
-    ] {
-        let found = std::env::var("PATH")
-            .unwrap_or_default()
-            .split(':')
-            .chain(["/usr/sbin", "/sbin"])
-            .any(|d| std::path::Path::new(d).join(tool).exists());
-        assert!(
-            found,
-            "{tool} is missing: install the packages in scripts/deps.d/proxy.txt"
+pub const NODE_IP: &str = "192.168.78.1";
+pub const POD_IPS: [&str; 2] = ["10.244.1.2", "10.244.1.3"];
+
+impl Hosts {
+    pub fn new() -> Hosts {
+        require_root_and_tools(&[
+            "ip",
+            "nft",
+            "iptables-nft-restore",
+            "iptables-legacy-restore",
+            "conntrack",
+        ]);
+        let h = Hosts {
+            node: TestHost::create("proxy-node"),
+            node2: TestHost::create("proxy-node2"),
+            client: TestHost::create("proxy-client"),
+            pods: vec![
+                TestHost::create("proxy-pod1"),
+                TestHost::create("proxy-pod2"),
+            ],
+        };
+        let n = &h.node;
+        n.sysctl("net.ipv4.ip_forward=1");
+        n.ip(&["link", "add", "br0", "type", "bridge"]);
+        n.ip(&["addr", "add", "10.244.1.1/24", "dev", "br0"]);
+        n.ip(&["link", "set", "br0", "up"]);
+        // A real node routes the service range via its default route, so traffic to a Service
+        // without endpoints reaches the FORWARD hook (and its REJECT). Test hosts have no default
+        // route; this specific route stands in for it and never leaves the test host.
+        n.ip(&["route", "add", "10.96.0.0/16", "dev", "br0"]);
+        for (i, pod) in h.pods.iter().enumerate() {
+            h.attach_pod(&format!("vpod{i}"), pod, POD_IPS[i]);
+        }
+        n.veth(
+            "vclient",
+            "192.168.77.1/24",
+            &h.client,
+            "eth0",
+            "192.168.77.2/24",
         );
+        n.veth(
+            "vnode2",
+            "192.168.78.1/24",
+            &h.node2,
+            "eth0",
+            "192.168.78.2/24",
+        );
+        for net in ["10.96.0.0/16", "192.168.99.0/24"] {
+            h.client.ip(&["route", "add", net, "via", "192.168.77.1"]);
+        }
+        h
     }
-}
 
-/// Removes namespaces left by earlier runs whose process is gone.
-fn remove_leftovers() {
-    let list = run(&["ip", "netns", "list"]);
-    for line in list.lines() {
-        let name = line.split_whitespace().next().unwrap_or("");
-        let Some(rest) = name.strip_prefix(PREFIX) else {
-            continue;
-        };
-        let Some(pid) = rest.split('-').next().and_then(|p| p.parse::<u32>().ok()) else {
-            continue;
-        };
-        if !std::path::Path::new(&format!("/proc/{pid}")).exists() {
-            let _ = Command::new("ip").args(["netns", "del", name]).status();
+    /// A pod on the node's bridge, as a CNI bridge plugin with hairpinMode makes it (a pod can
+    /// reach itself via a Service).
+    fn attach_pod(&self, port: &str, pod: &TestHost, ip: &str) {
+        let n = &self.node;
+        n.ip(&[
+            "link", "add", port, "type", "veth", "peer", "name", "eth0", "netns", &pod.name,
+        ]);
+        n.ip(&["link", "set", port, "master", "br0", "up"]);
+        n.ip(&["link", "set", port, "type", "bridge_slave", "hairpin", "on"]);
+        pod.ip(&["addr", "add", &format!("{ip}/24"), "dev", "eth0"]);
+        pod.ip(&["link", "set", "eth0", "up"]);
+        // Specific routes only, never a default route: services, the client network, and node2
+        // (replies to it without masquerade: externalTrafficPolicy Local keeps the client IP).
+        for net in ["10.96.0.0/16", "192.168.77.0/24", "192.168.78.0/24"] {
+            pod.ip(&["route", "add", net, "via", "10.244.1.1"]);
         }
     }
 }
 
-pub fn netns_path(name: &str) -> String {
-    format!("/var/run/netns/{name}")
-}
-
-/// Runs `f` on a thread that entered network namespace `ns`; sockets it creates live there.
-pub fn in_ns<T: Send + 'static>(ns: &str, f: impl FnOnce() -> T + Send + 'static) -> T {
-    let path = netns_path(ns);
-    std::thread::spawn(move || {
-        enter(&path);
-        f()
-    })
-    .join()
-    .expect("thread in namespace panicked")
-}
-
-fn enter(path: &str) {
-    let file = File::open(path).unwrap_or_else(|e| panic!("open {path}: {e}"));
-    // SAFETY: setns on this thread only; the fd stays open for the call.
-    let rc = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
-    assert_eq!(rc, 0, "setns {path}: {}", std::io::Error::last_os_error());
+/// The node's rules as text to compare (iptables counters left out).
+pub fn dump(node: &TestHost, mode: ProxyMode) -> String {
+    match mode {
+        ProxyMode::Iptables => node
+            .sh_ok("iptables-nft-save")
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .map(|l| l.split(" [").next().unwrap_or(l).to_string())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        ProxyMode::Nftables => node.sh_ok("nft list table ip keelson"),
+    }
 }
 
 /// Servers answering with their pod's name, on TCP and UDP ports, until dropped.
@@ -103,17 +118,15 @@ pub struct Servers {
 }
 
 impl Servers {
-    pub fn start(ns: &str, name: &str, tcp: &[u16], udp: &[u16]) -> Servers {
+    /// The sockets are opened inside `pod` (so they live there) and served from plain threads.
+    pub fn start(pod: &TestHost, name: &str, tcp: &[u16], udp: &[u16]) -> Servers {
         let stop = Arc::new(AtomicBool::new(false));
         let mut threads = Vec::new();
         for &port in tcp {
-            let (path, name, stop) = (netns_path(ns), name.to_string(), stop.clone());
-            let (tx, rx) = std::sync::mpsc::channel();
+            let l = pod.run_in(move || TcpListener::bind(("0.0.0.0", port)).expect("bind tcp"));
+            l.set_nonblocking(true).expect("nonblocking");
+            let (name, stop) = (name.to_string(), stop.clone());
             threads.push(std::thread::spawn(move || {
-                enter(&path);
-                let l = TcpListener::bind(("0.0.0.0", port)).expect("bind tcp");
-                l.set_nonblocking(true).expect("nonblocking");
-                let _ = tx.send(());
                 while !stop.load(Ordering::SeqCst) {
                     match l.accept() {
                         Ok((mut s, peer)) => {
@@ -125,18 +138,13 @@ impl Servers {
                     }
                 }
             }));
-            rx.recv_timeout(Duration::from_secs(5))
-                .expect("tcp server started");
         }
         for &port in udp {
-            let (path, name, stop) = (netns_path(ns), name.to_string(), stop.clone());
-            let (tx, rx) = std::sync::mpsc::channel();
+            let s = pod.run_in(move || UdpSocket::bind(("0.0.0.0", port)).expect("bind udp"));
+            s.set_read_timeout(Some(Duration::from_millis(50)))
+                .expect("timeout");
+            let (name, stop) = (name.to_string(), stop.clone());
             threads.push(std::thread::spawn(move || {
-                enter(&path);
-                let s = UdpSocket::bind(("0.0.0.0", port)).expect("bind udp");
-                s.set_read_timeout(Some(Duration::from_millis(50)))
-                    .expect("timeout");
-                let _ = tx.send(());
                 let mut buf = [0u8; 512];
                 while !stop.load(Ordering::SeqCst) {
                     if let Ok((_, from)) = s.recv_from(&mut buf) {
@@ -144,8 +152,6 @@ impl Servers {
                     }
                 }
             }));
-            rx.recv_timeout(Duration::from_secs(5))
-                .expect("udp server started");
         }
         Servers { stop, threads }
     }
@@ -175,30 +181,6 @@ pub fn tcp_answer(addr: SocketAddr) -> std::io::Result<String> {
     Ok(out.trim().to_string())
 }
 
-/// `n` connections from namespace `ns`, counted by full answer (name and seen client address).
-pub fn tcp_answers(ns: &str, addr: SocketAddr, n: usize) -> BTreeMap<String, usize> {
-    in_ns(ns, move || {
-        let mut hits = BTreeMap::new();
-        for _ in 0..n {
-            let key = tcp_answer(addr).unwrap_or_else(|e| format!("error: {e}"));
-            *hits.entry(key).or_insert(0) += 1;
-        }
-        hits
-    })
-}
-
-/// `n` connections from namespace `ns`: answers counted by server name, failures under "error".
-pub fn tcp_hits(ns: &str, addr: SocketAddr, n: usize) -> BTreeMap<String, usize> {
-    in_ns(ns, move || {
-        let mut hits = BTreeMap::new();
-        for _ in 0..n {
-            let key = tcp_once(addr).unwrap_or_else(|e| format!("error: {e}"));
-            *hits.entry(key).or_insert(0) += 1;
-        }
-        hits
-    })
-}
-
 /// One UDP exchange from a fresh socket.
 pub fn udp_once(addr: SocketAddr) -> std::io::Result<String> {
     let s = UdpSocket::bind("0.0.0.0:0")?;
@@ -214,159 +196,61 @@ pub fn udp_on(s: &UdpSocket, addr: SocketAddr) -> std::io::Result<String> {
     Ok(String::from_utf8_lossy(&buf[..n]).to_string())
 }
 
-/// The test hosts of one test:
-///   client (192.168.77.2) --- node (192.168.77.1 | 192.168.78.1, br0 10.244.1.1/24) --- node2 (192.168.78.2)
-///                                  |-- pod1 10.244.1.2, pod2 10.244.1.3 (bridge ports, hairpin on)
-pub struct Hosts {
-    pub node: String,
-    pub node2: String,
-    pub client: String,
-    pub pods: Vec<String>,
+/// `n` probes (`tcp_once`, `tcp_answer`, `udp_once`) from `host`, counted by answer; failures
+/// under "error: ...".
+pub fn answers(
+    host: &TestHost,
+    addr: SocketAddr,
+    n: usize,
+    probe: fn(SocketAddr) -> std::io::Result<String>,
+) -> BTreeMap<String, usize> {
+    host.run_in(move || {
+        let mut hits = BTreeMap::new();
+        for _ in 0..n {
+            let key = probe(addr).unwrap_or_else(|e| format!("error: {e}"));
+            *hits.entry(key).or_insert(0) += 1;
+        }
+        hits
+    })
 }
 
-pub const NODE_IP: &str = "192.168.78.1";
-pub const POD_IPS: [&str; 2] = ["10.244.1.2", "10.244.1.3"];
-
-fn ns_run(ns: &str, args: &[&str]) {
-    let mut full = vec!["ip", "netns", "exec", ns];
-    full.extend_from_slice(args);
-    run(&full);
+/// `n` TCP connections from `host`, counted by server name.
+pub fn tcp_hits(host: &TestHost, addr: SocketAddr, n: usize) -> BTreeMap<String, usize> {
+    answers(host, addr, n, tcp_once)
 }
 
-impl Hosts {
-    pub fn new() -> Hosts {
-        require_root_and_tools();
-        remove_leftovers();
-        let id = format!(
-            "{PREFIX}{}-{:06x}",
-            std::process::id(),
-            rand::random::<u32>() & 0xffffff
-        );
-        let h = Hosts {
-            node: format!("{id}-node"),
-            node2: format!("{id}-node2"),
-            client: format!("{id}-client"),
-            pods: vec![format!("{id}-pod1"), format!("{id}-pod2")],
-        };
-        for ns in [&h.node, &h.node2, &h.client]
-            .into_iter()
-            .chain(h.pods.iter())
-        {
-            run(&["ip", "netns", "add", ns]);
-            ns_run(ns, &["ip", "link", "set", "lo", "up"]);
-        }
-        let n = h.node.as_str();
-        ns_run(n, &["sysctl", "-qw", "net.ipv4.ip_forward=1"]);
-        ns_run(n, &["ip", "link", "add", "br0", "type", "bridge"]);
-        ns_run(n, &["ip", "addr", "add", "10.244.1.1/24", "dev", "br0"]);
-        ns_run(n, &["ip", "link", "set", "br0", "up"]);
-        // A real node routes the service range via its default route, so traffic to a Service
-        // without endpoints reaches the FORWARD hook (and its REJECT). Test hosts have no default
-        // route; this specific route stands in for it and never leaves the test host.
-        ns_run(n, &["ip", "route", "add", "10.96.0.0/16", "dev", "br0"]);
-        for (i, pod) in h.pods.iter().enumerate() {
-            let port = format!("vpod{i}");
-            run(&[
-                "ip", "-n", n, "link", "add", &port, "type", "veth", "peer", "name", "eth0",
-                "netns", pod,
-            ]);
-            ns_run(n, &["ip", "link", "set", &port, "master", "br0", "up"]);
-            // What a CNI bridge plugin with hairpinMode does: lets a pod reach itself via a Service.
-            ns_run(
-                n,
-                &[
-                    "ip",
-                    "link",
-                    "set",
-                    &port,
-                    "type",
-                    "bridge_slave",
-                    "hairpin",
-                    "on",
-                ],
-            );
-            ns_run(
-                pod,
-                &[
-                    "ip",
-                    "addr",
-                    "add",
-                    &format!("{}/24", POD_IPS[i]),
-                    "dev",
-                    "eth0",
-                ],
-            );
-            ns_run(pod, &["ip", "link", "set", "eth0", "up"]);
-            // Specific routes only: services and the client network, never a default route.
-            ns_run(
-                pod,
-                &["ip", "route", "add", "10.96.0.0/16", "via", "10.244.1.1"],
-            );
-            ns_run(
-                pod,
-                &["ip", "route", "add", "192.168.77.0/24", "via", "10.244.1.1"],
-            );
-            // Replies to node2 without masquerade (externalTrafficPolicy Local keeps the client IP).
-            ns_run(
-                pod,
-                &["ip", "route", "add", "192.168.78.0/24", "via", "10.244.1.1"],
-            );
-        }
-        for (peer, node_ip, peer_ip) in [
-            (h.client.as_str(), "192.168.77.1/24", "192.168.77.2/24"),
-            (h.node2.as_str(), "192.168.78.1/24", "192.168.78.2/24"),
-        ] {
-            let link = if peer == h.client {
-                "vclient"
-            } else {
-                "vnode2"
-            };
-            run(&[
-                "ip", "-n", n, "link", "add", link, "type", "veth", "peer", "name", "eth0",
-                "netns", peer,
-            ]);
-            ns_run(n, &["ip", "addr", "add", node_ip, "dev", link]);
-            ns_run(n, &["ip", "link", "set", link, "up"]);
-            ns_run(peer, &["ip", "addr", "add", peer_ip, "dev", "eth0"]);
-            ns_run(peer, &["ip", "link", "set", "eth0", "up"]);
-        }
-        ns_run(
-            &h.client,
-            &["ip", "route", "add", "10.96.0.0/16", "via", "192.168.77.1"],
-        );
-        ns_run(
-            &h.client,
-            &[
-                "ip",
-                "route",
-                "add",
-                "192.168.99.0/24",
-                "via",
-                "192.168.77.1",
-            ],
-        );
-        h
-    }
-
-    pub fn node_path(&self) -> std::path::PathBuf {
-        netns_path(&self.node).into()
-    }
-
-    /// Runs a command inside the node namespace (e.g. to flush its rules).
-    pub fn on_node(&self, args: &[&str]) -> String {
-        let mut full = vec!["ip", "netns", "exec", self.node.as_str()];
-        full.extend_from_slice(args);
-        run(&full)
-    }
-}
-
-impl Drop for Hosts {
-    fn drop(&mut self) {
-        for ns in [&self.node, &self.node2, &self.client]
-            .into_iter()
-            .chain(self.pods.iter())
-        {
-            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+/// Connects from `host` to `target` over and over while `during` runs. Returns what `during`
+/// returned and how many connections worked and failed meanwhile.
+pub fn hammer<T>(
+    host: &TestHost,
+    target: SocketAddr,
+    during: impl FnOnce() -> T,
+) -> (T, usize, usize) {
+    /// Stops the connecting thread even when `during` panics (the scope would wait forever).
+    struct StopOnDrop(Arc<AtomicBool>);
+    impl Drop for StopOnDrop {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::SeqCst);
         }
     }
+    let stop = StopOnDrop(Arc::new(AtomicBool::new(false)));
+    let flag = stop.0.clone();
+    std::thread::scope(|scope| {
+        let counts = scope.spawn(|| {
+            host.run_in(move || {
+                let (mut ok, mut failed) = (0, 0);
+                while !flag.load(Ordering::SeqCst) {
+                    match tcp_once(target) {
+                        Ok(_) => ok += 1,
+                        Err(_) => failed += 1,
+                    }
+                }
+                (ok, failed)
+            })
+        });
+        let out = during();
+        drop(stop);
+        let (ok, failed) = counts.join().expect("connecting thread");
+        (out, ok, failed)
+    })
 }
