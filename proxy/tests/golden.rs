@@ -90,6 +90,22 @@ fn only_load(calls: &[RecordedCmd], program: &str) -> String {
     loads[0].stdin.clone()
 }
 
+/// The corpus change as a partial sync: one call to `program` and nothing else, its text as in
+/// the golden file.
+fn partial_sync_is_one_load(b: &mut dyn RuleBackend, r: &FakeRunner, program: &str, golden: &str) {
+    let stats = b
+        .sync(&corpus::changed_model(), &SyncScope::Partial(changed()))
+        .expect("partial sync");
+    assert!(!stats.full);
+    let calls = r.take_calls();
+    assert_eq!(
+        calls.len(),
+        1,
+        "a partial sync is one {program} call and nothing else"
+    );
+    check(golden, &only_load(&calls, program));
+}
+
 #[test]
 fn corpus_covers_the_features() {
     let m = corpus::model();
@@ -115,20 +131,7 @@ fn iptables_full_and_partial_sync_text() {
         "iptables-full.txt",
         &only_load(&r.take_calls(), "iptables-nft-restore"),
     );
-    let stats = b
-        .sync(&corpus::changed_model(), &SyncScope::Partial(changed()))
-        .expect("partial sync");
-    assert!(!stats.full);
-    let calls = r.take_calls();
-    assert_eq!(
-        calls.len(),
-        1,
-        "a partial sync is one restore and nothing else"
-    );
-    check(
-        "iptables-partial.txt",
-        &only_load(&calls, "iptables-nft-restore"),
-    );
+    partial_sync_is_one_load(&mut b, &r, "iptables-nft-restore", "iptables-partial.txt");
 }
 
 #[test]
@@ -159,15 +162,5 @@ fn nftables_full_and_partial_sync_text() {
     b.sync(&corpus::model(), &SyncScope::Full)
         .expect("full sync");
     check("nftables-full.txt", &only_load(&r.take_calls(), "nft"));
-    let stats = b
-        .sync(&corpus::changed_model(), &SyncScope::Partial(changed()))
-        .expect("partial sync");
-    assert!(!stats.full);
-    let calls = r.take_calls();
-    assert_eq!(
-        calls.len(),
-        1,
-        "a partial sync is one nft call and nothing else"
-    );
-    check("nftables-partial.txt", &only_load(&calls, "nft"));
+    partial_sync_is_one_load(&mut b, &r, "nft", "nftables-partial.txt");
 }
