@@ -14,6 +14,7 @@ use std::net::Ipv4Addr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use keelson_proxy::app::{make_backend, IptablesVariant, ProxyMode};
 use keelson_proxy::backend::{RuleBackend, SyncScope};
 use keelson_proxy::exec::{CommandRunner, FakeRunner, Runner};
 use keelson_proxy::iptables::{render::RenderOptions as IptOptions, IptablesBackend, Variant};
@@ -202,29 +203,18 @@ fn figure(name: &str, backend: &str, n: u32, value: f64, unit: &str) {
     println!("{{\"bench\":\"proxy\",\"figure\":\"{name}\",\"backend\":\"{backend}\",\"services\":{n},\"value\":{value:.4},\"unit\":\"{unit}\"}}");
 }
 
-fn sync(backend: &str, n: u32) -> Result<(), String> {
-    let b: Box<dyn RuleBackend> = match backend {
-        "iptables" => Box::new(IptablesBackend::new(
-            Box::new(CommandRunner::host()),
-            Variant::Nft,
-            IptOptions {
-                cluster_cidr: cidr(),
-            },
-        )),
-        "iptables-legacy" => Box::new(IptablesBackend::new(
-            Box::new(CommandRunner::host()),
-            Variant::Legacy,
-            IptOptions {
-                cluster_cidr: cidr(),
-            },
-        )),
-        _ => Box::new(NftBackend::new(
-            Box::new(CommandRunner::host()),
-            NftOptions {
-                cluster_cidr: cidr(),
-            },
-        )),
+/// The real backend named on the command line, writing in this network namespace.
+fn host_backend(backend: &str) -> Result<Box<dyn RuleBackend>, String> {
+    let (mode, variant) = match backend {
+        "iptables" => (ProxyMode::Iptables, IptablesVariant::Nft),
+        "iptables-legacy" => (ProxyMode::Iptables, IptablesVariant::Legacy),
+        _ => (ProxyMode::Nftables, IptablesVariant::Auto),
     };
+    make_backend(mode, variant, cidr(), &None).map_err(|e| e.to_string())
+}
+
+fn sync(backend: &str, n: u32) -> Result<(), String> {
+    let b = host_backend(backend)?;
     let mut p = Proxier::new(b, None, Arc::new(Metrics::new(Duration::from_secs(60))));
     let m = model(n);
     let start = Instant::now();
@@ -278,8 +268,12 @@ fn sync(backend: &str, n: u32) -> Result<(), String> {
     );
     figure("max_rss", backend, n, rss_kib() as f64 / 1024.0, "MiB");
 
-    // The floor: the same change texts loaded by the tool directly, the same number of times.
-    let (program, args, there, back) = change_texts(backend, &m)?;
+    raw_change_floor(backend, n, &m)
+}
+
+/// The floor: the same change texts loaded by the tool directly, the same number of times.
+fn raw_change_floor(backend: &str, n: u32, m: &ProxyModel) -> Result<(), String> {
+    let (program, args, there, back) = change_texts(backend, m)?;
     let runner = CommandRunner::host();
     let mut raw = Vec::new();
     for i in 0..ROUNDS {

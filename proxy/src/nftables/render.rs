@@ -219,34 +219,62 @@ pub fn service_elements(
         }
     }
 
-    // externalTrafficPolicy Local: pods and the node itself still reach every endpoint.
-    let cluster = sp.cluster_endpoints();
-    if sp.external_local && !cluster.is_empty() {
-        for dst in &external_dsts {
-            dnat_elems(EXT_CLUSTER, dst, &cluster, &mut out);
-            out.push(Elem::new("ext_local_dsts", dst.clone()));
-        }
-        if let Some(dst) = &nodeport_dst {
-            dnat_elems(NODEPORT_CLUSTER, dst, &cluster, &mut out);
-            out.push(Elem::new("ext_local_nodeports", dst.clone()));
-        }
-    }
-
+    ext_cluster_elems(sp, &external_dsts, nodeport_dst.as_deref(), &mut out);
     if let Some(t) = sp.affinity_timeout {
-        let set = affinity_set_name(t);
-        let mut dsts = vec![cluster_dst.clone()];
-        dsts.extend(external_dsts.iter().cloned());
-        if let Some(np) = sp.node_port {
-            dsts.extend(node_ips.iter().map(|ip| format!("{ip} . {proto} . {np}")));
-        }
-        out.extend(dsts.into_iter().map(|key| Elem {
-            set,
-            key,
-            value: None,
-        }));
+        affinity_elems(t, sp, node_ips, cluster_dst, external_dsts, &mut out);
     }
-
     out
+}
+
+/// externalTrafficPolicy Local: pods and the node itself still reach every endpoint.
+fn ext_cluster_elems(
+    sp: &ServicePort,
+    external_dsts: &[String],
+    nodeport_dst: Option<&str>,
+    out: &mut Vec<Elem>,
+) {
+    if !sp.external_local {
+        return;
+    }
+    let cluster = sp.cluster_endpoints();
+    if cluster.is_empty() {
+        return;
+    }
+    for dst in external_dsts {
+        dnat_elems(EXT_CLUSTER, dst, &cluster, out);
+        out.push(Elem::new("ext_local_dsts", dst.clone()));
+    }
+    if let Some(dst) = nodeport_dst {
+        dnat_elems(NODEPORT_CLUSTER, dst, &cluster, out);
+        out.push(Elem::new("ext_local_nodeports", dst.to_string()));
+    }
+}
+
+/// Session affinity: every destination a client may have dialled (cluster IP, external IPs,
+/// the node's addresses at the NodePort) is a member of the affinity set of its timeout.
+fn affinity_elems(
+    timeout: u32,
+    sp: &ServicePort,
+    node_ips: &[Ipv4Addr],
+    cluster_dst: String,
+    external_dsts: Vec<String>,
+    out: &mut Vec<Elem>,
+) {
+    let set = affinity_set_name(timeout);
+    let proto = sp.name.protocol.lower();
+    let node_port_dsts = sp.node_port.into_iter().flat_map(|np| {
+        node_ips
+            .iter()
+            .map(move |ip| format!("{ip} . {proto} . {np}"))
+    });
+    let dsts = std::iter::once(cluster_dst)
+        .chain(external_dsts)
+        .chain(node_port_dsts);
+    out.extend(dsts.map(|key| Elem {
+        set,
+        key,
+        value: None,
+    }));
 }
 
 /// Pod IPs that may reach themselves through this service port (hairpin masquerade).

@@ -114,12 +114,22 @@ fn chains(out: &mut String) {
 
 /// The rules; their number depends only on the options and the distinct affinity timeouts.
 fn rules(opts: &RenderOptions, timeouts: &BTreeSet<u32>, out: &mut String) {
-    let t = FAMILY_TABLE;
-    let dst = "ip daddr . meta l4proto . th dport";
     let set_masq = format!("meta mark set meta mark | {MASQ_MARK}");
-    let mut rule = |chain: &str, body: &str| {
-        let _ = writeln!(out, "add rule {t} {chain} {body}");
-    };
+    dispatch_rules(opts, &set_masq, out);
+    bucket_rules(out);
+    postrouting_rules(timeouts, &set_masq, out);
+    reject_rules(out);
+}
+
+/// Appends `add rule <table> <chain> <body>`.
+fn add_rule(out: &mut String, chain: &str, body: &str) {
+    let _ = writeln!(out, "add rule {FAMILY_TABLE} {chain} {body}");
+}
+
+/// From the nat hooks to the bucket maps: masquerade marks, affinity, the Local short cuts.
+fn dispatch_rules(opts: &RenderOptions, set_masq: &str, out: &mut String) {
+    let dst = DST_KEY;
+    let mut rule = |chain: &str, body: &str| add_rule(out, chain, body);
     rule("nat_prerouting", "jump services");
     rule("nat_output", "jump services");
     if let Some(cidr) = opts.cluster_cidr {
@@ -140,7 +150,7 @@ fn rules(opts: &RenderOptions, timeouts: &BTreeSet<u32>, out: &mut String) {
         dst,
         "ext_local_dsts",
         EXT_CLUSTER,
-        &set_masq,
+        set_masq,
     );
     rule("services", &format!("{dst} vmap @service_buckets"));
     rule(
@@ -162,17 +172,22 @@ fn rules(opts: &RenderOptions, timeouts: &BTreeSet<u32>, out: &mut String) {
         PORT_KEY,
         "ext_local_nodeports",
         NODEPORT_CLUSTER,
-        &set_masq,
+        set_masq,
     );
     rule(
         "nodeports",
         "meta l4proto . th dport vmap @nodeport_buckets",
     );
+}
+
+/// One rule per bucket chain: the endpoint drawn at random inside the map key.
+fn bucket_rules(out: &mut String) {
     // nft 1.0.6 gives the first rule that uses a map typed "... : ip daddr . tcp dport" a
     // spurious "meta l4proto tcp" match (which would break UDP). These rules take that hit in
     // a chain nothing jumps to, so the bucket rules below are compiled as written.
     for d in DISPATCHES {
-        rule(
+        add_rule(
+            out,
             "typeof_anchor",
             &format!(
                 "dnat ip to {} . numgen random mod 1 map @{}",
@@ -182,7 +197,8 @@ fn rules(opts: &RenderOptions, timeouts: &BTreeSet<u32>, out: &mut String) {
     }
     for d in DISPATCHES {
         for class in BUCKET_CLASSES {
-            rule(
+            add_rule(
+                out,
                 &format!("{}_{class}", d.chain),
                 &format!(
                     "dnat ip to {} . numgen random mod {class} map @{}",
@@ -191,23 +207,34 @@ fn rules(opts: &RenderOptions, timeouts: &BTreeSet<u32>, out: &mut String) {
             );
         }
     }
+}
+
+/// Affinity learning, hairpin and the masquerade itself.
+fn postrouting_rules(timeouts: &BTreeSet<u32>, set_masq: &str, out: &mut String) {
     // Remember the endpoint a client got, keyed by the address it dialled; refreshed per connection.
     for timeout in timeouts {
         let set = affinity_set_name(*timeout);
         for proto in ["tcp", "udp", "sctp"] {
-            rule("nat_postrouting", &format!(
+            add_rule(out, "nat_postrouting", &format!(
                 "meta l4proto {proto} ct status dnat ct original ip daddr . meta l4proto . ct original proto-dst @{set} update @affinity {{ ip saddr . ct original ip daddr . meta l4proto . ct original proto-dst timeout {timeout}s : ip daddr . th dport }}"
             ));
         }
     }
     // A pod reaching itself through its Service: the reply must come back through this node.
-    rule(
+    add_rule(
+        out,
         "nat_postrouting",
         &format!("ip saddr . ip daddr @hairpin {set_masq}"),
     );
-    rule("nat_postrouting", &format!(
+    add_rule(out, "nat_postrouting", &format!(
         "meta mark & {MASQ_MARK} == {MASQ_MARK} meta mark set meta mark ^ {MASQ_MARK} masquerade fully-random"
     ));
+}
+
+/// Services without (local) endpoints: refused or dropped in the filter hooks.
+fn reject_rules(out: &mut String) {
+    let dst = DST_KEY;
+    let mut rule = |chain: &str, body: &str| add_rule(out, chain, body);
     rule("filter_input", "ct state new jump service_rejects");
     rule(
         "filter_input",
