@@ -2,17 +2,18 @@
 
 use std::path::Path;
 
-/// Why no client could be built; each case names where the configuration came from.
+/// Why no client could be built; each case names where the configuration came from, and the
+/// cause is its `source()` (printed by anyhow's "Caused by", not repeated in the message).
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    #[error("kubeconfig {path}: {source}")]
+    #[error("kubeconfig {path}")]
     Kubeconfig {
         path: String,
         source: kube::config::KubeconfigError,
     },
-    #[error("no --kubeconfig given and none found ($KUBECONFIG, ~/.kube/config, in-cluster service account): {0}")]
+    #[error("no --kubeconfig given and none found ($KUBECONFIG, ~/.kube/config, in-cluster service account)")]
     Infer(#[from] kube::config::InferConfigError),
-    #[error("cannot build the API client: {0}")]
+    #[error("cannot build the API client")]
     Client(#[from] kube::Error),
 }
 

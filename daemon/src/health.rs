@@ -20,13 +20,27 @@ pub enum HealthError {
     Serve(std::io::Error),
 }
 
-/// Whether the daemon is ready; /readyz answers 503 until `set_ready(true)`.
+/// Why /healthz fails, if it does: a daemon whose work can silently stop (the proxy's syncs)
+/// says so here, and a supervisor restarts it.
+type LivenessCheck = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
+
+/// Whether the daemon is alive and ready. /readyz answers 503 until `set_ready(true)`; /healthz
+/// answers 200 unless a liveness check was given and fails (then both answer 503 with its reason).
 #[derive(Clone, Default)]
 pub struct Health {
     ready: Arc<AtomicBool>,
+    liveness: Option<LivenessCheck>,
 }
 
 impl Health {
+    /// A `Health` whose /healthz (and /readyz) fail with the check's reason while it fails.
+    pub fn with_liveness(check: impl Fn() -> Result<(), String> + Send + Sync + 'static) -> Health {
+        Health {
+            ready: Arc::default(),
+            liveness: Some(Arc::new(check)),
+        }
+    }
+
     pub fn set_ready(&self, ready: bool) {
         self.ready.store(ready, Ordering::Relaxed);
     }
@@ -35,32 +49,51 @@ impl Health {
         self.ready.load(Ordering::Relaxed)
     }
 
+    fn alive(&self) -> Result<(), String> {
+        self.liveness.as_ref().map_or(Ok(()), |check| check())
+    }
+
     /// Binds `addr` (the error names it) and serves until the task is dropped.
     pub async fn serve(self, addr: SocketAddr, registry: Arc<Registry>) -> Result<(), HealthError> {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|source| HealthError::Bind { addr, source })?;
+        self.serve_on(listener, registry).await
+    }
+
+    /// Serves on a listener the daemon bound itself (to report a busy port its own way).
+    pub async fn serve_on(
+        self,
+        listener: tokio::net::TcpListener,
+        registry: Arc<Registry>,
+    ) -> Result<(), HealthError> {
         axum::serve(listener, self.router(registry))
             .await
             .map_err(HealthError::Serve)
     }
 
     fn router(self, registry: Arc<Registry>) -> axum::Router {
+        let live = self.clone();
+        let healthz = move || {
+            let answer = match live.alive() {
+                Ok(()) => (StatusCode::OK, "ok".to_string()),
+                Err(why) => (StatusCode::SERVICE_UNAVAILABLE, why),
+            };
+            async move { answer }
+        };
         let readyz = move || {
-            let ready = self.is_ready();
-            async move {
-                if ready {
-                    (StatusCode::OK, "ok")
-                } else {
-                    (
-                        StatusCode::SERVICE_UNAVAILABLE,
-                        "not ready: caches not synced",
-                    )
-                }
-            }
+            let answer = match self.alive() {
+                Err(why) => (StatusCode::SERVICE_UNAVAILABLE, why),
+                Ok(()) if !self.is_ready() => (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "not ready: caches not synced".to_string(),
+                ),
+                Ok(()) => (StatusCode::OK, "ok".to_string()),
+            };
+            async move { answer }
         };
         axum::Router::new()
-            .route("/healthz", axum::routing::get(|| async { "ok" }))
+            .route("/healthz", axum::routing::get(healthz))
             .route("/readyz", axum::routing::get(readyz))
             .route(
                 "/metrics",
@@ -130,6 +163,28 @@ mod tests {
         let (code, body) = get(addr, "/metrics").await;
         assert_eq!(code, 200);
         assert!(body.contains("keelson_test_syncs_total 1"), "{body}");
+    }
+
+    #[tokio::test]
+    async fn a_failing_liveness_check_fails_healthz_and_readyz_with_its_reason() {
+        let failing = Arc::new(AtomicBool::new(true));
+        let f = failing.clone();
+        let health = Health::with_liveness(move || match f.load(Ordering::Relaxed) {
+            true => Err("no successful sync yet".to_string()),
+            false => Ok(()),
+        });
+        health.set_ready(true);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let registry = Arc::new(Registry::default());
+        tokio::spawn(health.serve_on(listener, registry));
+        let (code, body) = get(addr, "/healthz").await;
+        assert_eq!(code, 503);
+        assert!(body.ends_with("no successful sync yet"), "{body}");
+        assert_eq!(get(addr, "/readyz").await.0, 503);
+        failing.store(false, Ordering::Relaxed);
+        assert_eq!(get(addr, "/healthz").await.0, 200);
+        assert_eq!(get(addr, "/readyz").await.0, 200);
     }
 
     #[tokio::test]

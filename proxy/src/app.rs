@@ -12,7 +12,7 @@ use crate::cidr::Ipv4Cidr;
 use crate::error::ProxyError;
 use crate::exec::{CommandRunner, Runner};
 use crate::iptables::{self, IptablesBackend, Variant};
-use crate::metrics::{self, Metrics};
+use crate::metrics::Metrics;
 use crate::nftables::{self, NftBackend};
 use crate::proxier::Proxier;
 use crate::sync_loop::{run_sync_loop, LoopConfig};
@@ -90,6 +90,17 @@ async fn bind(addr: SocketAddr, what: &str) -> Result<tokio::net::TcpListener, P
         })
 }
 
+/// Serves /healthz, /readyz and /metrics on `listener`; a failure is logged (rules do not depend on it).
+async fn serve(
+    health: keelson_daemon::Health,
+    listener: tokio::net::TcpListener,
+    registry: Arc<prometheus_client::registry::Registry>,
+) {
+    if let Err(e) = health.serve_on(listener, registry).await {
+        tracing::warn!(error = %e, "health and metrics endpoint stopped");
+    }
+}
+
 /// Runs the proxy until SIGTERM or SIGINT (the rules stay in place, as kube-proxy leaves them).
 pub async fn run(opts: Options) -> Result<(), ProxyError> {
     let client = keelson_daemon::client(opts.kubeconfig.as_deref()).await?;
@@ -97,10 +108,14 @@ pub async fn run(opts: Options) -> Result<(), ProxyError> {
 
     let metrics = Arc::new(Metrics::new(opts.sync_period * 2 + Duration::from_secs(10)));
     let listener = bind(opts.metrics_bind, "--metrics-bind-address").await?;
-    tokio::spawn(metrics::serve(listener, metrics.clone()));
+    let m = metrics.clone();
+    let health = keelson_daemon::Health::with_liveness(move || m.health());
+    // Ready from the start, as kube-proxy: /healthz is what says whether rules are being written.
+    health.set_ready(true);
+    tokio::spawn(serve(health.clone(), listener, metrics.registry()));
     if let Some(addr) = opts.healthz_bind {
         let listener = bind(addr, "--healthz-bind-address").await?;
-        tokio::spawn(metrics::serve(listener, metrics.clone()));
+        tokio::spawn(serve(health, listener, metrics.registry()));
     }
 
     let backend = make_backend(

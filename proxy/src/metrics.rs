@@ -1,10 +1,9 @@
-//! /metrics (Prometheus text) and /healthz, which fails when syncs stop.
+//! The proxy's metrics, and its liveness: /healthz (served by keelson-daemon) fails when syncs stop.
 
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use prometheus_client::encoding::text::encode;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
@@ -18,7 +17,7 @@ fn new_histogram() -> Histogram {
 }
 
 pub struct Metrics {
-    registry: Registry,
+    registry: Arc<Registry>,
     sync_duration: Family<Labels, Histogram, fn() -> Histogram>,
     written: Family<Labels, Counter>,
     last_written: Gauge,
@@ -61,7 +60,7 @@ impl Metrics {
         );
         registry.register("sync_errors", "Failed syncs", errors.clone());
         Metrics {
-            registry,
+            registry: Arc::new(registry),
             sync_duration,
             written,
             last_written,
@@ -96,12 +95,8 @@ impl Metrics {
         self.errors.inc();
     }
 
-    pub fn render(&self) -> String {
-        let mut out = String::new();
-        if encode(&mut out, &self.registry).is_err() {
-            out.clear();
-        }
-        out
+    pub fn registry(&self) -> Arc<Registry> {
+        self.registry.clone()
     }
 
     /// `Ok` while syncs keep succeeding, else why not.
@@ -117,37 +112,4 @@ impl Metrics {
             Some(_) => Ok(()),
         }
     }
-}
-
-/// Serves /metrics and /healthz on `listener` until the process ends.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    metrics: Arc<Metrics>,
-) -> std::io::Result<()> {
-    use axum::http::StatusCode;
-    use axum::routing::get;
-
-    let m1 = metrics.clone();
-    let m2 = metrics;
-    let app = axum::Router::new()
-        .route(
-            "/metrics",
-            get(move || {
-                let m = m1.clone();
-                async move { m.render() }
-            }),
-        )
-        .route(
-            "/healthz",
-            get(move || {
-                let m = m2.clone();
-                async move {
-                    match m.health() {
-                        Ok(()) => (StatusCode::OK, "ok".to_string()),
-                        Err(why) => (StatusCode::SERVICE_UNAVAILABLE, why),
-                    }
-                }
-            }),
-        );
-    axum::serve(listener, app).await
 }
