@@ -82,6 +82,9 @@ impl SyncLoop {
                 _ = tokio::time::sleep(self.resync) => continue,
                 _ = shutdown.requested() => return,
             }
+            if self.debounce.is_zero() {
+                continue;
+            }
             tokio::select! {
                 _ = tokio::time::sleep(self.debounce) => {}
                 _ = shutdown.requested() => return,
