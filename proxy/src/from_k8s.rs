@@ -5,6 +5,8 @@
 
 use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -146,9 +148,22 @@ pub fn service_info(svc: &Service) -> Option<ServiceInfo> {
     })
 }
 
-/// `None` for slices that are not IPv4 or belong to no Service.
+/// The API server refuses a slice with more endpoints than this (upstream's validation).
+pub const MAX_ENDPOINTS_PER_SLICE: usize = 1000;
+
+/// `None` for slices that are not IPv4, belong to no Service, or hold more endpoints than the
+/// API allows (such a slice did not come through upstream's validation: none of it is trusted).
 pub fn slice_info(slice: &EndpointSlice) -> Option<SliceInfo> {
     if slice.address_type != "IPv4" {
+        return None;
+    }
+    let count = slice.endpoints.as_ref().map_or(0, Vec::len);
+    if count > MAX_ENDPOINTS_PER_SLICE {
+        warn_limited(format_args!(
+            "EndpointSlice {}/{} has {count} endpoints (the API allows {MAX_ENDPOINTS_PER_SLICE}); ignored",
+            slice.metadata.namespace.as_deref().unwrap_or(""),
+            slice.metadata.name.as_deref().unwrap_or(""),
+        ));
         return None;
     }
     let service = slice
@@ -178,7 +193,12 @@ pub fn slice_info(slice: &EndpointSlice) -> Option<SliceInfo> {
             // The API says an unset ready/serving condition means "true".
             let ready = cond.ready.unwrap_or(true);
             SliceEndpoint {
-                ips: ep.addresses.iter().filter_map(|a| a.parse().ok()).collect(),
+                ips: ep
+                    .addresses
+                    .iter()
+                    .filter_map(|a| a.parse().ok())
+                    .filter(|ip| routable(*ip, slice))
+                    .collect(),
                 ready,
                 serving: cond.serving.unwrap_or(ready),
                 terminating: cond.terminating.unwrap_or(false),
@@ -192,6 +212,53 @@ pub fn slice_info(slice: &EndpointSlice) -> Option<SliceInfo> {
         ports,
         endpoints,
     })
+}
+
+/// False for addresses no pod has and kube-proxy never programs: loopback (the node itself),
+/// link-local (169.254.169.254 is the cloud metadata service), unspecified, multicast and
+/// broadcast. A rule to one of them would hand the node's own services to any client.
+pub fn is_endpoint_address(ip: Ipv4Addr) -> bool {
+    !(ip.is_loopback()
+        || ip.is_link_local()
+        || ip.is_unspecified()
+        || ip.is_multicast()
+        || ip.is_broadcast())
+}
+
+fn routable(ip: Ipv4Addr, slice: &EndpointSlice) -> bool {
+    let ok = is_endpoint_address(ip);
+    if !ok {
+        warn_limited(format_args!(
+            "EndpointSlice {}/{}: endpoint address {ip} is not a pod address; skipped",
+            slice.metadata.namespace.as_deref().unwrap_or(""),
+            slice.metadata.name.as_deref().unwrap_or(""),
+        ));
+    }
+    ok
+}
+
+/// Seconds between warnings about hostile slices: a slice rewritten in a loop must not flood
+/// the log; the first warning of each period names one example.
+const WARN_PERIOD_SECS: u64 = 60;
+static LAST_WARN: AtomicU64 = AtomicU64::new(0);
+static SUPPRESSED: AtomicU64 = AtomicU64::new(0);
+
+fn warn_limited(message: std::fmt::Arguments<'_>) {
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let last = LAST_WARN.load(Ordering::Relaxed);
+    let due = last == 0 || now.saturating_sub(last) >= WARN_PERIOD_SECS;
+    if due
+        && LAST_WARN
+            .compare_exchange(last, now.max(1), Ordering::Relaxed, Ordering::Relaxed)
+            .is_ok()
+    {
+        let suppressed = SUPPRESSED.swap(0, Ordering::Relaxed);
+        tracing::warn!(suppressed, "{message}");
+    } else {
+        SUPPRESSED.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 /// Builds the model from whole objects (tests and tools; the proxy keeps only the infos).
