@@ -76,37 +76,38 @@ pub fn parse_milli(text: &str) -> Option<i128> {
     }
     let negative = int_part.starts_with('-');
     let int_digits = int_part.trim_start_matches(['+', '-']);
+    // Checked all the way: a quantity is request data, and one too large is "not a quantity".
     let mut milli: i128 = if int_digits.is_empty() {
         0
     } else {
-        int_digits.parse::<i128>().ok()? * 1000
+        int_digits.parse::<i128>().ok()?.checked_mul(1000)?
     };
     // Up to three fractional digits are kept exactly; more precision is rounded up, as the API does.
     let mut scale = 100;
     for (i, c) in frac_part.chars().enumerate() {
         let d = c.to_digit(10)? as i128;
         if i < 3 {
-            milli += d * scale;
+            milli = milli.checked_add(d * scale)?;
             scale /= 10;
         } else if d > 0 {
-            milli += 1;
+            milli = milli.checked_add(1)?;
             break;
         }
     }
     let value = match suffix {
         "" => milli,
         "m" => milli.div_euclid(1000) + i128::from(milli.rem_euclid(1000) > 0),
-        "k" => milli * 1_000,
-        "M" => milli * 1_000_000,
-        "G" => milli * 1_000_000_000,
-        "T" => milli * 1_000_000_000_000,
-        "Ki" => milli * (1 << 10),
-        "Mi" => milli * (1 << 20),
-        "Gi" => milli * (1 << 30),
-        "Ti" => milli * (1 << 40),
+        "k" => milli.checked_mul(1_000)?,
+        "M" => milli.checked_mul(1_000_000)?,
+        "G" => milli.checked_mul(1_000_000_000)?,
+        "T" => milli.checked_mul(1_000_000_000_000)?,
+        "Ki" => milli.checked_mul(1 << 10)?,
+        "Mi" => milli.checked_mul(1 << 20)?,
+        "Gi" => milli.checked_mul(1 << 30)?,
+        "Ti" => milli.checked_mul(1 << 40)?,
         s if s.starts_with('e') || s.starts_with('E') => {
-            let exp: u32 = s[1..].parse().ok()?;
-            milli * 10i128.checked_pow(exp)?
+            let exp: u32 = s.get(1..)?.parse().ok()?;
+            milli.checked_mul(10i128.checked_pow(exp)?)?
         }
         _ => return None,
     };
@@ -159,5 +160,15 @@ mod tests {
         assert_eq!(bytes("1e3"), Some(1000));
         assert_eq!(bytes("1.5Gi"), Some(1536 * 1024 * 1024));
         assert_eq!(bytes("12Q"), None);
+    }
+
+    #[test]
+    fn quantities_too_large_to_hold_are_not_quantities() {
+        let huge = "9".repeat(40);
+        assert_eq!(parse_milli(&format!("{huge}Ti")), None);
+        assert_eq!(parse_milli(&format!("{}k", "9".repeat(36))), None);
+        assert_eq!(parse_milli("1e99"), None);
+        assert_eq!(bytes(&format!("{huge}Mi")), None);
+        assert_eq!(cpu_millis(&"9".repeat(30)), None);
     }
 }
