@@ -69,7 +69,7 @@ pub async fn run(cfg: AgentConfig) -> Result<(), AgentError> {
     tracing::info!(node = %cfg.node_name, ip = %node_ip, "node registered");
     let pod_cidr = wait_for_pod_cidr(&client, &cfg, node).await?;
     write_cni_config(&cfg, &pod_cidr)?;
-    start_node_loops(&client, node_cfg, cri.clone()).await;
+    start_node_loops(&client, node_cfg, cri.clone(), cfg.cluster_cidr).await;
 
     let ctx = Arc::new(Context {
         cri,
@@ -121,6 +121,7 @@ async fn start_node_loops(
     client: &kube::Client,
     node_cfg: registration::NodeConfig,
     cri: Arc<dyn Cri>,
+    cluster_cidr: Ipv4Network,
 ) {
     let node_uid = kube::Api::<Node>::all(client.clone())
         .get(&node_cfg.name)
@@ -133,7 +134,11 @@ async fn start_node_loops(
         node_uid,
         Duration::from_secs(10),
     ));
-    tokio::spawn(routes::run(client.clone(), node_cfg.name.clone()));
+    tokio::spawn(routes::run(
+        client.clone(),
+        node_cfg.name.clone(),
+        cluster_cidr,
+    ));
     tokio::spawn(registration::status_loop(
         client.clone(),
         node_cfg,
@@ -200,11 +205,18 @@ async fn wait_for_pod_cidr(
             .and_then(|s| s.pod_cidr.clone())
             .or_else(|| cfg.pod_cidr.clone());
         if let Some(cidr) = cidr {
-            return cidr
+            let parsed: Ipv4Network = cidr
                 .parse()
-                .map_err(|source| AgentError::PodCidr { cidr, source });
+                .map_err(|source| AgentError::PodCidr { cidr, source })?;
+            // A pod CIDR outside the cluster's would put the bridge over the node's own
+            // networks; node IPAM (or an admin) may still correct it.
+            match routes::check_pod_cidr(parsed, cfg.cluster_cidr) {
+                Ok(()) => return Ok(parsed),
+                Err(why) => tracing::warn!(node = %cfg.node_name, "not using spec.podCIDR: {why}"),
+            }
+        } else {
+            tracing::info!(node = %cfg.node_name, "waiting for spec.podCIDR (or pass --pod-cidr)");
         }
-        tracing::info!(node = %cfg.node_name, "waiting for spec.podCIDR (or pass --pod-cidr)");
         tokio::time::sleep(Duration::from_secs(2)).await;
         if let Ok(n) = api.get(&cfg.node_name).await {
             node = n;

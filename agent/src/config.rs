@@ -13,6 +13,8 @@ pub struct AgentConfig {
     pub node_ip: Option<IpAddr>,
     /// Used when the Node has no spec.podCIDR yet.
     pub pod_cidr: Option<String>,
+    /// Every node's pod CIDR lies inside it; the agent routes and bridges nothing else.
+    pub cluster_cidr: ipnetwork::Ipv4Network,
     pub cni_conf_dir: PathBuf,
     pub cni_plugin: String,
     pub cni_ipam: String,

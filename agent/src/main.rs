@@ -30,6 +30,9 @@ struct Flags {
     /// Pod CIDR used when the Node has no spec.podCIDR.
     #[arg(long = "pod-cidr")]
     pod_cidr: Option<String>,
+    /// The cluster's pod network: only pod CIDRs inside it are routed or bridged.
+    #[arg(long = "cluster-cidr", default_value = "10.244.0.0/16")]
+    cluster_cidr: ipnetwork::Ipv4Network,
     #[arg(long = "cni-conf-dir", default_value = "/etc/keelson/cni/net.d")]
     cni_conf_dir: PathBuf,
     /// CNI plugin type written in the conflist ("keelson-cni", or "bridge" for the reference plugins).
@@ -117,6 +120,7 @@ fn agent_config(flags: Flags) -> anyhow::Result<keelson_agent::AgentConfig> {
         runtime_socket: socket.into(),
         node_ip: flags.node_ip,
         pod_cidr: flags.pod_cidr,
+        cluster_cidr: flags.cluster_cidr,
         cni_conf_dir: flags.cni_conf_dir,
         cni_plugin: flags.cni_plugin,
         cni_ipam: flags.cni_ipam,

@@ -15,9 +15,38 @@ use kube::Api;
 /// Route protocol number marking Keelson's routes (`ip route show proto 252`).
 pub const PROTO: &str = "252";
 
+/// Routes wanted, and the nodes whose values were refused (node name -> why).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Desired {
+    pub routes: BTreeMap<Ipv4Network, Ipv4Addr>,
+    pub refused: BTreeMap<String, String>,
+}
+
+/// Why a pod CIDR is not one the agent manages: it must lie inside the cluster CIDR (so never
+/// the default route, nor a route that would capture the node network or the host's own).
+pub fn check_pod_cidr(cidr: Ipv4Network, cluster: Ipv4Network) -> Result<(), String> {
+    if cidr.prefix() == 0 {
+        return Err(format!("pod CIDR {cidr} would replace the default route"));
+    }
+    if cidr.prefix() < cluster.prefix() || !cluster.contains(cidr.network()) {
+        return Err(format!(
+            "pod CIDR {cidr} is not inside the cluster CIDR {cluster}"
+        ));
+    }
+    Ok(())
+}
+
+/// A gateway must be a unicast address of another host.
+fn check_gateway(ip: Ipv4Addr) -> Result<(), String> {
+    if ip.is_loopback() || ip.is_unspecified() || ip.is_multicast() || ip.is_broadcast() {
+        return Err(format!("InternalIP {ip} cannot be a gateway"));
+    }
+    Ok(())
+}
+
 /// Pod CIDR -> gateway (the node's InternalIP) for every other node. Pure.
-pub fn desired(nodes: &[Node], me: &str) -> BTreeMap<Ipv4Network, Ipv4Addr> {
-    let mut routes = BTreeMap::new();
+pub fn desired(nodes: &[Node], me: &str, cluster: Ipv4Network) -> Desired {
+    let mut out = Desired::default();
     for n in nodes {
         if n.metadata.name.as_deref() == Some(me) {
             continue;
@@ -33,11 +62,23 @@ pub fn desired(nodes: &[Node], me: &str) -> BTreeMap<Ipv4Network, Ipv4Addr> {
             .and_then(|s| s.addresses.as_ref())
             .and_then(|a| a.iter().find(|a| a.type_ == "InternalIP"))
             .and_then(|a| a.address.parse::<Ipv4Addr>().ok());
-        if let (Some(cidr), Some(ip)) = (cidr, ip) {
-            routes.insert(cidr, ip);
+        let (Some(cidr), Some(ip)) = (cidr, ip) else {
+            continue;
+        };
+        // The network address: "10.244.1.7/24" is taken as 10.244.1.0/24, as `ip route` would.
+        let cidr = Ipv4Network::new(cidr.network(), cidr.prefix()).unwrap_or(cidr);
+        let verdict = check_pod_cidr(cidr, cluster).and_then(|()| check_gateway(ip));
+        let name = n.metadata.name.clone().unwrap_or_default();
+        match verdict {
+            Ok(()) => {
+                out.routes.insert(cidr, ip);
+            }
+            Err(why) => {
+                out.refused.insert(name, why);
+            }
         }
     }
-    routes
+    out
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -137,12 +178,13 @@ impl RouteTable for IpCommand {
 }
 
 /// Watches Nodes and keeps the routes in step.
-pub async fn run(client: kube::Client, me: String) {
+pub async fn run(client: kube::Client, me: String, cluster: Ipv4Network) {
     let api: Api<Node> = Api::all(client);
     let mut stream = watcher(api, watcher::Config::default()).boxed();
     let mut nodes: BTreeMap<String, Node> = BTreeMap::new();
     let mut listing: Option<BTreeMap<String, Node>> = None;
     let mut last: Option<BTreeMap<Ipv4Network, Ipv4Addr>> = None;
+    let mut refused = BTreeMap::new();
     while let Some(event) = stream.next().await {
         match event {
             Ok(watcher::Event::Init) => listing = Some(BTreeMap::new()),
@@ -166,7 +208,17 @@ pub async fn run(client: kube::Client, me: String) {
             }
         }
         let list: Vec<Node> = nodes.values().cloned().collect();
-        let want = desired(&list, &me);
+        let Desired {
+            routes: want,
+            refused: now_refused,
+        } = desired(&list, &me, cluster);
+        // Logged when the set changes, not at every Node heartbeat.
+        if now_refused != refused {
+            for (node, why) in &now_refused {
+                tracing::warn!(%node, "no route to the node's pods: {why}");
+            }
+            refused = now_refused;
+        }
         if last.as_ref() == Some(&want) {
             continue;
         }
@@ -214,6 +266,46 @@ mod tests {
         }
     }
 
+    fn cluster() -> Ipv4Network {
+        "10.244.0.0/16".parse().unwrap()
+    }
+
+    #[test]
+    fn only_pod_cidrs_inside_the_cluster_cidr_are_routed() {
+        let nodes = vec![
+            node("me", Some("10.244.1.0/24"), "172.31.0.2"),
+            node("good", Some("10.244.2.0/24"), "172.31.0.3"),
+            node("default", Some("0.0.0.0/0"), "172.31.0.4"),
+            node("wide", Some("10.0.0.0/8"), "172.31.0.5"),
+            node("outside", Some("192.168.0.0/24"), "172.31.0.6"),
+            node("host-net", Some("172.31.0.0/24"), "172.31.0.7"),
+            node("loopback-gw", Some("10.244.3.0/24"), "127.0.0.1"),
+            node("sloppy", Some("10.244.4.9/24"), "172.31.0.8"),
+        ];
+        let got = desired(&nodes, "me", cluster());
+        let routes: Vec<String> = got
+            .routes
+            .iter()
+            .map(|(d, v)| format!("{d} via {v}"))
+            .collect();
+        assert_eq!(
+            routes,
+            [
+                "10.244.2.0/24 via 172.31.0.3",
+                "10.244.4.0/24 via 172.31.0.8"
+            ]
+        );
+        let refused: Vec<&str> = got.refused.keys().map(String::as_str).collect();
+        assert_eq!(
+            refused,
+            ["default", "host-net", "loopback-gw", "outside", "wide"]
+        );
+        assert!(got.refused["default"].contains("default route"));
+        // The whole IPv4 space as the cluster CIDR still never yields a default route.
+        let all: Ipv4Network = "0.0.0.0/0".parse().unwrap();
+        assert!(check_pod_cidr("0.0.0.0/0".parse().unwrap(), all).is_err());
+    }
+
     #[derive(Default)]
     struct FakeTable {
         routes: RefCell<BTreeMap<Ipv4Network, Ipv4Addr>>,
@@ -245,7 +337,7 @@ mod tests {
             node("b", Some("10.244.2.0/24"), "172.31.0.3"),
             node("c", None, "172.31.0.4"),
         ];
-        let want = desired(&nodes, "a");
+        let want = desired(&nodes, "a", cluster()).routes;
         assert_eq!(want.len(), 1);
         let table = FakeTable::default();
         table.routes.borrow_mut().insert(

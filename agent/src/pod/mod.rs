@@ -12,6 +12,7 @@ pub mod probe;
 pub mod pull_secrets;
 pub mod qos;
 pub mod status;
+pub mod sub_path;
 pub mod translate;
 pub mod volumes;
 pub mod worker;

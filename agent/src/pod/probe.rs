@@ -61,6 +61,8 @@ pub enum ProbeError {
     ExitCode { code: i32, stdout: String },
     #[error("probe has no handler the agent supports (httpGet, tcpSocket, exec)")]
     NoHandler,
+    #[error("httpGet {field} {value:?} has control characters; not sent")]
+    ControlCharacters { field: &'static str, value: String },
 }
 
 /// Runs one probe once. Errors count as failures; the error says why (for events and logs).
@@ -146,6 +148,9 @@ fn resolve_port(port: &IntOrString, container: &Container) -> Result<u16, ProbeE
 
 /// A minimal HTTP/1.1 GET: the status code of the answer.
 pub async fn http_get(host: &str, port: u16, path: &str) -> Result<u16, ProbeError> {
+    // Checked before connecting: a probe must never carry a second request or extra headers
+    // from the pod spec into the host's network namespace.
+    let request = http_request(host, port, path)?;
     let mut stream =
         TcpStream::connect((host, port))
             .await
@@ -153,7 +158,6 @@ pub async fn http_get(host: &str, port: u16, path: &str) -> Result<u16, ProbeErr
                 addr: format!("{host}:{port}"),
                 source,
             })?;
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\nUser-Agent: keelson-probe/1.0\r\nConnection: close\r\n\r\n");
     stream
         .write_all(request.as_bytes())
         .await
@@ -175,6 +179,41 @@ pub async fn http_get(host: &str, port: u16, path: &str) -> Result<u16, ProbeErr
         .nth(1)
         .and_then(|c| c.parse().ok())
         .ok_or_else(|| ProbeError::MalformedAnswer(format!("{host}:{port}")))
+}
+
+/// The request bytes of a probe. Control characters (CR and LF above all) are refused; a space
+/// or non-ASCII byte in the path is percent-encoded, as the kubelet's URL building does.
+pub fn http_request(host: &str, port: u16, path: &str) -> Result<String, ProbeError> {
+    let control = |field: &'static str, value: &str| {
+        if value.chars().any(char::is_control) {
+            Err(ProbeError::ControlCharacters {
+                field,
+                value: value.to_string(),
+            })
+        } else {
+            Ok(())
+        }
+    };
+    control("path", path)?;
+    control("host", host)?;
+    if host.contains(char::is_whitespace) {
+        return Err(ProbeError::ControlCharacters {
+            field: "host",
+            value: host.to_string(),
+        });
+    }
+    let mut target = String::with_capacity(path.len() + 1);
+    if !path.starts_with('/') {
+        target.push('/');
+    }
+    for b in path.bytes() {
+        if b == b' ' || !b.is_ascii() {
+            target.push_str(&format!("%{b:02X}"));
+        } else {
+            target.push(char::from(b));
+        }
+    }
+    Ok(format!("GET {target} HTTP/1.1\r\nHost: {host}:{port}\r\nUser-Agent: keelson-probe/1.0\r\nConnection: close\r\n\r\n"))
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -389,5 +428,64 @@ impl Probers {
 impl Drop for Probers {
     fn drop(&mut self) {
         self.stop_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_request_line_takes_the_path_as_one_token() {
+        let r = http_request("10.0.0.5", 8080, "/healthz?x=1").unwrap();
+        assert!(r.starts_with("GET /healthz?x=1 HTTP/1.1\r\nHost: 10.0.0.5:8080\r\n"));
+        let r = http_request("10.0.0.5", 80, "ready now/é").unwrap();
+        assert!(r.starts_with("GET /ready%20now/%C3%A9 HTTP/1.1\r\n"), "{r}");
+    }
+
+    #[test]
+    fn control_characters_are_refused() {
+        for path in [
+            "/ HTTP/1.1\r\nHost: x\r\n\r\nGET /admin",
+            "/a\nb",
+            "/\0",
+            "/\x7f",
+            "/\t",
+        ] {
+            assert!(
+                matches!(
+                    http_request("10.0.0.5", 80, path),
+                    Err(ProbeError::ControlCharacters { field: "path", .. })
+                ),
+                "{path:?}"
+            );
+        }
+        for host in ["10.0.0.5\r\nX-Injected: 1", "a b"] {
+            assert!(http_request(host, 80, "/").is_err(), "{host:?}");
+        }
+    }
+
+    /// A real listener: the refused probe fails and nothing reaches the socket.
+    #[tokio::test]
+    async fn a_refused_probe_sends_nothing() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let err = http_get("127.0.0.1", port, "/x HTTP/1.1\r\nHost: evil\r\n\r\nGET /y")
+            .await
+            .unwrap_err();
+        assert!(err.to_string().contains("control characters"), "{err}");
+        // A good probe afterwards is the first connection the listener sees.
+        let server = tokio::spawn(async move {
+            let (mut conn, _) = listener.accept().await.unwrap();
+            let mut buf = vec![0u8; 1024];
+            let n = conn.read(&mut buf).await.unwrap();
+            conn.write_all(b"HTTP/1.1 204 No Content\r\n\r\n")
+                .await
+                .unwrap();
+            String::from_utf8_lossy(&buf[..n]).into_owned()
+        });
+        assert_eq!(http_get("127.0.0.1", port, "/ok").await.unwrap(), 204);
+        let seen = server.await.unwrap();
+        assert!(seen.starts_with("GET /ok HTTP/1.1\r\n"), "{seen}");
     }
 }

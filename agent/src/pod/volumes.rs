@@ -10,6 +10,7 @@ use k8s_openapi::api::core::v1::{
     Container, DownwardAPIVolumeFile, KeyToPath, Pod, ProjectedVolumeSource, Volume,
 };
 
+use super::sub_path::{self, SubPathError};
 use super::translate::HostMount;
 
 /// ConfigMap and Secret contents (bytes) of the pod's namespace, looked up by the worker.
@@ -38,6 +39,12 @@ pub enum VolumeError {
     Invalid { volume: String, message: String },
     #[error("container {container} mounts volume {volume}, which the pod does not declare")]
     Undeclared { container: String, volume: String },
+    #[error("container {container}, volumeMount {volume}: {source}")]
+    SubPath {
+        container: String,
+        volume: String,
+        source: SubPathError,
+    },
 }
 
 pub fn pod_dir(root: &Path, pod: &Pod) -> PathBuf {
@@ -368,17 +375,16 @@ pub fn mounts_for(
         };
         let volume = volumes(pod).iter().find(|v| v.name == vm.name);
         let read_only_kind = volume.is_some_and(|v| v.config_map.is_some() || v.secret.is_some());
-        let mut host = path.clone();
-        if let Some(sub) = vm
-            .sub_path
-            .as_deref()
-            .filter(|s| !s.is_empty() && !s.split('/').any(|p| p == ".."))
-        {
-            host = host.join(sub);
-            if !host.exists() && !read_only_kind {
-                let _ = std::fs::create_dir_all(&host);
+        let host = match vm.sub_path.as_deref().filter(|s| !s.is_empty()) {
+            Some(sub) => {
+                sub_path::resolve(path, sub, !read_only_kind).map_err(|e| VolumeError::SubPath {
+                    container: container.name.clone(),
+                    volume: vm.name.clone(),
+                    source: e,
+                })?
             }
-        }
+            None => path.clone(),
+        };
         mounts.push(HostMount {
             container_path: vm.mount_path.clone(),
             host_path: host.display().to_string(),
@@ -531,5 +537,33 @@ mod tests {
             missing.to_string(),
             "volume all: configmap app-config not found"
         );
+    }
+
+    /// subPath "/" once made an emptyDir a read-write mount of the host root.
+    #[test]
+    fn a_sub_path_out_of_the_volume_fails_the_container_config() {
+        let tmp = tempfile::tempdir().unwrap();
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "web", "namespace": "shop", "uid": "u3"},
+            "spec": {
+                "containers": [{"name": "app", "volumeMounts": [
+                    {"name": "scratch", "mountPath": "/data", "subPath": "/"}
+                ]}],
+                "volumes": [{"name": "scratch", "emptyDir": {}}]
+            }
+        }))
+        .unwrap();
+        let paths = prepare(tmp.path(), &pod, &Objects::default()).unwrap();
+        let container = &pod.spec.as_ref().unwrap().containers[0];
+        let err = mounts_for(&pod, container, &paths).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "container app, volumeMount scratch: subPath \"/\" must be a relative path"
+        );
+        let mut ok = container.clone();
+        ok.volume_mounts.as_mut().unwrap()[0].sub_path = Some("logs".into());
+        let mounts = mounts_for(&pod, &ok, &paths).unwrap();
+        let want = paths["scratch"].canonicalize().unwrap().join("logs");
+        assert_eq!(mounts[0].host_path, want.display().to_string());
     }
 }
