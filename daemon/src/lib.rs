@@ -1,14 +1,17 @@
 //! What every Keelson daemon that is an API client shares (controller manager, scheduler,
 //! ingress, proxy, agent): the client from a kubeconfig, logging, signal handling, the
-//! /healthz + /readyz + /metrics endpoint, and the "stores changed -> debounced sync" loop.
+//! /healthz + /readyz + /metrics endpoint, the "stores changed -> debounced sync" loop, and the
+//! hardened accept loop of the HTTPS servers (API server, agent).
 
 pub mod client;
+pub mod connections;
 pub mod health;
 pub mod logging;
 pub mod signals;
 pub mod sync;
 
 pub use client::{client, ClientError};
+pub use connections::{serve_connections, Connections};
 pub use health::{counter, ready_now, serve_health_and_metrics, Health, HealthError};
 pub use logging::init_logging;
 pub use signals::{shutdown_signal, Shutdown};

@@ -1,0 +1,105 @@
+//! The accept loop of Keelson's HTTPS servers (the API server and the agent's port 10250):
+//! HTTP/1.1 and HTTP/2 by ALPN, with upgrades (exec, port-forward), and limits so that clients
+//! that connect and say nothing cannot use up the process's file descriptors: a TLS handshake
+//! timeout, a header-read timeout, a cap on open connections, and back-off with rate-limited
+//! logging when accept fails.
+
+mod accept;
+mod first_bytes;
+mod settings;
+
+pub use accept::RateLimitedLog;
+pub use settings::{Connections, HANDSHAKE_TIMEOUT_ENV, HEADER_READ_TIMEOUT_ENV, MAX_OPEN_ENV};
+
+use std::future::Future;
+use std::sync::Arc;
+
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::service::TowerToHyperService;
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::OwnedSemaphorePermit;
+use tokio_rustls::TlsAcceptor;
+
+use accept::Acceptor;
+use first_bytes::FirstBytesDeadline;
+
+/// What every connection is served with.
+struct Server {
+    tls: Option<TlsAcceptor>,
+    app: axum::Router,
+    http: auto::Builder<TokioExecutor>,
+    limits: Connections,
+}
+
+/// Serves `app` on `listener` (in TLS when `tls` is given) until `shutdown` resolves;
+/// connections already open run on in their tasks.
+pub async fn serve_connections(
+    listener: TcpListener,
+    tls: Option<TlsAcceptor>,
+    app: axum::Router,
+    limits: Connections,
+    shutdown: impl Future<Output = ()>,
+) {
+    let mut acceptor = Acceptor::new(listener, limits.max_open);
+    let server = Arc::new(Server {
+        tls,
+        app,
+        http: http_builder(&limits),
+        limits,
+    });
+    tokio::pin!(shutdown);
+    loop {
+        let (tcp, permit) = tokio::select! {
+            _ = &mut shutdown => return,
+            next = acceptor.next() => next,
+        };
+        let _ = tcp.set_nodelay(true);
+        tokio::spawn(server.clone().serve(tcp, permit));
+    }
+}
+
+fn http_builder(limits: &Connections) -> auto::Builder<TokioExecutor> {
+    let mut http = auto::Builder::new(TokioExecutor::new());
+    http.http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout);
+    http.http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(limits.ping_interval)
+        .keep_alive_timeout(limits.ping_timeout);
+    http
+}
+
+impl Server {
+    /// One connection, holding its place under the cap until it closes.
+    async fn serve(self: Arc<Self>, tcp: TcpStream, _permit: Option<OwnedSemaphorePermit>) {
+        let Some(acceptor) = &self.tls else {
+            return self.serve_http(tcp).await;
+        };
+        match tokio::time::timeout(self.limits.handshake_timeout, acceptor.accept(tcp)).await {
+            Ok(Ok(stream)) => self.serve_http(stream).await,
+            Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
+            Err(_) => tracing::debug!(
+                timeout = ?self.limits.handshake_timeout,
+                "TLS handshake timed out"
+            ),
+        }
+    }
+
+    async fn serve_http<I>(&self, io: I)
+    where
+        I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
+    {
+        let io = FirstBytesDeadline::new(io, self.limits.header_read_timeout);
+        let service = TowerToHyperService::new(self.app.clone());
+        if let Err(e) = self
+            .http
+            .serve_connection_with_upgrades(TokioIo::new(io), service)
+            .await
+        {
+            tracing::debug!(error = %e, "connection ended with an error");
+        }
+    }
+}
