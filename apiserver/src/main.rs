@@ -1,8 +1,17 @@
 use clap::Parser;
+use keelson_apiserver::options::Command;
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     keelson_daemon::init_logging();
-    keelson_apiserver::run(keelson_apiserver::Options::parse()).await?;
+    let opts = keelson_apiserver::Options::parse();
+    if let Some(Command::Quarantine { action }) = &opts.command {
+        print!(
+            "{}",
+            keelson_apiserver::store::quarantine::admin(&opts.data_dir, action)?
+        );
+        return Ok(());
+    }
+    keelson_apiserver::run(opts).await?;
     Ok(())
 }

@@ -8,11 +8,18 @@ use std::path::PathBuf;
 #[command(
     name = "keelson-apiserver",
     version,
-    about = "Keelson's Kubernetes-compatible API server"
+    about = "Keelson's Kubernetes-compatible API server",
+    long_about = "Keelson's Kubernetes-compatible API server.\n\n\
+        Serves unless a command is given. Stored objects it cannot decode at start (invalid \
+        JSON, nested too deep, or not valid for their kind) are moved to a quarantine and \
+        logged; `keelson-apiserver quarantine list|show KEY|delete KEY --data-dir DIR` \
+        lists, prints and deletes them."
 )]
 pub struct Options {
-    /// Where the store, certificates and admin.kubeconfig live.
-    #[arg(long, default_value = "/var/lib/keelson/apiserver")]
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Where the store, certificates and admin.kubeconfig live (0700; one server at a time).
+    #[arg(long, global = true, default_value = "/var/lib/keelson/apiserver")]
     pub data_dir: PathBuf,
     /// Address to listen on.
     #[arg(long, default_value = "0.0.0.0")]
@@ -44,6 +51,25 @@ pub struct Options {
     /// Most watch events kept in memory, whatever their age.
     #[arg(long, default_value_t = 500_000)]
     pub watch_cache_size: usize,
+}
+
+#[derive(clap::Subcommand, Debug, Clone, PartialEq)]
+pub enum Command {
+    /// Stored objects moved aside at start because the server could not decode them.
+    Quarantine {
+        #[command(subcommand)]
+        action: QuarantineAction,
+    },
+}
+
+#[derive(clap::Subcommand, Debug, Clone, PartialEq)]
+pub enum QuarantineAction {
+    /// Lists them: key, resourceVersion, when, and why.
+    List,
+    /// Prints one as it was stored.
+    Show { key: String },
+    /// Deletes one for good.
+    Delete { key: String },
 }
 
 /// A flag whose value cannot be used.

@@ -9,11 +9,12 @@ use crate::options::{FlagError, Options};
 use crate::resources;
 use crate::rest::{self, Api};
 use crate::serve::{self, tls_acceptor, TlsError};
-use crate::store::{SqliteBackend, Store, StoreError};
+use crate::store::datadir::{self, DataDirError};
+use crate::store::{SqliteBackend, Store, StoreError, DB_FILE};
 use ipnetwork::Ipv4Network;
 use rand::Rng;
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
@@ -22,11 +23,8 @@ use tokio_rustls::TlsAcceptor;
 /// Why the server could not start.
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
-    #[error("creating --data-dir {path}: {source}")]
-    DataDir {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error(transparent)]
+    DataDir(#[from] DataDirError),
     #[error(transparent)]
     Flag(#[from] FlagError),
     #[error("opening the store: {0}")]
@@ -46,10 +44,7 @@ pub enum ServerError {
 
 pub async fn run(opts: Options) -> Result<(), ServerError> {
     let dir = &opts.data_dir;
-    std::fs::create_dir_all(dir).map_err(|source| ServerError::DataDir {
-        path: dir.clone(),
-        source,
-    })?;
+    let _lock = datadir::lock(dir)?;
     let net = opts.cluster_ip_range()?;
     let api = open_api(&opts, net)?;
     rest::rebuild_allocations(&api);
@@ -71,6 +66,7 @@ pub async fn run(opts: Options) -> Result<(), ServerError> {
     let server = format!("{scheme}://{host}:{port}");
     let tls = kubeconfig_and_tls(&opts, &server, serving_sans(&opts, &host, net), &token)?;
     let kubeconfig = dir.join("admin.kubeconfig");
+    datadir::restrict_files(dir)?;
     tracing::info!(%server, kubeconfig = %kubeconfig.display(), "serving");
     let app = Arc::new(App {
         api,
@@ -91,13 +87,26 @@ pub async fn run(opts: Options) -> Result<(), ServerError> {
 /// The store, loaded, with the Service allocators over the flags' ranges.
 fn open_api(opts: &Options, net: Ipv4Network) -> Result<Api, ServerError> {
     let ports = opts.node_port_range()?;
-    let backend = SqliteBackend::open(&opts.data_dir.join("store.db"))?;
+    let backend = SqliteBackend::open(&opts.data_dir.join(DB_FILE))?;
     let history = Duration::from_secs(opts.watch_history_seconds);
-    let store = Store::open(backend, history, opts.watch_cache_size)?;
+    let store = Store::open(backend, history, opts.watch_cache_size, servable)?;
     Ok(Api {
         store,
         alloc: Allocators::new(net, ports),
     })
+}
+
+/// Whether a stored object can be served: a kind is served at its key, and the object is one
+/// of that kind (a typed client must be able to decode it).
+fn servable(key: &str, obj: &serde_json::Value) -> Result<(), String> {
+    let res = resources::RESOURCES
+        .iter()
+        .find(|r| key.starts_with(&r.key_prefix()))
+        .ok_or("no served resource is stored under this key")?;
+    if !obj.is_object() || crate::object::name(obj).is_empty() {
+        return Err(format!("not a {}: no metadata.name", res.kind));
+    }
+    Ok(())
 }
 
 /// Namespaces every cluster has.

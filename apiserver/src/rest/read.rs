@@ -40,6 +40,8 @@ pub fn is_true(v: &Option<String>) -> bool {
 pub struct Filter {
     labels: LabelSelector,
     fields: Option<FieldSelector>,
+    /// No selector: everything matches without parsing the object.
+    everything: bool,
 }
 
 impl Filter {
@@ -56,7 +58,19 @@ impl Filter {
             ),
             _ => None,
         };
-        Ok(Filter { labels, fields })
+        let everything = [&p.label_selector, &p.field_selector]
+            .iter()
+            .all(|s| s.as_deref().is_none_or(str::is_empty));
+        Ok(Filter {
+            labels,
+            fields,
+            everything,
+        })
+    }
+
+    /// Whether a stored entry matches; parses it only when a selector needs to look.
+    pub fn matches_entry(&self, e: &Entry) -> bool {
+        self.everything || self.matches(&e.value())
     }
 
     pub fn matches(&self, obj: &serde_json::Value) -> bool {
@@ -93,44 +107,46 @@ fn decode_continue(token: &str) -> ApiResult<String> {
     String::from_utf8(bytes).map_err(|_| ApiError::bad_request("invalid continue token"))
 }
 
-pub fn list_entries(api: &Api, t: &Target, p: &ListParams) -> ApiResult<(Vec<Entry>, Rev)> {
+/// The matching entries with their store keys, in key order.
+fn keyed_entries(
+    api: &Api,
+    t: &Target,
+    p: &ListParams,
+    after: Option<&str>,
+) -> ApiResult<(Vec<(String, Entry)>, Rev)> {
     let filter = Filter::new(p)?;
-    let (items, rev) = api.store.list(&prefix(t));
-    Ok((
-        items
-            .into_iter()
-            .filter(|e| filter.matches(&e.obj))
-            .collect(),
-        rev,
-    ))
+    let (items, rev) = api.store.list_keyed(&prefix(t));
+    let items = items
+        .into_iter()
+        .filter(|(k, _)| after.is_none_or(|a| k.as_str() > a))
+        .filter(|(_, e)| filter.matches_entry(e))
+        .collect();
+    Ok((items, rev))
+}
+
+pub fn list_entries(api: &Api, t: &Target, p: &ListParams) -> ApiResult<(Vec<Entry>, Rev)> {
+    let (items, rev) = keyed_entries(api, t, p, None)?;
+    Ok((items.into_iter().map(|(_, e)| e).collect(), rev))
 }
 
 pub fn list(api: &Api, t: &Target, p: &ListParams) -> ApiResult<Page> {
-    let (items, rev) = list_entries(api, t, p)?;
     let after = match p.continue_.as_deref() {
         Some(c) if !c.is_empty() => Some(decode_continue(c)?),
         _ => None,
     };
-    let mut items: Vec<Entry> = match &after {
-        Some(k) => items.into_iter().filter(|e| &entry_key(t, e) > k).collect(),
-        None => items,
-    };
+    let (mut items, rev) = keyed_entries(api, t, p, after.as_deref())?;
     let mut continue_ = None;
     let mut remaining = None;
     if let Some(limit) = p.limit.filter(|l| *l > 0 && *l < items.len()) {
         let rest = items.split_off(limit);
-        let last = items.last().map(|e| entry_key(t, e)).unwrap_or_default();
+        let last = items.last().map(|(k, _)| k.as_str()).unwrap_or_default();
         continue_ = Some(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(last));
         remaining = Some(rest.len());
     }
     Ok(Page {
-        items,
+        items: items.into_iter().map(|(_, e)| e).collect(),
         rev,
         continue_,
         remaining,
     })
-}
-
-fn entry_key(t: &Target, e: &Entry) -> String {
-    t.res.key(object::namespace(&e.obj), object::name(&e.obj))
 }

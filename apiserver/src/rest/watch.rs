@@ -103,7 +103,7 @@ async fn run(
     timeout: Duration,
 ) {
     if let WatchStart::Snapshot(items, rev) = start {
-        for e in items.iter().filter(|e| s.filter.matches(&e.obj)) {
+        for e in items.iter().filter(|e| s.filter.matches_entry(e)) {
             if !s.send("ADDED", e).await {
                 return;
             }
@@ -132,10 +132,10 @@ async fn run(
                     }
                     Some(Ok(ev)) => ev,
                 };
-                let now = s.filter.matches(&ev.entry.obj);
+                let now = s.filter.matches_entry(&ev.entry);
                 // A change that moves an object into or out of a filtered view is an
                 // ADDED or DELETED for that view; an unknown previous state counts as matching.
-                let before = ev.prev.as_ref().is_none_or(|p| s.filter.matches(p));
+                let before = ev.prev.as_ref().is_none_or(|p| s.filter.matches_entry(p));
                 let kind = match ev.kind {
                     EventType::Added if now => "ADDED",
                     EventType::Deleted if now => "DELETED",

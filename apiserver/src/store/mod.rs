@@ -1,6 +1,8 @@
 //! Storage: the committed objects in memory, a durable backend behind a trait, one writer thread
 //! that commits concurrent writes in batches, and the watch history served from memory.
 
+pub mod datadir;
+pub mod quarantine;
 mod sqlite;
 mod watch;
 mod writer;
@@ -11,28 +13,82 @@ pub use writer::{Store, WatchStart};
 
 use bytes::Bytes;
 use serde_json::Value;
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+
+/// The database file in the data directory.
+pub const DB_FILE: &str = "store.db";
 
 /// The cluster-wide, increasing resourceVersion.
 pub type Rev = u64;
 
-/// One stored object: its parsed form and the exact JSON served to clients.
+/// One stored object: the exact JSON served to clients, and its parsed form on demand.
+///
+/// The store keeps the bytes only (an object held once); a copy handed to a request parses
+/// them on first use of `obj` and keeps that parse for as long as the copy lives.
 #[derive(Debug, Clone)]
 pub struct Entry {
     pub rev: Rev,
-    pub obj: Arc<Value>,
+    pub obj: Parsed,
     pub json: Bytes,
 }
 
 impl Entry {
     pub fn new(rev: Rev, obj: Value) -> Entry {
         let json = Bytes::from(serde_json::to_vec(&obj).unwrap_or_default());
+        let cell = OnceLock::new();
+        let _ = cell.set(Arc::new(obj));
         Entry {
             rev,
-            obj: Arc::new(obj),
+            obj: Parsed {
+                json: json.clone(),
+                cell,
+            },
             json,
         }
+    }
+
+    /// An entry from stored bytes, parsed only when used.
+    pub fn from_json(rev: Rev, json: Bytes) -> Entry {
+        Entry {
+            rev,
+            obj: Parsed {
+                json: json.clone(),
+                cell: OnceLock::new(),
+            },
+            json,
+        }
+    }
+
+    /// The parsed form without keeping it here: for entries shared with the store or the watch
+    /// history, which must stay bytes only.
+    pub fn value(&self) -> Arc<Value> {
+        match self.obj.cell.get() {
+            Some(v) => v.clone(),
+            None => Arc::new(serde_json::from_slice(&self.json).unwrap_or(Value::Null)),
+        }
+    }
+
+    /// The same object without its parsed form: what the store and the watch history keep.
+    pub fn slim(&self) -> Entry {
+        Entry::from_json(self.rev, self.json.clone())
+    }
+}
+
+/// An object's parsed form, made from its bytes on first use.
+#[derive(Debug, Clone)]
+pub struct Parsed {
+    json: Bytes,
+    cell: OnceLock<Arc<Value>>,
+}
+
+impl std::ops::Deref for Parsed {
+    type Target = Value;
+
+    fn deref(&self) -> &Value {
+        // The bytes were checked when stored or loaded (see `Store::open`); a failure here
+        // would be a bug, and shows as an empty object rather than a panic.
+        self.cell
+            .get_or_init(|| Arc::new(serde_json::from_slice(&self.json).unwrap_or(Value::Null)))
     }
 }
 
@@ -78,7 +134,7 @@ pub struct Event {
     pub entry: Entry,
     /// The object before this change, where known; used to turn selector transitions into
     /// ADDED/DELETED for filtered watches.
-    pub prev: Option<Arc<Value>>,
+    pub prev: Option<Entry>,
 }
 
 /// What must hold for a write to commit.
@@ -123,18 +179,43 @@ pub struct Change {
     pub json: Bytes,
 }
 
+/// One stored object as the backend holds it, not yet checked.
+#[derive(Debug, Clone)]
+pub struct Row {
+    pub key: String,
+    pub rev: Rev,
+    pub json: Bytes,
+}
+
 /// What a backend holds at start.
 #[derive(Debug, Default)]
 pub struct Loaded {
     pub rev: Rev,
-    pub objects: BTreeMap<String, Entry>,
+    pub objects: Vec<Row>,
     /// Recent changes, oldest first, for watch history across restarts.
     pub events: Vec<Change>,
+}
+
+/// Whether a stored object (by key) is one the server can serve: its kind decodes it. The
+/// reason is logged and kept with a quarantined row.
+pub type Check = fn(&str, &Value) -> Result<(), String>;
+
+/// A stored object moved aside at load, because the server could not decode it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Quarantined {
+    pub key: String,
+    pub rev: Rev,
+    pub reason: String,
+    /// Unix seconds when it was moved aside.
+    pub at: i64,
+    pub json: Bytes,
 }
 
 /// Durable storage. Implementations commit a batch atomically: all or nothing.
 pub trait Backend: Send + 'static {
     fn load(&mut self, history_seconds: u64) -> Result<Loaded, StoreError>;
+    /// Moves the rows of these keys out of the served objects, each with its reason.
+    fn quarantine(&mut self, rows: &[(Row, String)]) -> Result<(), StoreError>;
     fn commit(&mut self, rev: Rev, changes: &[Change]) -> Result<(), StoreError>;
     /// Drops persisted history older than the given age; returns the oldest revision kept.
     fn prune_history(&mut self, history_seconds: u64) -> Result<(), StoreError>;

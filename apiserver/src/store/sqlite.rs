@@ -1,7 +1,7 @@
 //! The embedded default backend: SQLite in WAL mode with synchronous=FULL, so an acknowledged
 //! batch survives kill -9 and power loss.
 
-use super::{Backend, Change, Entry, EventType, Loaded, Rev, StoreError};
+use super::{Backend, Change, EventType, Loaded, Quarantined, Rev, Row, StoreError};
 use rusqlite::{params, Connection};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -23,13 +23,17 @@ fn now_secs() -> i64 {
 
 impl SqliteBackend {
     pub fn open(path: &Path) -> Result<SqliteBackend, StoreError> {
+        // Made 0600 before SQLite opens it: its WAL and shared-memory files take the same mode.
+        super::datadir::private_file(path)
+            .map_err(|e| StoreError::Backend(format!("{}: {e}", path.display())))?;
         let conn = Connection::open(path).map_err(err)?;
         conn.execute_batch(
             "PRAGMA journal_mode=WAL;
              PRAGMA synchronous=FULL;
              CREATE TABLE IF NOT EXISTS objects (key TEXT PRIMARY KEY, rev INTEGER NOT NULL, value BLOB NOT NULL);
              CREATE TABLE IF NOT EXISTS history (rev INTEGER PRIMARY KEY, key TEXT NOT NULL, type INTEGER NOT NULL, value BLOB NOT NULL, ts INTEGER NOT NULL);
-             CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);",
+             CREATE TABLE IF NOT EXISTS meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL);
+             CREATE TABLE IF NOT EXISTS quarantine (key TEXT PRIMARY KEY, rev INTEGER NOT NULL, value BLOB NOT NULL, reason TEXT NOT NULL, ts INTEGER NOT NULL);",
         )
         .map_err(err)?;
         Ok(SqliteBackend { conn })
@@ -50,18 +54,15 @@ impl Backend for SqliteBackend {
             .map_err(err)?;
         let rows = stmt
             .query_map([], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, i64>(1)?,
-                    r.get::<_, Vec<u8>>(2)?,
-                ))
+                Ok(Row {
+                    key: r.get(0)?,
+                    rev: r.get::<_, i64>(1)? as Rev,
+                    json: r.get::<_, Vec<u8>>(2)?.into(),
+                })
             })
             .map_err(err)?;
         for row in rows {
-            let (key, rev, value) = row.map_err(err)?;
-            let obj = serde_json::from_slice(&value)
-                .map_err(|e| StoreError::Backend(format!("corrupt object {key}: {e}")))?;
-            out.objects.insert(key, Entry::new(rev as Rev, obj));
+            out.objects.push(row.map_err(err)?);
         }
         let since = now_secs() - history_seconds as i64;
         let mut stmt = self
@@ -82,6 +83,21 @@ impl Backend for SqliteBackend {
             out.events.push(row.map_err(err)?);
         }
         Ok(out)
+    }
+
+    fn quarantine(&mut self, rows: &[(Row, String)]) -> Result<(), StoreError> {
+        let ts = now_secs();
+        let tx = self.conn.transaction().map_err(err)?;
+        for (row, reason) in rows {
+            tx.execute(
+                "INSERT OR REPLACE INTO quarantine (key, rev, value, reason, ts) VALUES (?1, ?2, ?3, ?4, ?5)",
+                params![row.key, row.rev as i64, &row.json[..], reason, ts],
+            )
+            .map_err(err)?;
+            tx.execute("DELETE FROM objects WHERE key = ?1", params![row.key])
+                .map_err(err)?;
+        }
+        tx.commit().map_err(err)
     }
 
     fn commit(&mut self, rev: Rev, changes: &[Change]) -> Result<(), StoreError> {
@@ -126,5 +142,47 @@ impl Backend for SqliteBackend {
             .execute("DELETE FROM history WHERE ts < ?1", [before])
             .map_err(err)?;
         Ok(())
+    }
+}
+
+/// The admin side of the quarantine: listing and deleting rows, on an existing store (the
+/// server may be running: it reads the quarantine only at start).
+impl SqliteBackend {
+    pub fn open_existing(path: &Path) -> Result<SqliteBackend, StoreError> {
+        if !path.is_file() {
+            return Err(StoreError::Backend(format!(
+                "no store at {}",
+                path.display()
+            )));
+        }
+        SqliteBackend::open(path)
+    }
+
+    pub fn quarantined(&self) -> Result<Vec<Quarantined>, StoreError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT key, rev, reason, ts, value FROM quarantine ORDER BY key")
+            .map_err(err)?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok(Quarantined {
+                    key: r.get(0)?,
+                    rev: r.get::<_, i64>(1)? as Rev,
+                    reason: r.get(2)?,
+                    at: r.get(3)?,
+                    json: r.get::<_, Vec<u8>>(4)?.into(),
+                })
+            })
+            .map_err(err)?;
+        rows.collect::<Result<_, _>>().map_err(err)
+    }
+
+    /// Deletes one quarantined row; false when there is none with that key.
+    pub fn delete_quarantined(&self, key: &str) -> Result<bool, StoreError> {
+        let n = self
+            .conn
+            .execute("DELETE FROM quarantine WHERE key = ?1", [key])
+            .map_err(err)?;
+        Ok(n > 0)
     }
 }

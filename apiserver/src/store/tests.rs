@@ -19,6 +19,9 @@ impl Backend for MemBackend {
     fn load(&mut self, _: u64) -> Result<Loaded, StoreError> {
         Ok(Loaded::default())
     }
+    fn quarantine(&mut self, _: &[(Row, String)]) -> Result<(), StoreError> {
+        Ok(())
+    }
     fn commit(&mut self, rev: Rev, changes: &[Change]) -> Result<(), StoreError> {
         if std::mem::take(&mut *self.fail_next.lock().unwrap()) {
             return Err(StoreError::Backend("disk full".into()));
@@ -40,7 +43,10 @@ fn put(key: &str, p: Precondition) -> Write {
 }
 
 fn open(b: &MemBackend, max_events: usize) -> Store {
-    Store::open(b.clone(), Duration::from_secs(300), max_events).unwrap()
+    Store::open(b.clone(), Duration::from_secs(300), max_events, |_, _| {
+        Ok(())
+    })
+    .unwrap()
 }
 
 #[tokio::test]
@@ -165,7 +171,7 @@ async fn modified_events_carry_the_previous_object() {
     s.write(w).await.unwrap();
     let ev = sub.next().await.unwrap().unwrap();
     assert_eq!(ev.kind, EventType::Modified);
-    assert_eq!(ev.prev.as_ref().unwrap()["metadata"]["name"], "/a");
+    assert_eq!(ev.prev.as_ref().unwrap().obj["metadata"]["name"], "/a");
 }
 
 #[tokio::test]

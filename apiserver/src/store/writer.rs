@@ -3,8 +3,8 @@
 
 use super::watch::{Subscription, TooOld, WatchCache};
 use super::{
-    set_resource_version, Backend, Change, Entry, Event, EventType, Precondition, Rev, StoreError,
-    Write,
+    set_resource_version, Backend, Change, Check, Entry, Event, EventType, Precondition, Rev, Row,
+    StoreError, Write,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
@@ -41,36 +41,33 @@ pub enum WatchStart {
 }
 
 impl Store {
-    /// Loads the backend and starts the writer thread.
+    /// Loads the backend, moving aside what `check` refuses, and starts the writer thread.
     pub fn open<B: Backend>(
         mut backend: B,
         history: Duration,
         max_events: usize,
+        check: Check,
     ) -> Result<Store, StoreError> {
         let loaded = backend.load(history.as_secs())?;
+        let (objects, refused) = checked(loaded.objects, check);
+        if !refused.is_empty() {
+            backend.quarantine(&refused)?;
+            for (row, reason) in &refused {
+                tracing::error!(
+                    key = %row.key, %reason,
+                    "stored object cannot be decoded; moved to quarantine \
+                     (keelson-apiserver quarantine list --data-dir ...)"
+                );
+            }
+        }
         let cache = Arc::new(WatchCache::new(loaded.rev, max_events, history));
         {
             let mut hist = cache.lock();
-            let mut prev: HashMap<&str, Arc<serde_json::Value>> = HashMap::new();
-            let mut events = Vec::with_capacity(loaded.events.len());
-            for c in &loaded.events {
-                let Ok(obj) = serde_json::from_slice::<serde_json::Value>(&c.json) else {
-                    continue;
-                };
-                let entry = Entry::new(c.rev, obj);
-                let before = prev.insert(c.key.as_str(), entry.obj.clone());
-                events.push(Arc::new(Event {
-                    kind: c.kind,
-                    key: c.key.clone(),
-                    entry,
-                    prev: before,
-                }));
-            }
-            cache.preload(&mut hist, events);
+            cache.preload(&mut hist, history_events(loaded.events, check));
         }
         let shared = Arc::new(Shared {
             state: RwLock::new(State {
-                objects: loaded.objects,
+                objects,
                 rev: loaded.rev,
             }),
             cache,
@@ -100,6 +97,18 @@ impl Store {
             .range(prefix.to_string()..)
             .take_while(|(k, _)| k.starts_with(prefix))
             .map(|(_, e)| e.clone())
+            .collect();
+        (items, st.rev)
+    }
+
+    /// `list` with each entry's key.
+    pub fn list_keyed(&self, prefix: &str) -> (Vec<(String, Entry)>, Rev) {
+        let st = self.read();
+        let items = st
+            .objects
+            .range(prefix.to_string()..)
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .map(|(k, e)| (k.clone(), e.clone()))
             .collect();
         (items, st.rev)
     }
@@ -141,6 +150,48 @@ impl Store {
             }
         }
     }
+}
+
+/// Splits loaded rows into the objects served and those refused, with the reason.
+fn checked(rows: Vec<Row>, check: Check) -> (BTreeMap<String, Entry>, Vec<(Row, String)>) {
+    let mut objects = BTreeMap::new();
+    let mut refused = Vec::new();
+    for row in rows {
+        match decodable(&row.key, &row.json, check) {
+            Ok(()) => {
+                objects.insert(row.key, Entry::from_json(row.rev, row.json));
+            }
+            Err(reason) => refused.push((row, reason)),
+        }
+    }
+    (objects, refused)
+}
+
+/// Whether stored bytes parse (within serde_json's nesting limit) and pass `check`.
+fn decodable(key: &str, json: &[u8], check: Check) -> Result<(), String> {
+    let obj: serde_json::Value =
+        serde_json::from_slice(json).map_err(|e| format!("invalid JSON: {e}"))?;
+    check(key, &obj)
+}
+
+/// Persisted history as watch events; events the server could not serve are left out.
+fn history_events(changes: Vec<Change>, check: Check) -> Vec<Arc<Event>> {
+    let mut prev: HashMap<String, Entry> = HashMap::new();
+    let mut events = Vec::with_capacity(changes.len());
+    for c in changes {
+        if decodable(&c.key, &c.json, check).is_err() {
+            continue;
+        }
+        let entry = Entry::from_json(c.rev, c.json);
+        let before = prev.insert(c.key.clone(), entry.clone());
+        events.push(Arc::new(Event {
+            kind: c.kind,
+            key: c.key,
+            entry,
+            prev: before,
+        }));
+    }
+    events
 }
 
 fn writer_loop<B: Backend>(
@@ -185,13 +236,14 @@ fn commit_batch<B: Backend>(backend: &mut B, shared: &Shared, batch: Vec<(Write,
             match apply(&w, current.as_ref(), rev + 1) {
                 Ok(ev) => {
                     rev += 1;
+                    let slim = ev.entry.slim();
                     let stored = match ev.kind {
                         EventType::Deleted => None,
-                        _ => Some(ev.entry.clone()),
+                        _ => Some(slim.clone()),
                     };
                     overlay.insert(w.key.clone(), stored);
-                    replies.push((reply, Ok(ev.entry.clone())));
-                    events.push(Arc::new(ev));
+                    replies.push((reply, Ok(ev.entry)));
+                    events.push(Arc::new(Event { entry: slim, ..ev }));
                 }
                 Err(e) => replies.push((reply, Err(e))),
             }
@@ -252,6 +304,6 @@ fn apply(w: &Write, current: Option<&Entry>, rev: Rev) -> Result<Event, StoreErr
         kind,
         key: w.key.clone(),
         entry: Entry::new(rev, obj),
-        prev: current.map(|c| c.obj.clone()),
+        prev: current.map(Entry::slim),
     })
 }
