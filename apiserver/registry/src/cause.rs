@@ -51,6 +51,12 @@ impl Cause {
         Cause::new("FieldValueInvalid", field, message)
     }
 
+    /// A value of the wrong JSON type or out of its integer range (upstream's TypeInvalid).
+    pub fn type_invalid(field: impl Display, value: &Value, detail: &str) -> Cause {
+        let message = with_detail(format!("Invalid value: {}", show(value)), detail);
+        Cause::new("FieldValueTypeInvalid", field, message)
+    }
+
     pub fn not_supported(field: impl Display, value: &Value, supported: &[&str]) -> Cause {
         let list: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
         let detail = format!("supported values: {}", list.join(", "));

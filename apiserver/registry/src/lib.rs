@@ -7,9 +7,11 @@
 mod cause;
 mod defaults;
 mod json;
+pub mod limits;
 mod path;
 pub use keelson_apimachinery::quantity;
 pub mod resources;
+pub mod schema;
 mod tables;
 mod validation;
 

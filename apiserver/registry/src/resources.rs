@@ -1,8 +1,11 @@
 //! The kinds served, with their scope: the one table that routing, discovery, storage and the
 //! per-kind rules read.
 
+use crate::schema::{decode, Decode};
+use k8s_openapi::api::{apps, coordination, core, discovery, networking};
+
 /// One served resource (a REST collection), as discovery describes it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy)]
 pub struct Resource {
     /// API group; "" for the legacy core group.
     pub group: &'static str,
@@ -17,6 +20,23 @@ pub struct Resource {
     pub subresources: &'static [&'static str],
     /// In the "all" category, so `kubectl get all` lists it.
     pub in_all: bool,
+    /// Decodes an object into this kind's k8s-openapi type: what every write must pass.
+    pub decode: Decode,
+}
+
+/// Identity is the URL's group, version and plural (the decoder is not compared).
+impl PartialEq for Resource {
+    fn eq(&self, other: &Resource) -> bool {
+        (self.group, self.version, self.plural) == (other.group, other.version, other.plural)
+    }
+}
+
+impl Eq for Resource {}
+
+impl std::fmt::Debug for Resource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Resource({}/{})", self.api_version(), self.plural)
+    }
 }
 
 const VERBS: [&str; 8] = [
@@ -72,7 +92,7 @@ impl Resource {
 }
 
 macro_rules! res {
-    ($g:expr, $v:expr, $p:expr, $s:expr, $k:expr, $ns:expr, $short:expr, $sub:expr, $all:expr) => {
+    ($g:expr, $v:expr, $p:expr, $s:expr, $k:expr, $ns:expr, $short:expr, $sub:expr, $all:expr, $t:ty) => {
         Resource {
             group: $g,
             version: $v,
@@ -83,6 +103,7 @@ macro_rules! res {
             short_names: $short,
             subresources: $sub,
             in_all: $all,
+            decode: decode::<$t>,
         }
     };
 }
@@ -97,7 +118,8 @@ pub static RESOURCES: &[Resource] = &[
         false,
         &["ns"],
         &["status"],
-        false
+        false,
+        core::v1::Namespace
     ),
     res!(
         "",
@@ -108,7 +130,8 @@ pub static RESOURCES: &[Resource] = &[
         false,
         &["no"],
         &["status"],
-        false
+        false,
+        core::v1::Node
     ),
     res!(
         "",
@@ -119,7 +142,8 @@ pub static RESOURCES: &[Resource] = &[
         true,
         &["po"],
         &["status", "binding", "log"],
-        true
+        true,
+        core::v1::Pod
     ),
     res!(
         "",
@@ -130,7 +154,8 @@ pub static RESOURCES: &[Resource] = &[
         true,
         &["svc"],
         &["status"],
-        true
+        true,
+        core::v1::Service
     ),
     res!(
         "",
@@ -141,7 +166,8 @@ pub static RESOURCES: &[Resource] = &[
         true,
         &["ep"],
         &[],
-        false
+        false,
+        core::v1::Endpoints
     ),
     res!(
         "",
@@ -152,7 +178,8 @@ pub static RESOURCES: &[Resource] = &[
         true,
         &["cm"],
         &[],
-        false
+        false,
+        core::v1::ConfigMap
     ),
     res!(
         "",
@@ -163,7 +190,8 @@ pub static RESOURCES: &[Resource] = &[
         true,
         &[],
         &[],
-        false
+        false,
+        core::v1::Secret
     ),
     res!(
         "",
@@ -174,7 +202,8 @@ pub static RESOURCES: &[Resource] = &[
         true,
         &["ev"],
         &[],
-        false
+        false,
+        core::v1::Event
     ),
     res!(
         "",
@@ -185,7 +214,8 @@ pub static RESOURCES: &[Resource] = &[
         true,
         &["sa"],
         &[],
-        false
+        false,
+        core::v1::ServiceAccount
     ),
     res!(
         "discovery.k8s.io",
@@ -196,7 +226,8 @@ pub static RESOURCES: &[Resource] = &[
         true,
         &[],
         &[],
-        false
+        false,
+        discovery::v1::EndpointSlice
     ),
     res!(
         "apps",
@@ -207,7 +238,8 @@ pub static RESOURCES: &[Resource] = &[
         true,
         &["deploy"],
         &["status", "scale"],
-        true
+        true,
+        apps::v1::Deployment
     ),
     res!(
         "apps",
@@ -218,7 +250,8 @@ pub static RESOURCES: &[Resource] = &[
         true,
         &["rs"],
         &["status", "scale"],
-        true
+        true,
+        apps::v1::ReplicaSet
     ),
     res!(
         "networking.k8s.io",
@@ -229,7 +262,8 @@ pub static RESOURCES: &[Resource] = &[
         true,
         &["ing"],
         &["status"],
-        false
+        false,
+        networking::v1::Ingress
     ),
     res!(
         "networking.k8s.io",
@@ -240,7 +274,8 @@ pub static RESOURCES: &[Resource] = &[
         false,
         &[],
         &[],
-        false
+        false,
+        networking::v1::IngressClass
     ),
     res!(
         "coordination.k8s.io",
@@ -251,7 +286,8 @@ pub static RESOURCES: &[Resource] = &[
         true,
         &[],
         &[],
-        false
+        false,
+        coordination::v1::Lease
     ),
 ];
 

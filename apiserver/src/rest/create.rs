@@ -6,7 +6,57 @@ use crate::object::{self, meta_mut};
 use crate::resources::Resource;
 use crate::status::{ApiError, ApiResult};
 use crate::store::{Entry, Precondition, Write};
+use keelson_apiserver_registry::limits::{self, MAX_DEPTH, MAX_OBJECT_BYTES};
+use keelson_apiserver_registry::Cause;
 use serde_json::{json, Value};
+
+/// Where a checked object came from: upstream answers a body it cannot decode with 400
+/// BadRequest and a patched object that does not decode with 422 Invalid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Origin {
+    Body,
+    Patch,
+}
+
+/// The checks every object passes before it is stored, after defaulting and validation: a depth
+/// the store can load again, etcd's size limit, and a decode into the kind's typed struct so
+/// every typed client can still read it.
+pub(super) fn admit(res: &Resource, obj: &Value, origin: Origin) -> ApiResult<()> {
+    let name = object::name(obj);
+    if let Some(at) = limits::too_deep(obj, MAX_DEPTH) {
+        let detail = format!("must not be nested more than {MAX_DEPTH} levels deep");
+        return Err(ApiError::invalid(
+            res.kind,
+            res.group,
+            name,
+            &[Cause::forbidden(at, &detail)],
+        ));
+    }
+    let size = limits::encoded_len(obj);
+    if size > MAX_OBJECT_BYTES {
+        return Err(ApiError::new(
+            413,
+            "RequestEntityTooLarge",
+            format!(
+                "Request entity too large: the object is {size} bytes, limit is {MAX_OBJECT_BYTES}"
+            ),
+        ));
+    }
+    let Err(cause) = (res.decode)(obj) else {
+        return Ok(());
+    };
+    let mut e = ApiError::invalid(res.kind, res.group, name, std::slice::from_ref(&cause));
+    if origin == Origin::Body {
+        let (kind, version) = (res.kind, res.version);
+        e.code = 400;
+        e.reason = "BadRequest";
+        e.message = format!(
+            "{kind} in version \"{version}\" cannot be handled as a {kind}: {}: {}",
+            cause.field, cause.message
+        );
+    }
+    Err(e)
+}
 
 /// Checks that a body's apiVersion and kind (when given) name this resource, then sets them.
 pub(super) fn check_type(res: &Resource, obj: &mut Value) -> ApiResult<()> {
@@ -101,6 +151,7 @@ pub async fn create(
     if !causes.is_empty() {
         return Err(ApiError::invalid(res.kind, res.group, &name, &causes));
     }
+    admit(res, &obj, Origin::Body)?;
     let target = Target {
         res,
         namespace: ns.to_string(),

@@ -6,10 +6,22 @@ use crate::negotiate::PatchType;
 use crate::object;
 use crate::status::{ApiError, ApiResult};
 use crate::store::Entry;
+use keelson_apiserver_registry::schema;
 use serde_json::{json, Value};
+
+/// A subresource body that its typed struct cannot decode is 400, as upstream.
+fn undecodable(kind: &str, decode: schema::Decode, body: &Value) -> ApiResult<()> {
+    decode(body).map_err(|c| {
+        ApiError::bad_request(format!(
+            "{kind} in version \"v1\" cannot be handled as a {kind}: {}: {}",
+            c.field, c.message
+        ))
+    })
+}
 
 /// POST pods/{name}/binding: sets spec.nodeName once, and the PodScheduled condition.
 pub async fn bind(api: &Api, t: &Target, binding: &Value) -> ApiResult<Entry> {
+    undecodable("Binding", schema::BINDING, binding)?;
     let node = binding["target"]["name"].as_str().unwrap_or("");
     if node.is_empty() {
         return Err(ApiError::invalid(
@@ -103,7 +115,10 @@ pub async fn update_scale(
     let cur = api.get_entry(t)?;
     let scale = scale_of(&cur.obj);
     let wanted = match kind {
-        None => body.clone(),
+        None => {
+            undecodable("Scale", schema::SCALE, body)?;
+            body.clone()
+        }
         Some(PatchType::Json) => keelson_apimachinery::patch::json_patch(&scale, body)
             .map_err(|e| ApiError::new(422, "Invalid", e.to_string()))?,
         Some(_) => keelson_apimachinery::patch::merge_patch(&scale, body),

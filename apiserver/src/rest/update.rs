@@ -2,7 +2,7 @@
 //! compare-and-swap on its resourceVersion. A patch (or a PUT without resourceVersion) retries
 //! on a conflict with a concurrent writer; a PUT with a stale resourceVersion gets 409.
 
-use super::create::{check_namespace_field, check_type};
+use super::create::{admit, check_namespace_field, check_type, Origin};
 use super::service_allocation::{self, Reservation};
 use super::{create, store_error, Api, Target};
 use crate::negotiate::PatchType;
@@ -80,15 +80,23 @@ fn pinned_rev(obj: &Value) -> ApiResult<Option<u64>> {
     }
 }
 
-/// Validates and commits `new` over `old`; returns Ok(None) on a conflict the caller may retry.
-async fn commit(
-    api: &Api,
-    t: &Target,
-    old: &Entry,
-    mut new: Value,
+/// A computed new object and how it was asked for.
+struct Change {
+    new: Value,
     sub: Sub,
     dry_run: bool,
-) -> ApiResult<Option<Entry>> {
+    origin: Origin,
+}
+
+/// Validates and commits a change over `old`; returns Ok(None) on a conflict the caller may
+/// retry.
+async fn commit(api: &Api, t: &Target, old: &Entry, change: Change) -> ApiResult<Option<Entry>> {
+    let Change {
+        mut new,
+        sub,
+        dry_run,
+        origin,
+    } = change;
     merge_owned(t, &old.obj, &mut new, sub)?;
     keelson_apiserver_registry::apply_defaults(t.res.kind, &mut new);
     let mut generation = old.obj["metadata"]["generation"].as_i64().unwrap_or(1);
@@ -100,6 +108,7 @@ async fn commit(
     if !causes.is_empty() {
         return Err(ApiError::invalid(t.res.kind, t.res.group, &t.name, &causes));
     }
+    admit(t.res, &new, origin)?;
     if object::same_content(&new, &old.obj) {
         return Ok(Some(old.clone()));
     }
@@ -164,7 +173,13 @@ pub async fn update(
         if pinned.is_some_and(|r| r != old.rev) {
             return Err(ApiError::conflict(t.res.group, t.res.plural, &t.name));
         }
-        if let Some(e) = commit(api, t, &old, body.clone(), sub, dry_run).await? {
+        let change = Change {
+            new: body.clone(),
+            sub,
+            dry_run,
+            origin: Origin::Body,
+        };
+        if let Some(e) = commit(api, t, &old, change).await? {
             return Ok(e);
         }
         if pinned.is_some() {
@@ -212,7 +227,13 @@ pub async fn patch(
         if pinned.is_some_and(|r| r != old.rev) {
             return Err(ApiError::conflict(t.res.group, t.res.plural, &t.name));
         }
-        if let Some(e) = commit(api, t, &old, new, sub, dry_run).await? {
+        let change = Change {
+            new,
+            sub,
+            dry_run,
+            origin: Origin::Patch,
+        };
+        if let Some(e) = commit(api, t, &old, change).await? {
             return Ok(e);
         }
     }

@@ -1,0 +1,236 @@
+//! Writes a hostile or careless client might send. Each gets upstream's status; nothing a typed
+//! client cannot decode is stored; every kind still lists and describes; and the server starts
+//! again after kill -9 with every acknowledged object.
+
+use keelson_testing::Apiserver;
+use serde_json::{json, Value};
+
+const NS: &str = "/api/v1/namespaces/default";
+const APPS: &str = "/apis/apps/v1/namespaces/default";
+const MERGE: Option<&str> = Some("application/merge-patch+json");
+const STRATEGIC: Option<&str> = Some("application/strategic-merge-patch+json");
+
+/// The Status of a refused request, after checking its code and reason.
+fn refused(got: (u16, String), code: u16, reason: &str) -> Value {
+    let (got_code, body) = got;
+    assert_eq!(got_code, code, "{body}");
+    let status: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+    assert_eq!(status["kind"], "Status", "{body}");
+    assert_eq!(status["reason"], reason, "{body}");
+    status
+}
+
+/// The first cause's (reason, field).
+fn cause(status: &Value) -> (String, String) {
+    let c = &status["details"]["causes"][0];
+    let text = |k: &str| c[k].as_str().unwrap_or_default().to_string();
+    (text("reason"), text("field"))
+}
+
+fn created(s: &Apiserver, path: &str, body: &Value) {
+    let (code, text) = s.curl_admin("POST", path, None, Some(&body.to_string()));
+    assert_eq!(code, 201, "{text}");
+}
+
+fn deployment(name: &str) -> Value {
+    json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+        "spec": {"replicas": 1, "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}})
+}
+
+/// The invariants after hostile writes: every kind lists as JSON that its k8s-openapi type
+/// decodes and describes; after kill -9 the server starts and lists exactly `names` per kind.
+fn still_readable(s: &mut Apiserver, expected: &[(&str, &[&str])]) {
+    let check = |s: &Apiserver| {
+        for (kind, names) in expected {
+            let list: Value =
+                serde_json::from_str(&s.kubectl_ok(&["get", kind, "-A", "-o", "json"]))
+                    .unwrap_or_else(|e| panic!("{kind}: {e}"));
+            decodes(kind, &list);
+            let mut got: Vec<&str> = list["items"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|i| i["metadata"]["name"].as_str())
+                .collect();
+            got.sort();
+            assert_eq!(&got, names, "{kind}");
+            let out = s.kubectl(&["describe", kind, "-A"]);
+            assert!(out.status.success(), "describe {kind}: {:?}", out);
+        }
+    };
+    check(s);
+    s.kill9();
+    s.start_again();
+    check(s);
+}
+
+fn decodes(kind: &str, list: &Value) {
+    use k8s_openapi::api::{apps::v1 as apps, core::v1 as core, discovery::v1 as discovery};
+    // `kubectl get -A -o json` wraps the items in a plain List; each item is the typed object.
+    let l = list["items"].clone();
+    let r = match kind {
+        "configmaps" => serde_json::from_value::<Vec<core::ConfigMap>>(l).map(drop),
+        "deployments" => serde_json::from_value::<Vec<apps::Deployment>>(l).map(drop),
+        "pods" => serde_json::from_value::<Vec<core::Pod>>(l).map(drop),
+        "nodes" => serde_json::from_value::<Vec<core::Node>>(l).map(drop),
+        "services" => serde_json::from_value::<Vec<core::Service>>(l).map(drop),
+        "endpointslices" => serde_json::from_value::<Vec<discovery::EndpointSlice>>(l).map(drop),
+        other => panic!("no typed list for {other}"),
+    };
+    r.unwrap_or_else(|e| panic!("{kind} list does not decode: {e}"));
+}
+
+#[test]
+fn wrong_json_types_are_refused_on_every_write_path() {
+    let mut s = Apiserver::start();
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "n", "annotations": {"a": 1}}});
+    let st = refused(
+        s.curl_admin(
+            "POST",
+            &format!("{NS}/configmaps"),
+            None,
+            Some(&cm.to_string()),
+        ),
+        400,
+        "BadRequest",
+    );
+    assert_eq!(
+        cause(&st),
+        (
+            "FieldValueTypeInvalid".into(),
+            "metadata.annotations.a".into()
+        )
+    );
+    assert!(
+        st["message"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("ConfigMap in version \"v1\" cannot be handled as a ConfigMap"),
+        "{st}"
+    );
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "l", "labels": "app=x"}});
+    let st = refused(
+        s.curl_admin(
+            "POST",
+            &format!("{NS}/configmaps"),
+            None,
+            Some(&cm.to_string()),
+        ),
+        400,
+        "BadRequest",
+    );
+    assert_eq!(cause(&st).1, "metadata.labels");
+    created(
+        &s,
+        &format!("{NS}/configmaps"),
+        &json!({"metadata": {"name": "ok"}, "data": {"k": "v"}}),
+    );
+    let st = refused(
+        s.curl_admin(
+            "PATCH",
+            &format!("{NS}/configmaps/ok"),
+            MERGE,
+            Some(r#"{"data":{"k":7}}"#),
+        ),
+        422,
+        "Invalid",
+    );
+    assert_eq!(
+        cause(&st),
+        ("FieldValueTypeInvalid".into(), "data.k".into())
+    );
+    let put = json!({"metadata": {"name": "ok"}, "data": {"k": ["v"]}});
+    refused(
+        s.curl_admin(
+            "PUT",
+            &format!("{NS}/configmaps/ok"),
+            None,
+            Some(&put.to_string()),
+        ),
+        400,
+        "BadRequest",
+    );
+
+    let mut big = deployment("big");
+    big["spec"]["replicas"] = json!(3_000_000_000u64);
+    let st = refused(
+        s.curl_admin(
+            "POST",
+            &format!("{APPS}/deployments"),
+            None,
+            Some(&big.to_string()),
+        ),
+        400,
+        "BadRequest",
+    );
+    assert_eq!(
+        cause(&st),
+        ("FieldValueTypeInvalid".into(), "spec.replicas".into())
+    );
+    created(&s, &format!("{APPS}/deployments"), &deployment("web"));
+    let web = format!("{APPS}/deployments/web");
+    let st = refused(
+        s.curl_admin(
+            "PATCH",
+            &web,
+            STRATEGIC,
+            Some(r#"{"spec":{"replicas":4294967296}}"#),
+        ),
+        422,
+        "Invalid",
+    );
+    assert_eq!(cause(&st).1, "spec.replicas");
+    let st = refused(
+        s.curl_admin(
+            "PATCH",
+            &format!("{web}/status"),
+            MERGE,
+            Some(r#"{"status":{"replicas":"x"}}"#),
+        ),
+        422,
+        "Invalid",
+    );
+    assert_eq!(cause(&st).1, "status.replicas");
+    let mut status = deployment("web");
+    status["status"] = json!({"conditions": "Available"});
+    refused(
+        s.curl_admin(
+            "PUT",
+            &format!("{web}/status"),
+            None,
+            Some(&status.to_string()),
+        ),
+        400,
+        "BadRequest",
+    );
+    let st = refused(
+        s.curl_admin(
+            "PATCH",
+            &format!("{web}/scale"),
+            MERGE,
+            Some(r#"{"spec":{"replicas":3000000000}}"#),
+        ),
+        422,
+        "Invalid",
+    );
+    assert_eq!(cause(&st).1, "spec.replicas");
+    let scale = json!({"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "web"}, "spec": {"replicas": "2"}});
+    refused(
+        s.curl_admin(
+            "PUT",
+            &format!("{web}/scale"),
+            None,
+            Some(&scale.to_string()),
+        ),
+        400,
+        "BadRequest",
+    );
+
+    still_readable(
+        &mut s,
+        &[("configmaps", &["ok"][..]), ("deployments", &["web"][..])],
+    );
+}
