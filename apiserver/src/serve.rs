@@ -1,13 +1,17 @@
-//! The accept loop: each connection served by the router over HTTP/1.1 or HTTP/2, in TLS unless
-//! the server runs with --insecure-serve-http.
+//! Serving: keelson-daemon's accept loop (handshake and header timeouts, a cap on open
+//! connections, back-off on accept errors), in TLS unless the server runs with
+//! --insecure-serve-http; and the TLS configuration.
 
 use crate::certs::Pki;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
+use keelson_daemon::Connections;
 use std::future::Future;
 use std::sync::Arc;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
+
+/// Connections open at once (KEELSON_MAX_OPEN_CONNECTIONS overrides it): idle clients beyond
+/// it wait in the accept queue instead of using up file descriptors.
+pub const MAX_OPEN_CONNECTIONS: usize = 4096;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
@@ -26,42 +30,8 @@ pub async fn serve(
     router: axum::Router,
     shutdown: impl Future<Output = ()>,
 ) {
-    tokio::pin!(shutdown);
-    loop {
-        let tcp = tokio::select! {
-            _ = &mut shutdown => return,
-            r = listener.accept() => match r {
-                Ok((tcp, _)) => tcp,
-                Err(e) => { tracing::warn!(error = %e, "accept failed"); continue; }
-            },
-        };
-        let _ = tcp.set_nodelay(true);
-        let router = router.clone();
-        let tls = tls.clone();
-        tokio::spawn(async move {
-            match tls {
-                Some(acc) => match acc.accept(tcp).await {
-                    Ok(s) => serve_conn(TokioIo::new(s), router).await,
-                    Err(e) => tracing::debug!(error = %e, "TLS handshake failed"),
-                },
-                None => serve_conn(TokioIo::new(tcp), router).await,
-            }
-        });
-    }
-}
-
-/// Serves one connection with the router (HTTP/1.1 and HTTP/2).
-async fn serve_conn<I>(io: TokioIo<I>, app: axum::Router)
-where
-    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
-{
-    let svc = hyper_util::service::TowerToHyperService::new(app);
-    if let Err(e) = auto::Builder::new(TokioExecutor::new())
-        .serve_connection_with_upgrades(io, svc)
-        .await
-    {
-        tracing::debug!(error = %e, "connection ended with an error");
-    }
+    let limits = Connections::with_max_open(MAX_OPEN_CONNECTIONS).from_env();
+    keelson_daemon::serve_connections(listener, tls, router, limits, shutdown).await
 }
 
 /// TLS with the serving certificate, offering HTTP/2 and HTTP/1.1 by ALPN.
