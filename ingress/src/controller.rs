@@ -1,6 +1,7 @@
 //! The watch loop: reflectors fill stores, any change wakes one debounced sync, a sync renders
 //! the whole config, loads it through nginx when the text changed, and writes Ingress status.
 
+use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -17,8 +18,10 @@ use serde_json::json;
 use tokio::sync::Mutex;
 
 use crate::error::{IngressError, NginxError};
+use crate::events;
+use crate::isolate::{Key, Trial, Verdicts};
 use crate::metrics::Metrics;
-use crate::model::{self, Inputs};
+use crate::model::{self, key, Inputs, Model, Rejection};
 use crate::nginx::NginxProcess;
 use crate::render::{self, RenderOptions};
 use crate::tls::Cert;
@@ -109,6 +112,8 @@ pub async fn run(opts: Options) -> Result<(), IngressError> {
         last_loaded: None,
         rejected: None,
         problems: Vec::new(),
+        verdicts: Verdicts::default(),
+        reported: BTreeMap::new(),
     });
     let (syncer, stores) = (&syncer, &stores);
     opts.sync
@@ -142,6 +147,10 @@ struct Syncer<'a> {
     rejected: Option<Rendered>,
     /// Logged when they change, so a broken Ingress is reported once, not every sync.
     problems: Vec<String>,
+    /// Ingresses `nginx -t` refused on their own; left out until they (or their Secrets) change.
+    verdicts: Verdicts,
+    /// Ingresses left out, as last reported (an Event and a log line when this changes).
+    reported: BTreeMap<Key, Rejection>,
 }
 
 /// One complete nginx configuration: the text and the certificate files it refers to.
@@ -151,10 +160,55 @@ struct Rendered {
     certs: Vec<Cert>,
 }
 
+fn rendered_with(model: &Model, opts: &RenderOptions) -> Rendered {
+    Rendered {
+        text: render::render(model, opts),
+        certs: model.certs.clone(),
+    }
+}
+
 impl Syncer<'_> {
     async fn run(&mut self, stores: &Stores) {
         let inputs = stores.inputs();
-        let model = model::build(&inputs, &self.opts.controller_class);
+        self.verdicts.refresh(&inputs);
+        let mut model = self.build(&inputs);
+        let config = Some(rendered_with(&model, &self.opts.render));
+        if config != self.last_loaded && config != self.rejected {
+            // nginx refused the whole: find the Ingresses it refuses, serve the others.
+            if self.load(config).await && self.isolate(&inputs, &model.handled).await {
+                model = self.build(&inputs);
+                let config = Some(rendered_with(&model, &self.opts.render));
+                // Often what already runs: the refused Ingress was the only change.
+                if config != self.last_loaded {
+                    self.load(config).await;
+                }
+            }
+        } else if !self.nginx.running().await {
+            tracing::warn!("nginx is not running; starting it again");
+            let config = self.last_loaded.clone().or(config);
+            self.load(config).await;
+        }
+        self.report(&inputs, &model);
+        if let Some(ip) = self.opts.publish_address {
+            self.write_status(&inputs, &model.handled, ip).await;
+        }
+    }
+
+    /// The model without the Ingresses nginx refused; those join the ones the value checks
+    /// left out in `rejected`.
+    fn build(&mut self, inputs: &Inputs) -> Model {
+        let class = &self.opts.controller_class;
+        let mut model = model::build_only(inputs, class, |k| !self.verdicts.is_bad(k));
+        let ours = |r: &Rejection| {
+            inputs
+                .ingresses
+                .iter()
+                .any(|i| key(i) == r.ingress && model::is_handled(i, &inputs.classes, class))
+        };
+        model
+            .rejected
+            .extend(self.verdicts.rejections().filter(|r| ours(r)));
+        model.rejected.sort_by(|a, b| a.ingress.cmp(&b.ingress));
         self.metrics
             .handled_ingresses
             .set(model.handled.len() as i64);
@@ -164,24 +218,61 @@ impl Syncer<'_> {
             }
             self.problems = model.problems.clone();
         }
-        let config = Some(Rendered {
-            text: render::render(&model, &self.opts.render),
-            certs: model.certs.clone(),
-        });
-        if config != self.last_loaded && config != self.rejected {
-            self.load(config).await;
-        } else if !self.nginx.running().await {
-            tracing::warn!("nginx is not running; starting it again");
-            let config = self.last_loaded.clone().or(config);
-            self.load(config).await;
-        }
-        if let Some(ip) = self.opts.publish_address {
-            self.write_status(&inputs, &model.handled, ip).await;
+        model
+    }
+
+    /// Tests the candidates one by one; true when some were found bad (and are now left out).
+    async fn isolate(&mut self, inputs: &Inputs, candidates: &[Key]) -> bool {
+        let trial = Trial {
+            nginx: &self.nginx,
+            inputs,
+            controller: &self.opts.controller_class,
+            render: &self.opts.render,
+        };
+        match trial.find_bad(candidates).await {
+            Ok(bad) => {
+                let found = !bad.is_empty();
+                for (k, message) in bad {
+                    self.verdicts.insert(inputs, k, message);
+                }
+                found
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "cannot tell which Ingress nginx refuses");
+                false
+            }
         }
     }
 
-    async fn load(&mut self, config: Option<Rendered>) {
-        let Some(config) = config else { return };
+    /// A log line and a Warning Event for each Ingress newly left out (or left out for a new
+    /// reason); the count as a metric.
+    fn report(&mut self, inputs: &Inputs, model: &Model) {
+        let now: BTreeMap<Key, Rejection> = model
+            .rejected
+            .iter()
+            .map(|r| (r.ingress.clone(), r.clone()))
+            .collect();
+        for (k, r) in &now {
+            if self.reported.get(k) == Some(r) {
+                continue;
+            }
+            let ingress = format!("{}/{}", k.0, k.1);
+            tracing::warn!(%ingress, reason = r.reason, "left out of the nginx configuration: {}", r.message);
+            if let Some(ing) = inputs.ingresses.iter().find(|i| key(i) == *k) {
+                events::warn(&self.client, ing, r);
+            }
+        }
+        for (ns, name) in self.reported.keys().filter(|k| !now.contains_key(*k)) {
+            tracing::info!(ingress = %format!("{ns}/{name}"), "no longer left out");
+        }
+        self.metrics.rejected_ingresses.set(now.len() as i64);
+        self.reported = now;
+    }
+
+    /// True when nginx refused the configuration (`nginx -t`); other failures (nginx could not
+    /// start, I/O) are retried at the next sync.
+    async fn load(&mut self, config: Option<Rendered>) -> bool {
+        let Some(config) = config else { return false };
         let result = self
             .nginx
             .apply(config.text.clone(), config.certs.clone())
@@ -191,14 +282,16 @@ impl Syncer<'_> {
                 self.metrics.reloads.inc();
                 self.last_loaded = Some(config);
                 tracing::info!("nginx configuration loaded");
+                false
             }
             Err(e) => {
                 self.metrics.reload_errors.inc();
-                if matches!(e, NginxError::Rejected { .. }) {
+                tracing::error!(error = %e, "nginx configuration not loaded");
+                let refused = matches!(e, NginxError::Rejected { .. });
+                if refused {
                     self.rejected = Some(config);
                 }
-                // Other failures (nginx could not start, I/O) are retried at the next sync.
-                tracing::error!(error = %e, "nginx configuration not loaded");
+                refused
             }
         }
     }

@@ -7,6 +7,8 @@
 pub mod controller;
 pub mod endpoints;
 pub mod error;
+pub mod events;
+pub mod isolate;
 pub mod metrics;
 pub mod model;
 pub mod nginx;

@@ -12,6 +12,7 @@ pub struct Metrics {
     pub reloads: Counter,
     pub reload_errors: Counter,
     pub handled_ingresses: Gauge,
+    pub rejected_ingresses: Gauge,
 }
 
 impl Default for Metrics {
@@ -22,6 +23,12 @@ impl Default for Metrics {
             "ingress_handled_ingresses",
             "Ingresses of this controller's class",
             handled_ingresses.clone(),
+        );
+        let rejected_ingresses = Gauge::default();
+        r.register(
+            "ingress_rejected_ingresses",
+            "Ingresses of this controller's class left out of the nginx configuration (bad values, or refused by nginx -t)",
+            rejected_ingresses.clone(),
         );
         Metrics {
             reloads: counter(
@@ -35,6 +42,7 @@ impl Default for Metrics {
                 "Configurations nginx rejected or failed to load; the previous one kept serving",
             ),
             handled_ingresses,
+            rejected_ingresses,
             registry: Arc::new(r),
         }
     }

@@ -90,7 +90,21 @@ pub struct Model {
     pub handled: Vec<(String, String)>,
     /// What was left out and why, for the log (sorted; logged when it changes, not every sync).
     pub problems: Vec<String>,
+    /// Ingresses left out whole: a value nginx must not be given. Not in `handled`.
+    pub rejected: Vec<Rejection>,
 }
+
+/// An Ingress left out of the configuration, and why (for its Event, the log and the metric).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rejection {
+    pub ingress: (String, String),
+    /// The Event reason: `BadConfig` (a value check) or `RejectedByNginx` (`nginx -t`).
+    pub reason: &'static str,
+    pub message: String,
+}
+
+pub const REASON_BAD_CONFIG: &str = "BadConfig";
+pub const REASON_REJECTED_BY_NGINX: &str = "RejectedByNginx";
 
 /// True when `ing` belongs to the controller named `controller` (an IngressClass spec.controller).
 pub fn is_handled(ing: &Ingress, classes: &[Arc<IngressClass>], controller: &str) -> bool {
@@ -122,68 +136,50 @@ pub fn is_handled(ing: &Ingress, classes: &[Arc<IngressClass>], controller: &str
 
 /// Builds the model from all watched objects.
 pub fn build(inputs: &Inputs, controller: &str) -> Model {
+    build_only(inputs, controller, |_| true)
+}
+
+/// The model of the handled Ingresses for which `keep(&(namespace, name))` holds: the others
+/// are left out as if they did not exist (the controller tests Ingresses on their own this way).
+pub fn build_only(
+    inputs: &Inputs,
+    controller: &str,
+    keep: impl Fn(&(String, String)) -> bool,
+) -> Model {
     let mut ingresses: Vec<&Ingress> = inputs
         .ingresses
         .iter()
         .map(|i| i.as_ref())
-        .filter(|i| is_handled(i, &inputs.classes, controller))
+        .filter(|i| is_handled(i, &inputs.classes, controller) && keep(&key(i)))
         .collect();
     // Older rules win conflicts in ingress-nginx; here the order is by namespace/name, which is
     // stable across restarts and needs no timestamps.
     ingresses.sort_by_key(|i| key(i));
+    let mut rejected = Vec::new();
+    ingresses.retain(|ing| match check_values(ing) {
+        Ok(()) => true,
+        Err(message) => {
+            rejected.push(Rejection {
+                ingress: key(ing),
+                reason: REASON_BAD_CONFIG,
+                message,
+            });
+            false
+        }
+    });
     let resolver = Resolver::new(inputs);
-    let mut upstreams = BTreeMap::new();
-    let mut problems = Vec::new();
-    let mut servers: BTreeMap<Option<String>, ServerBuilder> = BTreeMap::new();
-    servers.entry(None).or_default();
+    let mut builder = ModelBuilder::default();
+    builder.servers.entry(None).or_default();
     for ing in &ingresses {
-        let (ns, name) = key(ing);
-        let Some(spec) = &ing.spec else { continue };
-        let source = format!("{ns}/{name}");
-        let body_size = body_size(ing, &source, &mut problems);
-        let no_ssl_redirect = annotation(ing, SSL_REDIRECT_ANNOTATION) == Some("false");
-        let default = spec
-            .default_backend
-            .as_ref()
-            .map(|b| resolver.target(&ns, b, &mut upstreams));
-        for rule in spec.rules.iter().flatten() {
-            let host = rule.host.clone().filter(|h| !h.is_empty());
-            if let Some(h) = host.as_deref().filter(|h| !safe_host(h)) {
-                problems.push(format!(
-                    "{source}: host {h:?} has characters nginx cannot take; rule skipped"
-                ));
-                continue;
-            }
-            let server = servers.entry(host).or_default();
-            server.no_ssl_redirect |= no_ssl_redirect;
-            if server.fallback.is_none() {
-                server.fallback = default.clone();
-            }
-            for p in rule.http.iter().flat_map(|h| &h.paths) {
-                let Some((kind, path)) = path(p, &source, &mut problems) else {
-                    continue;
-                };
-                let target = resolver.target(&ns, &p.backend, &mut upstreams);
-                let loc = Location {
-                    kind,
-                    path,
-                    target,
-                    ingress: source.clone(),
-                    body_size: body_size.clone(),
-                };
-                server.add(loc);
-            }
-        }
-        let default_server = servers.entry(None).or_default();
-        if default_server.fallback.is_none() {
-            default_server.fallback = default;
-        }
+        builder.add_ingress(ing, &resolver);
     }
+    let mut problems = builder.problems;
     let (host_certs, certs) = tls::certs(&ingresses, &inputs.secrets, &mut problems);
     problems.sort();
     problems.dedup();
     Model {
-        servers: servers
+        servers: builder
+            .servers
             .into_iter()
             .map(|(host, b)| {
                 let tls = host.as_ref().and_then(|h| host_certs.get(h)).cloned();
@@ -191,12 +187,66 @@ pub fn build(inputs: &Inputs, controller: &str) -> Model {
             })
             .collect(),
         certs,
-        upstreams: upstreams
+        upstreams: builder
+            .upstreams
             .into_iter()
             .map(|(name, endpoints)| Upstream { name, endpoints })
             .collect(),
         handled: ingresses.iter().map(|i| key(i)).collect(),
         problems,
+        rejected,
+    }
+}
+
+#[derive(Default)]
+struct ModelBuilder {
+    servers: BTreeMap<Option<String>, ServerBuilder>,
+    upstreams: BTreeMap<String, Vec<SocketAddr>>,
+    problems: Vec<String>,
+}
+
+impl ModelBuilder {
+    fn add_ingress(&mut self, ing: &Ingress, resolver: &Resolver<'_>) {
+        let (ns, name) = key(ing);
+        let Some(spec) = &ing.spec else { return };
+        let source = format!("{ns}/{name}");
+        let body_size = annotation(ing, BODY_SIZE_ANNOTATION).map(str::to_string);
+        let no_ssl_redirect = annotation(ing, SSL_REDIRECT_ANNOTATION) == Some("false");
+        let default = spec
+            .default_backend
+            .as_ref()
+            .map(|b| resolver.target(&ns, b, &mut self.upstreams));
+        for rule in spec.rules.iter().flatten() {
+            let host = rule.host.clone().filter(|h| !h.is_empty());
+            if let Some(h) = host.as_deref().filter(|h| !safe_host(h)) {
+                self.problems.push(format!(
+                    "{source}: host {h:?} has characters nginx cannot take; rule skipped"
+                ));
+                continue;
+            }
+            let server = self.servers.entry(host).or_default();
+            server.no_ssl_redirect |= no_ssl_redirect;
+            if server.fallback.is_none() {
+                server.fallback = default.clone();
+            }
+            for p in rule.http.iter().flat_map(|h| &h.paths) {
+                let Some((kind, path)) = path(p, &source, &mut self.problems) else {
+                    continue;
+                };
+                let target = resolver.target(&ns, &p.backend, &mut self.upstreams);
+                server.add(Location {
+                    kind,
+                    path,
+                    target,
+                    ingress: source.clone(),
+                    body_size: body_size.clone(),
+                });
+            }
+        }
+        let default_server = self.servers.entry(None).or_default();
+        if default_server.fallback.is_none() {
+            default_server.fallback = default;
+        }
     }
 }
 
@@ -216,17 +266,24 @@ fn annotation<'i>(ing: &'i Ingress, name: &str) -> Option<&'i str> {
         .map(String::as_str)
 }
 
-fn body_size(ing: &Ingress, source: &str, problems: &mut Vec<String>) -> Option<String> {
-    let v = annotation(ing, BODY_SIZE_ANNOTATION)?;
-    // Only a bare token reaches the config; nginx itself judges the value (nginx -t).
-    if !v.is_empty() && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '.') {
-        Some(v.to_string())
-    } else {
-        problems.push(format!(
-            "{source}: {BODY_SIZE_ANNOTATION} {v:?} is not a size like 8m; ignored"
-        ));
-        None
+/// Annotation values checked as ingress-nginx's annotation validation does, before anything is
+/// rendered: an Ingress with a bad value is left out whole (serving it without the setting
+/// could drop a limit its owner relies on). nginx -t still judges what passes (e.g. overflow).
+fn check_values(ing: &Ingress) -> Result<(), String> {
+    if let Some(v) = annotation(ing, BODY_SIZE_ANNOTATION) {
+        if !is_nginx_size(v) {
+            return Err(format!(
+                "{BODY_SIZE_ANNOTATION} {v:?} is not a size like 8m (digits, then k, m or g)"
+            ));
+        }
     }
+    Ok(())
+}
+
+/// nginx's size syntax: digits and an optional k, m or g (either case).
+fn is_nginx_size(v: &str) -> bool {
+    let digits = v.strip_suffix(['k', 'K', 'm', 'M', 'g', 'G']).unwrap_or(v);
+    !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit())
 }
 
 /// DNS names, with `*.` only as the first label, as the Ingress API allows.

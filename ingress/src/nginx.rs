@@ -19,6 +19,8 @@ pub trait Nginx: Send {
     /// Makes `text` the running configuration if nginx accepts it; otherwise the running one
     /// stays. `certs` are the certificate files `text` refers to (under certs/).
     fn apply(&mut self, text: &str, certs: &[Cert]) -> Result<(), NginxError>;
+    /// `nginx -t` of `text` alone; the running configuration is not touched.
+    fn test(&mut self, text: &str, certs: &[Cert]) -> Result<(), NginxError>;
     /// False when the nginx process has exited (or was never started).
     fn running(&mut self) -> bool;
     /// Graceful stop: in-flight requests finish.
@@ -34,6 +36,8 @@ pub struct NginxProcess {
 
 const CONF: &str = "nginx.conf";
 const CANDIDATE: &str = "nginx.conf.candidate";
+/// Where a piece of the configuration is tested on its own (never loaded).
+const TRIAL: &str = "nginx.conf.trial";
 const STDERR_LOG: &str = "logs/nginx.stderr";
 /// Must match the `pid` directive render.rs writes.
 const PID_FILE: &str = "nginx.pid";
@@ -205,6 +209,14 @@ impl Nginx for NginxProcess {
         }
         self.remove_stale_certs(certs);
         Ok(())
+    }
+
+    fn test(&mut self, text: &str, certs: &[Cert]) -> Result<(), NginxError> {
+        self.prepare_dirs()?;
+        self.write_certs(certs)?;
+        let trial = self.dir.join(TRIAL);
+        write_atomically(&trial, text)?;
+        self.check(&trial)
     }
 
     fn running(&mut self) -> bool {

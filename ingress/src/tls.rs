@@ -79,7 +79,7 @@ fn lookup(secrets: &[Arc<Secret>], ns: &str, name: &str) -> Option<Cert> {
 }
 
 /// A hash that is the same in every build and on every machine (unlike std's SipHash keys).
-fn fnv1a(bytes: &[u8]) -> u64 {
+pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf29ce484222325, |h, b| {
         (h ^ u64::from(*b)).wrapping_mul(0x100000001b3)
     })

@@ -11,6 +11,7 @@ use crate::tls::Cert;
 
 enum Command {
     Apply(String, Vec<Cert>, oneshot::Sender<Result<(), NginxError>>),
+    Test(String, Vec<Cert>, oneshot::Sender<Result<(), NginxError>>),
     Running(oneshot::Sender<bool>),
     Stop(oneshot::Sender<Result<(), NginxError>>),
 }
@@ -31,6 +32,9 @@ impl NginxWorker {
                         Command::Apply(text, certs, reply) => {
                             let _ = reply.send(nginx.apply(&text, &certs));
                         }
+                        Command::Test(text, certs, reply) => {
+                            let _ = reply.send(nginx.test(&text, &certs));
+                        }
                         Command::Running(reply) => {
                             let _ = reply.send(nginx.running());
                         }
@@ -45,9 +49,21 @@ impl NginxWorker {
     }
 
     pub async fn apply(&self, text: String, certs: Vec<Cert>) -> Result<(), NginxError> {
+        self.call(|reply| Command::Apply(text, certs, reply)).await
+    }
+
+    /// `nginx -t` of a configuration that is not loaded.
+    pub async fn test(&self, text: String, certs: Vec<Cert>) -> Result<(), NginxError> {
+        self.call(|reply| Command::Test(text, certs, reply)).await
+    }
+
+    async fn call(
+        &self,
+        command: impl FnOnce(oneshot::Sender<Result<(), NginxError>>) -> Command,
+    ) -> Result<(), NginxError> {
         let (reply, rx) = oneshot::channel();
         self.tx
-            .send(Command::Apply(text, certs, reply))
+            .send(command(reply))
             .map_err(|_| NginxError::WorkerGone)?;
         rx.await.map_err(|_| NginxError::WorkerGone)?
     }
@@ -61,10 +77,6 @@ impl NginxWorker {
     }
 
     pub async fn stop(&self) -> Result<(), NginxError> {
-        let (reply, rx) = oneshot::channel();
-        self.tx
-            .send(Command::Stop(reply))
-            .map_err(|_| NginxError::WorkerGone)?;
-        rx.await.map_err(|_| NginxError::WorkerGone)?
+        self.call(Command::Stop).await
     }
 }

@@ -5,7 +5,7 @@ mod harness;
 
 use std::collections::BTreeSet;
 
-use harness::{curl, Backends, Ingress, DEADLINE};
+use harness::{backend, curl, expect_warning, ingress, slice, Backends, Ingress, DEADLINE};
 use keelson_testing::{eventually, free_port, Apiserver};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
@@ -62,40 +62,7 @@ endpoints: [{{addresses: ["{d}"], conditions: {{ready: false}}}}]
 }
 
 fn web_slice(port: u16, addresses: &[String]) -> String {
-    let eps: Vec<String> = addresses
-        .iter()
-        .map(|a| format!(r#"{{addresses: ["{a}"], conditions: {{ready: true}}}}"#))
-        .collect();
-    format!(
-        r#"apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: {{name: web-1, namespace: default, labels: {{kubernetes.io/service-name: web}}}}
-addressType: IPv4
-ports: [{{name: http, port: {port}, protocol: TCP}}]
-endpoints: [{}]
-"#,
-        eps.join(", ")
-    )
-}
-
-fn ingress(
-    name: &str,
-    class: &str,
-    host: &str,
-    annotations: &str,
-    paths: &[(&str, &str, &str)],
-) -> String {
-    let paths: Vec<String> = paths
-        .iter()
-        .map(|(path, svc, port)| {
-            format!("      - {{path: {path}, pathType: Prefix, backend: {{service: {{name: {svc}, port: {port}}}}}}}")
-        })
-        .collect();
-    format!(
-        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: {name}\n  namespace: default\n  annotations: {{{annotations}}}\n\
-         spec:\n  ingressClassName: {class}\n  rules:\n  - host: {host}\n    http:\n      paths:\n{}\n",
-        paths.join("\n")
-    )
+    slice("web-1", "web", port, addresses)
 }
 
 fn web_ingress() -> String {
@@ -109,21 +76,6 @@ fn web_ingress() -> String {
             ("/api", "api", "{number: 8000}"),
         ],
     )
-}
-
-/// The backend that answered, after checking it saw the Host the client sent.
-fn backend(ing: &Ingress, host: &str, path: &str) -> Result<String, String> {
-    match ing.get(host, path) {
-        Some((200, body)) => {
-            let (who, seen_host) = body
-                .strip_prefix("backend=")
-                .and_then(|b| b.split_once(" host="))
-                .ok_or_else(|| format!("not a backend answer: {body}"))?;
-            assert_eq!(seen_host, host, "the backend must see the client's Host");
-            Ok(who.to_string())
-        }
-        other => Err(format!("{host}{path}: {other:?}")),
-    }
 }
 
 /// ingress_nginx_reloads_total from /metrics.
@@ -317,7 +269,7 @@ fn routes_hosts_and_paths_to_ready_pods() {
 }
 
 #[test]
-fn config_nginx_rejects_is_not_loaded_and_the_old_one_serves() {
+fn an_ingress_nginx_rejects_is_left_out_and_the_others_serve() {
     let (_backends, api) = backends_and_api();
     api.apply(&web_ingress());
     let ing = Ingress::start(&api);
@@ -325,8 +277,8 @@ fn config_nginx_rejects_is_not_loaded_and_the_old_one_serves() {
         backend(&ing, "web.example.test", "/")
     });
 
-    // A size nginx does not understand passes our syntax filter; nginx -t refuses it.
-    let size = "nginx.ingress.kubernetes.io/proxy-body-size: 12parsecs";
+    // A size of the right form that nginx refuses (it overflows): only nginx -t can tell.
+    let size = "nginx.ingress.kubernetes.io/proxy-body-size: \"99999999999999999999999m\"";
     api.apply(&ingress(
         "big",
         "keelson",
@@ -334,26 +286,37 @@ fn config_nginx_rejects_is_not_loaded_and_the_old_one_serves() {
         size,
         &[("/", "web", "{name: http}")],
     ));
-    eventually("the reload error counted", DEADLINE, || {
-        let m = ing.metrics();
-        if m.contains("ingress_nginx_reload_errors_total 1") {
-            Ok(())
-        } else {
-            Err(m)
-        }
-    });
+    let message = expect_warning(&api, "big", "RejectedByNginx");
+    assert!(
+        message.contains("client_max_body_size") && message.contains("invalid value"),
+        "nginx's own words: {message}"
+    );
+    assert!(!message.contains(".conf"), "no file names: {message}");
+    let m = ing.metrics();
+    assert!(m.contains("ingress_nginx_reload_errors_total 1"), "{m}");
+    assert!(m.contains("ingress_rejected_ingresses 1"), "{m}");
     let log = ing.log();
     assert!(
-        log.contains("client_max_body_size") && log.contains("invalid value"),
-        "nginx's own message is logged:\n{log}"
+        log.contains("left out of the nginx configuration") && log.contains("default/big"),
+        "{log}"
     );
-    // The old config serves: web works, the new host is unknown.
     assert!(backend(&ing, "web.example.test", "/")
         .unwrap()
         .starts_with("web-"));
     assert_eq!(status(&ing, "big.example.test", "/"), Some(404));
 
-    // Fixed: the next config loads.
+    // A value the checks refuse before rendering: left out too, nginx is not asked.
+    api.apply(&ingress(
+        "odd",
+        "keelson",
+        "odd.example.test",
+        "nginx.ingress.kubernetes.io/proxy-body-size: 12parsecs",
+        &[("/", "web", "{name: http}")],
+    ));
+    let message = expect_warning(&api, "odd", "BadConfig");
+    assert!(message.contains("12parsecs"), "{message}");
+
+    // Fixed: it is served, and no longer counted.
     api.apply(&ingress(
         "big",
         "keelson",
@@ -364,6 +327,15 @@ fn config_nginx_rejects_is_not_loaded_and_the_old_one_serves() {
     eventually("big served after the fix", DEADLINE, || {
         backend(&ing, "big.example.test", "/")
     });
+    eventually("one Ingress left out (odd)", DEADLINE, || {
+        let m = ing.metrics();
+        m.contains("ingress_rejected_ingresses 1")
+            .then_some(())
+            .ok_or(m)
+    });
+    assert!(ing
+        .metrics()
+        .contains("ingress_nginx_reload_errors_total 1"));
 }
 
 #[test]

@@ -173,3 +173,89 @@ impl Backends {
         Ipv4Addr::new(127, 0, 0, 2 + i as u8)
     }
 }
+
+/// An EndpointSlice `name` of Service `service`: ready endpoints on port `http`.
+pub fn slice(name: &str, service: &str, port: u16, addresses: &[String]) -> String {
+    let eps: Vec<String> = addresses
+        .iter()
+        .map(|a| format!(r#"{{addresses: ["{a}"], conditions: {{ready: true}}}}"#))
+        .collect();
+    format!(
+        r#"apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {{name: {name}, namespace: default, labels: {{kubernetes.io/service-name: {service}}}}}
+addressType: IPv4
+ports: [{{name: http, port: {port}, protocol: TCP}}]
+endpoints: [{}]
+"#,
+        eps.join(", ")
+    )
+}
+
+/// An Ingress of `class` for one host: Prefix paths as (path, service, port as YAML).
+pub fn ingress(
+    name: &str,
+    class: &str,
+    host: &str,
+    annotations: &str,
+    paths: &[(&str, &str, &str)],
+) -> String {
+    let paths: Vec<String> = paths
+        .iter()
+        .map(|(path, svc, port)| {
+            format!("      - {{path: {path}, pathType: Prefix, backend: {{service: {{name: {svc}, port: {port}}}}}}}")
+        })
+        .collect();
+    format!(
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: {name}\n  namespace: default\n  annotations: {{{annotations}}}\n\
+         spec:\n  ingressClassName: {class}\n  rules:\n  - host: {host}\n    http:\n      paths:\n{}\n",
+        paths.join("\n")
+    )
+}
+
+/// The backend that answered, after checking it saw the Host the client sent.
+pub fn backend(ing: &Ingress, host: &str, path: &str) -> Result<String, String> {
+    match ing.get(host, path) {
+        Some((200, body)) => {
+            let (who, seen_host) = body
+                .strip_prefix("backend=")
+                .and_then(|b| b.split_once(" host="))
+                .ok_or_else(|| format!("not a backend answer: {body}"))?;
+            assert_eq!(seen_host, host, "the backend must see the client's Host");
+            Ok(who.to_string())
+        }
+        other => Err(format!("{host}{path}: {other:?}")),
+    }
+}
+
+/// Warning Events on Ingress `name` in default: (reason, message).
+pub fn warnings(api: &Apiserver, name: &str) -> Vec<(String, String)> {
+    let list: serde_json::Value =
+        serde_json::from_str(&api.kubectl_ok(&["get", "events", "-n", "default", "-o", "json"]))
+            .unwrap();
+    list["items"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| {
+            e["involvedObject"]["kind"] == "Ingress"
+                && e["involvedObject"]["name"] == name
+                && e["type"] == "Warning"
+        })
+        .map(|e| {
+            let s = |k: &str| e[k].as_str().unwrap_or("").to_string();
+            (s("reason"), s("message"))
+        })
+        .collect()
+}
+
+/// Waits for a Warning Event with `reason` on Ingress `name`; its message.
+pub fn expect_warning(api: &Apiserver, name: &str, reason: &str) -> String {
+    keelson_testing::eventually(&format!("a {reason} Warning on {name}"), DEADLINE, || {
+        let all = warnings(api, name);
+        all.iter()
+            .find(|(r, _)| r == reason)
+            .map(|(_, m)| m.clone())
+            .ok_or_else(|| format!("{all:?}"))
+    })
+}

@@ -1,0 +1,126 @@
+//! One Ingress nginx refuses must not freeze the others. When `nginx -t` refuses the whole
+//! configuration, the Ingresses are added one at a time to what already passed, each step
+//! tested on its own; the one that makes nginx refuse is left out (with nginx's words), the rest
+//! are served. A verdict holds while the Ingress and the Secrets it names stay the same.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::networking::v1::Ingress;
+
+use crate::error::NginxError;
+use crate::model::{self, key, Inputs, Rejection, REASON_REJECTED_BY_NGINX};
+use crate::render::{self, RenderOptions};
+use crate::tls::fnv1a;
+use crate::worker::NginxWorker;
+
+/// `(namespace, name)` of an Ingress.
+pub type Key = (String, String);
+
+/// What nginx would see of an Ingress: its spec, its annotations and the Secrets its spec.tls
+/// names (not its status, which this controller writes).
+pub fn fingerprint(ing: &Ingress, secrets: &[Arc<Secret>]) -> u64 {
+    let (ns, _) = key(ing);
+    let mut bytes = serde_json::to_vec(&(&ing.spec, &ing.metadata.annotations)).unwrap_or_default();
+    for t in ing.spec.iter().flat_map(|s| s.tls.iter().flatten()) {
+        let named = secrets.iter().find(|s| {
+            s.metadata.namespace.as_deref() == Some(ns.as_str()) && s.metadata.name == t.secret_name
+        });
+        if let Some(s) = named {
+            bytes.extend(serde_json::to_vec(&(&s.type_, &s.data)).unwrap_or_default());
+        }
+    }
+    fnv1a(&bytes)
+}
+
+/// Ingresses nginx refused, with the fingerprint they had then and nginx's message.
+#[derive(Default)]
+pub struct Verdicts {
+    bad: BTreeMap<Key, (u64, String)>,
+}
+
+impl Verdicts {
+    /// Forgets Ingresses that changed or are gone: they are tried again.
+    pub fn refresh(&mut self, inputs: &Inputs) {
+        self.bad.retain(|k, (fp, _)| {
+            inputs
+                .ingresses
+                .iter()
+                .find(|i| key(i) == *k)
+                .is_some_and(|i| fingerprint(i, &inputs.secrets) == *fp)
+        });
+    }
+
+    pub fn is_bad(&self, k: &Key) -> bool {
+        self.bad.contains_key(k)
+    }
+
+    pub fn insert(&mut self, inputs: &Inputs, k: Key, message: String) {
+        let Some(ing) = inputs.ingresses.iter().find(|i| key(i) == k) else {
+            return;
+        };
+        self.bad
+            .insert(k, (fingerprint(ing, &inputs.secrets), message));
+    }
+
+    pub fn rejections(&self) -> impl Iterator<Item = Rejection> + '_ {
+        self.bad.iter().map(|(k, (_, message))| Rejection {
+            ingress: k.clone(),
+            reason: REASON_REJECTED_BY_NGINX,
+            message: message.clone(),
+        })
+    }
+}
+
+/// What the search needs to render and test a configuration.
+pub struct Trial<'a> {
+    pub nginx: &'a NginxWorker,
+    pub inputs: &'a Inputs,
+    pub controller: &'a str,
+    pub render: &'a RenderOptions,
+}
+
+impl Trial<'_> {
+    /// `nginx -t` of the configuration of the Ingresses `keep` selects.
+    async fn test(&self, keep: impl Fn(&Key) -> bool) -> Result<(), NginxError> {
+        let model = model::build_only(self.inputs, self.controller, keep);
+        let text = render::render(&model, self.render);
+        self.nginx.test(text, model.certs).await
+    }
+
+    /// The Ingresses among `candidates` (in order) that nginx refuses, with nginx's message.
+    /// An error when even the configuration without any Ingress is refused: then the fault is
+    /// not an Ingress's, and none is blamed.
+    pub async fn find_bad(&self, candidates: &[Key]) -> Result<Vec<(Key, String)>, NginxError> {
+        self.test(|_| false).await?;
+        let mut passed: Vec<&Key> = Vec::new();
+        let mut bad = Vec::new();
+        for k in candidates {
+            match self.test(|x| x == k || passed.contains(&x)).await {
+                Ok(()) => passed.push(k),
+                Err(NginxError::Rejected { message }) => {
+                    bad.push((k.clone(), first_error(&message)))
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(bad)
+    }
+}
+
+/// nginx's first complaint, without its "nginx: " prefix or the trial file's name and line
+/// (which mean nothing to the Ingress's owner).
+pub fn first_error(stderr: &str) -> String {
+    let line = stderr
+        .lines()
+        .find(|l| l.contains("[emerg]"))
+        .or_else(|| stderr.lines().next())
+        .unwrap_or("")
+        .trim();
+    let line = line.strip_prefix("nginx: ").unwrap_or(line);
+    let cut = line
+        .rfind(" in /")
+        .filter(|i| line.get(*i..).is_some_and(|t| t.contains("nginx.conf")));
+    cut.and_then(|i| line.get(..i)).unwrap_or(line).to_string()
+}
