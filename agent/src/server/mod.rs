@@ -15,8 +15,6 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::service::TowerToHyperService;
 use tokio::io::{AsyncReadExt, AsyncSeekExt};
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
@@ -38,34 +36,23 @@ pub fn router(ctx: Arc<Context>) -> Router {
         .with_state(ctx)
 }
 
-/// Serves `router` over TLS until the process ends.
+/// Connections open at once on port 10250 (KEELSON_MAX_OPEN_CONNECTIONS overrides it); its
+/// clients are the API server and scrapers, so far fewer than the API server's.
+pub const MAX_OPEN_CONNECTIONS: usize = 512;
+
+/// Serves `router` over TLS until the process ends, through keelson-daemon's accept loop
+/// (handshake and header timeouts, the cap, back-off on accept errors).
 pub async fn serve(
     addr: SocketAddr,
     tls: Arc<rustls::ServerConfig>,
     app: Router,
 ) -> std::io::Result<()> {
     let listener = TcpListener::bind(addr).await?;
-    let acceptor = TlsAcceptor::from(tls);
-    loop {
-        let (tcp, _) = match listener.accept().await {
-            Ok(c) => c,
-            Err(e) => {
-                tracing::warn!(error = %e, "accept failed");
-                continue;
-            }
-        };
-        let acceptor = acceptor.clone();
-        let app = app.clone();
-        tokio::spawn(async move {
-            let Ok(stream) = acceptor.accept(tcp).await else {
-                return;
-            };
-            let service = TowerToHyperService::new(app);
-            let _ = hyper_util::server::conn::auto::Builder::new(TokioExecutor::new())
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
-        });
-    }
+    let limits = keelson_daemon::Connections::with_max_open(MAX_OPEN_CONNECTIONS).from_env();
+    let forever = std::future::pending();
+    keelson_daemon::serve_connections(listener, Some(TlsAcceptor::from(tls)), app, limits, forever)
+        .await;
+    Ok(())
 }
 
 async fn metrics(State(ctx): State<Arc<Context>>) -> Response {
