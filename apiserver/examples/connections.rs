@@ -7,7 +7,7 @@
 //! is DATA_DIR/ca.crt; N idle and N half-sent connections (default 1,000 each).
 
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use rustls::pki_types::ServerName;
@@ -43,21 +43,6 @@ impl Target {
     }
 }
 
-fn connector(data_dir: &str) -> TlsConnector {
-    let pem = std::fs::read(format!("{data_dir}/ca.crt")).expect("DATA_DIR/ca.crt");
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
-        roots.add(cert.expect("PEM")).expect("CA");
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("TLS versions")
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    TlsConnector::from(Arc::new(config))
-}
-
 /// p50, p99 and max of `REQUESTS` sequential requests, in milliseconds.
 async fn latencies(target: &Target) -> [f64; 3] {
     let mut ms = Vec::with_capacity(REQUESTS);
@@ -88,7 +73,7 @@ async fn main() {
     let n: usize = args.get(3).map_or(1000, |s| s.parse().expect("N"));
     let target = Target {
         addr: SocketAddr::from(([127, 0, 0, 1], port)),
-        connector: connector(dir),
+        connector: keelson_testing::tls::connector(&Path::new(dir).join("ca.crt")),
     };
     eprintln!("floor: {REQUESTS} requests with no other connections...");
     let floor = latencies(&target).await;

@@ -4,14 +4,12 @@
 //! again once they are closed. (The latency figures are `scripts/bench connections`.)
 
 use std::net::SocketAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
 use keelson_testing::{eventually, process::run_ok, require_tools, Apiserver};
 use rustls::pki_types::ServerName;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio_rustls::TlsConnector;
 
 /// Seconds the server gives a connection for its handshake and for its header: short, so that
 /// the test sees the connections closed.
@@ -48,20 +46,9 @@ async fn idle(addr: SocketAddr, n: usize) -> Vec<TcpStream> {
     streams
 }
 
-/// TLS connections (trusting the server's CA) that sent half a request header.
+/// TLS connections that sent half a request header.
 async fn half_sent(api: &Apiserver, n: usize) -> Vec<tokio_rustls::client::TlsStream<TcpStream>> {
-    let pem = std::fs::read(api.dir.path().join("ca.crt")).expect("ca.crt");
-    let mut roots = rustls::RootCertStore::empty();
-    for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
-        roots.add(cert.expect("a PEM certificate")).expect("the CA");
-    }
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .expect("TLS versions")
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-    let connector = TlsConnector::from(Arc::new(config));
+    let connector = keelson_testing::tls::connector(&api.dir.path().join("ca.crt"));
     let name = ServerName::IpAddress(std::net::Ipv4Addr::LOCALHOST.into());
     let mut streams = Vec::with_capacity(n);
     for _ in 0..n {

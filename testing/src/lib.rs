@@ -12,6 +12,7 @@ pub mod hosts;
 pub mod kubectl;
 pub mod process;
 pub mod require;
+pub mod tls;
 
 pub use apiserver::Apiserver;
 pub use bins::binary;
