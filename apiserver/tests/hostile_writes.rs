@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 const NS: &str = "/api/v1/namespaces/default";
 const APPS: &str = "/apis/apps/v1/namespaces/default";
 const MERGE: Option<&str> = Some("application/merge-patch+json");
+const JSON_PATCH: Option<&str> = Some("application/json-patch+json");
 const STRATEGIC: Option<&str> = Some("application/strategic-merge-patch+json");
 
 /// The Status of a refused request, after checking its code and reason.
@@ -28,7 +29,7 @@ fn cause(status: &Value) -> (String, String) {
 }
 
 fn created(s: &Apiserver, path: &str, body: &Value) {
-    let (code, text) = s.curl_admin("POST", path, None, Some(&body.to_string()));
+    let (code, text) = curl_file(s, "POST", path, None, &body.to_string());
     assert_eq!(code, 201, "{text}");
 }
 
@@ -233,4 +234,99 @@ fn wrong_json_types_are_refused_on_every_write_path() {
         &mut s,
         &[("configmaps", &["ok"][..]), ("deployments", &["web"][..])],
     );
+}
+
+/// A request whose body is too long for a command line goes through a file.
+fn curl_file(
+    s: &Apiserver,
+    method: &str,
+    path: &str,
+    ct: Option<&str>,
+    body: &str,
+) -> (u16, String) {
+    let file = s
+        .dir
+        .path()
+        .join(format!("body-{}.json", keelson_testing::random_suffix()));
+    std::fs::write(&file, body).expect("write the request body");
+    let got = s.curl_admin(method, path, ct, Some(&format!("@{}", file.display())));
+    let _ = std::fs::remove_file(&file);
+    got
+}
+
+fn nested(levels: usize) -> Value {
+    (0..levels).fold(json!("x"), |v, _| json!({ "n": v }))
+}
+
+#[test]
+fn limits_hold_after_patching() {
+    let mut s = Apiserver::start();
+    let cms = format!("{NS}/configmaps");
+    // Past ConfigMap's own 1 MiB data rule: the object limit holds for any field.
+    let huge = json!({"metadata": {"name": "huge"}, "extra": "x".repeat(2_000_000)});
+    refused(
+        curl_file(&s, "POST", &cms, None, &huge.to_string()),
+        413,
+        "RequestEntityTooLarge",
+    );
+    let half = "x".repeat(900_000);
+    created(
+        &s,
+        &cms,
+        &json!({"metadata": {"name": "grow"}, "data": {"a": half}}),
+    );
+    let grow = format!("{cms}/grow");
+    let more = json!({"extra": half}).to_string();
+    refused(
+        curl_file(&s, "PATCH", &grow, MERGE, &more),
+        413,
+        "RequestEntityTooLarge",
+    );
+
+    // A dozen copies of a 400 kB value in a small body: upstream's accumulated copy limit.
+    let cp = json!({"metadata": {"name": "cp"}, "data": {"a": "y".repeat(400_000)}});
+    created(&s, &cms, &cp);
+    let copies: Vec<Value> = (0..12)
+        .map(|i| json!({"op": "copy", "from": "/data/a", "path": format!("/data/c{i}")}))
+        .collect();
+    let path = format!("{cms}/cp");
+    let body = json!(copies).to_string();
+    refused(
+        s.curl_admin("PATCH", &path, JSON_PATCH, Some(&body)),
+        413,
+        "RequestEntityTooLarge",
+    );
+    let many = vec![json!({"op": "test", "path": "/metadata/name", "value": "cp"}); 10_001];
+    let st = refused(
+        curl_file(&s, "PATCH", &path, JSON_PATCH, &json!(many).to_string()),
+        413,
+        "RequestEntityTooLarge",
+    );
+    assert!(
+        st["message"]
+            .as_str()
+            .unwrap_or("")
+            .contains("maximum operations in a JSON patch is 10000"),
+        "{st}"
+    );
+
+    // Nesting: a JSON patch copying a field into itself, and a deep merge patch.
+    let mut deepen = vec![json!({"op": "add", "path": "/extra", "value": {"n": 1}})];
+    deepen.extend((0..150).map(|_| json!({"op": "copy", "from": "/extra", "path": "/extra/n"})));
+    refused(
+        s.curl_admin("PATCH", &path, JSON_PATCH, Some(&json!(deepen).to_string())),
+        422,
+        "Invalid",
+    );
+    let deep = json!({"extra": nested(110)}).to_string();
+    let st = refused(
+        s.curl_admin("PATCH", &path, MERGE, Some(&deep)),
+        422,
+        "Invalid",
+    );
+    assert_eq!(cause(&st).0, "FieldValueForbidden");
+    let shallow = json!({"extra": nested(20)}).to_string();
+    assert_eq!(s.curl_admin("PATCH", &path, MERGE, Some(&shallow)).0, 200);
+
+    still_readable(&mut s, &[("configmaps", &["cp", "grow"][..])]);
 }

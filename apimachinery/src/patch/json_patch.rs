@@ -4,15 +4,60 @@
 
 use serde_json::{Map, Value};
 
-use super::{json_eq, PatchError};
+use super::{depth, encoded_len, json_eq, PatchError, MAX_DEPTH};
+
+/// Upstream's cap on the operations of one JSON patch.
+pub const MAX_OPERATIONS: usize = 10_000;
+
+/// The bytes `copy` operations may add in all: upstream's limit is the request body limit.
+pub const MAX_COPY_BYTES: usize = 3 * 1024 * 1024;
+
+/// What a patch has done so far, against the limits: a dozen `copy` operations doubling a value
+/// would otherwise build gigabytes, or nest thousands of levels deep.
+struct Work {
+    copied: usize,
+    depth: usize,
+}
+
+impl Work {
+    /// Records a value placed at `tokens`; fails once the limits are passed.
+    fn place(&mut self, index: usize, tokens: &[String], value: &Value) -> Result<(), PatchError> {
+        self.depth = self.depth.max(tokens.len().saturating_add(depth(value)));
+        if self.depth > MAX_DEPTH {
+            return Err(PatchError::TooDeep { index });
+        }
+        Ok(())
+    }
+
+    fn copy(&mut self, value: &Value) -> Result<(), PatchError> {
+        self.copied = self.copied.saturating_add(encoded_len(value));
+        if self.copied > MAX_COPY_BYTES {
+            return Err(PatchError::TooLarge(format!(
+                "Unable to complete the copy, the accumulated size increase of copy is {}, exceeding the limit {MAX_COPY_BYTES}",
+                self.copied
+            )));
+        }
+        Ok(())
+    }
+}
 
 pub fn json_patch(original: &Value, patch: &Value) -> Result<Value, PatchError> {
     let ops = patch
         .as_array()
         .ok_or_else(|| bad("a JSON patch must be a list of operations".into()))?;
+    if ops.len() > MAX_OPERATIONS {
+        return Err(PatchError::TooLarge(format!(
+            "The allowed maximum operations in a JSON patch is {MAX_OPERATIONS}, got {}",
+            ops.len()
+        )));
+    }
     let mut doc = original.clone();
+    let mut work = Work {
+        copied: 0,
+        depth: depth(original),
+    };
     for (index, op) in ops.iter().enumerate() {
-        apply_op(&mut doc, index, op)?;
+        apply_op(&mut doc, index, op, &mut work)?;
     }
     Ok(doc)
 }
@@ -31,7 +76,7 @@ fn str_field<'a>(
         .ok_or_else(|| bad(format!("operation {index} has no string {name:?}")))
 }
 
-fn apply_op(doc: &mut Value, index: usize, op: &Value) -> Result<(), PatchError> {
+fn apply_op(doc: &mut Value, index: usize, op: &Value, work: &mut Work) -> Result<(), PatchError> {
     let op = op
         .as_object()
         .ok_or_else(|| bad(format!("operation {index} is not an object")))?;
@@ -50,11 +95,17 @@ fn apply_op(doc: &mut Value, index: usize, op: &Value) -> Result<(), PatchError>
             .ok_or_else(|| bad(format!("operation {index} ({name}) has no \"value\"")))
     };
     match name {
-        "add" => add(doc, &tokens, value()?).ok_or_else(missing),
+        "add" => {
+            let v = value()?;
+            work.place(index, &tokens, &v)?;
+            add(doc, &tokens, v).ok_or_else(missing)
+        }
         "remove" => remove(doc, &tokens).map(drop).ok_or_else(missing),
         "replace" => {
+            let v = value()?;
+            work.place(index, &tokens, &v)?;
             let target = get_mut(doc, &tokens).ok_or_else(missing)?;
-            *target = value()?;
+            *target = v;
             Ok(())
         }
         "test" => {
@@ -84,8 +135,11 @@ fn apply_op(doc: &mut Value, index: usize, op: &Value) -> Result<(), PatchError>
                 }
                 remove(doc, &from).ok_or_else(from_missing)?
             } else {
-                get_mut(doc, &from).ok_or_else(from_missing)?.clone()
+                let v = get_mut(doc, &from).ok_or_else(from_missing)?;
+                work.copy(v)?;
+                v.clone()
             };
+            work.place(index, &tokens, &moved)?;
             add(doc, &tokens, moved).ok_or_else(missing)
         }
         other => Err(bad(format!("operation {index} has unknown op {other:?}"))),
@@ -352,5 +406,45 @@ mod tests {
             .unwrap(),
             json!({"a": null})
         );
+    }
+
+    #[test]
+    fn copies_cannot_amplify_an_object() {
+        let doc = json!({"a": "x".repeat(200_000)});
+        let ops: Vec<Value> = (0..16)
+            .map(|i| json!({"op": "copy", "from": "/a", "path": format!("/c{i}")}))
+            .collect();
+        let err = apply(doc.clone(), json!(ops)).unwrap_err();
+        assert_eq!(err.status_code(), 413);
+        assert!(
+            err.to_string().starts_with("Unable to complete the copy"),
+            "{err}"
+        );
+        let few = json!([{"op": "copy", "from": "/a", "path": "/b"}]);
+        assert!(apply(doc, few).is_ok());
+    }
+
+    #[test]
+    fn copies_cannot_nest_an_object_deeply() {
+        // Each copy of the whole object into itself nests it one level deeper.
+        let ops: Vec<Value> = (0..120)
+            .map(|_| json!({"op": "copy", "from": "", "path": "/a"}))
+            .collect();
+        let err = apply(json!({"a": {"a": 1}}), json!(ops)).unwrap_err();
+        assert_eq!(err, PatchError::TooDeep { index: 98 });
+        assert_eq!(err.status_code(), 422);
+    }
+
+    #[test]
+    fn operations_are_capped_as_upstream() {
+        let ops = vec![json!({"op": "test", "path": "/a", "value": 1}); MAX_OPERATIONS + 1];
+        let err = apply(json!({"a": 1}), json!(ops)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "The allowed maximum operations in a JSON patch is 10000, got 10001"
+        );
+        assert_eq!(err.status_code(), 413);
+        let ops = vec![json!({"op": "test", "path": "/a", "value": 1}); MAX_OPERATIONS];
+        assert!(apply(json!({"a": 1}), json!(ops)).is_ok());
     }
 }

@@ -14,7 +14,7 @@ mod strategic_tests;
 
 use serde_json::Value;
 
-pub use json_patch::json_patch;
+pub use json_patch::{json_patch, MAX_COPY_BYTES, MAX_OPERATIONS};
 pub use merge::merge_patch;
 pub use strategic::strategic_merge_patch;
 
@@ -36,15 +36,62 @@ pub enum PatchError {
     /// A strategic merge patch directive or list element is malformed.
     #[error("invalid strategic merge patch: {0}")]
     BadStrategicPatch(String),
+    /// The patch would do more work than upstream allows (too many operations, too much copied).
+    #[error("{0}")]
+    TooLarge(String),
+    /// A JSON patch operation would nest the object deeper than any reader accepts.
+    #[error("JSON patch operation {index}: the object would be nested more than {MAX_DEPTH} levels deep")]
+    TooDeep { index: usize },
+}
+
+/// The deepest nesting an object may have; serde_json refuses to read beyond 128 levels, so a
+/// stored object deeper than that could not be loaded again.
+pub const MAX_DEPTH: usize = 100;
+
+/// Nesting depth: 0 for a scalar, one more than the deepest member for arrays and objects.
+/// Recursive: callers pass values that JSON decoding (limited to 128 levels) produced, or values
+/// whose depth the JSON patch limits keep below `MAX_DEPTH`.
+pub fn depth(v: &Value) -> usize {
+    let deepest = |it: &mut dyn Iterator<Item = &Value>| it.map(depth).max().unwrap_or(0);
+    match v {
+        Value::Array(a) => 1 + deepest(&mut a.iter()),
+        Value::Object(m) => 1 + deepest(&mut m.values()),
+        _ => 0,
+    }
+}
+
+/// Counts bytes without keeping them.
+struct Counter(usize);
+
+impl std::io::Write for Counter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 = self.0.saturating_add(buf.len());
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The length of `v` as compact JSON, without building the text.
+pub fn encoded_len(v: &Value) -> usize {
+    let mut c = Counter(0);
+    // Writing into a counter cannot fail; on an error the count so far is a lower bound.
+    let _ = serde_json::to_writer(&mut c, v);
+    c.0
 }
 
 impl PatchError {
     /// The HTTP status upstream answers with: 400 for a malformed patch document,
-    /// 422 when a well-formed JSON patch cannot be applied to this object.
+    /// 422 when a well-formed JSON patch cannot be applied to this object, 413 past the limits.
     pub fn status_code(&self) -> u16 {
         match self {
-            PatchError::PathNotFound { .. } | PatchError::TestFailed { .. } => 422,
+            PatchError::PathNotFound { .. }
+            | PatchError::TestFailed { .. }
+            | PatchError::TooDeep { .. } => 422,
             PatchError::BadPatch(_) | PatchError::BadStrategicPatch(_) => 400,
+            PatchError::TooLarge(_) => 413,
         }
     }
 }

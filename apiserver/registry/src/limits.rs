@@ -1,36 +1,11 @@
 //! Limits on what may be stored, as upstream has them: etcd's request size and a nesting depth
 //! that every decoder (the store's loader, typed clients) can read back.
 
+pub use keelson_apimachinery::patch::{encoded_len, MAX_DEPTH};
 use serde_json::Value;
-use std::io;
 
 /// etcd's default request size limit (--max-request-bytes), which bounds an object upstream.
 pub const MAX_OBJECT_BYTES: usize = 1_572_864;
-
-/// The deepest nesting a stored object may have; serde_json refuses to read beyond 128.
-pub const MAX_DEPTH: usize = 100;
-
-/// Counts bytes without keeping them.
-struct Counter(usize);
-
-impl io::Write for Counter {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0 = self.0.saturating_add(buf.len());
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-/// The length of `obj` as compact JSON.
-pub fn encoded_len(obj: &Value) -> usize {
-    let mut c = Counter(0);
-    // Writing a Value into a counter cannot fail; on error the count so far is a lower bound.
-    let _ = serde_json::to_writer(&mut c, obj);
-    c.0
-}
 
 /// The path (upstream notation) of the first value nested deeper than `max` levels, if any.
 /// Iterative, so a deep object cannot exhaust the stack here.

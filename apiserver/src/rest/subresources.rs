@@ -1,6 +1,6 @@
 //! pods/binding and the scale subresource of Deployments and ReplicaSets.
 
-use super::update::{patch, update, Sub};
+use super::update::{patch, patch_err, update, Sub};
 use super::{Api, Target};
 use crate::negotiate::PatchType;
 use crate::object;
@@ -119,8 +119,9 @@ pub async fn update_scale(
             undecodable("Scale", schema::SCALE, body)?;
             body.clone()
         }
-        Some(PatchType::Json) => keelson_apimachinery::patch::json_patch(&scale, body)
-            .map_err(|e| ApiError::new(422, "Invalid", e.to_string()))?,
+        Some(PatchType::Json) => {
+            keelson_apimachinery::patch::json_patch(&scale, body).map_err(patch_err)?
+        }
         Some(_) => keelson_apimachinery::patch::merge_patch(&scale, body),
     };
     let replicas = wanted["spec"]["replicas"].as_i64().ok_or_else(|| {

@@ -189,9 +189,13 @@ pub async fn update(
     Err(ApiError::conflict(t.res.group, t.res.plural, &t.name))
 }
 
-fn patch_err(e: patch::PatchError) -> ApiError {
+pub(super) fn patch_err(e: patch::PatchError) -> ApiError {
     let code = e.status_code();
-    let reason = if code == 400 { "BadRequest" } else { "Invalid" };
+    let reason = match code {
+        400 => "BadRequest",
+        413 => "RequestEntityTooLarge",
+        _ => "Invalid",
+    };
     ApiError::new(code, reason, format!("the patch could not be applied: {e}"))
 }
 
