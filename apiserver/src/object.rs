@@ -58,10 +58,37 @@ pub fn now_rfc3339() -> String {
     chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
+/// Now plus `seconds`, in RFC 3339; a time past what can be written is the last one that can
+/// (any grace period is accepted, as upstream does, without overflowing).
 pub fn rfc3339_in(seconds: i64) -> String {
-    (chrono::Utc::now() + chrono::Duration::seconds(seconds))
+    chrono::Duration::try_seconds(seconds)
+        .and_then(|d| chrono::Utc::now().checked_add_signed(d))
+        .filter(|t| chrono::Datelike::year(t) <= 9999)
+        .unwrap_or_else(|| chrono::DateTime::from_timestamp(253_402_300_799, 0).unwrap_or_default())
         .format("%Y-%m-%dT%H:%M:%SZ")
         .to_string()
+}
+
+/// The time of an RFC 3339 field, if it holds one.
+pub fn timestamp(v: &Value) -> Option<chrono::DateTime<chrono::Utc>> {
+    let s = v.as_str()?;
+    chrono::DateTime::parse_from_rfc3339(s)
+        .ok()
+        .map(|t| t.with_timezone(&chrono::Utc))
+}
+
+/// Sets `obj.<path>` to `value`, making each step an object first (whatever a client stored
+/// there): writing into a malformed object never panics.
+pub fn set_path(obj: &mut Value, path: &[&str], value: Value) {
+    let mut cur = obj;
+    for key in path {
+        if !cur.is_object() {
+            *cur = Value::Object(Map::new());
+        }
+        let Value::Object(m) = cur else { return };
+        cur = m.entry(key.to_string()).or_insert(Value::Null);
+    }
+    *cur = value;
 }
 
 /// generateName's suffix: 5 characters from the same alphabet upstream uses (no vowels).
@@ -124,6 +151,24 @@ mod tests {
         let b = json!({"metadata": {"name": "a", "resourceVersion": "2"}});
         assert!(same_content(&a, &b));
         assert!(!same_content(&a, &json!({"metadata": {"name": "b"}})));
+    }
+
+    #[test]
+    fn far_future_times_do_not_overflow() {
+        assert_eq!(rfc3339_in(i64::MAX), "9999-12-31T23:59:59Z");
+        assert_eq!(rfc3339_in(i64::MAX / 1000), "9999-12-31T23:59:59Z");
+        assert_eq!(rfc3339_in(i64::MIN).len(), 20);
+        assert!(timestamp(&json!(rfc3339_in(60))).is_some());
+    }
+
+    #[test]
+    fn set_path_replaces_what_is_in_the_way() {
+        let mut v = json!({"status": "broken"});
+        set_path(&mut v, &["status", "phase"], json!("Terminating"));
+        assert_eq!(v, json!({"status": {"phase": "Terminating"}}));
+        let mut v = json!([1]);
+        set_path(&mut v, &["a"], json!(1));
+        assert_eq!(v, json!({"a": 1}));
     }
 
     #[test]

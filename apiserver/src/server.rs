@@ -106,7 +106,7 @@ fn servable(key: &str, obj: &serde_json::Value) -> Result<(), String> {
     if !obj.is_object() || crate::object::name(obj).is_empty() {
         return Err(format!("not a {}: no metadata.name", res.kind));
     }
-    Ok(())
+    (res.decode)(obj).map_err(|c| format!("not a valid {}: {}: {}", res.kind, c.field, c.message))
 }
 
 /// Namespaces every cluster has.

@@ -111,11 +111,15 @@ fn undecodable_rows_are_quarantined_and_the_server_starts() {
             ),
             ("/core/configmaps/default/deep", deep.as_bytes()),
             ("/core/configmaps/default/list", b"[1, 2]"),
+            (
+                "/core/configmaps/default/typed",
+                br#"{"metadata":{"name":"typed","namespace":"default"},"data":{"k":1}}"#,
+            ),
         ],
     );
     server.start_again();
     let log = server.log();
-    for key in ["broken", "deep", "list"] {
+    for key in ["broken", "deep", "list", "typed"] {
         assert!(
             log.contains(&format!("/core/configmaps/default/{key}")) && log.contains("quarantine"),
             "no quarantine line for {key}:\n{log}"
@@ -141,6 +145,10 @@ fn undecodable_rows_are_quarantined_and_the_server_starts() {
         list.contains("/core/configmaps/default/list\t1\t"),
         "{list}"
     );
+    assert!(
+        list.contains("not a valid ConfigMap: data.k: Invalid value: 1"),
+        "{list}"
+    );
     let (ok, shown) = quarantine(dir, &["show", "/core/configmaps/default/list"]);
     assert!(ok && shown.trim() == "[1, 2]", "{shown}");
     let (ok, out) = quarantine(dir, &["delete", "/core/configmaps/default/broken"]);
@@ -156,6 +164,182 @@ fn undecodable_rows_are_quarantined_and_the_server_starts() {
     // Restarts stay clean: nothing is quarantined twice (the log is appended to).
     server.restart();
     let lines = server.log().matches("moved to quarantine").count();
-    assert_eq!(lines, 3, "{}", server.log());
+    assert_eq!(lines, 4, "{}", server.log());
     server.kubectl_ok(&["get", "configmap", "good"]);
+}
+
+fn json(text: &str) -> serde_json::Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+#[test]
+fn a_watch_or_list_from_a_future_resource_version_gets_too_large() {
+    let server = Apiserver::start();
+    server.kubectl_ok(&["create", "configmap", "a"]);
+    let path = "/api/v1/namespaces/default/configmaps";
+    let (code, body) = server.curl_admin(
+        "GET",
+        &format!("{path}?watch=1&resourceVersion=999999"),
+        None,
+        None,
+    );
+    assert_eq!(code, 200, "{body}");
+    let lines: Vec<&str> = body.lines().collect();
+    assert_eq!(lines.len(), 1, "one ERROR event, then the end: {body}");
+    let ev = json(lines[0]);
+    assert_eq!(ev["type"], "ERROR");
+    let status = &ev["object"];
+    assert_eq!(status["code"], 504);
+    assert_eq!(status["reason"], "Timeout");
+    let msg = status["message"].as_str().unwrap();
+    assert!(
+        msg.starts_with("Timeout: Too large resource version: 999999, current: "),
+        "{msg}"
+    );
+    assert_eq!(
+        status["details"]["causes"][0]["reason"],
+        "ResourceVersionTooLarge"
+    );
+
+    let (code, body) =
+        server.curl_admin("GET", &format!("{path}?resourceVersion=999999"), None, None);
+    assert_eq!(code, 504, "{body}");
+    assert_eq!(
+        json(&body)["details"]["causes"][0]["reason"],
+        "ResourceVersionTooLarge"
+    );
+    // The current version itself is fine.
+    let (_, list) = server.curl_admin("GET", path, None, None);
+    let rv = json(&list)["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (code, _) = server.curl_admin("GET", &format!("{path}?resourceVersion={rv}"), None, None);
+    assert_eq!(code, 200);
+}
+
+#[test]
+fn dry_run_deletes_change_nothing() {
+    let server = Apiserver::start();
+    server.kubectl_ok(&["create", "configmap", "a"]);
+    server.kubectl_ok(&["create", "configmap", "b"]);
+    let out = server.kubectl_ok(&["delete", "configmap", "a", "--dry-run=server"]);
+    assert!(
+        out.contains("configmap \"a\" deleted (server dry run)"),
+        "{out}"
+    );
+    let path = "/api/v1/namespaces/default/configmaps";
+    let (code, body) = server.curl_admin("DELETE", &format!("{path}?dryRun=All"), None, None);
+    assert_eq!(code, 200, "{body}");
+    assert!(
+        json(&body)["items"].as_array().unwrap().len() >= 2,
+        "{body}"
+    );
+    let names = server.kubectl_ok(&["get", "configmaps", "-o", "name"]);
+    assert!(
+        names.contains("configmap/a") && names.contains("configmap/b"),
+        "{names}"
+    );
+}
+
+/// A ConfigMap `name` owned by the ConfigMap `owner` (by uid).
+fn dependent(server: &Apiserver, name: &str, owner: &str) {
+    let uid = server.kubectl_ok(&["get", "configmap", owner, "-o", "jsonpath={.metadata.uid}"]);
+    server.apply(&format!(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n  ownerReferences:\n  - apiVersion: v1\n    kind: ConfigMap\n    name: {owner}\n    uid: {uid}\n"
+    ));
+}
+
+#[test]
+fn orphan_deletion_leaves_dependents_without_the_reference() {
+    let server = Apiserver::start();
+    server.kubectl_ok(&["create", "configmap", "owner"]);
+    dependent(&server, "child", "owner");
+    server.kubectl_ok(&["delete", "configmap", "owner", "--cascade=orphan"]);
+    let refs = server.kubectl_ok(&[
+        "get",
+        "configmap",
+        "child",
+        "-o",
+        "jsonpath={.metadata.ownerReferences}",
+    ]);
+    assert_eq!(refs.trim(), "", "child still names its deleted owner");
+    let (code, _) = server.curl_admin(
+        "DELETE",
+        "/api/v1/namespaces/default/configmaps/child?propagationPolicy=Sideways",
+        None,
+        None,
+    );
+    assert_eq!(code, 422);
+}
+
+#[test]
+fn foreground_deletion_removes_dependents_then_the_owner() {
+    let server = Apiserver::start();
+    server.kubectl_ok(&["create", "configmap", "owner"]);
+    dependent(&server, "child", "owner");
+    // A dependent with a finalizer holds the owner back, marked, with foregroundDeletion.
+    server.kubectl_ok(&["create", "configmap", "owner2"]);
+    dependent(&server, "held", "owner2");
+    server.kubectl_ok(&[
+        "patch",
+        "configmap",
+        "held",
+        "-p",
+        r#"{"metadata":{"finalizers":["example.com/hold"]}}"#,
+    ]);
+
+    server.kubectl_ok(&[
+        "delete",
+        "configmap",
+        "owner",
+        "--cascade=foreground",
+        "--wait=false",
+    ]);
+    server.kubectl_ok(&[
+        "delete",
+        "configmap",
+        "owner2",
+        "--cascade=foreground",
+        "--wait=false",
+    ]);
+    let names = server.kubectl_ok(&["get", "configmaps", "-o", "name"]);
+    assert!(
+        !names.contains("configmap/owner\n") && !names.contains("configmap/child"),
+        "{names}"
+    );
+    let held = server.kubectl_ok(&[
+        "get",
+        "configmap",
+        "owner2",
+        "-o",
+        "jsonpath={.metadata.finalizers}",
+    ]);
+    assert_eq!(held.trim(), r#"["foregroundDeletion"]"#);
+    assert!(names.contains("configmap/held"), "{names}");
+}
+
+#[test]
+fn huge_grace_periods_are_clamped_and_the_pod_can_still_go() {
+    let server = Apiserver::start();
+    server.apply("apiVersion: v1\nkind: Pod\nmetadata:\n  name: p\nspec:\n  nodeName: n1\n  containers:\n  - name: c\n    image: busybox\n");
+    let path = "/api/v1/namespaces/default/pods/p";
+    let body = r#"{"gracePeriodSeconds": 9223372036854775807}"#;
+    let (code, out) = server.curl_admin("DELETE", path, None, Some(body));
+    assert_eq!(code, 200, "{out}");
+    let pod = json(&out);
+    assert_eq!(pod["metadata"]["deletionGracePeriodSeconds"], 2147483647);
+    assert!(pod["metadata"]["deletionTimestamp"]
+        .as_str()
+        .unwrap()
+        .ends_with('Z'));
+    let (code, out) = server.curl_admin(
+        "DELETE",
+        &format!("{path}?gracePeriodSeconds=0"),
+        None,
+        None,
+    );
+    assert_eq!(code, 200, "{out}");
+    let (code, _) = server.curl_admin("GET", path, None, None);
+    assert_eq!(code, 404);
 }

@@ -1,6 +1,7 @@
 //! DELETE: preconditions, graceful deletion of Pods (the node agent removes them), finalizers
 //! (the object stays, marked, until they are gone), and allocations returned on removal.
 
+use super::propagation::{self, Propagation};
 use super::read::{list_entries, ListParams};
 use super::service_allocation::Reservation;
 use super::{store_error, Api, Target};
@@ -26,6 +27,10 @@ pub struct Preconditions {
     pub resource_version: Option<String>,
 }
 
+/// The longest grace period kept (about 68 years): larger ones are clamped to it, so that
+/// nothing that adds it to a time overflows.
+const MAX_GRACE_SECONDS: i64 = i32::MAX as i64;
+
 /// The grace period a Pod gets: none when it never ran on a node or has finished.
 fn pod_grace(pod: &Value, asked: Option<i64>) -> i64 {
     let unscheduled = pod["spec"]["nodeName"].as_str().unwrap_or("").is_empty();
@@ -39,67 +44,62 @@ fn pod_grace(pod: &Value, asked: Option<i64>) -> i64 {
     asked
         .or_else(|| pod["spec"]["terminationGracePeriodSeconds"].as_i64())
         .unwrap_or(30)
-        .max(0)
+        .clamp(0, MAX_GRACE_SECONDS)
 }
 
-/// Deletes one object. Returns the object as it is after the call (marked, or last seen).
+/// Deletes one object. Returns the object as it is after the call (marked, or last seen); with
+/// dryRun, as it would be, and nothing changes.
 pub async fn delete(api: &Api, t: &Target, opts: &DeleteOptions) -> ApiResult<Entry> {
+    let policy = Propagation::parse(&t.name, opts.propagation_policy.as_deref())?;
+    let dry = opts.dry_run.as_ref().is_some_and(|d| !d.is_empty());
     for _ in 0..16 {
         let cur = api.get_entry(t)?;
-        if let Some(p) = &opts.preconditions {
-            let uid = object::meta_str(&cur.obj, "uid");
-            if p.uid.as_deref().is_some_and(|u| u != uid) {
-                return Err(ApiError::new(
-                    409,
-                    "Conflict",
-                    format!(
-                        "Precondition failed: UID in precondition: {}, UID in object meta: {uid}",
-                        p.uid.as_deref().unwrap_or("")
-                    ),
-                ));
-            }
-            if p.resource_version
-                .as_deref()
-                .is_some_and(|r| r != cur.rev.to_string())
-            {
-                return Err(ApiError::new(409, "Conflict", format!(
-                    "Precondition failed: ResourceVersion in precondition: {}, ResourceVersion in object meta: {}",
-                    p.resource_version.as_deref().unwrap_or(""), cur.rev
-                )));
-            }
-        }
+        check_preconditions(opts, &cur)?;
         let grace = if t.res.kind == "Pod" {
             pod_grace(&cur.obj, opts.grace_period_seconds)
         } else {
             0
         };
-        let keep = grace > 0 || object::finalizers(&cur.obj) > 0 || namespace_has_content(api, t);
-        let dry = opts.dry_run.as_ref().is_some_and(|d| !d.is_empty());
-        if dry {
-            return Ok(cur);
-        }
-        let w = if keep {
+        let foreground = policy == Propagation::Foreground;
+        let keep = grace > 0
+            || foreground
+            || object::finalizers(&cur.obj) > 0
+            || namespace_has_content(api, t);
+        let value = if keep {
             let mut marked = (*cur.obj).clone();
-            if !mark_deleting(&mut marked, grace) {
+            if !mark_deleting(&mut marked, grace, foreground) {
                 return Ok(cur);
             }
-            Write {
-                key: t.key(),
-                value: Some(marked),
-                precondition: Precondition::Rev(cur.rev),
-            }
+            Some(marked)
         } else {
-            Write {
-                key: t.key(),
-                value: None,
-                precondition: Precondition::Rev(cur.rev),
-            }
+            None
+        };
+        if dry {
+            return Ok(match value {
+                Some(v) => Entry::new(cur.rev, v),
+                None => cur,
+            });
+        }
+        if policy == Propagation::Orphan {
+            propagation::orphan(api, &cur.obj).await?;
+        }
+        let w = Write {
+            key: t.key(),
+            value,
+            precondition: Precondition::Rev(cur.rev),
         };
         match api.store.write(w).await {
+            Ok(e) if keep => {
+                if foreground {
+                    propagation::delete_dependents(api, &t.key(), &cur.obj).await;
+                }
+                return Ok(e);
+            }
             Ok(e) => {
-                if !keep && t.res.kind == "Service" {
+                if t.res.kind == "Service" {
                     Reservation::release_all(&cur.obj).commit(&api.alloc);
                 }
+                propagation::removed(api, &cur.obj).await;
                 return Ok(e);
             }
             Err(StoreError::Conflict { .. }) => continue,
@@ -109,19 +109,63 @@ pub async fn delete(api: &Api, t: &Target, opts: &DeleteOptions) -> ApiResult<En
     Err(ApiError::conflict(t.res.group, t.res.plural, &t.name))
 }
 
-/// Sets deletionTimestamp (now + grace) once; a later delete may only shorten the grace.
-/// Returns false when nothing changes.
-fn mark_deleting(obj: &mut Value, grace: i64) -> bool {
+fn check_preconditions(opts: &DeleteOptions, cur: &Entry) -> ApiResult<()> {
+    let Some(p) = &opts.preconditions else {
+        return Ok(());
+    };
+    let uid = object::meta_str(&cur.obj, "uid");
+    if p.uid.as_deref().is_some_and(|u| u != uid) {
+        return Err(ApiError::new(
+            409,
+            "Conflict",
+            format!(
+                "Precondition failed: UID in precondition: {}, UID in object meta: {uid}",
+                p.uid.as_deref().unwrap_or("")
+            ),
+        ));
+    }
+    if p.resource_version
+        .as_deref()
+        .is_some_and(|r| r != cur.rev.to_string())
+    {
+        return Err(ApiError::new(409, "Conflict", format!(
+            "Precondition failed: ResourceVersion in precondition: {}, ResourceVersion in object meta: {}",
+            p.resource_version.as_deref().unwrap_or(""), cur.rev
+        )));
+    }
+    Ok(())
+}
+
+/// Sets deletionTimestamp (now + grace) once; a later delete may only shorten the grace. In the
+/// foreground, the object also holds the foregroundDeletion finalizer until its dependents are
+/// gone. Returns false when nothing changes.
+fn mark_deleting(obj: &mut Value, grace: i64, foreground: bool) -> bool {
     let deleting = object::is_deleting(obj);
     let old_grace = obj["metadata"]["deletionGracePeriodSeconds"].as_i64();
-    if deleting && old_grace.is_some_and(|g| g <= grace) {
+    let add_finalizer = foreground
+        && !obj["metadata"]["finalizers"]
+            .as_array()
+            .is_some_and(|f| f.iter().any(|v| v == propagation::FOREGROUND));
+    let shorter = !deleting || old_grace.is_none_or(|g| g > grace);
+    if !shorter && !add_finalizer {
         return false;
     }
     let m = meta_mut(obj);
-    m.insert("deletionTimestamp".into(), json!(object::rfc3339_in(grace)));
-    m.insert("deletionGracePeriodSeconds".into(), json!(grace));
+    if shorter {
+        m.insert("deletionTimestamp".into(), json!(object::rfc3339_in(grace)));
+        m.insert("deletionGracePeriodSeconds".into(), json!(grace));
+    }
+    if add_finalizer {
+        let f = m.entry("finalizers").or_insert_with(|| json!([]));
+        if !f.is_array() {
+            *f = json!([]);
+        }
+        if let Some(a) = f.as_array_mut() {
+            a.push(json!(propagation::FOREGROUND));
+        }
+    }
     if obj["kind"] == "Namespace" {
-        obj["status"]["phase"] = json!("Terminating");
+        object::set_path(obj, &["status", "phase"], json!("Terminating"));
     }
     true
 }
@@ -150,6 +194,11 @@ pub async fn delete_collection(
     opts: &DeleteOptions,
 ) -> ApiResult<Vec<Entry>> {
     let (items, _) = list_entries(api, t, params)?;
+    let mut opts = opts.clone();
+    if opts.dry_run.is_none() {
+        opts.dry_run = params.dry_run.clone().map(|d| vec![d]);
+    }
+    let opts = &opts;
     let mut out = Vec::new();
     for e in items {
         let one = Target {

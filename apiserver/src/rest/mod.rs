@@ -5,6 +5,7 @@
 mod create;
 mod delete;
 mod initial_status;
+mod propagation;
 mod read;
 mod service_allocation;
 mod subresources;

@@ -79,6 +79,36 @@ impl Filter {
     }
 }
 
+/// A resourceVersion newer than the store's, as upstream's watch cache answers it once it has
+/// waited for it in vain: 504 Timeout with a ResourceVersionTooLarge cause; clients retry.
+pub fn too_large(asked: Rev, current: Rev) -> ApiError {
+    let mut e = ApiError::new(
+        504,
+        "Timeout",
+        format!("Timeout: Too large resource version: {asked}, current: {current}"),
+    );
+    e.details = Some(serde_json::json!({
+        "causes": [{ "reason": "ResourceVersionTooLarge", "message": "Too large resource version" }],
+        "retryAfterSeconds": 1,
+    }));
+    e
+}
+
+/// The store's revision, unless the list asks for a newer one than the store has.
+fn not_older_than(api: &Api, p: &ListParams) -> ApiResult<()> {
+    let asked = match p.resource_version.as_deref() {
+        None | Some("") | Some("0") => return Ok(()),
+        Some(s) => s
+            .parse::<Rev>()
+            .map_err(|_| ApiError::bad_request(format!("invalid resourceVersion {s:?}")))?,
+    };
+    let current = api.store.current_rev();
+    if asked > current {
+        return Err(too_large(asked, current));
+    }
+    Ok(())
+}
+
 pub fn get(api: &Api, t: &Target) -> ApiResult<Entry> {
     api.get_entry(t)
 }
@@ -115,6 +145,7 @@ fn keyed_entries(
     after: Option<&str>,
 ) -> ApiResult<(Vec<(String, Entry)>, Rev)> {
     let filter = Filter::new(p)?;
+    not_older_than(api, p)?;
     let (items, rev) = api.store.list_keyed(&prefix(t));
     let items = items
         .into_iter()

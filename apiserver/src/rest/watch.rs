@@ -2,7 +2,7 @@
 //! unset or "0", or sendInitialEvents) or exactly after the version asked for; a version older
 //! than the history gets an in-stream ERROR with a 410 Status, as clients expect.
 
-use super::read::{is_true, prefix, Filter, ListParams};
+use super::read::{is_true, prefix, too_large, Filter, ListParams};
 use super::{Api, Target};
 use crate::negotiate::Output;
 use crate::render;
@@ -43,8 +43,9 @@ impl Stream {
             .is_ok()
     }
 
-    async fn gone(&self, message: String) {
-        let status = serde_json::to_vec(&ApiError::gone(message).to_status()).unwrap_or_default();
+    /// Ends the stream with an ERROR event, as upstream reports errors once a watch started.
+    async fn fail(&self, e: ApiError) {
+        let status = serde_json::to_vec(&e.to_status()).unwrap_or_default();
         let _ = self.tx.send(render::event("ERROR", &status)).await;
     }
 }
@@ -78,6 +79,12 @@ pub fn watch(
         filter,
         tx,
     };
+    let current = api.store.current_rev();
+    if let Some(asked) = from.filter(|r| *r > current) {
+        // Events up to `asked` would be skipped unseen: refuse, as upstream does.
+        tokio::spawn(async move { stream.fail(too_large(asked, current)).await });
+        return Ok(rx);
+    }
     match api.store.watch(&prefix(t), from) {
         Err(_) => {
             let msg = format!(
@@ -85,7 +92,7 @@ pub fn watch(
                 from.unwrap_or(0),
                 api.store.oldest_rev() + 1
             );
-            tokio::spawn(async move { stream.gone(msg).await });
+            tokio::spawn(async move { stream.fail(ApiError::gone(msg)).await });
         }
         Ok((start, sub)) => {
             tokio::spawn(run(stream, start, sub, initial, bookmarks, timeout));
@@ -127,7 +134,8 @@ async fn run(
                 let ev = match ev {
                     None => return,
                     Some(Err(_)) => {
-                        s.gone(format!("too old resource version: {}", sub.last_rev())).await;
+                        let msg = format!("too old resource version: {}", sub.last_rev());
+                        s.fail(ApiError::gone(msg)).await;
                         return;
                     }
                     Some(Ok(ev)) => ev,
