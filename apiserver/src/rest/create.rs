@@ -9,6 +9,27 @@ use crate::store::{Entry, Precondition, Write};
 use keelson_apiserver_registry::limits::{self, MAX_DEPTH, MAX_OBJECT_BYTES};
 use keelson_apiserver_registry::Cause;
 use serde_json::{json, Value};
+use std::time::Duration;
+
+/// How long the CPU-bound part of one write (patching, defaulting, validation) may run.
+const WORK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Runs a write's CPU-bound work on the blocking pool, so that the async workers keep serving
+/// `/readyz` and watches while a large patch applies; past `WORK_TIMEOUT` the request is 504
+/// (the work finishes in the background, and its result is dropped unstored).
+pub(super) async fn off_workers<T: Send + 'static>(
+    work: impl FnOnce() -> ApiResult<T> + Send + 'static,
+) -> ApiResult<T> {
+    match tokio::time::timeout(WORK_TIMEOUT, tokio::task::spawn_blocking(work)).await {
+        Ok(Ok(result)) => result,
+        Ok(Err(e)) => Err(ApiError::internal(format!("the request failed: {e}"))),
+        Err(_) => Err(ApiError::new(
+            504,
+            "Timeout",
+            "Timeout: request did not complete within requested timeout - context deadline exceeded",
+        )),
+    }
+}
 
 /// Where a checked object came from: upstream answers a body it cannot decode with 400
 /// BadRequest and a patched object that does not decode with 422 Invalid.
@@ -130,28 +151,37 @@ fn server_owned_metadata(obj: &mut Value) {
     m.insert("generation".into(), json!(1));
 }
 
-pub async fn create(
-    api: &Api,
-    res: &'static Resource,
-    ns: &str,
-    mut obj: Value,
-    dry_run: bool,
-) -> ApiResult<Entry> {
+/// Everything a create computes before touching the store: type, namespace, server-owned
+/// metadata, initial status, defaults, validation and the schema check.
+fn prepare(res: &Resource, ns: &str, mut obj: Value) -> ApiResult<Value> {
     check_type(res, &mut obj)?;
     check_namespace_field(res, ns, &mut obj)?;
-    if res.namespaced {
-        api.check_namespace(ns, true)?;
-    }
     server_owned_metadata(&mut obj);
     initial_status::reset_status_on_create(res, &mut obj);
     keelson_apiserver_registry::apply_defaults(res.kind, &mut obj);
     initial_status::fill_on_create(res, &mut obj);
-    let name = object::name(&obj).to_string();
     let causes = keelson_apiserver_registry::validate(res.kind, &obj, None);
     if !causes.is_empty() {
-        return Err(ApiError::invalid(res.kind, res.group, &name, &causes));
+        let name = object::name(&obj);
+        return Err(ApiError::invalid(res.kind, res.group, name, &causes));
     }
     admit(res, &obj, Origin::Body)?;
+    Ok(obj)
+}
+
+pub async fn create(
+    api: &Api,
+    res: &'static Resource,
+    ns: &str,
+    obj: Value,
+    dry_run: bool,
+) -> ApiResult<Entry> {
+    let owned_ns = ns.to_string();
+    let mut obj = off_workers(move || prepare(res, &owned_ns, obj)).await?;
+    if res.namespaced {
+        api.check_namespace(ns, true)?;
+    }
+    let name = object::name(&obj).to_string();
     let target = Target {
         res,
         namespace: ns.to_string(),

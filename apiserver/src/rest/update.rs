@@ -2,7 +2,7 @@
 //! compare-and-swap on its resourceVersion. A patch (or a PUT without resourceVersion) retries
 //! on a conflict with a concurrent writer; a PUT with a stale resourceVersion gets 409.
 
-use super::create::{admit, check_namespace_field, check_type, Origin};
+use super::create::{admit, check_namespace_field, check_type, off_workers, Origin};
 use super::service_allocation::{self, Reservation};
 use super::{create, store_error, Api, Target};
 use crate::negotiate::PatchType;
@@ -11,6 +11,7 @@ use crate::status::{ApiError, ApiResult};
 use crate::store::{Entry, Precondition, StoreError, Write};
 use keelson_apimachinery::patch;
 use serde_json::{json, Value};
+use std::sync::Arc;
 
 /// Which part of the object a write may change.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,27 +89,31 @@ struct Change {
     origin: Origin,
 }
 
-/// Validates and commits a change over `old`; returns Ok(None) on a conflict the caller may
-/// retry.
-async fn commit(api: &Api, t: &Target, old: &Entry, change: Change) -> ApiResult<Option<Entry>> {
-    let Change {
-        mut new,
-        sub,
-        dry_run,
-        origin,
-    } = change;
-    merge_owned(t, &old.obj, &mut new, sub)?;
+/// The new object a change makes of `old`, owned fields carried over, defaulted, validated and
+/// checked against the kind's schema.
+fn prepare(t: &Target, old: &Value, change: Change) -> ApiResult<Value> {
+    let mut new = change.new;
+    merge_owned(t, old, &mut new, change.sub)?;
     keelson_apiserver_registry::apply_defaults(t.res.kind, &mut new);
-    let mut generation = old.obj["metadata"]["generation"].as_i64().unwrap_or(1);
-    if object::spec_part(&new) != object::spec_part(&old.obj) {
-        generation += 1;
+    let mut generation = old["metadata"]["generation"].as_i64().unwrap_or(1);
+    if object::spec_part(&new) != object::spec_part(old) {
+        generation = generation.saturating_add(1);
     }
     meta_mut(&mut new).insert("generation".into(), json!(generation));
-    let causes = keelson_apiserver_registry::validate(t.res.kind, &new, Some(&old.obj));
+    let causes = keelson_apiserver_registry::validate(t.res.kind, &new, Some(old));
     if !causes.is_empty() {
         return Err(ApiError::invalid(t.res.kind, t.res.group, &t.name, &causes));
     }
-    admit(t.res, &new, origin)?;
+    admit(t.res, &new, change.origin)?;
+    Ok(new)
+}
+
+/// Validates and commits a change over `old` (the CPU-bound part off the async workers);
+/// returns Ok(None) on a conflict the caller may retry.
+async fn commit(api: &Api, t: &Target, old: &Entry, change: Change) -> ApiResult<Option<Entry>> {
+    let dry_run = change.dry_run;
+    let (target, prev) = (t.clone(), old.value());
+    let mut new = off_workers(move || prepare(&target, &prev, change)).await?;
     if object::same_content(&new, &old.obj) {
         return Ok(Some(old.clone()));
     }
@@ -199,6 +204,17 @@ pub(super) fn patch_err(e: patch::PatchError) -> ApiError {
     ApiError::new(code, reason, format!("the patch could not be applied: {e}"))
 }
 
+/// One patch applied to the stored object.
+fn apply(kind: PatchType, old: &Value, body: &Value, res_kind: &str) -> ApiResult<Value> {
+    match kind {
+        PatchType::Json => patch::json_patch(old, body),
+        PatchType::Merge => Ok(patch::merge_patch(old, body)),
+        PatchType::Strategic => patch::strategic_merge_patch(old, body, res_kind),
+        PatchType::Apply => patch::apply_patch(Some(old), body, res_kind),
+    }
+    .map_err(patch_err)
+}
+
 pub async fn patch(
     api: &Api,
     t: &Target,
@@ -207,6 +223,7 @@ pub async fn patch(
     sub: Sub,
     dry_run: bool,
 ) -> ApiResult<Entry> {
+    let body = Arc::new(body);
     for _ in 0..MAX_RETRIES {
         let old = match api.store.get(&t.key()) {
             Some(e) => e,
@@ -220,13 +237,8 @@ pub async fn patch(
             }
             None => return Err(t.not_found()),
         };
-        let new = match kind {
-            PatchType::Json => patch::json_patch(&old.obj, &body),
-            PatchType::Merge => Ok(patch::merge_patch(&old.obj, &body)),
-            PatchType::Strategic => patch::strategic_merge_patch(&old.obj, &body, t.res.kind),
-            PatchType::Apply => patch::apply_patch(Some(&old.obj), &body, t.res.kind),
-        }
-        .map_err(patch_err)?;
+        let (prev, body, res_kind) = (old.value(), body.clone(), t.res.kind);
+        let new = off_workers(move || apply(kind, &prev, &body, res_kind)).await?;
         let pinned = pinned_rev(&new)?;
         if pinned.is_some_and(|r| r != old.rev) {
             return Err(ApiError::conflict(t.res.group, t.res.plural, &t.name));
