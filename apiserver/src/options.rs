@@ -3,6 +3,7 @@
 use clap::Parser;
 use std::net::IpAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 #[derive(Parser, Debug, Clone)]
 #[command(
@@ -51,6 +52,50 @@ pub struct Options {
     /// Most watch events kept in memory, whatever their age.
     #[arg(long, default_value_t = 500_000)]
     pub watch_cache_size: usize,
+    /// How long an Event is kept after it was last seen, e.g. 1h, 30m, 90s, 1h30m (0: forever).
+    #[arg(long, default_value = "1h", value_parser = duration)]
+    pub event_ttl: Duration,
+}
+
+/// A duration as Go writes them (kube-apiserver's flags): "1h", "5m30s", "1h0m0s", "250ms".
+fn duration(s: &str) -> Result<Duration, String> {
+    let bad = || format!("{s:?}: want a duration such as 1h, 30m or 90s");
+    if s == "0" {
+        return Ok(Duration::ZERO);
+    }
+    // Each part: digits, then a unit.
+    let mut parts: Vec<(String, String)> = Vec::new();
+    for c in s.chars() {
+        match parts.last_mut() {
+            Some((_, unit)) if c.is_ascii_digit() && unit.is_empty() => {
+                if let Some((n, _)) = parts.last_mut() {
+                    n.push(c);
+                }
+            }
+            Some((_, unit)) if !c.is_ascii_digit() => unit.push(c),
+            _ if c.is_ascii_digit() => parts.push((c.to_string(), String::new())),
+            _ => return Err(bad()),
+        }
+    }
+    let mut total = Duration::ZERO;
+    for (n, unit) in &parts {
+        let unit = match unit.as_str() {
+            "h" => Duration::from_secs(3600),
+            "m" => Duration::from_secs(60),
+            "s" => Duration::from_secs(1),
+            "ms" => Duration::from_millis(1),
+            _ => return Err(bad()),
+        };
+        let n: u32 = n.parse().map_err(|_| bad())?;
+        total = unit
+            .checked_mul(n)
+            .and_then(|d| total.checked_add(d))
+            .ok_or_else(bad)?;
+    }
+    if parts.is_empty() {
+        return Err(bad());
+    }
+    Ok(total)
 }
 
 #[derive(clap::Subcommand, Debug, Clone, PartialEq)]
@@ -107,6 +152,18 @@ fn port_range(s: &str) -> Result<std::ops::RangeInclusive<u16>, FlagError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_as_go_writes_them() {
+        assert_eq!(duration("1h"), Ok(Duration::from_secs(3600)));
+        assert_eq!(duration("1h0m0s"), Ok(Duration::from_secs(3600)));
+        assert_eq!(duration("1m30s"), Ok(Duration::from_secs(90)));
+        assert_eq!(duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(duration("0"), Ok(Duration::ZERO));
+        for bad in ["", "h", "5", "5d", "99999999999h", "1h5"] {
+            assert!(duration(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn node_port_ranges() {

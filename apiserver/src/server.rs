@@ -73,6 +73,9 @@ pub async fn run(opts: Options) -> Result<(), ServerError> {
         tokens,
         metrics: Default::default(),
     });
+    if !opts.event_ttl.is_zero() {
+        tokio::spawn(sweep_events(app.clone(), opts.event_ttl));
+    }
     serve::serve(
         listener,
         tls,
@@ -107,6 +110,19 @@ fn servable(key: &str, obj: &serde_json::Value) -> Result<(), String> {
         return Err(format!("not a {}: no metadata.name", res.kind));
     }
     (res.decode)(obj).map_err(|c| format!("not a valid {}: {}: {}", res.kind, c.field, c.message))
+}
+
+/// Deletes expired Events for the server's lifetime, a few times per TTL (at most every minute).
+async fn sweep_events(app: Arc<App>, ttl: Duration) {
+    let every = (ttl / 4).clamp(Duration::from_millis(250), Duration::from_secs(60));
+    let mut tick = tokio::time::interval(every);
+    loop {
+        tick.tick().await;
+        let n = rest::expire_events(&app.api, ttl).await;
+        if n > 0 {
+            tracing::debug!(events = n, "expired Events deleted");
+        }
+    }
 }
 
 /// Namespaces every cluster has.

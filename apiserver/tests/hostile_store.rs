@@ -343,3 +343,52 @@ fn huge_grace_periods_are_clamped_and_the_pod_can_still_go() {
     let (code, _) = server.curl_admin("GET", path, None, None);
     assert_eq!(code, 404);
 }
+
+fn event(name: &str, last_timestamp: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Event\nmetadata:\n  name: {name}\ninvolvedObject:\n  kind: Pod\n  name: p\n  namespace: default\nreason: Test\nmessage: m\ntype: Normal\nlastTimestamp: \"{last_timestamp}\"\n"
+    )
+}
+
+#[test]
+fn events_expire_after_the_event_ttl() {
+    let server = Apiserver::start_with(&["--event-ttl", "2s"]);
+    let now = chrono::Utc::now();
+    let later = (now + chrono::Duration::hours(1)).format("%Y-%m-%dT%H:%M:%SZ");
+    server.apply(&event("old", &now.format("%Y-%m-%dT%H:%M:%SZ").to_string()));
+    server.apply(&event("seen-later", &later.to_string()));
+    server.kubectl_ok(&["create", "configmap", "kept"]);
+    keelson_testing::eventually(
+        "the Event to expire",
+        std::time::Duration::from_secs(30),
+        || {
+            let names = server.kubectl_ok(&["get", "events", "-o", "name"]);
+            match names.contains("event/old") {
+                true => Err(names),
+                false => Ok(()),
+            }
+        },
+    );
+    let names = server.kubectl_ok(&["get", "events", "-o", "name"]);
+    assert!(names.contains("event/seen-later"), "{names}");
+    server.kubectl_ok(&["get", "configmap", "kept"]);
+}
+
+#[test]
+fn every_acknowledged_object_is_there_after_kill_9() {
+    let mut server = Apiserver::start();
+    for i in 0..20 {
+        server.kubectl_ok(&["create", "configmap", &format!("c{i}")]);
+    }
+    server.kubectl_ok(&["delete", "configmap", "c0"]);
+    server.kill9();
+    server.start_again();
+    let names = server.kubectl_ok(&["get", "configmaps", "-o", "name"]);
+    for i in 1..20 {
+        assert!(
+            names.contains(&format!("configmap/c{i}\n")),
+            "c{i} lost: {names}"
+        );
+    }
+    assert!(!names.contains("configmap/c0\n"), "{names}");
+}

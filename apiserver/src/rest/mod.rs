@@ -4,6 +4,7 @@
 
 mod create;
 mod delete;
+mod expiry;
 mod initial_status;
 mod propagation;
 mod read;
@@ -14,6 +15,7 @@ mod watch;
 
 pub use create::create;
 pub use delete::{delete, delete_collection, DeleteOptions};
+pub use expiry::expire_events;
 pub use read::{get, list, ListParams};
 
 /// Whether a GET of a collection asks for a watch.
