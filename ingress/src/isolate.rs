@@ -138,3 +138,82 @@ pub fn first_error(stderr: &str) -> String {
         .filter(|i| line.get(*i..).is_some_and(|t| t.contains("nginx.conf")));
     cut.and_then(|i| line.get(..i)).unwrap_or(line).to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn nginx_words_without_the_trial_file() {
+        let stderr = "nginx: [emerg] \"client_max_body_size\" directive invalid value in /var/lib/keelson/ingress/nginx.conf.trial:41\n\
+                      nginx: configuration file /var/lib/keelson/ingress/nginx.conf.trial test failed";
+        assert_eq!(
+            first_error(stderr),
+            "[emerg] \"client_max_body_size\" directive invalid value"
+        );
+        let cert = "nginx: [emerg] cannot load certificate \"/x/certs/a.pem\": PEM_read_bio_X509_AUX() failed";
+        assert_eq!(first_error(cert), cert.strip_prefix("nginx: ").unwrap());
+    }
+
+    fn ing(annotations: serde_json::Value, status_ip: &str) -> Ingress {
+        serde_json::from_value(json!({
+            "metadata": {"name": "a", "namespace": "default", "annotations": annotations},
+            "spec": {"tls": [{"hosts": ["a.test"], "secretName": "a-tls"}]},
+            "status": {"loadBalancer": {"ingress": [{"ip": status_ip}]}}
+        }))
+        .unwrap()
+    }
+
+    fn secret(crt: &str) -> Arc<Secret> {
+        Arc::new(
+            serde_json::from_value(json!({
+                "metadata": {"name": "a-tls", "namespace": "default"},
+                "type": "kubernetes.io/tls",
+                "data": {"tls.crt": crt, "tls.key": "a2V5"}
+            }))
+            .unwrap(),
+        )
+    }
+
+    #[test]
+    fn the_fingerprint_follows_what_nginx_sees_only() {
+        let base = fingerprint(&ing(json!({}), "10.0.0.1"), &[secret("Y2VydA==")]);
+        // Status is the controller's own write: no new trial for it.
+        assert_eq!(
+            base,
+            fingerprint(&ing(json!({}), "10.0.0.2"), &[secret("Y2VydA==")])
+        );
+        assert_ne!(
+            base,
+            fingerprint(&ing(json!({"x": "y"}), "10.0.0.1"), &[secret("Y2VydA==")])
+        );
+        // A renewed Secret is tried again.
+        assert_ne!(
+            base,
+            fingerprint(&ing(json!({}), "10.0.0.1"), &[secret("bmV3")])
+        );
+    }
+
+    #[test]
+    fn a_verdict_lasts_while_the_ingress_is_the_same() {
+        let k: Key = ("default".into(), "a".into());
+        let mut inputs = Inputs {
+            ingresses: vec![Arc::new(ing(json!({}), ""))],
+            secrets: vec![secret("Y2VydA==")],
+            ..Default::default()
+        };
+        let mut v = Verdicts::default();
+        v.insert(&inputs, k.clone(), "bad".into());
+        v.refresh(&inputs);
+        assert!(v.is_bad(&k));
+        assert_eq!(v.rejections().next().unwrap().reason, "RejectedByNginx");
+        inputs.secrets = vec![secret("Zml4ZWQ=")];
+        v.refresh(&inputs);
+        assert!(!v.is_bad(&k));
+        v.insert(&inputs, k.clone(), "bad".into());
+        inputs.ingresses.clear();
+        v.refresh(&inputs);
+        assert!(!v.is_bad(&k), "gone Ingresses are forgotten");
+    }
+}
