@@ -172,6 +172,71 @@ pub fn is_ip(s: &str) -> bool {
     s.parse::<std::net::IpAddr>().is_ok()
 }
 
+/// Why an address cannot be an endpoint, as upstream's ValidateEndpointIP says: node-local
+/// addresses (unspecified, loopback, link-local such as the metadata service). Empty when it
+/// may be one; IPv4-mapped IPv6 addresses count as their IPv4 address, as Go parses them.
+pub fn endpoint_ip(text: &str) -> Vec<String> {
+    use std::net::IpAddr;
+    let Ok(ip) = text.parse::<IpAddr>() else {
+        return vec!["must be a valid IP address".to_string()];
+    };
+    let ip = match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    };
+    let (unspecified, loopback, link_local, link_local_multicast) = match ip {
+        IpAddr::V4(v4) => {
+            let [a, b, c, _] = v4.octets();
+            let multicast = (a, b, c) == (224, 0, 0);
+            (
+                v4.is_unspecified(),
+                v4.is_loopback(),
+                v4.is_link_local(),
+                multicast,
+            )
+        }
+        IpAddr::V6(v6) => {
+            let [first, second, ..] = v6.octets();
+            let multicast = first == 0xff && second & 0x0f == 0x02;
+            let unicast = v6.is_unicast_link_local();
+            (v6.is_unspecified(), v6.is_loopback(), unicast, multicast)
+        }
+    };
+    let mut out = Vec::new();
+    if unspecified {
+        out.push(format!("may not be unspecified ({text})"));
+    }
+    if loopback {
+        out.push("may not be in the loopback range (127.0.0.0/8, ::1/128)".to_string());
+    }
+    if link_local {
+        out.push("may not be in the link-local range (169.254.0.0/16, fe80::/10)".to_string());
+    }
+    if link_local_multicast {
+        let msg = "may not be in the link-local multicast range (224.0.0.0/24, ff02::/10)";
+        out.push(msg.to_string());
+    }
+    out
+}
+
+/// Why a path is not one below its volume (upstream's validateLocalDescendingPath): it must
+/// be relative and have no `..` element.
+pub fn local_descending_path(path: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    if path.starts_with('/') {
+        out.push("must be a relative path".to_string());
+    }
+    out.extend(no_backsteps(path));
+    out
+}
+
+/// Upstream's validatePathNoBacksteps: no `..` element.
+pub fn no_backsteps(path: &str) -> Option<String> {
+    path.split(['/', '\\'])
+        .any(|part| part == "..")
+        .then(|| "must not contain '..'".to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -230,5 +295,36 @@ mod tests {
         assert!(port_number(65535).is_empty());
         assert!(!port_number(0).is_empty());
         assert!(is_ip("10.0.0.1") && is_ip("fd00::1") && !is_ip("10.0.0"));
+    }
+
+    #[test]
+    fn endpoint_addresses() {
+        assert!(endpoint_ip("10.244.1.2").is_empty() && endpoint_ip("fd00::5").is_empty());
+        let loopback = "may not be in the loopback range (127.0.0.0/8, ::1/128)";
+        assert_eq!(endpoint_ip("127.0.0.9"), vec![loopback]);
+        assert_eq!(endpoint_ip("::1"), vec![loopback]);
+        assert_eq!(endpoint_ip("::ffff:127.0.0.1"), vec![loopback]);
+        let link = "may not be in the link-local range (169.254.0.0/16, fe80::/10)";
+        assert_eq!(endpoint_ip("169.254.169.254"), vec![link]);
+        assert_eq!(endpoint_ip("fe80::1"), vec![link]);
+        assert_eq!(
+            endpoint_ip("0.0.0.0"),
+            vec!["may not be unspecified (0.0.0.0)"]
+        );
+        assert_eq!(endpoint_ip("224.0.0.251").len(), 1);
+        assert_eq!(endpoint_ip("ff02::1").len(), 1);
+        assert_eq!(endpoint_ip("x"), vec!["must be a valid IP address"]);
+    }
+
+    #[test]
+    fn descending_paths() {
+        assert!(local_descending_path("a/b..c/d").is_empty());
+        assert_eq!(local_descending_path("/"), vec!["must be a relative path"]);
+        assert_eq!(
+            local_descending_path("a/../.."),
+            vec!["must not contain '..'"]
+        );
+        assert_eq!(local_descending_path("/..").len(), 2);
+        assert_eq!(no_backsteps("/var/log"), None);
     }
 }

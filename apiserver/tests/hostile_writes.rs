@@ -330,3 +330,134 @@ fn limits_hold_after_patching() {
 
     still_readable(&mut s, &[("configmaps", &["cp", "grow"][..])]);
 }
+
+fn pod(name: &str, container: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+        "spec": {"containers": [container], "volumes": [{"name": "scratch", "emptyDir": {}}]}})
+}
+
+fn slice(name: &str, endpoints: Value) -> Value {
+    json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+        "metadata": {"name": name, "labels": {"kubernetes.io/service-name": "web"}},
+        "addressType": "IPv4", "endpoints": endpoints, "ports": [{"name": "http", "port": 80}]})
+}
+
+#[test]
+fn fields_node_components_act_on_are_validated() {
+    let mut s = Apiserver::start();
+    let pods = format!("{NS}/pods");
+    let c = json!({"name": "c", "image": "busybox",
+        "volumeMounts": [{"name": "scratch", "mountPath": "/mnt", "subPath": "/"}]});
+    let st = refused(
+        s.curl_admin("POST", &pods, None, Some(&pod("root", c).to_string())),
+        422,
+        "Invalid",
+    );
+    assert_eq!(
+        cause(&st),
+        (
+            "FieldValueInvalid".into(),
+            "spec.containers[0].volumeMounts[0].subPath".into()
+        )
+    );
+    let c = json!({"name": "c", "image": "busybox",
+        "livenessProbe": {"httpGet": {"port": 80, "path": "/h\r\nGET /admin HTTP/1.1"}}});
+    let st = refused(
+        s.curl_admin("POST", &pods, None, Some(&pod("probe", c).to_string())),
+        422,
+        "Invalid",
+    );
+    assert_eq!(
+        cause(&st).1,
+        "spec.containers[0].livenessProbe.httpGet.path"
+    );
+    created(
+        &s,
+        &pods,
+        &pod("ok", json!({"name": "c", "image": "busybox"})),
+    );
+    let sub = r#"{"spec":{"containers":[{"name":"c","volumeMounts":[{"name":"scratch","mountPath":"/m","subPath":"../.."}]}]}}"#;
+    refused(
+        s.curl_admin("PATCH", &format!("{pods}/ok"), STRATEGIC, Some(sub)),
+        422,
+        "Invalid",
+    );
+
+    let slices = "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices";
+    for (i, ip) in [
+        "127.0.0.1",
+        "169.254.169.254",
+        "0.0.0.0",
+        "::ffff:127.0.0.1",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let body = slice(&format!("bad-{i}"), json!([{"addresses": [ip]}]));
+        let st = refused(
+            s.curl_admin("POST", slices, None, Some(&body.to_string())),
+            422,
+            "Invalid",
+        );
+        assert_eq!(cause(&st).1, "endpoints[0].addresses[0]", "{ip}");
+    }
+    let many: Vec<Value> = (0..20_000)
+        .map(|i| json!({"addresses": [format!("10.{}.{}.{}", i / 62500, i / 250 % 250, i % 250 + 1)]}))
+        .collect();
+    let st = refused(
+        curl_file(
+            &s,
+            "POST",
+            slices,
+            None,
+            &slice("huge", json!(many)).to_string(),
+        ),
+        422,
+        "Invalid",
+    );
+    assert_eq!(cause(&st), ("FieldValueTooMany".into(), "endpoints".into()));
+    created(
+        &s,
+        slices,
+        &slice("web-1", json!([{"addresses": ["10.244.1.5"]}])),
+    );
+    let to_metadata =
+        r#"[{"op":"replace","path":"/endpoints/0/addresses/0","value":"169.254.169.254"}]"#;
+    refused(
+        s.curl_admin(
+            "PATCH",
+            &format!("{slices}/web-1"),
+            JSON_PATCH,
+            Some(to_metadata),
+        ),
+        422,
+        "Invalid",
+    );
+
+    let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+        "spec": {"podCIDR": "0.0.0.0/0", "podCIDRs": ["0.0.0.0/0"]}});
+    let st = refused(
+        s.curl_admin("POST", "/api/v1/nodes", None, Some(&node.to_string())),
+        422,
+        "Invalid",
+    );
+    assert_eq!(cause(&st).1, "spec.podCIDR");
+    let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
+        "spec": {"podCIDR": "10.244.1.0/24", "podCIDRs": ["10.244.1.0/24"]}});
+    created(&s, "/api/v1/nodes", &node);
+    let default_route = r#"{"spec":{"podCIDRs":["10.244.1.0/24","::/0"]}}"#;
+    refused(
+        s.curl_admin("PATCH", "/api/v1/nodes/n1", MERGE, Some(default_route)),
+        422,
+        "Invalid",
+    );
+
+    still_readable(
+        &mut s,
+        &[
+            ("pods", &["ok"][..]),
+            ("endpointslices", &["web-1"][..]),
+            ("nodes", &["n1"][..]),
+        ],
+    );
+}

@@ -79,6 +79,11 @@ impl Cause {
         Cause::new("FieldValueForbidden", field, message)
     }
 
+    pub fn too_many(field: impl Display, count: usize, max: usize) -> Cause {
+        let message = format!("Too many: {count}: must have at most {max} items");
+        Cause::new("FieldValueTooMany", field, message)
+    }
+
     pub fn too_long(field: impl Display, max_bytes: usize) -> Cause {
         let message = format!("Too long: may not be more than {max_bytes} bytes");
         Cause::new("FieldValueTooLong", field, message)

@@ -146,28 +146,56 @@ pub(crate) fn node(obj: &Value, out: &mut Vec<Cause>) {
         let effects = ["NoSchedule", "PreferNoSchedule", "NoExecute"];
         one_of(t, "effect", &effects, true, &tp, out);
     }
-    for (i, cidr) in items(spec, "podCIDRs").iter().enumerate() {
-        let c = cidr.as_str().unwrap_or("");
-        if !is_cidr(c) {
-            out.push(Cause::invalid(
-                path.child("podCIDRs").index(i),
-                cidr,
-                "must be a valid CIDR",
-            ));
-        }
+    pod_cidrs(spec, &path, out);
+}
+
+/// The node's pod ranges, which its agent routes: valid CIDRs, one per IP family, and never a
+/// default route (prefix length 0 would replace the node's own).
+fn pod_cidrs(spec: &Value, path: &Path, out: &mut Vec<Cause>) {
+    if let Some(cidr) = spec.get("podCIDR").filter(|c| !c.is_null()) {
+        pod_cidr(cidr, path.child("podCIDR"), out);
+    }
+    let listed = items(spec, "podCIDRs").iter().enumerate();
+    let families: Vec<bool> = listed
+        .filter_map(|(i, c)| pod_cidr(c, path.child("podCIDRs").index(i), out))
+        .collect();
+    let dual = families.len() == 2 && families.first() != families.last();
+    if families.len() > 1 && !dual {
+        let msg = "may specify no more than one CIDR for each IP family";
+        out.push(Cause::invalid(
+            path.child("podCIDRs"),
+            &spec["podCIDRs"],
+            msg,
+        ));
     }
 }
 
-fn is_cidr(s: &str) -> bool {
-    let Some((ip, bits)) = s.split_once('/') else {
-        return false;
+/// Checks one pod range; Some(is IPv4) when it is usable.
+fn pod_cidr(cidr: &Value, p: Path, out: &mut Vec<Cause>) -> Option<bool> {
+    match cidr_of(cidr.as_str().unwrap_or("")) {
+        None => {
+            let msg = "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)";
+            out.push(Cause::invalid(p, cidr, msg));
+            None
+        }
+        Some((_, 0)) => {
+            let msg = "must not cover every address (prefix length 0)";
+            out.push(Cause::invalid(p, cidr, msg));
+            None
+        }
+        Some((v4, _)) => Some(v4),
+    }
+}
+
+/// (is IPv4, prefix length) of a CIDR.
+fn cidr_of(s: &str) -> Option<(bool, u8)> {
+    let (ip, bits) = s.split_once('/')?;
+    let (v4, max) = match ip.parse::<std::net::IpAddr>().ok()? {
+        std::net::IpAddr::V4(_) => (true, 32),
+        std::net::IpAddr::V6(_) => (false, 128),
     };
-    let max = match ip.parse::<std::net::IpAddr>() {
-        Ok(std::net::IpAddr::V4(_)) => 32,
-        Ok(std::net::IpAddr::V6(_)) => 128,
-        Err(_) => return false,
-    };
-    bits.parse::<u8>().is_ok_and(|b| b <= max)
+    let bits: u8 = bits.parse().ok()?;
+    (bits <= max).then_some((v4, bits))
 }
 
 pub(crate) fn event(obj: &Value, out: &mut Vec<Cause>) {

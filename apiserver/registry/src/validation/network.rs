@@ -19,12 +19,10 @@ pub(crate) fn endpoints(obj: &Value, out: &mut Vec<Cause>) {
                 let ip = str_at(a, "ip");
                 if ip.is_empty() {
                     out.push(Cause::required(ip_path, ""));
-                } else if !names::is_ip(ip) {
-                    out.push(Cause::invalid(
-                        ip_path,
-                        &json!(ip),
-                        "must be a valid IP address",
-                    ));
+                } else {
+                    for msg in names::endpoint_ip(ip) {
+                        out.push(Cause::invalid(&ip_path, &json!(ip), &msg));
+                    }
                 }
             }
         }
@@ -57,24 +55,42 @@ fn address_ok(kind: &str, address: &str) -> Result<(), String> {
                 .map_or(Ok(()), Err)
         }
     };
-    if ok {
-        Ok(())
-    } else {
-        Err(format!("must be a valid {kind} address"))
+    if !ok {
+        return Err(format!("must be a valid {kind} address"));
     }
+    names::endpoint_ip(address)
+        .into_iter()
+        .next()
+        .map_or(Ok(()), Err)
 }
+
+/// Upstream's maxEndpoints and maxAddresses of an EndpointSlice.
+const MAX_ENDPOINTS: usize = 1000;
+const MAX_ADDRESSES: usize = 100;
 
 pub(crate) fn endpoint_slice(obj: &Value, old: Option<&Value>, out: &mut Vec<Cause>) {
     let root = Path::root();
     let kinds = ["FQDN", "IPv4", "IPv6"];
     one_of(obj, "addressType", &kinds, true, &root, out);
     let kind = str_at(obj, "addressType");
-    for (i, e) in items(obj, "endpoints").iter().enumerate() {
+    let endpoints = items(obj, "endpoints");
+    if endpoints.len() > MAX_ENDPOINTS {
+        let count = endpoints.len();
+        out.push(Cause::too_many(
+            root.child("endpoints"),
+            count,
+            MAX_ENDPOINTS,
+        ));
+    }
+    for (i, e) in endpoints.iter().enumerate() {
         let ep = root.child("endpoints").index(i);
         let addresses = items(e, "addresses");
         if addresses.is_empty() {
             let msg = "must contain at least 1 address";
             out.push(Cause::required(ep.child("addresses"), msg));
+        } else if addresses.len() > MAX_ADDRESSES {
+            let count = addresses.len();
+            out.push(Cause::too_many(ep.child("addresses"), count, MAX_ADDRESSES));
         }
         for (j, a) in addresses.iter().enumerate() {
             let a = a.as_str().unwrap_or("");

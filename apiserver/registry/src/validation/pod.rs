@@ -145,8 +145,59 @@ fn volumes(spec: &Value, path: &Path, out: &mut Vec<Cause>) -> HashSet<String> {
                 }
             }
         }
+        host_path_and_empty_dir(v, &p, out);
     }
     names_seen
+}
+
+const HOST_PATH_TYPES: &[&str] = &[
+    "DirectoryOrCreate",
+    "Directory",
+    "FileOrCreate",
+    "File",
+    "Socket",
+    "CharDevice",
+    "BlockDevice",
+];
+
+/// Upstream's validateHostPathVolumeSource and the emptyDir medium and size limit.
+fn host_path_and_empty_dir(v: &Value, p: &Path, out: &mut Vec<Cause>) {
+    if let Some(hp) = v.get("hostPath").filter(|s| s.is_object()) {
+        let path = str_at(hp, "path");
+        if let Some(msg) = names::no_backsteps(path) {
+            out.push(Cause::invalid(
+                p.child("hostPath").child("path"),
+                &json!(path),
+                &msg,
+            ));
+        }
+        one_of(
+            hp,
+            "type",
+            HOST_PATH_TYPES,
+            false,
+            &p.child("hostPath"),
+            out,
+        );
+    }
+    if let Some(ed) = v.get("emptyDir").filter(|s| s.is_object()) {
+        let ep = p.child("emptyDir");
+        let medium = str_at(ed, "medium");
+        if !(medium.is_empty() || medium == "Memory" || medium.starts_with("HugePages")) {
+            let supported = ["", "Memory", "HugePages"];
+            out.push(Cause::not_supported(
+                ep.child("medium"),
+                &json!(medium),
+                &supported,
+            ));
+        }
+        if let Some(limit) = ed.get("sizeLimit").filter(|l| !l.is_null()) {
+            if crate::quantity::parse_value(limit).is_none_or(|n| n < 0.0) {
+                let msg = "must be a valid, non-negative quantity";
+                out.push(Cause::invalid(ep.child("sizeLimit"), limit, msg));
+            }
+        }
+    }
 }
 
 fn tolerations(spec: &Value, path: &Path, out: &mut Vec<Cause>) {

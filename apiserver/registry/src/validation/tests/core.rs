@@ -64,3 +64,29 @@ fn small_kinds() {
     let ns = json!({"metadata": {"name": "team-a"}});
     assert_eq!(fields("Namespace", ns), vec![]);
 }
+
+#[test]
+fn node_pod_cidrs_are_routable_ranges() {
+    let node = |spec: serde_json::Value| json!({"metadata": {"name": "n1"}, "spec": spec});
+    let ok =
+        node(json!({"podCIDR": "10.244.1.0/24", "podCIDRs": ["10.244.1.0/24", "fd00:1::/64"]}));
+    assert_eq!(fields("Node", ok), vec![]);
+    let everything = node(json!({"podCIDR": "0.0.0.0/0", "podCIDRs": ["0.0.0.0/0"]}));
+    assert_eq!(
+        fields("Node", everything),
+        vec![
+            pair("FieldValueInvalid", "spec.podCIDR"),
+            pair("FieldValueInvalid", "spec.podCIDRs[0]")
+        ]
+    );
+    let two_v4 = node(json!({"podCIDRs": ["10.244.1.0/24", "10.244.2.0/24"]}));
+    assert_eq!(
+        fields("Node", two_v4),
+        vec![pair("FieldValueInvalid", "spec.podCIDRs")]
+    );
+    let bad = node(json!({"podCIDRs": ["10.244.1.0/33"]}));
+    assert_eq!(
+        fields("Node", bad),
+        vec![pair("FieldValueInvalid", "spec.podCIDRs[0]")]
+    );
+}

@@ -108,3 +108,47 @@ fn ingress_classes() {
         vec!["spec.controller"]
     );
 }
+
+#[test]
+fn endpoint_slices_point_at_pods_only() {
+    let slice = |addresses: Value| {
+        json!({"metadata": {"name": "web-abc"}, "addressType": "IPv4",
+            "endpoints": [{"addresses": addresses}], "ports": [{"name": "http", "port": 80}]})
+    };
+    for (ip, msg) in [
+        (
+            "127.0.0.1",
+            "may not be in the loopback range (127.0.0.0/8, ::1/128)",
+        ),
+        (
+            "169.254.169.254",
+            "may not be in the link-local range (169.254.0.0/16, fe80::/10)",
+        ),
+        ("0.0.0.0", "may not be unspecified (0.0.0.0)"),
+    ] {
+        let got = causes("EndpointSlice", slice(json!([ip])));
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].field, "endpoints[0].addresses[0]");
+        assert_eq!(got[0].message, format!("Invalid value: {ip:?}: {msg}"));
+    }
+    let many: Vec<Value> = (0..1001)
+        .map(|i| json!({"addresses": [format!("10.1.{}.{}", i / 250, i % 250 + 1)]}))
+        .collect();
+    let mut big = slice(json!(["10.0.0.1"]));
+    big["endpoints"] = json!(many);
+    let got = causes("EndpointSlice", big);
+    assert_eq!(got.len(), 1, "{got:?}");
+    assert_eq!(
+        (got[0].reason.as_str(), got[0].field.as_str()),
+        ("FieldValueTooMany", "endpoints")
+    );
+    assert_eq!(
+        got[0].message,
+        "Too many: 1001: must have at most 1000 items"
+    );
+    let e = json!({"metadata": {"name": "web"}, "subsets": [{"addresses": [{"ip": "::1"}]}]});
+    assert_eq!(
+        fields("Endpoints", e),
+        vec![pair("FieldValueInvalid", "subsets[0].addresses[0].ip")]
+    );
+}

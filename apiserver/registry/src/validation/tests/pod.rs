@@ -128,3 +128,60 @@ fn pod_binding_may_set_node_name_once() {
         .collect();
     assert_eq!(got, vec!["spec"]);
 }
+
+#[test]
+fn fields_the_agent_acts_on_stay_inside_the_pod() {
+    let mut c = web_container();
+    c["volumeMounts"] = json!([
+        {"name": "data", "mountPath": "/a", "subPath": "/"},
+        {"name": "data", "mountPath": "/b", "subPath": "x/../../etc"},
+        {"name": "data", "mountPath": "/c", "subPath": "logs", "subPathExpr": "$(POD)"},
+        {"name": "data", "mountPath": "/d", "subPath": "ok/dir..name"}]);
+    c["livenessProbe"] = json!({"httpGet": {"port": 80, "path": "/x\r\nHost: evil",
+        "httpHeaders": [{"name": "X Bad", "value": "v"}, {"name": "X-Ok", "value": "a\nb"}]}});
+    c["readinessProbe"] = json!({"httpGet": {"port": 70000, "path": "healthz"}});
+    let p = pod(json!({"containers": [c], "volumes": [
+        {"name": "data", "emptyDir": {"medium": "Disk", "sizeLimit": "-1Gi"}},
+        {"name": "host", "hostPath": {"path": "/var/../etc", "type": "Anything"}}]}));
+    let got = causes("Pod", p);
+    let mounts = "spec.containers[0].volumeMounts";
+    let want = [
+        (
+            format!("{mounts}[0].subPath"),
+            "Invalid value: \"/\": must be a relative path",
+        ),
+        (
+            format!("{mounts}[1].subPath"),
+            "Invalid value: \"x/../../etc\": must not contain '..'",
+        ),
+        (
+            format!("{mounts}[2].subPathExpr"),
+            "Invalid value: \"$(POD)\": subPathExpr and subPath are mutually exclusive",
+        ),
+    ];
+    for (field, message) in &want {
+        assert!(
+            got.iter()
+                .any(|c| &c.field == field && c.message == *message),
+            "{field}: {got:?}"
+        );
+    }
+    let fields: Vec<&str> = got.iter().map(|c| c.field.as_str()).collect();
+    for f in [
+        "spec.containers[0].livenessProbe.httpGet.path",
+        "spec.containers[0].livenessProbe.httpGet.httpHeaders[0].name",
+        "spec.containers[0].livenessProbe.httpGet.httpHeaders[1].value",
+        "spec.containers[0].readinessProbe.httpGet.path",
+        "spec.containers[0].readinessProbe.httpGet.port",
+        "spec.volumes[0].emptyDir.medium",
+        "spec.volumes[0].emptyDir.sizeLimit",
+        "spec.volumes[1].hostPath.path",
+        "spec.volumes[1].hostPath.type",
+    ] {
+        assert!(fields.contains(&f), "{f} missing in {fields:?}");
+    }
+    assert!(
+        !fields.iter().any(|f| f.contains("volumeMounts[3]")),
+        "{fields:?}"
+    );
+}
