@@ -145,3 +145,34 @@ fn out_of_file_descriptors_it_backs_off_logs_little_and_answers_again() {
     let log = api.log();
     assert!(log.len() < 16 * 1024, "{} bytes of log:\n{log}", log.len());
 }
+
+/// The soft and hard limits on open files of a process ("self" or a pid).
+fn open_files_limits(pid: &str) -> (u64, u64) {
+    let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).expect("/proc limits");
+    let line = limits
+        .lines()
+        .find(|l| l.starts_with("Max open files"))
+        .expect("a Max open files line");
+    let mut numbers = line.split_whitespace().filter_map(|w| w.parse().ok());
+    let soft = numbers.next().expect("a soft limit");
+    let hard = numbers.next().expect("a hard limit");
+    (soft, hard)
+}
+
+#[test]
+fn the_server_raises_its_soft_limit_on_open_files_to_the_hard_one() {
+    require_tools(&["curl", "prlimit"]);
+    // The server inherits the test's limits: a soft limit below the hard one, as systemd gives
+    // services (1,024 of 524,288). Half the hard limit leaves the other tests here room enough.
+    let (_, hard) = open_files_limits("self");
+    let soft = hard / 2;
+    run_ok(std::process::Command::new("prlimit").args([
+        "--pid",
+        &std::process::id().to_string(),
+        &format!("--nofile={soft}:"),
+    ]));
+    assert_eq!(open_files_limits("self"), (soft, hard));
+    let api = start();
+    let pid = api.pid().expect("the server's pid").to_string();
+    assert_eq!(open_files_limits(&pid), (hard, hard));
+}

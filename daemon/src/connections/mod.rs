@@ -1,14 +1,16 @@
 //! The accept loop of Keelson's HTTPS servers (the API server and the agent's port 10250):
 //! HTTP/1.1 and HTTP/2 by ALPN, with upgrades (exec, port-forward), and limits so that clients
 //! that connect and say nothing cannot use up the process's file descriptors: a TLS handshake
-//! timeout, a header-read timeout, a cap on open connections, and back-off with rate-limited
-//! logging when accept fails.
+//! timeout, a header-read timeout, a cap on open connections, back-off with rate-limited
+//! logging when accept fails, and the soft limit on open files raised to the hard one.
 
 mod accept;
+mod fd_limit;
 mod first_bytes;
 mod settings;
 
 pub use accept::RateLimitedLog;
+pub use fd_limit::raise_open_files_limit;
 pub use settings::{Connections, HANDSHAKE_TIMEOUT_ENV, HEADER_READ_TIMEOUT_ENV, MAX_OPEN_ENV};
 
 use std::future::Future;
@@ -42,6 +44,7 @@ pub async fn serve_connections(
     limits: Connections,
     shutdown: impl Future<Output = ()>,
 ) {
+    raise_open_files_limit();
     let mut acceptor = Acceptor::new(listener, limits.max_open);
     let server = Arc::new(Server {
         tls,
