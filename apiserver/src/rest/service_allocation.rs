@@ -52,7 +52,7 @@ fn node_ports(svc: &Value) -> HashSet<u16> {
         .map(|ps| {
             ps.iter()
                 .filter_map(|p| p["nodePort"].as_u64())
-                .map(|p| p as u16)
+                .filter_map(|p| u16::try_from(p).ok())
                 .collect()
         })
         .unwrap_or_default()
@@ -186,9 +186,12 @@ fn allocate_node_ports(
                 .find(|o| o["port"] == p["port"] && o["protocol"] == p["protocol"])
                 .and_then(|o| o["nodePort"].as_i64())
         });
-        let port = match reuse {
-            Some(n) if n > 0 && n <= u16::MAX as i64 && held.contains(&(n as u16)) => n as u16,
-            _ => {
+        let reused = reuse
+            .and_then(|n| u16::try_from(n).ok())
+            .filter(|n| *n > 0 && held.contains(n));
+        let port = match reused {
+            Some(n) => n,
+            None => {
                 let got = a.allocate_port(given).map_err(|e| {
                     let field = format!("spec.ports[{i}].nodePort");
                     let cause = Cause {
@@ -218,7 +221,7 @@ pub fn rebuild_allocations(api: &Api) {
             let _ = api.alloc.allocate_ip(Some(ip));
         }
         for p in node_ports(&e.obj) {
-            let _ = api.alloc.allocate_port(Some(p as i64));
+            let _ = api.alloc.allocate_port(Some(i64::from(p)));
         }
     }
 }

@@ -59,9 +59,20 @@ pub async fn bind(api: &Api, t: &Target, binding: &Value) -> ApiResult<Entry> {
         ));
     }
     let mut pod = (*cur.obj).clone();
-    pod["spec"]["nodeName"] = json!(node);
+    // A Pod stored before the schema checks may have a malformed spec or status: refused or
+    // replaced, never indexed into (serde_json panics on writing a field of a non-object).
+    match pod.get_mut("spec").and_then(Value::as_object_mut) {
+        Some(spec) => spec.insert("nodeName".into(), json!(node)),
+        None => {
+            let cause = keelson_apiserver_registry::Cause::required("spec", "");
+            return Err(ApiError::invalid("Pod", "", &t.name, &[cause]));
+        }
+    };
     let entry = update(api, t, pod, Sub::Main, false).await?;
     let mut status = (*entry.obj).clone();
+    if !status["status"].is_object() {
+        status["status"] = json!({});
+    }
     let cond = json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": object::now_rfc3339()});
     let conds = status["status"]["conditions"]
         .as_array()
