@@ -20,6 +20,20 @@ pub struct DeleteOptions {
     pub dry_run: Option<Vec<String>>,
 }
 
+impl DeleteOptions {
+    /// The query's dryRun, gracePeriodSeconds and propagationPolicy, where the body left them
+    /// out (upstream reads DeleteOptions from either).
+    pub fn fill_from_query(&mut self, p: &ListParams) {
+        if self.dry_run.is_none() {
+            self.dry_run = p.dry_run.clone().filter(|d| !d.is_empty()).map(|d| vec![d]);
+        }
+        self.grace_period_seconds = self.grace_period_seconds.or(p.grace_period_seconds);
+        if self.propagation_policy.is_none() {
+            self.propagation_policy = p.propagation_policy.clone();
+        }
+    }
+}
+
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Preconditions {
@@ -195,9 +209,7 @@ pub async fn delete_collection(
 ) -> ApiResult<Vec<Entry>> {
     let (items, _) = list_entries(api, t, params)?;
     let mut opts = opts.clone();
-    if opts.dry_run.is_none() {
-        opts.dry_run = params.dry_run.clone().map(|d| vec![d]);
-    }
+    opts.fill_from_query(params);
     let opts = &opts;
     let mut out = Vec::new();
     for e in items {

@@ -63,7 +63,7 @@ impl Store {
         let cache = Arc::new(WatchCache::new(loaded.rev, max_events, history));
         {
             let mut hist = cache.lock();
-            cache.preload(&mut hist, history_events(loaded.events, check));
+            cache.preload(&mut hist, history_events(loaded.events, &objects, check));
         }
         let shared = Arc::new(Shared {
             state: RwLock::new(State {
@@ -174,15 +174,22 @@ fn decodable(key: &str, json: &[u8], check: Check) -> Result<(), String> {
     check(key, &obj)
 }
 
-/// Persisted history as watch events; events the server could not serve are left out.
-fn history_events(changes: Vec<Change>, check: Check) -> Vec<Arc<Event>> {
+/// Persisted history as watch events; events the server could not serve are left out. An
+/// event of an object's current version shares its bytes (held once).
+fn history_events(
+    changes: Vec<Change>,
+    objects: &BTreeMap<String, Entry>,
+    check: Check,
+) -> Vec<Arc<Event>> {
     let mut prev: HashMap<String, Entry> = HashMap::new();
     let mut events = Vec::with_capacity(changes.len());
     for c in changes {
-        if decodable(&c.key, &c.json, check).is_err() {
-            continue;
-        }
-        let entry = Entry::from_json(c.rev, c.json);
+        let current = objects.get(&c.key).filter(|o| o.rev == c.rev);
+        let entry = match current {
+            Some(o) if c.kind != EventType::Deleted => o.clone(),
+            _ if decodable(&c.key, &c.json, check).is_err() => continue,
+            _ => Entry::from_json(c.rev, c.json),
+        };
         let before = prev.insert(c.key.clone(), entry.clone());
         events.push(Arc::new(Event {
             kind: c.kind,
