@@ -21,6 +21,18 @@ fn refused(got: (u16, String), code: u16, reason: &str) -> Value {
     status
 }
 
+/// A body with a wrong JSON type: 400 as upstream, naming the field.
+fn type_error(got: (u16, String), field: &str) -> Value {
+    let st = refused(got, 400, "BadRequest");
+    assert_eq!(cause(&st), ("FieldValueTypeInvalid".into(), field.into()));
+    st
+}
+
+/// A patch whose result is invalid: 422 as upstream.
+fn invalid_patch(s: &Apiserver, path: &str, ct: Option<&str>, body: &str) -> Value {
+    refused(s.curl_admin("PATCH", path, ct, Some(body)), 422, "Invalid")
+}
+
 /// The first cause's (reason, field).
 fn cause(status: &Value) -> (String, String) {
     let c = &status["details"]["causes"][0];
@@ -29,7 +41,7 @@ fn cause(status: &Value) -> (String, String) {
 }
 
 fn created(s: &Apiserver, path: &str, body: &Value) {
-    let (code, text) = curl_file(s, "POST", path, None, &body.to_string());
+    let (code, text) = post(s, path, body);
     assert_eq!(code, 201, "{text}");
 }
 
@@ -88,22 +100,9 @@ fn wrong_json_types_are_refused_on_every_write_path() {
     let mut s = Apiserver::start();
     let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "n", "annotations": {"a": 1}}});
-    let st = refused(
-        s.curl_admin(
-            "POST",
-            &format!("{NS}/configmaps"),
-            None,
-            Some(&cm.to_string()),
-        ),
-        400,
-        "BadRequest",
-    );
-    assert_eq!(
-        cause(&st),
-        (
-            "FieldValueTypeInvalid".into(),
-            "metadata.annotations.a".into()
-        )
+    let st = type_error(
+        post(&s, &format!("{NS}/configmaps"), &cm),
+        "metadata.annotations.a",
     );
     assert!(
         st["message"]
@@ -114,12 +113,7 @@ fn wrong_json_types_are_refused_on_every_write_path() {
     );
     let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "l", "labels": "app=x"}});
     let st = refused(
-        s.curl_admin(
-            "POST",
-            &format!("{NS}/configmaps"),
-            None,
-            Some(&cm.to_string()),
-        ),
+        post(&s, &format!("{NS}/configmaps"), &cm),
         400,
         "BadRequest",
     );
@@ -129,15 +123,11 @@ fn wrong_json_types_are_refused_on_every_write_path() {
         &format!("{NS}/configmaps"),
         &json!({"metadata": {"name": "ok"}, "data": {"k": "v"}}),
     );
-    let st = refused(
-        s.curl_admin(
-            "PATCH",
-            &format!("{NS}/configmaps/ok"),
-            MERGE,
-            Some(r#"{"data":{"k":7}}"#),
-        ),
-        422,
-        "Invalid",
+    let st = invalid_patch(
+        &s,
+        &format!("{NS}/configmaps/ok"),
+        MERGE,
+        r#"{"data":{"k":7}}"#,
     );
     assert_eq!(
         cause(&st),
@@ -157,42 +147,19 @@ fn wrong_json_types_are_refused_on_every_write_path() {
 
     let mut big = deployment("big");
     big["spec"]["replicas"] = json!(3_000_000_000u64);
-    let st = refused(
-        s.curl_admin(
-            "POST",
-            &format!("{APPS}/deployments"),
-            None,
-            Some(&big.to_string()),
-        ),
-        400,
-        "BadRequest",
-    );
-    assert_eq!(
-        cause(&st),
-        ("FieldValueTypeInvalid".into(), "spec.replicas".into())
+    type_error(
+        post(&s, &format!("{APPS}/deployments"), &big),
+        "spec.replicas",
     );
     created(&s, &format!("{APPS}/deployments"), &deployment("web"));
     let web = format!("{APPS}/deployments/web");
-    let st = refused(
-        s.curl_admin(
-            "PATCH",
-            &web,
-            STRATEGIC,
-            Some(r#"{"spec":{"replicas":4294967296}}"#),
-        ),
-        422,
-        "Invalid",
-    );
+    let st = invalid_patch(&s, &web, STRATEGIC, r#"{"spec":{"replicas":4294967296}}"#);
     assert_eq!(cause(&st).1, "spec.replicas");
-    let st = refused(
-        s.curl_admin(
-            "PATCH",
-            &format!("{web}/status"),
-            MERGE,
-            Some(r#"{"status":{"replicas":"x"}}"#),
-        ),
-        422,
-        "Invalid",
+    let st = invalid_patch(
+        &s,
+        &format!("{web}/status"),
+        MERGE,
+        r#"{"status":{"replicas":"x"}}"#,
     );
     assert_eq!(cause(&st).1, "status.replicas");
     let mut status = deployment("web");
@@ -207,15 +174,11 @@ fn wrong_json_types_are_refused_on_every_write_path() {
         400,
         "BadRequest",
     );
-    let st = refused(
-        s.curl_admin(
-            "PATCH",
-            &format!("{web}/scale"),
-            MERGE,
-            Some(r#"{"spec":{"replicas":3000000000}}"#),
-        ),
-        422,
-        "Invalid",
+    let st = invalid_patch(
+        &s,
+        &format!("{web}/scale"),
+        MERGE,
+        r#"{"spec":{"replicas":3000000000}}"#,
     );
     assert_eq!(cause(&st).1, "spec.replicas");
     let scale = json!({"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "web"}, "spec": {"replicas": "2"}});
@@ -234,6 +197,10 @@ fn wrong_json_types_are_refused_on_every_write_path() {
         &mut s,
         &[("configmaps", &["ok"][..]), ("deployments", &["web"][..])],
     );
+}
+
+fn post(s: &Apiserver, path: &str, body: &Value) -> (u16, String) {
+    curl_file(s, "POST", path, None, &body.to_string())
 }
 
 /// A request whose body is too long for a command line goes through a file.
@@ -313,17 +280,9 @@ fn limits_hold_after_patching() {
     // Nesting: a JSON patch copying a field into itself, and a deep merge patch.
     let mut deepen = vec![json!({"op": "add", "path": "/extra", "value": {"n": 1}})];
     deepen.extend((0..150).map(|_| json!({"op": "copy", "from": "/extra", "path": "/extra/n"})));
-    refused(
-        s.curl_admin("PATCH", &path, JSON_PATCH, Some(&json!(deepen).to_string())),
-        422,
-        "Invalid",
-    );
+    invalid_patch(&s, &path, JSON_PATCH, &json!(deepen).to_string());
     let deep = json!({"extra": nested(110)}).to_string();
-    let st = refused(
-        s.curl_admin("PATCH", &path, MERGE, Some(&deep)),
-        422,
-        "Invalid",
-    );
+    let st = invalid_patch(&s, &path, MERGE, &deep);
     assert_eq!(cause(&st).0, "FieldValueForbidden");
     let shallow = json!({"extra": nested(20)}).to_string();
     assert_eq!(s.curl_admin("PATCH", &path, MERGE, Some(&shallow)).0, 200);
@@ -348,11 +307,7 @@ fn fields_node_components_act_on_are_validated() {
     let pods = format!("{NS}/pods");
     let c = json!({"name": "c", "image": "busybox",
         "volumeMounts": [{"name": "scratch", "mountPath": "/mnt", "subPath": "/"}]});
-    let st = refused(
-        s.curl_admin("POST", &pods, None, Some(&pod("root", c).to_string())),
-        422,
-        "Invalid",
-    );
+    let st = refused(post(&s, &pods, &pod("root", c)), 422, "Invalid");
     assert_eq!(
         cause(&st),
         (
@@ -362,11 +317,7 @@ fn fields_node_components_act_on_are_validated() {
     );
     let c = json!({"name": "c", "image": "busybox",
         "livenessProbe": {"httpGet": {"port": 80, "path": "/h\r\nGET /admin HTTP/1.1"}}});
-    let st = refused(
-        s.curl_admin("POST", &pods, None, Some(&pod("probe", c).to_string())),
-        422,
-        "Invalid",
-    );
+    let st = refused(post(&s, &pods, &pod("probe", c)), 422, "Invalid");
     assert_eq!(
         cause(&st).1,
         "spec.containers[0].livenessProbe.httpGet.path"
@@ -377,11 +328,7 @@ fn fields_node_components_act_on_are_validated() {
         &pod("ok", json!({"name": "c", "image": "busybox"})),
     );
     let sub = r#"{"spec":{"containers":[{"name":"c","volumeMounts":[{"name":"scratch","mountPath":"/m","subPath":"../.."}]}]}}"#;
-    refused(
-        s.curl_admin("PATCH", &format!("{pods}/ok"), STRATEGIC, Some(sub)),
-        422,
-        "Invalid",
-    );
+    invalid_patch(&s, &format!("{pods}/ok"), STRATEGIC, sub);
 
     let slices = "/apis/discovery.k8s.io/v1/namespaces/default/endpointslices";
     for (i, ip) in [
@@ -394,11 +341,7 @@ fn fields_node_components_act_on_are_validated() {
     .enumerate()
     {
         let body = slice(&format!("bad-{i}"), json!([{"addresses": [ip]}]));
-        let st = refused(
-            s.curl_admin("POST", slices, None, Some(&body.to_string())),
-            422,
-            "Invalid",
-        );
+        let st = refused(post(&s, slices, &body), 422, "Invalid");
         assert_eq!(cause(&st).1, "endpoints[0].addresses[0]", "{ip}");
     }
     let many: Vec<Value> = (0..20_000)
@@ -423,34 +366,17 @@ fn fields_node_components_act_on_are_validated() {
     );
     let to_metadata =
         r#"[{"op":"replace","path":"/endpoints/0/addresses/0","value":"169.254.169.254"}]"#;
-    refused(
-        s.curl_admin(
-            "PATCH",
-            &format!("{slices}/web-1"),
-            JSON_PATCH,
-            Some(to_metadata),
-        ),
-        422,
-        "Invalid",
-    );
+    invalid_patch(&s, &format!("{slices}/web-1"), JSON_PATCH, to_metadata);
 
     let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
         "spec": {"podCIDR": "0.0.0.0/0", "podCIDRs": ["0.0.0.0/0"]}});
-    let st = refused(
-        s.curl_admin("POST", "/api/v1/nodes", None, Some(&node.to_string())),
-        422,
-        "Invalid",
-    );
+    let st = refused(post(&s, "/api/v1/nodes", &node), 422, "Invalid");
     assert_eq!(cause(&st).1, "spec.podCIDR");
     let node = json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"},
         "spec": {"podCIDR": "10.244.1.0/24", "podCIDRs": ["10.244.1.0/24"]}});
     created(&s, "/api/v1/nodes", &node);
     let default_route = r#"{"spec":{"podCIDRs":["10.244.1.0/24","::/0"]}}"#;
-    refused(
-        s.curl_admin("PATCH", "/api/v1/nodes/n1", MERGE, Some(default_route)),
-        422,
-        "Invalid",
-    );
+    invalid_patch(&s, "/api/v1/nodes/n1", MERGE, default_route);
 
     still_readable(
         &mut s,
