@@ -3,10 +3,12 @@
 
 use serde_json::{Map, Value};
 
+use super::identity::Seen;
 use super::keys::{self, ListMerge, Ty};
 use super::order::{self, ident};
 use super::strategic::{bad, is_directive_key, merge_list, DIRECTIVE, RETAIN_KEYS};
 use super::{json_eq, PatchError};
+use std::collections::HashSet;
 
 /// `$retainKeys: [...]` clears live keys not listed; every key the patch sets must be listed.
 pub(super) fn retain_keys(
@@ -17,7 +19,7 @@ pub(super) fn retain_keys(
         return Ok(());
     };
     let invalid = || bad("invalid patch format of retainKeys");
-    let keep: Vec<&str> = list
+    let keep: HashSet<&str> = list
         .as_array()
         .and_then(|a| a.iter().map(Value::as_str).collect())
         .ok_or_else(invalid)?;
@@ -39,8 +41,12 @@ pub(super) fn delete_from_primitive_list(
     let values = values
         .as_array()
         .ok_or_else(|| bad("invalid patch format of primitive list"))?;
+    let mut deleted = Seen::default();
+    for v in values {
+        deleted.insert(v);
+    }
     if let Some(Value::Array(list)) = original.get_mut(name) {
-        list.retain(|v| !values.iter().any(|d| json_eq(v, d)));
+        list.retain(|v| !deleted.contains(v));
     }
     Ok(())
 }

@@ -4,6 +4,7 @@
 //! `application/apply-patch+yaml` ([`apply_patch`], parsed to JSON by the caller).
 
 mod directives;
+mod identity;
 mod json_patch;
 mod keys;
 mod merge;

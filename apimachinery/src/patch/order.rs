@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use super::json_eq;
+use super::identity::Positions;
 
 /// The identity of a list element: its merge key value for maps, the value itself otherwise.
 pub(crate) fn ident<'a>(v: &'a Value, key: Option<&str>) -> Option<&'a Value> {
@@ -15,9 +15,11 @@ pub(crate) fn ident<'a>(v: &'a Value, key: Option<&str>) -> Option<&'a Value> {
     }
 }
 
-fn position(ids: &[&Value], v: &Value, key: Option<&str>) -> Option<usize> {
-    let id = ident(v, key)?;
-    ids.iter().position(|x| json_eq(x, id))
+/// An element with its positions in the patch order and in the server's list.
+struct Placed {
+    in_order: Option<usize>,
+    on_server: Option<usize>,
+    value: Value,
 }
 
 pub(crate) fn normalize(
@@ -27,11 +29,19 @@ pub(crate) fn normalize(
     key: Option<&str>,
 ) -> Vec<Value> {
     let server_ids: Vec<&Value> = server.iter().filter_map(|v| ident(v, key)).collect();
-    let (mut ours, mut theirs): (Vec<Value>, Vec<Value>) = merged
-        .into_iter()
-        .partition(|v| position(order, v, key).is_some());
-    ours.sort_by_key(|v| position(order, v, key));
-    theirs.sort_by_key(|v| position(&server_ids, v, key).unwrap_or(usize::MAX));
+    let (order_at, server_at) = (Positions::new(order), Positions::new(&server_ids));
+    let placed = merged.into_iter().map(|value| {
+        let id = ident(&value, key);
+        Placed {
+            in_order: id.and_then(|id| order_at.of(id)),
+            on_server: id.and_then(|id| server_at.of(id)),
+            value,
+        }
+    });
+    let (mut ours, mut theirs): (Vec<Placed>, Vec<Placed>) =
+        placed.partition(|p| p.in_order.is_some());
+    ours.sort_by_key(|p| p.in_order);
+    theirs.sort_by_key(|p| p.on_server.unwrap_or(usize::MAX));
 
     let mut out = Vec::with_capacity(ours.len() + theirs.len());
     let mut left = theirs.into_iter().peekable();
@@ -41,12 +51,10 @@ pub(crate) fn normalize(
             (None, None) => break,
             (Some(_), None) => true,
             (None, Some(_)) => false,
-            (Some(l), Some(r)) => matches!(
-                (position(&server_ids, l, key), position(&server_ids, r, key)),
-                (Some(a), Some(b)) if a < b
-            ),
+            (Some(l), Some(r)) => matches!((l.on_server, r.on_server), (Some(a), Some(b)) if a < b),
         };
-        out.extend(if take_left { left.next() } else { right.next() });
+        let next = if take_left { left.next() } else { right.next() };
+        out.extend(next.map(|p| p.value));
     }
     out
 }

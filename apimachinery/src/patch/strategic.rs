@@ -10,9 +10,11 @@
 use serde_json::{Map, Value};
 
 use super::directives::{delete_from_primitive_list, retain_keys, set_element_order};
+use super::identity::{canonical, Seen};
 use super::keys::{self, Field, ListMerge, Ty};
 use super::order;
 use super::{json_eq, PatchError};
+use std::collections::{HashMap, HashSet};
 
 pub(super) const DIRECTIVE: &str = "$patch";
 pub(super) const RETAIN_KEYS: &str = "$retainKeys";
@@ -68,11 +70,11 @@ fn merge_map(
     }
     retain_keys(&mut original, patch)?;
     // Ordered lists are merged together with their order directive, then skipped below.
-    let mut ordered = Vec::new();
+    let mut ordered = HashSet::new();
     for (key, order) in patch {
         if let Some(name) = key.strip_prefix(SET_ORDER) {
             if set_element_order(&mut original, patch, name, order, ty)? {
-                ordered.push(name);
+                ordered.insert(name);
             }
         }
     }
@@ -162,8 +164,9 @@ pub(super) fn merge_list(
 /// Set union, keeping first occurrences, then ordered by the patch.
 fn merge_scalars(live: Vec<Value>, patch: &[Value]) -> Vec<Value> {
     let mut merged: Vec<Value> = Vec::with_capacity(live.len() + patch.len());
+    let mut seen = Seen::default();
     for v in live.iter().chain(patch) {
-        if !merged.iter().any(|m| json_eq(m, v)) {
+        if seen.insert(v) {
             merged.push(v.clone());
         }
     }
@@ -186,6 +189,7 @@ fn merge_keyed(
     let same = |l: &Value, id: &Value| l.get(key).is_some_and(|v| json_eq(v, id));
     let mut items = Vec::new();
     let mut replace = false;
+    let mut deleted = Seen::default();
     for p in patch {
         let Value::Object(m) = p else {
             return Err(bad(format!("list element {p} is not a map")));
@@ -193,8 +197,7 @@ fn merge_keyed(
         match m.get(DIRECTIVE).map(|d| (d, d.as_str())) {
             None => items.push(m),
             Some((_, Some("delete"))) => {
-                let id = m.get(key).ok_or_else(|| missing_key(p, key))?;
-                live.retain(|l| !same(l, id));
+                deleted.insert(m.get(key).ok_or_else(|| missing_key(p, key))?);
             }
             Some((_, Some("replace"))) => replace = true,
             Some((_, Some("merge"))) => {
@@ -203,6 +206,7 @@ fn merge_keyed(
             Some((d, _)) => return Err(bad(format!("unknown patch type {d} in map {p}"))),
         }
     }
+    live.retain(|l| !l.get(key).is_some_and(|id| deleted.contains(id)));
     if replace {
         return items
             .into_iter()
@@ -211,19 +215,36 @@ fn merge_keyed(
     }
     let server = live.clone();
     let mut order = Vec::with_capacity(items.len());
+    // Where each key first sits in `live` (by canonical text; a rare collision of unequal
+    // values falls back to a scan).
+    let mut at: HashMap<String, usize> = HashMap::new();
+    for (i, l) in live.iter().enumerate() {
+        if let Some(id) = l.get(key) {
+            at.entry(canonical(id)).or_insert(i);
+        }
+    }
     for m in items {
         let id = m
             .get(key)
             .ok_or_else(|| missing_key(&Value::Object(m.clone()), key))?;
         order.push(id);
-        match live.iter().position(|l| same(l, id)) {
-            Some(i) => {
-                let Value::Object(lm) = live[i].take() else {
-                    return Err(bad(format!("list element {} is not a map", live[i])));
+        let text = canonical(id);
+        let found = match at.get(&text) {
+            None => None,
+            Some(&i) if live.get(i).is_some_and(|l| same(l, id)) => Some(i),
+            Some(_) => live.iter().position(|l| same(l, id)),
+        };
+        match found.and_then(|i| live.get_mut(i)) {
+            Some(slot) => {
+                let Value::Object(lm) = slot.take() else {
+                    return Err(bad(format!("list element {slot} is not a map")));
                 };
-                live[i] = Value::Object(merge_map(lm, m, ty)?);
+                *slot = Value::Object(merge_map(lm, m, ty)?);
             }
-            None => live.push(Value::Object(merge_map(Map::new(), m, ty)?)),
+            None => {
+                at.entry(text).or_insert(live.len());
+                live.push(Value::Object(merge_map(Map::new(), m, ty)?));
+            }
         }
     }
     Ok(order::normalize(live, &order, &server, Some(key)))

@@ -386,3 +386,29 @@ fn server_side_apply_creates_and_merges() {
     assert_eq!(web["ports"][0]["containerPort"], 80);
     assert!(apply_patch(None, &json!("x"), "Pod").is_err());
 }
+
+#[test]
+fn keyed_merges_find_elements_by_value_not_by_bucket() {
+    // Two keys equal as f64 but not as integers: each patch element merges into its own.
+    let (a, b) = (9_007_199_254_740_993i64, 9_007_199_254_740_992i64);
+    let live = json!({"spec": {"containers": [{"name": "c", "ports": [
+        {"containerPort": a, "name": "a"}, {"containerPort": b, "name": "b"}]}]}});
+    let patch = json!({"spec": {"containers": [{"name": "c", "ports": [
+        {"containerPort": b, "protocol": "UDP"}, {"containerPort": 7, "name": "new"},
+        {"containerPort": 7, "protocol": "TCP"}, {"containerPort": a, "$patch": "delete"}]}]}});
+    let got = smp(live, patch, "Pod");
+    assert_eq!(
+        got["spec"]["containers"][0]["ports"],
+        json!([{"containerPort": b, "name": "b", "protocol": "UDP"},
+            {"containerPort": 7, "name": "new", "protocol": "TCP"}])
+    );
+}
+
+#[test]
+fn scalar_lists_union_by_value() {
+    let live = json!({"metadata": {"finalizers": ["a", "b", 1]}});
+    let patch = json!({"metadata": {"finalizers": ["c", "a", 1.0],
+        "$deleteFromPrimitiveList/finalizers": ["b"]}});
+    let got = smp(live, patch, "Pod");
+    assert_eq!(got["metadata"]["finalizers"], json!(["c", "a", 1]));
+}
