@@ -236,6 +236,13 @@ fn limits_hold_after_patching() {
         413,
         "RequestEntityTooLarge",
     );
+    let body = json!({"metadata": {"name": "body"}, "extra": "x".repeat(3_200_000)});
+    refused(post(&s, &cms, &body), 413, "RequestEntityTooLarge");
+    let deep_body = json!({"metadata": {"name": "deep"}, "extra": nested(200)});
+    refused(post(&s, &cms, &deep_body), 400, "BadRequest");
+    let deep_body = json!({"metadata": {"name": "deep"}, "extra": nested(110)});
+    let st = refused(post(&s, &cms, &deep_body), 422, "Invalid");
+    assert_eq!(cause(&st).0, "FieldValueForbidden");
     let half = "x".repeat(900_000);
     created(
         &s,
