@@ -154,7 +154,14 @@ fn invalid(path: &str, value: &str, detail: &str) -> SelectorError {
 impl fmt::Display for Requirement {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let k = &self.key;
-        let vals = self.values.join(",");
+        // A set holding only the empty value would print as "()", which no parser (upstream's
+        // included) reads back; "(,)" parses to that same set.
+        let vals = match self.values.as_slice() {
+            [only] if only.is_empty() && matches!(self.op, Operator::In | Operator::NotIn) => {
+                ",".to_string()
+            }
+            values => values.join(","),
+        };
         match self.op {
             Operator::Equals => write!(f, "{k}={vals}"),
             Operator::NotEquals => write!(f, "{k}!={vals}"),

@@ -239,3 +239,11 @@ fn label_maps_print_sorted() {
     assert_eq!(format_labels(None), "<none>");
     assert_eq!(format_labels(json!({}).as_object()), "<none>");
 }
+
+#[test]
+fn a_set_of_only_the_empty_value_prints_text_that_parses_back() {
+    // Found by fuzzing: "k in (,)" printed as "k in ()", which is refused.
+    let sel = LabelSelector::parse("k in (,),j notin (,)").unwrap();
+    let printed = sel.to_string();
+    assert_eq!(LabelSelector::parse(&printed).unwrap(), sel, "{printed}");
+}

@@ -1,0 +1,26 @@
+//! A request body as the API server decodes it (JSON, YAML or protobuf, chosen by the first
+//! byte), then validated as each of a few kinds: no input may panic.
+#![no_main]
+use keelson_apiserver::negotiate::parse_body;
+use libfuzzer_sys::fuzz_target;
+
+const CONTENT_TYPES: [&str; 3] = [
+    "application/json",
+    "application/yaml",
+    "application/vnd.kubernetes.protobuf",
+];
+const KINDS: [&str; 6] = ["Pod", "Service", "Deployment", "EndpointSlice", "Node", "Ingress"];
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&selector, body)) = data.split_first() else {
+        return;
+    };
+    let ct = CONTENT_TYPES[usize::from(selector) % CONTENT_TYPES.len()];
+    let Ok(obj) = parse_body(Some(ct), body) else {
+        return;
+    };
+    for kind in KINDS {
+        let _ = keelson_apiserver_registry::validate(kind, &obj, None);
+        let _ = keelson_apiserver_registry::validate(kind, &obj, Some(&obj));
+    }
+});
