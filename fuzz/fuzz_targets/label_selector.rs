@@ -10,8 +10,9 @@ fuzz_target!(|data: &[u8]| {
     };
     if let Ok(sel) = LabelSelector::parse(text) {
         let printed = sel.to_string();
-        let again = LabelSelector::parse(&printed)
-            .unwrap_or_else(|e| panic!("{text:?} printed as {printed:?}, which does not parse: {e}"));
+        let again = LabelSelector::parse(&printed).unwrap_or_else(|e| {
+            panic!("{text:?} printed as {printed:?}, which does not parse: {e}")
+        });
         assert_eq!(again, sel, "{text:?} -> {printed:?}");
     }
 });

@@ -18,7 +18,11 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let merged = merge_patch(&obj, &patch);
-    assert_eq!(merge_patch(&merged, &patch), merged, "merge patch is not idempotent");
+    assert_eq!(
+        merge_patch(&merged, &patch),
+        merged,
+        "merge patch is not idempotent"
+    );
     let _ = json_patch(&obj, &patch);
     for kind in ["Pod", "Deployment", "Service", "ConfigMap"] {
         let _ = strategic_merge_patch(&obj, &patch, kind);

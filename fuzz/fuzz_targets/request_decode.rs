@@ -9,7 +9,14 @@ const CONTENT_TYPES: [&str; 3] = [
     "application/yaml",
     "application/vnd.kubernetes.protobuf",
 ];
-const KINDS: [&str; 6] = ["Pod", "Service", "Deployment", "EndpointSlice", "Node", "Ingress"];
+const KINDS: [&str; 6] = [
+    "Pod",
+    "Service",
+    "Deployment",
+    "EndpointSlice",
+    "Node",
+    "Ingress",
+];
 
 fuzz_target!(|data: &[u8]| {
     let Some((&selector, body)) = data.split_first() else {
