@@ -349,6 +349,27 @@ mod tests {
     }
 
     #[test]
+    fn each_kind_decodes_as_its_own_type() {
+        for r in RESOURCES {
+            let mut obj = serde_json::json!({"apiVersion": r.api_version(), "kind": r.kind,
+                "metadata": {"name": "x"}});
+            assert_eq!((r.decode)(&obj), Ok(()), "{}", r.kind);
+            // A field only some kinds have, with a type no kind accepts there.
+            obj["metadata"]["labels"] = serde_json::json!([1]);
+            assert!((r.decode)(&obj).is_err(), "{}", r.kind);
+        }
+        let pods = lookup("", "v1", "pods").unwrap();
+        let bad_spec = serde_json::json!({"metadata": {"name": "p"}, "spec": {"containers": 1}});
+        assert!((pods.decode)(&bad_spec).is_err());
+        let nodes = lookup("", "v1", "nodes").unwrap();
+        assert_eq!(
+            (nodes.decode)(&bad_spec),
+            Ok(()),
+            "a Node's spec has no containers"
+        );
+    }
+
+    #[test]
     fn every_group_has_one_version() {
         for g in groups() {
             let versions: Vec<_> = RESOURCES

@@ -1,7 +1,7 @@
 //! The repository's examples/ (applied by the cluster tests) must pass defaulting and validation,
 //! and so must the ReplicaSet and Pods a controller derives from the example Deployment.
 
-use keelson_apiserver_registry::{apply_defaults, validate};
+use keelson_apiserver_registry::{apply_defaults, resources, validate};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -25,6 +25,8 @@ fn admit(mut obj: Value) -> Value {
     apply_defaults(&kind, &mut obj);
     let causes = validate(&kind, &obj, None);
     assert!(causes.is_empty(), "{kind} rejected: {causes:?}");
+    let res = resources::by_kind(&kind).unwrap_or_else(|| panic!("{kind} is not served"));
+    assert_eq!((res.decode)(&obj), Ok(()), "{kind} does not decode");
     obj
 }
 
