@@ -16,9 +16,10 @@ pub enum HealthError {
         addr: SocketAddr,
         source: std::io::Error,
     },
-    #[error("serving /healthz, /readyz and /metrics: {0}")]
-    Serve(std::io::Error),
 }
+
+/// Probes and scrapers need few connections at once.
+const HEALTH_MAX_OPEN: usize = 64;
 
 /// Why /healthz fails, if it does: a daemon whose work can silently stop (the proxy's syncs)
 /// says so here, and a supervisor restarts it.
@@ -67,9 +68,18 @@ impl Health {
         listener: tokio::net::TcpListener,
         registry: Arc<Registry>,
     ) -> Result<(), HealthError> {
-        axum::serve(listener, self.router(registry))
-            .await
-            .map_err(HealthError::Serve)
+        // The same accept loop as the HTTPS servers: a scraper that connects and says nothing
+        // is timed out, and accept errors back off instead of spinning.
+        let limits = crate::Connections::with_max_open(HEALTH_MAX_OPEN);
+        crate::serve_connections(
+            listener,
+            None,
+            self.router(registry),
+            limits,
+            std::future::pending(),
+        )
+        .await;
+        Ok(())
     }
 
     fn router(self, registry: Arc<Registry>) -> axum::Router {
