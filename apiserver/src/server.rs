@@ -73,9 +73,7 @@ pub async fn run(opts: Options) -> Result<(), ServerError> {
         tokens,
         metrics: Default::default(),
     });
-    if !opts.event_ttl.is_zero() {
-        tokio::spawn(sweep_events(app.clone(), opts.event_ttl));
-    }
+    tokio::spawn(housekeeping(app.clone(), opts.event_ttl));
     serve::serve(
         listener,
         tls,
@@ -112,15 +110,28 @@ fn servable(key: &str, obj: &serde_json::Value) -> Result<(), String> {
     (res.decode)(obj).map_err(|c| format!("not a valid {}: {}: {}", res.kind, c.field, c.message))
 }
 
-/// Deletes expired Events for the server's lifetime, a few times per TTL (at most every minute).
-async fn sweep_events(app: Arc<App>, ttl: Duration) {
-    let every = (ttl / 4).clamp(Duration::from_millis(250), Duration::from_secs(60));
+/// For the server's lifetime, a few times per Event TTL (at most every minute): deletes expired
+/// Events (unless the TTL is 0) and lets go of foreground-deleted owners left without dependents.
+async fn housekeeping(app: Arc<App>, event_ttl: Duration) {
+    let every = match event_ttl.is_zero() {
+        true => Duration::from_secs(60),
+        false => (event_ttl / 4).clamp(Duration::from_millis(250), Duration::from_secs(60)),
+    };
     let mut tick = tokio::time::interval(every);
     loop {
         tick.tick().await;
-        let n = rest::expire_events(&app.api, ttl).await;
+        if !event_ttl.is_zero() {
+            let n = rest::expire_events(&app.api, event_ttl).await;
+            if n > 0 {
+                tracing::debug!(events = n, "expired Events deleted");
+            }
+        }
+        let n = rest::release_foreground_owners(&app.api).await;
         if n > 0 {
-            tracing::debug!(events = n, "expired Events deleted");
+            tracing::debug!(
+                owners = n,
+                "foreground-deleted owners without dependents removed"
+            );
         }
     }
 }

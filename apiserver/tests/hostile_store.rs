@@ -275,7 +275,9 @@ fn orphan_deletion_leaves_dependents_without_the_reference() {
 
 #[test]
 fn foreground_deletion_removes_dependents_then_the_owner() {
-    let server = Apiserver::start();
+    // A short Event TTL makes the server's housekeeping (which also lets go of owners whose
+    // last dependent went by an update) run every half second.
+    let server = Apiserver::start_with(&["--event-ttl", "2s"]);
     server.kubectl_ok(&["create", "configmap", "owner"]);
     dependent(&server, "child", "owner");
     // A dependent with a finalizer holds the owner back, marked, with foregroundDeletion.
@@ -317,6 +319,26 @@ fn foreground_deletion_removes_dependents_then_the_owner() {
     ]);
     assert_eq!(held.trim(), r#"["foregroundDeletion"]"#);
     assert!(names.contains("configmap/held"), "{names}");
+    // Its last finalizer removed, the dependent goes, and the owner after it.
+    server.kubectl_ok(&[
+        "patch",
+        "configmap",
+        "held",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ]);
+    keelson_testing::eventually(
+        "the owner to go",
+        std::time::Duration::from_secs(30),
+        || {
+            let names = server.kubectl_ok(&["get", "configmaps", "-o", "name"]);
+            match names.contains("owner2") || names.contains("held") {
+                true => Err(names),
+                false => Ok(()),
+            }
+        },
+    );
 }
 
 #[test]

@@ -16,6 +16,7 @@ mod watch;
 pub use create::create;
 pub use delete::{delete, delete_collection, DeleteOptions};
 pub use expiry::expire_events;
+pub use propagation::release_foreground_owners;
 pub use read::{get, list, ListParams};
 
 /// Whether a GET of a collection asks for a watch.

@@ -159,6 +159,32 @@ pub async fn removed(api: &Api, removed: &Value) {
     }
 }
 
+/// Lets go every owner held in the foreground whose dependents are all gone, however they went
+/// (an update that removed a dependent's last finalizer, the garbage collector, ...): the
+/// periodic safety net beside `removed`.
+pub async fn release_foreground_owners(api: &Api) -> usize {
+    let mut prefixes: Vec<String> = RESOURCES.iter().map(Resource::key_prefix).collect();
+    prefixes.sort();
+    prefixes.dedup();
+    let mut released = 0;
+    for p in prefixes {
+        for (key, e) in api.store.list_keyed(&p).0 {
+            // Only objects whose bytes name the finalizer are parsed.
+            let named = e
+                .json
+                .windows(FOREGROUND.len())
+                .any(|w| w == FOREGROUND.as_bytes());
+            if named {
+                if let Some(gone) = release(api, &key).await {
+                    removed(api, &gone).await;
+                    released += 1;
+                }
+            }
+        }
+    }
+    released
+}
+
 /// Drops the foreground finalizer of the owner at `key` once it has no dependents, and the
 /// owner with it when no other finalizer is left. Returns the owner if it was removed.
 async fn release(api: &Api, key: &str) -> Option<Value> {
