@@ -74,10 +74,11 @@ pub(crate) fn service(obj: &Value, old: Option<&Value>, out: &mut Vec<Cause>) {
     }
     let fam_policies = ["SingleStack", "PreferDualStack", "RequireDualStack"];
     one_of(spec, "ipFamilyPolicy", &fam_policies, false, &path, out);
+    // The proxy captures traffic to these on every node: never node-local addresses
+    // (upstream's ValidateNonSpecialIP).
     for (i, ip) in items(spec, "externalIPs").iter().enumerate() {
-        if !ip.as_str().is_some_and(names::is_ip) {
-            let msg = "must be a valid IP address";
-            out.push(Cause::invalid(path.child("externalIPs").index(i), ip, msg));
+        for msg in names::endpoint_ip(ip.as_str().unwrap_or_default()) {
+            out.push(Cause::invalid(path.child("externalIPs").index(i), ip, &msg));
         }
     }
     if let Some(old_spec) = old.and_then(|o| o.get("spec")) {

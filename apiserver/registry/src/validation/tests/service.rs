@@ -78,3 +78,28 @@ fn service_cluster_ip_is_immutable() {
         .collect();
     assert_eq!(got, vec!["spec.clusterIP"]);
 }
+
+#[test]
+fn external_ips_are_never_node_local() {
+    let spec = |ips: Value| json!({"selector": {"app": "web"}, "ports": [{"port": 80}], "externalIPs": ips});
+    assert_eq!(
+        fields("Service", service(spec(json!(["203.0.113.7"])))),
+        vec![]
+    );
+    let got = causes(
+        "Service",
+        service(spec(json!(["127.0.0.1", "169.254.169.254", "x"]))),
+    );
+    let messages: Vec<(&str, &str)> = got
+        .iter()
+        .map(|c| (c.field.as_str(), c.message.as_str()))
+        .collect();
+    assert_eq!(
+        messages,
+        vec![
+            ("spec.externalIPs[0]", "Invalid value: \"127.0.0.1\": may not be in the loopback range (127.0.0.0/8, ::1/128)"),
+            ("spec.externalIPs[1]", "Invalid value: \"169.254.169.254\": may not be in the link-local range (169.254.0.0/16, fe80::/10)"),
+            ("spec.externalIPs[2]", "Invalid value: \"x\": must be a valid IP address"),
+        ]
+    );
+}
