@@ -117,16 +117,33 @@ fn undecodable_rows_are_quarantined_and_the_server_starts() {
             ),
         ],
     );
+    // Written as the sqlite3 shell writes it (text, not a blob): good JSON, so it is served; a
+    // number is no object at all.
+    let conn = rusqlite::Connection::open(server.dir.path().join("store.db")).unwrap();
+    conn.execute(
+        "INSERT INTO objects (key, rev, value) VALUES ('/core/configmaps/default/textual', 1, ?1)",
+        [r#"{"metadata":{"name":"textual","namespace":"default"}}"#],
+    )
+    .unwrap();
+    conn.execute(
+        "INSERT INTO objects (key, rev, value) VALUES ('/core/configmaps/default/number', 1, 42)",
+        [],
+    )
+    .unwrap();
+    drop(conn);
     server.start_again();
     let log = server.log();
-    for key in ["broken", "deep", "list", "typed"] {
+    for key in ["broken", "deep", "list", "typed", "number"] {
         assert!(
             log.contains(&format!("/core/configmaps/default/{key}")) && log.contains("quarantine"),
             "no quarantine line for {key}:\n{log}"
         );
     }
     let names = server.kubectl_ok(&["get", "configmaps", "-o", "name"]);
-    assert!(names.contains("configmap/good"), "{names}");
+    assert!(
+        names.contains("configmap/good") && names.contains("configmap/textual"),
+        "{names}"
+    );
     assert!(
         !names.contains("broken") && !names.contains("deep"),
         "{names}"
@@ -164,7 +181,7 @@ fn undecodable_rows_are_quarantined_and_the_server_starts() {
     // Restarts stay clean: nothing is quarantined twice (the log is appended to).
     server.restart();
     let lines = server.log().matches("moved to quarantine").count();
-    assert_eq!(lines, 4, "{}", server.log());
+    assert_eq!(lines, 5, "{}", server.log());
     server.kubectl_ok(&["get", "configmap", "good"]);
 }
 

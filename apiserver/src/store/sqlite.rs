@@ -2,6 +2,8 @@
 //! batch survives kill -9 and power loss.
 
 use super::{Backend, Change, EventType, Loaded, Quarantined, Rev, Row, StoreError};
+use bytes::Bytes;
+use rusqlite::types::ValueRef;
 use rusqlite::{params, Connection};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -12,6 +14,22 @@ pub struct SqliteBackend {
 
 fn err(e: rusqlite::Error) -> StoreError {
     StoreError::Backend(e.to_string())
+}
+
+/// A column's bytes whatever SQLite type it was written as (the sqlite3 shell writes text):
+/// what they hold is judged by the caller, so a row written by hand cannot stop the load.
+fn bytes(r: &rusqlite::Row<'_>, i: usize) -> Bytes {
+    match r.get_ref(i) {
+        Ok(ValueRef::Blob(b) | ValueRef::Text(b)) => Bytes::copy_from_slice(b),
+        _ => Bytes::new(),
+    }
+}
+
+fn text(r: &rusqlite::Row<'_>, i: usize) -> String {
+    match r.get_ref(i) {
+        Ok(ValueRef::Integer(n)) => n.to_string(),
+        _ => String::from_utf8_lossy(&bytes(r, i)).into_owned(),
+    }
 }
 
 fn now_secs() -> i64 {
@@ -43,11 +61,18 @@ impl SqliteBackend {
 impl Backend for SqliteBackend {
     fn load(&mut self, history_seconds: u64) -> Result<Loaded, StoreError> {
         let mut out = Loaded::default();
+        // The highest revision anywhere: a lost or garbled meta row never takes it backwards.
         let rev: Option<i64> = self
             .conn
-            .query_row("SELECT value FROM meta WHERE name='rev'", [], |r| r.get(0))
+            .query_row(
+                "SELECT MAX(COALESCE((SELECT value FROM meta WHERE name='rev'), 0),
+                            COALESCE((SELECT MAX(rev) FROM objects), 0),
+                            COALESCE((SELECT MAX(rev) FROM history), 0))",
+                [],
+                |r| r.get(0),
+            )
             .ok();
-        out.rev = rev.unwrap_or(0) as Rev;
+        out.rev = rev.unwrap_or(0).max(0) as Rev;
         let mut stmt = self
             .conn
             .prepare("SELECT key, rev, value FROM objects")
@@ -55,9 +80,9 @@ impl Backend for SqliteBackend {
         let rows = stmt
             .query_map([], |r| {
                 Ok(Row {
-                    key: r.get(0)?,
-                    rev: r.get::<_, i64>(1)? as Rev,
-                    json: r.get::<_, Vec<u8>>(2)?.into(),
+                    key: text(r, 0),
+                    rev: r.get::<_, i64>(1).unwrap_or(0) as Rev,
+                    json: bytes(r, 2),
                 })
             })
             .map_err(err)?;
@@ -73,9 +98,9 @@ impl Backend for SqliteBackend {
             .query_map([since], |r| {
                 Ok(Change {
                     rev: r.get::<_, i64>(0)? as Rev,
-                    key: r.get(1)?,
-                    kind: EventType::from_code(r.get(2)?),
-                    json: r.get::<_, Vec<u8>>(3)?.into(),
+                    key: text(r, 1),
+                    kind: EventType::from_code(r.get(2).unwrap_or(-1)),
+                    json: bytes(r, 3),
                 })
             })
             .map_err(err)?;
@@ -166,11 +191,11 @@ impl SqliteBackend {
         let rows = stmt
             .query_map([], |r| {
                 Ok(Quarantined {
-                    key: r.get(0)?,
-                    rev: r.get::<_, i64>(1)? as Rev,
-                    reason: r.get(2)?,
-                    at: r.get(3)?,
-                    json: r.get::<_, Vec<u8>>(4)?.into(),
+                    key: text(r, 0),
+                    rev: r.get::<_, i64>(1).unwrap_or(0) as Rev,
+                    reason: text(r, 2),
+                    at: r.get(3).unwrap_or(0),
+                    json: bytes(r, 4),
                 })
             })
             .map_err(err)?;
