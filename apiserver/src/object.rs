@@ -9,17 +9,18 @@ pub fn meta(obj: &Value) -> Option<&Map<String, Value>> {
 
 /// metadata as a mutable map, created when missing.
 pub fn meta_mut(obj: &mut Value) -> &mut Map<String, Value> {
-    if !obj.is_object() {
-        *obj = Value::Object(Map::new());
+    as_map(as_map(obj).entry("metadata").or_insert(Value::Null))
+}
+
+/// `v` as a map, made an empty one first when it is anything else.
+fn as_map(v: &mut Value) -> &mut Map<String, Value> {
+    if !v.is_object() {
+        *v = Value::Object(Map::new());
     }
-    let root = obj.as_object_mut().expect("just made an object");
-    let m = root
-        .entry("metadata")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if !m.is_object() {
-        *m = Value::Object(Map::new());
+    match v {
+        Value::Object(m) => m,
+        _ => unreachable!("made an object above"),
     }
-    m.as_object_mut().expect("just made an object")
 }
 
 pub fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
@@ -96,7 +97,8 @@ pub fn random_suffix() -> String {
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
     let mut rng = rand::rng();
     (0..5)
-        .map(|_| ALPHABET[rng.random_range(0..ALPHABET.len())] as char)
+        .filter_map(|_| ALPHABET.get(rng.random_range(0..ALPHABET.len())))
+        .map(|&b| char::from(b))
         .collect()
 }
 
