@@ -13,13 +13,21 @@ type Commits = Arc<Mutex<Vec<(Rev, Vec<Change>)>>>;
 struct MemBackend {
     commits: Commits,
     fail_next: Arc<Mutex<bool>>,
+    /// What `load` finds, and what was moved aside (key, reason).
+    rows: Vec<Row>,
+    quarantined: Arc<Mutex<Vec<(String, String)>>>,
 }
 
 impl Backend for MemBackend {
     fn load(&mut self, _: u64) -> Result<Loaded, StoreError> {
-        Ok(Loaded::default())
+        Ok(Loaded {
+            objects: self.rows.clone(),
+            ..Default::default()
+        })
     }
-    fn quarantine(&mut self, _: &[(Row, String)]) -> Result<(), StoreError> {
+    fn quarantine(&mut self, rows: &[(Row, String)]) -> Result<(), StoreError> {
+        let mut q = self.quarantined.lock().unwrap();
+        q.extend(rows.iter().map(|(r, why)| (r.key.clone(), why.clone())));
         Ok(())
     }
     fn commit(&mut self, rev: Rev, changes: &[Change]) -> Result<(), StoreError> {
@@ -191,4 +199,61 @@ async fn watches_see_only_their_prefix() {
     let ev = pods.next().await.unwrap().unwrap();
     assert_eq!(ev.key, "/core/pods/default/web-1");
     assert_eq!(pods.last_rev(), 2);
+}
+
+#[tokio::test]
+async fn the_store_and_its_history_keep_bytes_only() {
+    let b = MemBackend::default();
+    let s = open(&b, 100);
+    let (_, mut sub) = s.watch("/", Some(0)).unwrap();
+    let written = s
+        .write(put("/a", Precondition::MustNotExist))
+        .await
+        .unwrap();
+    // The writer's copy keeps the object it wrote; the store's copies are parsed on use only.
+    assert!(written.obj.cell.get().is_some());
+    let stored = s.get("/a").unwrap();
+    assert!(stored.obj.cell.get().is_none());
+    assert_eq!(stored.value()["metadata"]["name"], "/a");
+    assert!(stored.obj.cell.get().is_none(), "value() keeps nothing");
+    assert_eq!(stored.obj["metadata"]["resourceVersion"], "1");
+    assert!(s.get("/a").unwrap().obj.cell.get().is_none());
+    let ev = sub.next().await.unwrap().unwrap();
+    assert!(ev.entry.obj.cell.get().is_none());
+    assert_eq!(ev.entry.json, stored.json);
+}
+
+#[test]
+fn rows_that_do_not_decode_are_moved_aside_at_load() {
+    let row = |key: &str, json: &str| Row {
+        key: key.into(),
+        rev: 1,
+        json: bytes::Bytes::copy_from_slice(json.as_bytes()),
+    };
+    let deep = "[".repeat(129) + &"]".repeat(129);
+    let b = MemBackend {
+        rows: vec![
+            row("/good", r#"{"metadata":{"name":"good"}}"#),
+            row("/cut", r#"{"metadata":"#),
+            row("/deep", &deep),
+            row("/refused", r#"{"metadata":{}}"#),
+        ],
+        ..Default::default()
+    };
+    let check: Check = |_, obj| match obj["metadata"]["name"].as_str() {
+        Some(_) => Ok(()),
+        None => Err("no name".into()),
+    };
+    let s = Store::open(b.clone(), Duration::from_secs(300), 100, check).unwrap();
+    assert!(s.get("/good").is_some());
+    assert!(s.get("/cut").is_none() && s.get("/deep").is_none() && s.get("/refused").is_none());
+    let q = b.quarantined.lock().unwrap().clone();
+    let keys: Vec<&str> = q.iter().map(|(k, _)| k.as_str()).collect();
+    assert_eq!(keys, ["/cut", "/deep", "/refused"]);
+    assert!(
+        q[0].1.starts_with("invalid JSON: EOF while parsing"),
+        "{q:?}"
+    );
+    assert!(q[1].1.contains("recursion limit exceeded"), "{q:?}");
+    assert_eq!(q[2].1, "no name");
 }
