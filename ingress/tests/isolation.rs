@@ -3,7 +3,7 @@
 
 mod harness;
 
-use harness::{backend, expect_warning, ingress, slice, Backends, Ingress, DEADLINE};
+use harness::{backend, expect_warning, ingress, slice, Backends, World, DEADLINE};
 use keelson_testing::{eventually, Apiserver};
 
 const BAD: usize = 6;
@@ -105,12 +105,12 @@ fn lb_ip(api: &Apiserver, name: &str) -> String {
 
 #[test]
 fn one_bad_ingress_among_ten_leaves_the_nine_serving_and_following_endpoints() {
-    let backends = Backends::start(&["web-a", "web-b", "api"]);
-    let api = Apiserver::start();
+    let world = World::start(&["web-a", "web-b", "api"]);
+    let (api, backends) = (&world.api, &world.backends);
     let dir = tempfile::tempdir().unwrap();
-    garbage_tls_secret(&api, dir.path());
+    garbage_tls_secret(api, dir.path());
     api.apply(&cluster(backends.port));
-    let ing = Ingress::start(&api);
+    let ing = world.ingress();
 
     // The nine are served; the tenth is not (its Host meets the default server).
     for i in (0..10).filter(|i| *i != BAD) {
@@ -123,16 +123,16 @@ fn one_bad_ingress_among_ten_leaves_the_nine_serving_and_following_endpoints() {
         });
     }
     assert_eq!(ing.get(&host(BAD), "/").map(|(s, _)| s), Some(404));
-    let message = expect_warning(&api, "app-6", "RejectedByNginx");
+    let message = expect_warning(api, "app-6", "RejectedByNginx");
     assert!(message.contains("certificate"), "{message}");
     let m = ing.metrics();
     assert!(m.contains("ingress_rejected_ingresses 1"), "{m}");
     assert!(m.contains("ingress_handled_ingresses 9"), "{m}");
     eventually("status on a served Ingress", DEADLINE, || {
-        let ip = lb_ip(&api, "app-0");
+        let ip = lb_ip(api, "app-0");
         (ip == "127.0.0.1").then_some(()).ok_or(ip)
     });
-    assert_eq!(lb_ip(&api, "app-6"), "", "no address on a left-out Ingress");
+    assert_eq!(lb_ip(api, "app-6"), "", "no address on a left-out Ingress");
 
     // The endpointslice controller (this test) moves web from web-a to web-b: followed.
     api.apply(&slice(
@@ -148,14 +148,14 @@ fn one_bad_ingress_among_ten_leaves_the_nine_serving_and_following_endpoints() {
     assert_eq!(backend(&ing, &host(1), "/").unwrap(), "api");
 
     // A real certificate in the Secret brings the tenth in, over HTTP and HTTPS.
-    let crt = good_tls_secret(&api, dir.path());
+    let crt = good_tls_secret(api, dir.path());
     eventually("app-6 served after the fix", DEADLINE, || {
         let got = backend(&ing, &host(BAD), "/")?;
         (got == "web-b").then_some(()).ok_or(got)
     });
     let url = format!("https://{}:{}/", host(BAD), ing.https_port);
     let resolve = format!("{}:{}:127.0.0.1", host(BAD), ing.https_port);
-    let https = harness::curl(&[
+    let https = ing.curl(&[
         "--cacert",
         crt.to_str().unwrap(),
         "--resolve",

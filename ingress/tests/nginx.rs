@@ -1,12 +1,12 @@
 //! The whole flow with real parts: keelson-apiserver, kubectl, keelson-ingress and its nginx,
-//! and HTTP backends on 127.0.0.x playing the pods (the test writes their EndpointSlices).
+//! and HTTP backends playing the pods (the test writes their EndpointSlices), all in a test host.
 
 mod harness;
 
 use std::collections::BTreeSet;
 
-use harness::{backend, curl, expect_warning, ingress, slice, Backends, Ingress, DEADLINE};
-use keelson_testing::{eventually, free_port, Apiserver};
+use harness::{backend, expect_warning, ingress, slice, Backends, Ingress, World, DEADLINE};
+use keelson_testing::eventually;
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
@@ -104,16 +104,16 @@ fn expect_status(ing: &Ingress, host: &str, path: &str, want: u16) {
 }
 
 /// The four backends, an API server, and the Services and EndpointSlices pointing at them.
-fn backends_and_api() -> (Backends, Apiserver) {
-    let backends = Backends::start(&["web-a", "web-b", "api", "not-ready"]);
-    let api = Apiserver::start();
-    api.apply(&cluster(backends.port));
-    (backends, api)
+fn backends_and_api() -> World {
+    let world = World::start(&["web-a", "web-b", "api", "not-ready"]);
+    world.api.apply(&cluster(world.backends.port));
+    world
 }
 
 #[test]
 fn routes_hosts_and_paths_to_ready_pods() {
-    let (backends, api) = backends_and_api();
+    let world = backends_and_api();
+    let api = &world.api;
     api.apply(&web_ingress());
     api.apply(&ingress(
         "empty",
@@ -129,7 +129,7 @@ fn routes_hosts_and_paths_to_ready_pods() {
         "",
         &[("/", "web", "{name: http}")],
     ));
-    let mut ing = Ingress::start(&api);
+    let mut ing = world.ingress();
 
     // Both web pods get traffic, with the Host header passed through.
     let mut seen = BTreeSet::new();
@@ -232,7 +232,10 @@ fn routes_hosts_and_paths_to_ready_pods() {
     assert_eq!(status(&ing, "a.b.wild.example.test", "/"), Some(404));
 
     // The endpointslice controller (this test) drops web-b: it stops getting traffic.
-    api.apply(&web_slice(backends.port, &[Backends::ip(0).to_string()]));
+    api.apply(&web_slice(
+        world.backends.port,
+        &[Backends::ip(0).to_string()],
+    ));
     eventually("only web-a after the slice lost web-b", DEADLINE, || {
         let answers: Vec<String> = (0..10)
             .map(|_| backend(&ing, "web.example.test", "/"))
@@ -270,9 +273,10 @@ fn routes_hosts_and_paths_to_ready_pods() {
 
 #[test]
 fn an_ingress_nginx_rejects_is_left_out_and_the_others_serve() {
-    let (_backends, api) = backends_and_api();
+    let world = backends_and_api();
+    let api = &world.api;
     api.apply(&web_ingress());
-    let ing = Ingress::start(&api);
+    let ing = world.ingress();
     eventually("web served", DEADLINE, || {
         backend(&ing, "web.example.test", "/")
     });
@@ -286,7 +290,7 @@ fn an_ingress_nginx_rejects_is_left_out_and_the_others_serve() {
         size,
         &[("/", "web", "{name: http}")],
     ));
-    let message = expect_warning(&api, "big", "RejectedByNginx");
+    let message = expect_warning(api, "big", "RejectedByNginx");
     assert!(
         message.contains("client_max_body_size") && message.contains("invalid value"),
         "nginx's own words: {message}"
@@ -313,7 +317,7 @@ fn an_ingress_nginx_rejects_is_left_out_and_the_others_serve() {
         "nginx.ingress.kubernetes.io/proxy-body-size: 12parsecs",
         &[("/", "web", "{name: http}")],
     ));
-    let message = expect_warning(&api, "odd", "BadConfig");
+    let message = expect_warning(api, "odd", "BadConfig");
     assert!(message.contains("12parsecs"), "{message}");
 
     // Fixed: it is served, and no longer counted.
@@ -340,7 +344,8 @@ fn an_ingress_nginx_rejects_is_left_out_and_the_others_serve() {
 
 #[test]
 fn https_with_the_ingress_tls_secret() {
-    let (_backends, api) = backends_and_api();
+    let world = backends_and_api();
+    let api = &world.api;
     let dir = tempfile::Builder::new()
         .prefix("keelson-ingress-test-tls")
         .tempdir()
@@ -355,13 +360,13 @@ fn https_with_the_ingress_tls_secret() {
     ]);
     let tls = "  tls:\n  - hosts: [web.example.test]\n    secretName: web-tls\n";
     api.apply(&web_ingress().replace("  rules:\n", &format!("{tls}  rules:\n")));
-    let ing = Ingress::start(&api);
+    let ing = world.ingress();
 
     // curl checks the served certificate against the one in the Secret.
     let url = format!("https://web.example.test:{}/api", ing.https_port);
     let resolve = format!("web.example.test:{}:127.0.0.1", ing.https_port);
     eventually("the api backend over HTTPS", DEADLINE, || {
-        match curl(&[
+        match ing.curl(&[
             "--cacert",
             crt,
             "--resolve",
@@ -372,7 +377,8 @@ fn https_with_the_ingress_tls_secret() {
         ]) {
             Some((200, body)) if body == "backend=api host=web.example.test" => Ok(()),
             other => {
-                let verbose = std::process::Command::new("curl")
+                let verbose = ing
+                    .command("curl")
                     .args([
                         "-sSv",
                         "-m",
@@ -398,21 +404,25 @@ fn https_with_the_ingress_tls_secret() {
     // A name with no certificate gets no TLS session (not some other host's certificate).
     let unknown = format!("https://unknown.example.test:{}/", ing.https_port);
     let resolve_unknown = format!("unknown.example.test:{}:127.0.0.1", ing.https_port);
-    assert_eq!(curl(&["-k", "--resolve", &resolve_unknown, &unknown]), None);
+    assert_eq!(
+        ing.curl(&["-k", "--resolve", &resolve_unknown, &unknown]),
+        None
+    );
 
     // Plain HTTP is redirected to HTTPS, on the HTTPS port.
     let http = format!("http://127.0.0.1:{}/api?x=1", ing.http_port);
     // -D - puts the response headers where the body would be.
-    let (code, headers) = curl(&[
-        "-H",
-        "Host: web.example.test",
-        "-D",
-        "-",
-        "-o",
-        "/dev/null",
-        &http,
-    ])
-    .unwrap();
+    let (code, headers) = ing
+        .curl(&[
+            "-H",
+            "Host: web.example.test",
+            "-D",
+            "-",
+            "-o",
+            "/dev/null",
+            &http,
+        ])
+        .unwrap();
     let want = format!(
         "Location: https://web.example.test:{}/api?x=1\r\n",
         ing.https_port
@@ -423,9 +433,10 @@ fn https_with_the_ingress_tls_secret() {
 
 #[test]
 fn nginx_killed_is_started_again() {
-    let (_backends, api) = backends_and_api();
+    let world = backends_and_api();
+    let api = &world.api;
     api.apply(&web_ingress());
-    let ing = Ingress::start(&api);
+    let ing = world.ingress();
     eventually("web served", DEADLINE, || {
         backend(&ing, "web.example.test", "/")
     });
@@ -472,15 +483,16 @@ fn nginx_killed_is_started_again() {
 
 #[test]
 fn sigterm_while_the_api_server_is_unreachable_exits_cleanly() {
-    let api = Apiserver::start();
+    let world = World::start(&[]);
+    let api = &world.api;
     // The same credentials, aimed at a port where nothing listens.
     let kubeconfig = std::fs::read_to_string(api.kubeconfig()).unwrap().replace(
-        &format!("127.0.0.1:{}", api.port),
-        &format!("127.0.0.1:{}", free_port()),
+        &format!("{}:{}", api.address, api.port),
+        &format!("{}:{}", api.address, api.port + 1),
     );
     let path = api.dir.path().join("unreachable.kubeconfig");
     std::fs::write(&path, kubeconfig).unwrap();
-    let mut ing = Ingress::start_with_kubeconfig(&path);
+    let mut ing = Ingress::start(&world.host, &path);
     eventually("a failed watch logged", DEADLINE, || {
         let log = ing.log();
         log.contains("watch failed").then_some(()).ok_or(log)

@@ -1,6 +1,7 @@
-//! What only the ingress tests need, on keelson-testing: the keelson-ingress binary (which starts
-//! nginx) on free loopback ports, curl through it, and small HTTP backends on 127.0.0.x that say
-//! who they are. The API server, kubectl and process guards come from keelson-testing.
+//! What only the ingress tests need, on keelson-testing: a test host (a network namespace with no
+//! default route) holding the API server, keelson-ingress (which starts nginx) and small HTTP
+//! backends that say who they are, on private addresses of the host (the API server refuses
+//! endpoints on loopback); curl through nginx from inside the host.
 #![allow(dead_code)]
 
 use std::net::{Ipv4Addr, SocketAddr, TcpListener};
@@ -8,15 +9,53 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use keelson_testing::{free_port, require_tools, Apiserver, ChildGuard};
+use keelson_testing::hosts::command_in;
+use keelson_testing::{require_root_and_tools, Apiserver, ChildGuard, TestHost};
 use nix::sys::signal::kill;
 use nix::unistd::Pid;
 
 /// How long a test waits for the controller and nginx to catch up.
 pub const DEADLINE: Duration = Duration::from_secs(20);
 
+/// The API server's address in the test host; backends follow it (10.250.0.2, ...).
+const API_ADDRESS: Ipv4Addr = Ipv4Addr::new(10, 250, 0, 1);
+
+/// One test's cluster: the API server and the backends in their own test host. Fields drop in
+/// order, the host last.
+pub struct World {
+    pub backends: Backends,
+    pub api: Apiserver,
+    pub host: TestHost,
+}
+
+impl World {
+    /// A test host with one backend per name, and an API server in it.
+    pub fn start(names: &[&str]) -> World {
+        require_root_and_tools(&["nginx", "curl", "kubectl", "ip", "nsenter"]);
+        let host = TestHost::create("ingress");
+        // On the host's own lo: this kernel may lack the dummy link type, and nothing routes
+        // these addresses out of the namespace either way.
+        for ip in std::iter::once(API_ADDRESS).chain((0..names.len()).map(Backends::ip)) {
+            host.ip(&["addr", "add", &format!("{ip}/32"), "dev", "lo"]);
+        }
+        let backends = Backends::start(&host, names);
+        let api = Apiserver::start_in(&host, &API_ADDRESS.to_string(), &[]);
+        World {
+            backends,
+            api,
+            host,
+        }
+    }
+
+    /// keelson-ingress in this world's host, with the admin kubeconfig.
+    pub fn ingress(&self) -> Ingress {
+        Ingress::start(&self.host, &self.api.kubeconfig())
+    }
+}
+
 pub struct Ingress {
     child: ChildGuard,
+    netns: PathBuf,
     pub dir: tempfile::TempDir,
     pub http_port: u16,
     pub https_port: u16,
@@ -24,18 +63,14 @@ pub struct Ingress {
 }
 
 impl Ingress {
-    pub fn start(api: &Apiserver) -> Ingress {
-        Ingress::start_with_kubeconfig(&api.kubeconfig())
-    }
-
-    pub fn start_with_kubeconfig(kubeconfig: &Path) -> Ingress {
-        require_tools(&["nginx", "curl", "kubectl"]);
+    /// In `host` (a namespace of its own: fixed ports are free), on its 127.0.0.1.
+    pub fn start(host: &TestHost, kubeconfig: &Path) -> Ingress {
         let dir = tempfile::Builder::new()
             .prefix("keelson-ingress-test-nginx")
             .tempdir()
             .unwrap();
-        let [http_port, https_port, metrics_port] = [free_port(), free_port(), free_port()];
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_keelson-ingress"));
+        let [http_port, https_port, metrics_port] = [8080, 8443, 10254];
+        let mut cmd = host.command(env!("CARGO_BIN_EXE_keelson-ingress"));
         cmd.arg("--kubeconfig")
             .arg(kubeconfig)
             .args(["--bind-address", "127.0.0.1"])
@@ -52,6 +87,7 @@ impl Ingress {
         let child = ChildGuard::spawn_logged(&mut cmd, &dir.path().join("ingress.log"));
         Ingress {
             child,
+            netns: host.path(),
             dir,
             http_port,
             https_port,
@@ -67,9 +103,19 @@ impl Ingress {
         self.dir.path().join("conf")
     }
 
+    /// curl from inside the host: (status, body), or None when nothing answered.
+    pub fn curl(&self, args: &[&str]) -> Option<(u16, String)> {
+        curl_in(Some(&self.netns), args)
+    }
+
+    /// A command run inside the host (for what `curl` does not show).
+    pub fn command(&self, program: &str) -> Command {
+        command_in(Some(&self.netns), program)
+    }
+
     /// GET through nginx with this Host: (status, body), or None when nothing answered.
     pub fn get(&self, host: &str, path: &str) -> Option<(u16, String)> {
-        curl(&[
+        self.curl(&[
             "-H",
             &format!("Host: {host}"),
             &format!("http://127.0.0.1:{}{path}", self.http_port),
@@ -77,7 +123,7 @@ impl Ingress {
     }
 
     pub fn metrics(&self) -> String {
-        curl(&[&format!("http://127.0.0.1:{}/metrics", self.metrics_port)])
+        self.curl(&[&format!("http://127.0.0.1:{}/metrics", self.metrics_port)])
             .map(|(_, b)| b)
             .unwrap_or_default()
     }
@@ -107,9 +153,14 @@ fn pid_alive(pid_file: &Path) -> bool {
     kill(Pid::from_raw(pid), None).is_ok()
 }
 
-/// curl with `args`: (HTTP status, body), or None when nothing answered within 5 s.
+/// curl on this machine with `args`: (HTTP status, body), or None when nothing answered.
 pub fn curl(args: &[&str]) -> Option<(u16, String)> {
-    let out = Command::new("curl")
+    curl_in(None, args)
+}
+
+/// curl with `args` in the namespace at `netns` (or here), giving up after 5 s.
+fn curl_in(netns: Option<&Path>, args: &[&str]) -> Option<(u16, String)> {
+    let out = command_in(netns, "curl")
         .args(["-s", "-m", "5", "-w", "\n%{http_code}"])
         .args(args)
         .output()
@@ -128,49 +179,49 @@ pub struct Backends {
 }
 
 impl Backends {
-    /// One backend per name, on 127.0.0.2, 127.0.0.3, ...
-    pub fn start(names: &[&str]) -> Backends {
+    /// One backend per name, on 10.250.0.2, 10.250.0.3, ... in `host` (addresses already there).
+    fn start(host: &TestHost, names: &[&str]) -> Backends {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
             .build()
             .unwrap();
-        for _ in 0..20 {
-            let port = free_port();
-            let listeners: Result<Vec<_>, _> = (0..names.len())
-                .map(|i| TcpListener::bind(SocketAddr::from((Backends::ip(i), port))))
-                .collect();
-            let Ok(listeners) = listeners else { continue };
-            for (l, name) in listeners.into_iter().zip(names) {
-                l.set_nonblocking(true).unwrap();
-                let name = name.to_string();
-                runtime.spawn(async move {
-                    let l = tokio::net::TcpListener::from_std(l).unwrap();
-                    let app =
-                        axum::Router::new().fallback(move |headers: axum::http::HeaderMap| {
-                            let name = name.clone();
-                            async move {
-                                let host = headers
-                                    .get("host")
-                                    .and_then(|h| h.to_str().ok())
-                                    .unwrap_or("")
-                                    .to_string();
-                                format!("backend={name} host={host}")
-                            }
-                        });
-                    let _ = axum::serve(l, app).await;
+        let port = 9000;
+        let count = names.len();
+        // The sockets belong to the host's namespace; any thread can serve them.
+        let listeners = host.run_in(move || {
+            (0..count)
+                .map(|i| TcpListener::bind(SocketAddr::from((Backends::ip(i), port))).unwrap())
+                .collect::<Vec<_>>()
+        });
+        for (l, name) in listeners.into_iter().zip(names) {
+            l.set_nonblocking(true).unwrap();
+            let name = name.to_string();
+            runtime.spawn(async move {
+                let l = tokio::net::TcpListener::from_std(l).unwrap();
+                let app = axum::Router::new().fallback(move |headers: axum::http::HeaderMap| {
+                    let name = name.clone();
+                    async move {
+                        let host = headers
+                            .get("host")
+                            .and_then(|h| h.to_str().ok())
+                            .unwrap_or("")
+                            .to_string();
+                        format!("backend={name} host={host}")
+                    }
                 });
-            }
-            return Backends {
-                _runtime: runtime,
-                port,
-            };
+                let _ = axum::serve(l, app).await;
+            });
         }
-        panic!("no port free on all of 127.0.0.2..");
+        Backends {
+            _runtime: runtime,
+            port,
+        }
     }
 
     pub fn ip(i: usize) -> Ipv4Addr {
-        Ipv4Addr::new(127, 0, 0, 2 + i as u8)
+        let [a, b, c, d] = API_ADDRESS.octets();
+        Ipv4Addr::new(a, b, c, d + 1 + i as u8)
     }
 }
 
