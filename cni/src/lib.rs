@@ -2,6 +2,12 @@
 //! veth pairs with built-in host-local-compatible IPAM; the same binary also serves as the
 //! `keelson-ipam` IPAM plugin and the `loopback` plugin.
 
+// No panic reachable from input: a panic in a node daemon drops pods' networking or their lifecycle.
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)
+)]
+
 pub mod config;
 pub mod env;
 pub mod error;

@@ -1,5 +1,11 @@
 //! keelson-cni binary: reads CNI_* and stdin, prints the result or error, sets the exit code.
 
+// No panic reachable from input: a panic in a node daemon drops pods' networking or their lifecycle.
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)
+)]
+
 use std::io::{Read, Write};
 
 fn main() -> anyhow::Result<()> {

@@ -89,14 +89,14 @@ fn pick(
     let last = store
         .last_reserved(set_index)
         .map_err(|e| store_err("reading last reserved address", e))?;
-    for (i, ip) in candidates(set, last) {
+    for (range, ip) in candidates(set, last) {
         if store
             .reserve(ip, owner, set_index)
             .map_err(|e| store_err(&format!("reserving {ip}"), e))?
         {
             return Ok(Some(Allocated {
                 set_index,
-                range: set[i].clone(),
+                range: range.clone(),
                 ip,
             }));
         }

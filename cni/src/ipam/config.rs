@@ -82,16 +82,16 @@ impl IpamConf {
         };
         let mut range_sets = Vec::new();
         for (i, raw_set) in raw_sets.iter().enumerate() {
-            if raw_set.is_empty() {
-                return Err(CniError::config(format!("ipam: range set {i} is empty")));
-            }
             let set = raw_set
                 .iter()
                 .map(parse_range)
                 .collect::<Result<Vec<_>>>()?;
+            let Some(first) = set.first() else {
+                return Err(CniError::config(format!("ipam: range set {i} is empty")));
+            };
             if set
                 .iter()
-                .any(|r| r.subnet.is_ipv4() != set[0].subnet.is_ipv4())
+                .any(|r| r.subnet.is_ipv4() != first.subnet.is_ipv4())
             {
                 return Err(CniError::config(format!(
                     "ipam: range set {i} mixes IPv4 and IPv6"

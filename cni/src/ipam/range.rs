@@ -29,8 +29,9 @@ pub fn from_u128(n: u128, like: IpAddr) -> IpAddr {
     }
 }
 
+/// Wraps around at the end of the address space instead of overflowing on addresses near it.
 pub fn offset(ip: IpAddr, by: i128) -> IpAddr {
-    from_u128((to_u128(ip) as i128 + by) as u128, ip)
+    from_u128(to_u128(ip).wrapping_add_signed(by), ip)
 }
 
 /// Why a range from the configuration cannot be used.
@@ -116,8 +117,13 @@ impl Range {
 
     /// How many addresses the allocator may hand out (the gateway excluded when inside).
     pub fn capacity(&self) -> u128 {
-        let n = to_u128(self.end) - to_u128(self.start) + 1;
-        n - u128::from(self.contains(self.gateway))
+        self.size()
+            .saturating_sub(u128::from(self.contains(self.gateway)))
+    }
+
+    /// How many addresses lie from start to end, both included (saturating for an IPv6 /0).
+    fn size(&self) -> u128 {
+        (to_u128(self.end).saturating_sub(to_u128(self.start))).saturating_add(1)
     }
 
     /// The address with this range's prefix length, as put on an interface.
@@ -147,38 +153,31 @@ fn last_address(subnet: IpNetwork) -> IpAddr {
 pub fn candidates(
     set: &[Range],
     last: Option<IpAddr>,
-) -> impl Iterator<Item = (usize, IpAddr)> + '_ {
+) -> impl Iterator<Item = (&Range, IpAddr)> + '_ {
+    // The address after `ip` in range `i`, moving on to the next range after its end.
+    let after = move |i: usize, ip: IpAddr| -> Option<(usize, IpAddr)> {
+        if ip != set.get(i)?.end {
+            return Some((i, offset(ip, 1)));
+        }
+        let j = (i + 1) % set.len();
+        Some((j, set.get(j)?.start))
+    };
     let begin = last
         .and_then(|l| set.iter().position(|r| r.contains(l)).map(|i| (i, l)))
-        .map(|(i, l)| {
-            if l == set[i].end {
-                ((i + 1) % set.len(), set[(i + 1) % set.len()].start)
-            } else {
-                (i, offset(l, 1))
-            }
-        })
-        .unwrap_or((0, set[0].start));
-    let total: u128 = set
-        .iter()
-        .map(|r| to_u128(r.end) - to_u128(r.start) + 1)
-        .sum();
-    let mut cur = Some(begin);
-    let mut left = total;
+        .and_then(|(i, l)| after(i, l))
+        .or_else(|| set.first().map(|r| (0, r.start)));
+    let mut cur = begin;
+    let mut left = set.iter().map(Range::size).fold(0, u128::saturating_add);
     std::iter::from_fn(move || {
         if left == 0 {
             return None;
         }
         left -= 1;
         let (i, ip) = cur?;
-        cur = Some(if ip == set[i].end {
-            let j = (i + 1) % set.len();
-            (j, set[j].start)
-        } else {
-            (i, offset(ip, 1))
-        });
-        Some((i, ip))
+        cur = after(i, ip);
+        Some((set.get(i)?, ip))
     })
-    .filter(move |(i, ip)| *ip != set[*i].gateway)
+    .filter(|(range, ip)| *ip != range.gateway)
 }
 
 #[cfg(test)]
@@ -267,6 +266,31 @@ mod tests {
             .map(|(_, ip)| ip.to_string())
             .collect();
         assert_eq!(got, ["10.2.0.20", "10.2.0.21", "10.1.0.10", "10.1.0.11"]);
+    }
+
+    #[test]
+    fn offset_crosses_the_middle_and_the_end_of_the_ipv6_space() {
+        let ip = |s: &str| s.parse::<IpAddr>().unwrap();
+        let middle = ip("7fff:ffff:ffff:ffff:ffff:ffff:ffff:ffff");
+        assert_eq!(offset(middle, 1), ip("8000::"));
+        assert_eq!(
+            offset(ip("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff"), 1),
+            ip("::")
+        );
+        assert_eq!(offset(ip("0.0.0.0"), -1), ip("255.255.255.255"));
+    }
+
+    #[test]
+    fn whole_ipv6_space_saturates_instead_of_overflowing() {
+        let all = r("::/0");
+        assert_eq!(all.capacity(), u128::MAX - 1);
+        let set = vec![all.clone(), all];
+        let first: Vec<String> = candidates(&set, None)
+            .take(2)
+            .map(|(_, ip)| ip.to_string())
+            .collect();
+        assert_eq!(first, ["::2", "::3"]);
+        assert_eq!(candidates(&[], None).count(), 0);
     }
 
     #[test]

@@ -67,23 +67,23 @@ impl Rtnl {
 
     fn nl(&mut self, side: Side) -> io::Result<&mut Netlink> {
         match side {
-            Side::Host => {
-                if self.host.is_none() {
-                    self.host = Some(Netlink::open().map_err(context("cannot open netlink"))?);
-                }
-                Ok(self.host.as_mut().expect("opened above"))
-            }
+            Side::Host => match &mut self.host {
+                Some(nl) => Ok(nl),
+                none => Ok(none.insert(Netlink::open().map_err(context("cannot open netlink"))?)),
+            },
             Side::Container => {
                 let c = self.container.as_mut().ok_or_else(|| {
                     io::Error::new(io::ErrorKind::NotFound, "no container network namespace")
                 })?;
-                if c.netlink.is_none() {
-                    let home =
-                        NetNs::current().map_err(context("cannot open own network namespace"))?;
-                    let what = format!("cannot open netlink in {}", c.path);
-                    c.netlink = Some(c.ns.netlink(&home).map_err(context(&what))?);
+                match &mut c.netlink {
+                    Some(nl) => Ok(nl),
+                    none => {
+                        let home = NetNs::current()
+                            .map_err(context("cannot open own network namespace"))?;
+                        let what = format!("cannot open netlink in {}", c.path);
+                        Ok(none.insert(c.ns.netlink(&home).map_err(context(&what))?))
+                    }
                 }
-                Ok(c.netlink.as_mut().expect("opened above"))
             }
         }
     }

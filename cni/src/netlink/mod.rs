@@ -59,16 +59,16 @@ impl Netlink {
         loop {
             self.buf.clear();
             let n = self.socket.recv(&mut self.buf, 0)?;
-            let data = &self.buf[..n.min(self.buf.len())];
+            let data = self.buf.get(..n).unwrap_or(self.buf.as_slice());
             let mut offset = 0;
-            while offset < data.len() {
-                let msg = NetlinkMessage::<RouteNetlinkMessage>::deserialize(&data[offset..])
+            while let Some(rest) = data.get(offset..).filter(|rest| !rest.is_empty()) {
+                let msg = NetlinkMessage::<RouteNetlinkMessage>::deserialize(rest)
                     .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e.to_string()))?;
                 let len = msg.header.length as usize;
                 if len == 0 {
                     break;
                 }
-                offset += (len + 3) & !3;
+                offset = offset.saturating_add(len.saturating_add(3) & !3);
                 if msg.header.sequence_number != seq {
                     continue;
                 }

@@ -1,10 +1,20 @@
 //! The loopback plugin (containerd expects one named `loopback` in its CNI bin dir).
 
+use std::net::{Ipv4Addr, Ipv6Addr};
+
+use ipnetwork::{IpNetwork, Ipv4Network};
+
 use crate::config::NetConf;
 use crate::env::{CniEnv, Command};
 use crate::error::{code, CniError, Result};
 use crate::kernel::{Kernel, LinkDetails, Rtnl, Side};
 use crate::result::{CniResult, Interface, IpConfig};
+
+// 127.0.0.1/8, built at compile time so that it cannot fail at run time.
+const LOOPBACK_V4: Ipv4Network = match Ipv4Network::new_checked(Ipv4Addr::LOCALHOST, 8) {
+    Some(net) => net,
+    None => panic!("127.0.0.1/8 is valid"),
+};
 
 pub fn handle(cmd: Command, env: &CniEnv, conf: &NetConf) -> Result<Option<String>> {
     match cmd {
@@ -29,9 +39,9 @@ fn add(env: &CniEnv, conf: &NetConf) -> Result<CniResult> {
     kernel
         .set_up(Side::Container, lo.index, false)
         .map_err(|e| CniError::netlink("cannot bring lo up", &e))?;
-    let ip = |a: &str| IpConfig {
+    let ip = |address: IpNetwork| IpConfig {
         interface: Some(0),
-        address: a.parse().expect("constant address"),
+        address,
         gateway: None,
         version: None,
     };
@@ -43,7 +53,10 @@ fn add(env: &CniEnv, conf: &NetConf) -> Result<CniResult> {
             sandbox: env.netns.clone(),
             ..Default::default()
         }],
-        ips: vec![ip("127.0.0.1/8"), ip("::1/128")],
+        ips: vec![
+            ip(IpNetwork::V4(LOOPBACK_V4)),
+            ip(IpNetwork::V6(Ipv6Addr::LOCALHOST.into())),
+        ],
         ..Default::default()
     })
 }

@@ -1,16 +1,26 @@
 //! Which routes go into the container, and which the result reports (pure).
 
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
-use ipnetwork::IpNetwork;
+use ipnetwork::{IpNetwork, Ipv4Network, Ipv6Network};
 
 use crate::result::{IpConfig, Route};
 
+// Built at compile time: a /0 prefix is valid in both families, so these cannot fail at run time.
+const ANY_V4: Ipv4Network = match Ipv4Network::new_checked(Ipv4Addr::UNSPECIFIED, 0) {
+    Some(net) => net,
+    None => panic!("0.0.0.0/0 is valid"),
+};
+const ANY_V6: Ipv6Network = match Ipv6Network::new_checked(Ipv6Addr::UNSPECIFIED, 0) {
+    Some(net) => net,
+    None => panic!("::/0 is valid"),
+};
+
 fn default_of(v4: bool) -> IpNetwork {
     if v4 {
-        IpNetwork::new(IpAddr::from([0u8; 4]), 0).expect("0.0.0.0/0 is valid")
+        IpNetwork::V4(ANY_V4)
     } else {
-        IpNetwork::new(IpAddr::from([0u16; 8]), 0).expect("::/0 is valid")
+        IpNetwork::V6(ANY_V6)
     }
 }
 
