@@ -3,6 +3,12 @@
 //! Inputs (Kubernetes objects) become a [`model::ProxyModel`] through pure functions; backends
 //! render the model into rule text through pure functions and load it in one transaction.
 
+// No panic reachable from input: a panic in a node daemon drops pods' networking or their lifecycle.
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)
+)]
+
 pub mod app;
 pub mod backend;
 pub mod cidr;

@@ -1,5 +1,11 @@
 //! keelson-proxy: flags (kube-proxy's names) in, library out.
 
+// No panic reachable from input: a panic in a node daemon drops pods' networking or their lifecycle.
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)
+)]
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 

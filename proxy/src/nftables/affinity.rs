@@ -39,10 +39,9 @@ pub fn valid_targets(model: &ProxyModel) -> BTreeMap<String, BTreeSet<String>> {
 /// Keys of entries in `nft list map ... affinity` output that point to an endpoint no longer
 /// valid for their destination.
 pub fn stale_keys(listing: &str, valid: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
-    let Some(start) = listing.find("elements = {") else {
+    let Some((_, body)) = listing.split_once("elements = {") else {
         return Vec::new();
     };
-    let body = &listing[start + "elements = {".len()..];
     let body = body.split('}').next().unwrap_or("");
     let mut out = Vec::new();
     for entry in body.split(',') {
@@ -51,13 +50,13 @@ pub fn stale_keys(listing: &str, valid: &BTreeMap<String, BTreeSet<String>>) -> 
             continue;
         };
         let parts: Vec<&str> = left.split(" . ").collect();
-        if parts.len() != 4 {
+        let [client, ip, proto, port] = parts.as_slice() else {
             continue;
-        }
+        };
         // The last part may carry "timeout 3h expires 2h59m" after the port.
-        let port = parts[3].split_whitespace().next().unwrap_or("");
-        let key = format!("{} . {} . {} . {port}", parts[0], parts[1], parts[2]);
-        let dst = format!("{} . {} . {port}", parts[1], parts[2]);
+        let port = port.split_whitespace().next().unwrap_or("");
+        let key = format!("{client} . {ip} . {proto} . {port}");
+        let dst = format!("{ip} . {proto} . {port}");
         let ok = valid
             .get(&dst)
             .is_some_and(|eps| eps.contains(target.trim()));

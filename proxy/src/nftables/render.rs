@@ -94,11 +94,17 @@ impl Elem {
 
 /// The smallest bucket class that spreads `n` endpoints well.
 pub fn bucket_class(n: usize) -> u32 {
-    let n = n as u32;
+    let n = u32::try_from(n).unwrap_or(u32::MAX);
     BUCKET_CLASSES
         .iter()
         .copied()
-        .find(|c| if n <= 16 { *c == n } else { *c >= 2 * n })
+        .find(|c| {
+            if n <= 16 {
+                *c == n
+            } else {
+                *c >= n.saturating_mul(2)
+            }
+        })
         .unwrap_or(4096)
 }
 
@@ -158,8 +164,8 @@ fn dnat_elems(d: Dispatch, dst: &str, eps: &[&Endpoint], out: &mut Vec<Elem>) {
         dst.to_string(),
         format!("goto {}_{class}", d.chain),
     ));
-    for b in 0..class {
-        let ep = eps[b as usize % eps.len()];
+    // Buckets take the endpoints round-robin.
+    for (b, ep) in (0..class).zip(eps.iter().cycle()) {
         out.push(Elem::map(d.endpoints, format!("{dst} . {b}"), ep_value(ep)));
     }
 }
