@@ -106,7 +106,11 @@ pub async fn run(opts: Options) -> Result<(), ProxyError> {
     let client = keelson_daemon::client(opts.kubeconfig.as_deref()).await?;
     let shutdown = Shutdown::on_signal();
 
-    let metrics = Arc::new(Metrics::new(opts.sync_period * 2 + Duration::from_secs(10)));
+    let stale_after = opts
+        .sync_period
+        .saturating_mul(2)
+        .saturating_add(Duration::from_secs(10));
+    let metrics = Arc::new(Metrics::new(stale_after));
     let listener = bind(opts.metrics_bind, "--metrics-bind-address").await?;
     let m = metrics.clone();
     let health = keelson_daemon::Health::with_liveness(move || m.health());
@@ -155,7 +159,12 @@ pub fn parse_duration(s: &str) -> Result<Duration, ProxyError> {
         "h" => n * 3600.0,
         _ => return Err(bad()),
     };
-    Ok(Duration::from_secs_f64(secs))
+    // As Go's durations, at most i64::MAX nanoseconds (about 292 years): any later deadline
+    // would overflow the clock.
+    Duration::try_from_secs_f64(secs)
+        .ok()
+        .filter(|d| d.as_nanos() <= i64::MAX as u128)
+        .ok_or_else(bad)
 }
 
 #[cfg(test)]
@@ -167,6 +176,13 @@ mod tests {
         assert_eq!(parse_duration("1s").unwrap(), Duration::from_secs(1));
         assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
         assert_eq!(parse_duration("2m").unwrap(), Duration::from_secs(120));
+        assert_eq!(
+            parse_duration("2562047h").unwrap(),
+            Duration::from_secs(2562047 * 3600)
+        );
+        for out_of_range in ["2562048h", "99999999999999999999999h"] {
+            assert!(parse_duration(out_of_range).is_err(), "{out_of_range}");
+        }
         assert!(parse_duration("10").is_err());
         assert!(parse_duration("1d").is_err());
     }
