@@ -259,6 +259,48 @@ fn dry_run_deletes_change_nothing() {
     );
 }
 
+#[test]
+fn dry_run_on_a_single_delete_a_scale_and_a_binding_changes_nothing() {
+    let server = Apiserver::start();
+    server.kubectl_ok(&["create", "configmap", "a"]);
+    let path = "/api/v1/namespaces/default/configmaps/a?dryRun=All";
+    let (code, body) = server.curl_admin("DELETE", path, None, None);
+    assert_eq!(code, 200, "{body}");
+    server.kubectl_ok(&["get", "configmap", "a"]);
+
+    server.kubectl_ok(&[
+        "create",
+        "deployment",
+        "web",
+        "--image=busybox",
+        "--replicas=1",
+    ]);
+    let out = server.kubectl_ok(&[
+        "scale",
+        "deployment",
+        "web",
+        "--replicas=5",
+        "--dry-run=server",
+    ]);
+    assert!(out.contains("scaled (server dry run)"), "{out}");
+    let replicas = server.kubectl_ok(&[
+        "get",
+        "deployment",
+        "web",
+        "-o",
+        "jsonpath={.spec.replicas}",
+    ]);
+    assert_eq!(replicas.trim(), "1");
+
+    server.apply("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: busybox}]}\n");
+    let binding = r#"{"apiVersion":"v1","kind":"Binding","metadata":{"name":"p"},"target":{"kind":"Node","name":"n1"}}"#;
+    let bind = "/api/v1/namespaces/default/pods/p/binding?dryRun=All";
+    let (code, body) = server.curl_admin("POST", bind, Some("application/json"), Some(binding));
+    assert_eq!(code, 201, "{body}");
+    let node = server.kubectl_ok(&["get", "pod", "p", "-o", "jsonpath={.spec.nodeName}"]);
+    assert_eq!(node.trim(), "", "a dry-run binding assigned the pod");
+}
+
 /// A ConfigMap `name` owned by the ConfigMap `owner` (by uid).
 fn dependent(server: &Apiserver, name: &str, owner: &str) {
     let uid = server.kubectl_ok(&["get", "configmap", owner, "-o", "jsonpath={.metadata.uid}"]);

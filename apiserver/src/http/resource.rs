@@ -124,7 +124,7 @@ impl<'a> Request<'a> {
     }
 
     async fn bind(&self) -> ApiResult<Response> {
-        rest::bind(self.api(), &self.target, &self.call.object()?).await?;
+        rest::bind(self.api(), &self.target, &self.call.object()?, self.dry_run).await?;
         let success = serde_json::json!({ "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201 });
         Ok(json_value(StatusCode::CREATED, &success))
     }
@@ -144,7 +144,7 @@ impl<'a> Request<'a> {
     /// PUT (`kind` None) or PATCH of a Scale.
     async fn update_scale(&self, kind: Option<negotiate::PatchType>) -> ApiResult<Response> {
         let body = self.call.object()?;
-        ok(&rest::update_scale(self.api(), &self.target, &body, kind).await?)
+        ok(&rest::update_scale(self.api(), &self.target, &body, kind, self.dry_run).await?)
     }
 
     async fn patch(&self, sub: &str) -> ApiResult<Response> {
@@ -178,11 +178,7 @@ impl<'a> Request<'a> {
             serde_json::from_slice(body)
                 .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?
         };
-        let p = &self.params;
-        opts.grace_period_seconds = opts.grace_period_seconds.or(p.grace_period_seconds);
-        opts.propagation_policy = opts
-            .propagation_policy
-            .or_else(|| p.propagation_policy.clone());
+        opts.fill_from_query(&self.params);
         Ok(opts)
     }
 }

@@ -19,8 +19,9 @@ fn undecodable(kind: &str, decode: schema::Decode, body: &Value) -> ApiResult<()
     })
 }
 
-/// POST pods/{name}/binding: sets spec.nodeName once, and the PodScheduled condition.
-pub async fn bind(api: &Api, t: &Target, binding: &Value) -> ApiResult<Entry> {
+/// POST pods/{name}/binding: sets spec.nodeName once, and the PodScheduled condition. With
+/// `dry_run`, every check runs and nothing is written.
+pub async fn bind(api: &Api, t: &Target, binding: &Value, dry_run: bool) -> ApiResult<Entry> {
     undecodable("Binding", schema::BINDING, binding)?;
     let node = binding["target"]["name"].as_str().unwrap_or("");
     if node.is_empty() {
@@ -68,7 +69,10 @@ pub async fn bind(api: &Api, t: &Target, binding: &Value) -> ApiResult<Entry> {
             return Err(ApiError::invalid("Pod", "", &t.name, &[cause]));
         }
     };
-    let entry = update(api, t, pod, Sub::Main, false).await?;
+    let entry = update(api, t, pod, Sub::Main, dry_run).await?;
+    if dry_run {
+        return Ok(entry);
+    }
     let mut status = (*entry.obj).clone();
     if !status["status"].is_object() {
         status["status"] = json!({});
@@ -122,6 +126,7 @@ pub async fn update_scale(
     t: &Target,
     body: &Value,
     kind: Option<PatchType>,
+    dry_run: bool,
 ) -> ApiResult<Value> {
     let cur = api.get_entry(t)?;
     let scale = scale_of(&cur.obj);
@@ -164,6 +169,6 @@ pub async fn update_scale(
     if kind.is_none() && !rv.is_empty() {
         p["metadata"] = json!({ "resourceVersion": rv });
     }
-    let e = patch(api, t, PatchType::Merge, p, Sub::Main, false).await?;
+    let e = patch(api, t, PatchType::Merge, p, Sub::Main, dry_run).await?;
     Ok(scale_of(&e.obj))
 }

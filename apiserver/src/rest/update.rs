@@ -141,6 +141,10 @@ async fn commit(api: &Api, t: &Target, old: &Entry, change: Change) -> ApiResult
     match api.store.write(w).await {
         Ok(e) => {
             reservation.commit(&api.alloc);
+            if finished {
+                // Owners waiting in the foreground for this dependent may go now.
+                super::propagation::removed(api, &old.obj).await;
+            }
             Ok(Some(e))
         }
         Err(StoreError::Conflict { .. }) => {
