@@ -72,7 +72,7 @@ impl Requirement {
                 ))
             }
             Operator::GreaterThan | Operator::LessThan => {
-                if values.len() != 1 || values[0].parse::<i64>().is_err() {
+                if !matches!(values.as_slice(), [v] if v.parse::<i64>().is_ok()) {
                     return Err(invalid(
                         "values",
                         &values.join(","),
@@ -247,12 +247,12 @@ impl LabelSelector {
 
     /// The value a selector pins `key` to with `=`/`==`/single-valued `in`, for index lookups.
     pub fn exact_value(&self, key: &str) -> Option<&str> {
-        self.requirements.iter().find_map(|r| match r.op {
-            Operator::Equals | Operator::In if r.key == key && r.values.len() == 1 => {
-                Some(r.values[0].as_str())
-            }
-            _ => None,
-        })
+        self.requirements
+            .iter()
+            .find_map(|r| match (r.op, r.values.as_slice()) {
+                (Operator::Equals | Operator::In, [v]) if r.key == key => Some(v.as_str()),
+                _ => None,
+            })
     }
 }
 

@@ -4,6 +4,12 @@
 //! Pure functions over `serde_json::Value`: the API server parses request parameters and bodies,
 //! calls into this crate, and maps the errors to Kubernetes `Status` responses.
 
+// No panic reachable from a request: it drops the connection and can leave undeletable objects.
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)
+)]
+
 pub mod base64;
 mod error;
 pub mod fields;

@@ -58,7 +58,7 @@ pub fn dns1123_subdomain(s: &str) -> Vec<String> {
 }
 
 pub fn dns1035_label(s: &str) -> Vec<String> {
-    let syntax_ok = dns_label_syntax(s) && s.as_bytes()[0].is_ascii_lowercase();
+    let syntax_ok = dns_label_syntax(s) && s.as_bytes().first().is_some_and(u8::is_ascii_lowercase);
     length_and_syntax(s, 63, syntax_ok, DNS1035_LABEL_MSG)
 }
 
@@ -145,8 +145,7 @@ pub fn port_name(s: &str) -> Vec<String> {
 
 pub fn env_var_name(s: &str) -> Vec<String> {
     let b = s.as_bytes();
-    let ok = !b.is_empty()
-        && !b[0].is_ascii_digit()
+    let ok = b.first().is_some_and(|c| !c.is_ascii_digit())
         && b.iter()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'-' | b'_' | b'.'));
     let mut errs = Vec::new();

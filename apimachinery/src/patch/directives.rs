@@ -108,8 +108,8 @@ fn check_patch_follows_order(
 ) -> Result<(), PatchError> {
     let mut next = 0;
     for p in patch.iter().filter(|p| p.get(DIRECTIVE).is_none()) {
-        let found =
-            ident(p, key).and_then(|id| order_ids[next..].iter().position(|o| json_eq(o, id)));
+        let rest = order_ids.get(next..).unwrap_or_default();
+        let found = ident(p, key).and_then(|id| rest.iter().position(|o| json_eq(o, id)));
         match found {
             Some(i) => next += i + 1,
             None => {
