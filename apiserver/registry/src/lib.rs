@@ -4,6 +4,12 @@
 //! rules follow upstream kube-apiserver (SetDefaults_*, Validate*, the internalversion printers),
 //! so real clients see the same defaults, the same 422 causes and the same `kubectl get` columns.
 
+// No panic reachable from a request: it drops the connection and can leave undeletable objects.
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)
+)]
+
 mod cause;
 mod defaults;
 mod json;

@@ -139,8 +139,8 @@ pub(crate) fn age(obj: &Value, now: DateTime<Utc>) -> Value {
 
 /// "a,b,c" or, past `max` entries, "a,b,c + 2 more..." (upstream's listWithMoreString).
 pub(crate) fn list_with_more(list: &[String], max: usize, empty: &str) -> String {
-    if list.len() > max {
-        return format!("{} + {} more...", list[..max].join(","), list.len() - max);
+    if let (Some(shown), Some(more @ 1..)) = (list.get(..max), list.len().checked_sub(max)) {
+        return format!("{} + {more} more...", shown.join(","));
     }
     if list.is_empty() {
         return empty.to_string();
