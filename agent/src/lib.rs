@@ -3,6 +3,12 @@
 //! Pure logic (pod state machine, back-off, status, spec to CRI translation, log rendering) is
 //! separated from I/O (CRI behind the [`cri::Cri`] trait, the API through kube-rs).
 
+// No panic reachable from input: a panic in a node daemon drops pods' networking or their lifecycle.
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)
+)]
+
 pub mod agent;
 pub mod backoff;
 pub mod config;

@@ -1,5 +1,11 @@
 //! keelson-agent: parses flags and runs the agent.
 
+// No panic reachable from input: a panic in a node daemon drops pods' networking or their lifecycle.
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)
+)]
+
 use std::net::IpAddr;
 use std::path::PathBuf;
 

@@ -36,7 +36,10 @@ pub fn render(network: &str, bridge: &str, pod_cidr: Ipv4Network, plugins: &CniP
     });
     if plugins.portmap {
         // containerd hands the sandbox's port mappings to plugins with this capability.
-        if let Some(list) = conf["plugins"].as_array_mut() {
+        if let Some(list) = conf
+            .get_mut("plugins")
+            .and_then(serde_json::Value::as_array_mut)
+        {
             list.push(
                 serde_json::json!({ "type": "portmap", "capabilities": { "portMappings": true } }),
             );

@@ -57,8 +57,11 @@ pub async fn register(client: &kube::Client, cfg: &NodeConfig) -> Result<Node, N
                 .and_then(|s| s.pod_cidr.as_ref())
                 .is_some();
             let mut patch = serde_json::json!({ "metadata": { "labels": cfg.labels } });
-            if let (false, Some(cidr)) = (has_cidr, cfg.pod_cidr.as_ref()) {
-                patch["spec"] = serde_json::json!({ "podCIDR": cidr, "podCIDRs": [cidr] });
+            if let (false, Some(cidr), Some(fields)) =
+                (has_cidr, cfg.pod_cidr.as_ref(), patch.as_object_mut())
+            {
+                let spec = serde_json::json!({ "podCIDR": cidr, "podCIDRs": [cidr] });
+                fields.insert("spec".into(), spec);
             }
             api.patch(&cfg.name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await

@@ -203,13 +203,11 @@ pub fn plan(
         }
         PodState::Initializing { index } => {
             // Init containers restart on failure unless the policy is Never (then InitFailed).
-            let slot = Slot::of(
-                &init_containers(pod)[*index],
-                true,
-                RestartPolicy::OnFailure,
-                observed,
-            );
-            decide_container(&mut plan, &facts, &slot);
+            // The index was taken from this pod's init containers, so it is always found.
+            if let Some(container) = init_containers(pod).get(*index) {
+                let slot = Slot::of(container, true, RestartPolicy::OnFailure, observed);
+                decide_container(&mut plan, &facts, &slot);
+            }
         }
         PodState::Running => {
             let policy = RestartPolicy::of(pod);

@@ -165,16 +165,16 @@ pub async fn http_get(host: &str, port: u16, path: &str) -> Result<u16, ProbeErr
     let mut head = [0u8; 64];
     let mut read = 0;
     while read < 12 {
-        let n = stream
-            .read(&mut head[read..])
-            .await
-            .map_err(ProbeError::HttpIo)?;
+        let Some(free) = head.get_mut(read..) else {
+            break;
+        };
+        let n = stream.read(free).await.map_err(ProbeError::HttpIo)?;
         if n == 0 {
             break;
         }
         read += n;
     }
-    let text = String::from_utf8_lossy(&head[..read]);
+    let text = String::from_utf8_lossy(head.get(..read).unwrap_or(&head));
     text.split_whitespace()
         .nth(1)
         .and_then(|c| c.parse().ok())
@@ -264,7 +264,7 @@ pub async fn run(
     let success_threshold = probe.success_threshold.unwrap_or(1).max(1);
     let failure_threshold = probe.failure_threshold.unwrap_or(3).max(1);
     tokio::time::sleep(initial).await;
-    let (mut successes, mut failures) = (0, 0);
+    let (mut successes, mut failures) = (0i32, 0i32);
     loop {
         // Liveness and readiness wait for the startup probe to succeed.
         if kind == Kind::Startup || started(&sink.table, &target.id) {
@@ -278,11 +278,11 @@ pub async fn run(
             .await;
             match &result {
                 Ok(()) => {
-                    successes += 1;
+                    successes = successes.saturating_add(1);
                     failures = 0;
                 }
                 Err(why) => {
-                    failures += 1;
+                    failures = failures.saturating_add(1);
                     successes = 0;
                     tracing::debug!(container = %target.container.name, ?kind, %why, "probe failed");
                     if let Ok(mut t) = sink.table.lock() {

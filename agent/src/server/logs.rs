@@ -88,6 +88,19 @@ pub fn tail<'a>(lines: &[&'a str], n: usize) -> Vec<&'a str> {
     kept
 }
 
+/// Cuts `text` to at most `max` bytes, at a character boundary: a byte limit from a request
+/// (limitBytes) may fall inside a multi-byte character, where `String::truncate` would panic.
+pub fn truncate_bytes(text: &mut String, max: usize) {
+    if text.len() <= max {
+        return;
+    }
+    let end = (0..=max)
+        .rev()
+        .find(|i| text.is_char_boundary(*i))
+        .unwrap_or(0);
+    text.truncate(end);
+}
+
 /// The log file of the newest attempt of a container (or the one before, for `previous`).
 pub fn log_file(pod_log_dir: &Path, container: &str, previous: bool) -> Option<PathBuf> {
     let dir = pod_log_dir.join(container);
@@ -142,6 +155,19 @@ mod tests {
         assert_eq!(render(&tail(&LINES, 2), false), "second\nthird\n");
         assert_eq!(render(&tail(&LINES, 10), false), "first\nsecond\nthird\n");
         assert_eq!(render(&tail(&LINES, 0), false), "");
+    }
+
+    #[test]
+    fn truncate_bytes_stops_before_a_split_character() {
+        let mut text = "aé€\n".to_string();
+        truncate_bytes(&mut text, 2);
+        assert_eq!(text, "a");
+        let mut text = "aé€\n".to_string();
+        truncate_bytes(&mut text, 3);
+        assert_eq!(text, "aé");
+        let mut text = "aé€\n".to_string();
+        truncate_bytes(&mut text, usize::MAX);
+        assert_eq!(text, "aé€\n");
     }
 
     #[test]

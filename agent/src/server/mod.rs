@@ -178,7 +178,7 @@ async fn read_logs(file: &std::path::Path, opts: &LogOptions) -> (String, u64) {
     };
     let mut first = logs::render(&shown, opts.timestamps);
     if let Some(limit) = opts.limit_bytes {
-        first.truncate(limit);
+        logs::truncate_bytes(&mut first, limit);
     }
     (first, complete_len.saturating_sub(rotated_len) as u64)
 }

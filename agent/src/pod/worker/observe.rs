@@ -71,13 +71,7 @@ pub fn termination_messages(root: &Path, pod: &Pod, observed: &mut ObservedPod) 
         if text.is_empty() && fallback && c.exit_code != 0 {
             text = log_end(&c.log_path);
         }
-        if text.len() > MAX_MESSAGE {
-            let end = (0..=MAX_MESSAGE)
-                .rev()
-                .find(|i| text.is_char_boundary(*i))
-                .unwrap_or(0);
-            text.truncate(end);
-        }
+        crate::server::logs::truncate_bytes(&mut text, MAX_MESSAGE);
         c.message = text;
     }
 }
