@@ -29,7 +29,9 @@ struct Restarts {
 
 impl Restarts {
     fn add(&mut self, status: &Value) {
-        self.count += int_at(status, "restartCount").unwrap_or(0);
+        // Saturating: restart counts come from whoever wrote the Pod's status.
+        let restarts = int_at(status, "restartCount").unwrap_or(0);
+        self.count = self.count.saturating_add(restarts);
         let finished = at(status, &["lastState", "terminated", "finishedAt"])
             .and_then(Value::as_str)
             .and_then(|t| DateTime::parse_from_rfc3339(t).ok())

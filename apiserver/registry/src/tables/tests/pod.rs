@@ -49,6 +49,15 @@ fn crash_loop_back_off_pod() {
 }
 
 #[test]
+fn restart_counts_past_i64_saturate() {
+    // Written through /status by any client: the sum must not overflow while printing.
+    let p = pod(json!({"phase": "Running", "containerStatuses": [
+        {"name": "web", "ready": true, "restartCount": i64::MAX, "state": {"running": {}}},
+        {"name": "side", "ready": true, "restartCount": 7, "state": {"running": {}}}]}));
+    assert_eq!(cell("Pod", &p, "RESTARTS"), i64::MAX.to_string());
+}
+
+#[test]
 fn terminating_pod() {
     let mut p = pod(json!({"phase": "Running", "containerStatuses": [
         {"name": "web", "ready": true, "state": {"running": {}}},
