@@ -26,11 +26,12 @@ pub fn host_veth(container_id: &str, ifname: &str) -> String {
 
 /// True for names `host_veth` produces.
 pub fn is_host_veth(name: &str) -> bool {
-    name.len() == 12
-        && name.starts_with("veth")
-        && name[4..]
-            .bytes()
-            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    name.strip_prefix("veth").is_some_and(|hex| {
+        hex.len() == 8
+            && hex
+                .bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    })
 }
 
 pub const MASQ_CHAIN_PREFIX: &str = "KCNI-";

@@ -184,7 +184,11 @@ pub fn free_per_set(store: &dyn Store, sets: &[Vec<Range>]) -> Result<Vec<u128>>
     Ok(sets
         .iter()
         .map(|set| {
-            let cap: u128 = set.iter().map(Range::capacity).sum();
+            // Saturating: two whole-space IPv6 ranges hold more than a u128 counts.
+            let cap = set
+                .iter()
+                .map(Range::capacity)
+                .fold(0, u128::saturating_add);
             let taken = used
                 .iter()
                 .filter(|(ip, _)| set.iter().any(|r| r.contains(*ip) && *ip != r.gateway))
@@ -301,6 +305,9 @@ mod tests {
         assert_eq!(free_per_set(&store, &sets).unwrap(), vec![5]);
         allocate(&mut store, &sets, &own("a")).unwrap();
         assert_eq!(free_per_set(&store, &sets).unwrap(), vec![4]);
+        let whole = set("::/0").remove(0);
+        let huge = vec![vec![whole.clone(), whole]];
+        assert_eq!(free_per_set(&store, &huge).unwrap(), vec![u128::MAX]);
     }
 
     #[test]
