@@ -33,15 +33,17 @@ pub enum TokenFileError {
 
 /// Splits one CSV line, honouring double quotes around a field.
 fn csv_fields(line: &str) -> Vec<String> {
-    let mut out = vec![String::new()];
+    let mut out = Vec::new();
+    let mut field = String::new();
     let mut quoted = false;
     for c in line.chars() {
         match c {
             '"' => quoted = !quoted,
-            ',' if !quoted => out.push(String::new()),
-            _ => out.last_mut().expect("never empty").push(c),
+            ',' if !quoted => out.push(std::mem::take(&mut field)),
+            _ => field.push(c),
         }
     }
+    out.push(field);
     out.into_iter().map(|f| f.trim().to_string()).collect()
 }
 
@@ -54,15 +56,19 @@ impl Tokens {
                 continue;
             }
             let f = csv_fields(line);
-            if f.len() < 3 || f[0].is_empty() || f[1].is_empty() {
-                return Err(TokenFileError::Parse {
-                    path: path.into(),
-                    line: i + 1,
-                    msg: "want at least token,user,uid".into(),
-                });
-            }
-            let groups = f
-                .get(3)
+            let (token, name, uid, groups) = match f.as_slice() {
+                [token, name, uid, rest @ ..] if !token.is_empty() && !name.is_empty() => {
+                    (token, name, uid, rest.first())
+                }
+                _ => {
+                    return Err(TokenFileError::Parse {
+                        path: path.into(),
+                        line: i + 1,
+                        msg: "want at least token,user,uid".into(),
+                    })
+                }
+            };
+            let groups = groups
                 .map(|g| {
                     g.split(',')
                         .map(str::trim)
@@ -72,10 +78,10 @@ impl Tokens {
                 })
                 .unwrap_or_default();
             t.insert(
-                &f[0],
+                token,
                 User {
-                    name: f[1].clone(),
-                    uid: f[2].clone(),
+                    name: name.clone(),
+                    uid: uid.clone(),
                     groups,
                 },
             );

@@ -1,5 +1,11 @@
 //! Keelson's Kubernetes-compatible API server: REST and watch over an embedded store.
 
+// No panic reachable from a request: it drops the connection and can leave undeletable objects.
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)
+)]
+
 pub mod allocators;
 pub mod auth;
 pub mod certs;

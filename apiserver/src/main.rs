@@ -1,3 +1,9 @@
+// No panic reachable from a request: it drops the connection and can leave undeletable objects.
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)
+)]
+
 use clap::Parser;
 use keelson_apiserver::options::Command;
 

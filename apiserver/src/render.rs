@@ -2,7 +2,7 @@
 //! `kubectl get`, and PartialObjectMetadata.
 
 use crate::negotiate::Output;
-use crate::object::partial_metadata;
+use crate::object::{partial_metadata, set_path};
 use crate::resources::Resource;
 use crate::store::{Entry, Rev};
 use bytes::{BufMut, Bytes, BytesMut};
@@ -25,7 +25,7 @@ pub fn table(res: &Resource, items: &[Entry], rev: Rev, include_object: bool) ->
             let mut row =
                 json!({ "cells": keelson_apiserver_registry::cells(res.kind, &e.obj, now) });
             if include_object {
-                row["object"] = partial_metadata(&e.obj);
+                set_path(&mut row, &["object"], partial_metadata(&e.obj));
             }
             row
         })
@@ -65,15 +65,15 @@ pub fn list(
 ) -> Bytes {
     let mut meta = json!({ "resourceVersion": rev.to_string() });
     if let Some(c) = cont {
-        meta["continue"] = json!(c);
+        set_path(&mut meta, &["continue"], json!(c));
     }
     if let Some(r) = remaining {
-        meta["remainingItemCount"] = json!(r);
+        set_path(&mut meta, &["remainingItemCount"], json!(r));
     }
     match out {
         Output::Table => {
             let mut t = table(res, items, rev, include_object);
-            t["metadata"] = meta;
+            set_path(&mut t, &["metadata"], meta);
             Bytes::from(serde_json::to_vec(&t).unwrap_or_default())
         }
         Output::Metadata => {
@@ -90,7 +90,7 @@ pub fn list(
             let head = json!({ "kind": res.list_kind(), "apiVersion": res.api_version(), "metadata": meta });
             let head = serde_json::to_vec(&head).unwrap_or_default();
             // Reopen the header object to append "items".
-            b.put_slice(&head[..head.len() - 1]);
+            b.put_slice(head.strip_suffix(b"}").unwrap_or_default());
             b.put_slice(b",\"items\":[");
             for (i, e) in items.iter().enumerate() {
                 if i > 0 {

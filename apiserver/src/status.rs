@@ -1,5 +1,6 @@
 //! Errors as Kubernetes Status objects: what kubectl prints depends on kind, reason and details.
 
+use crate::object::set_path;
 use axum::response::{IntoResponse, Response};
 use http::StatusCode;
 use keelson_apiserver_registry::Cause;
@@ -20,7 +21,7 @@ pub type ApiResult<T> = Result<T, ApiError>;
 fn details(kind: &str, name: &str, group: &str) -> Value {
     let mut d = json!({ "name": name, "kind": kind });
     if !group.is_empty() {
-        d["group"] = json!(group);
+        set_path(&mut d, &["group"], json!(group));
     }
     d
 }
@@ -91,7 +92,11 @@ impl ApiError {
             .map(|c| format!("{}: {}", c.field, c.message))
             .collect();
         let mut d = details(kind, name, group);
-        d["causes"] = serde_json::to_value(causes).unwrap_or(Value::Null);
+        set_path(
+            &mut d,
+            &["causes"],
+            serde_json::to_value(causes).unwrap_or(Value::Null),
+        );
         ApiError {
             details: Some(d),
             ..ApiError::new(
@@ -141,7 +146,7 @@ impl ApiError {
             "code": self.code,
         });
         if let Some(d) = &self.details {
-            s["details"] = d.clone();
+            set_path(&mut s, &["details"], d.clone());
         }
         s
     }

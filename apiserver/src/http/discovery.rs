@@ -1,5 +1,6 @@
 //! Discovery documents: /api, /apis, /api/v1, /apis/{group}/{version}, and /version.
 
+use crate::object::set_path;
 use crate::resources::{self, Resource};
 use serde_json::{json, Value};
 
@@ -28,24 +29,29 @@ pub fn groups() -> Value {
 pub fn group(name: &str) -> Option<Value> {
     resources::groups().contains(&name).then(|| {
         let mut g = group_entry(name);
-        g["kind"] = json!("APIGroup");
-        g["apiVersion"] = json!("v1");
+        set_path(&mut g, &["kind"], json!("APIGroup"));
+        set_path(&mut g, &["apiVersion"], json!("v1"));
         g
     })
 }
 
+/// shortNames and categories, present only when the kind has some.
+fn with_names(mut e: Value, r: &Resource) -> Value {
+    if !r.short_names.is_empty() {
+        set_path(&mut e, &["shortNames"], json!(r.short_names));
+    }
+    if r.in_all {
+        set_path(&mut e, &["categories"], json!(["all"]));
+    }
+    e
+}
+
 fn entry(r: &Resource) -> Value {
-    let mut e = json!({
+    let e = json!({
         "name": r.plural, "singularName": r.singular, "namespaced": r.namespaced,
         "kind": r.kind, "verbs": r.verbs(),
     });
-    if !r.short_names.is_empty() {
-        e["shortNames"] = json!(r.short_names);
-    }
-    if r.in_all {
-        e["categories"] = json!(["all"]);
-    }
-    e
+    with_names(e, r)
 }
 
 fn sub_entry(r: &Resource, sub: &str) -> Value {
@@ -65,8 +71,8 @@ fn sub_entry(r: &Resource, sub: &str) -> Value {
         "kind": kind, "verbs": verbs,
     });
     if let (Some(g), Some(v)) = (group, version) {
-        e["group"] = json!(g);
-        e["version"] = json!(v);
+        set_path(&mut e, &["group"], json!(g));
+        set_path(&mut e, &["version"], json!(v));
     }
     e
 }
@@ -120,22 +126,16 @@ fn aggregated_resource(r: &Resource) -> Value {
                 "scale" => ("autoscaling", "v1"),
                 _ => (r.group, r.version),
             };
-            json!({ "subresource": s, "responseKind": { "group": g, "version": v, "kind": e["kind"] }, "verbs": e["verbs"] })
+            json!({ "subresource": s, "responseKind": { "group": g, "version": v, "kind": e.get("kind") }, "verbs": e.get("verbs") })
         })
         .collect();
-    let mut e = json!({
+    let e = json!({
         "resource": r.plural, "singularResource": r.singular,
         "responseKind": { "group": r.group, "version": r.version, "kind": r.kind },
         "scope": if r.namespaced { "Namespaced" } else { "Cluster" },
         "verbs": r.verbs(), "subresources": subs,
     });
-    if !r.short_names.is_empty() {
-        e["shortNames"] = json!(r.short_names);
-    }
-    if r.in_all {
-        e["categories"] = json!(["all"]);
-    }
-    e
+    with_names(e, r)
 }
 
 /// /api (core only) or /apis (every named group) as an APIGroupDiscoveryList.

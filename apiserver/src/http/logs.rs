@@ -31,7 +31,11 @@ pub async fn pod_logs(api: &Api, t: &Target, query: &str) -> ApiResult<Response>
     let pod = api.get_entry(t)?;
     let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query).unwrap_or_default();
     let container = container(&pod.obj, &t.name, &pairs)?;
-    let node = pod.obj["spec"]["nodeName"].as_str().unwrap_or("");
+    let node = pod
+        .obj
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     if node.is_empty() {
         return Err(ApiError::bad_request(format!(
             "pod {} does not have a host assigned",
@@ -55,9 +59,10 @@ fn container(pod: &Value, pod_name: &str, pairs: &[(String, String)]) -> ApiResu
     if let Some((_, c)) = pairs.iter().find(|(k, _)| k == "container") {
         return Ok(c.clone());
     }
-    let containers: Vec<&str> = pod["spec"]["containers"]
-        .as_array()
-        .map(|cs| cs.iter().filter_map(|c| c["name"].as_str()).collect())
+    let containers: Vec<&str> = pod
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .map(|cs| cs.iter().filter_map(|c| c.get("name")?.as_str()).collect())
         .unwrap_or_default();
     match containers.as_slice() {
         [only] => Ok(only.to_string()),
@@ -70,25 +75,36 @@ fn container(pod: &Value, pod_name: &str, pairs: &[(String, String)]) -> ApiResu
 
 /// The node's InternalIP and the port its agent serves the kubelet API on.
 fn kubelet_endpoint(api: &Api, node: &str, pod_name: &str) -> ApiResult<(String, u16)> {
-    let nodes = resources::lookup("", "v1", "nodes").expect("nodes served");
+    let nodes = resources::lookup("", "v1", "nodes")
+        .ok_or_else(|| ApiError::internal("nodes are not served"))?;
     let node_obj = api.store.get(&nodes.key("", node)).ok_or_else(|| {
         ApiError::bad_request(format!(
             "node {node} of pod {pod_name} is not registered; no agent serves its logs"
         ))
     })?;
-    let addr = node_obj.obj["status"]["addresses"]
-        .as_array()
-        .and_then(|a| a.iter().find(|x| x["type"] == "InternalIP"))
-        .and_then(|x| x["address"].as_str())
+    let addr = node_obj
+        .obj
+        .pointer("/status/addresses")
+        .and_then(Value::as_array)
+        .and_then(|a| {
+            a.iter()
+                .find(|x| x.get("type").is_some_and(|t| t == "InternalIP"))
+        })
+        .and_then(|x| x.get("address")?.as_str())
         .ok_or_else(|| {
             ApiError::bad_request(format!(
                 "node {node} has no InternalIP address to reach its agent"
             ))
         })?;
-    let port = node_obj.obj["status"]["daemonEndpoints"]["kubeletEndpoint"]["Port"]
-        .as_u64()
+    // A port outside u16 (a Node is written by its agent, or by anyone allowed to) is not
+    // truncated into some other port: the default is used instead.
+    let port = node_obj
+        .obj
+        .pointer("/status/daemonEndpoints/kubeletEndpoint/Port")
+        .and_then(Value::as_u64)
+        .and_then(|p| u16::try_from(p).ok())
         .unwrap_or(10250);
-    Ok((addr.to_string(), port as u16))
+    Ok((addr.to_string(), port))
 }
 
 async fn fetch(addr: &str, port: u16, path: &str) -> Result<Response, String> {

@@ -47,16 +47,22 @@ const MAX_GRACE_SECONDS: i64 = i32::MAX as i64;
 
 /// The grace period a Pod gets: none when it never ran on a node or has finished.
 fn pod_grace(pod: &Value, asked: Option<i64>) -> i64 {
-    let unscheduled = pod["spec"]["nodeName"].as_str().unwrap_or("").is_empty();
+    let unscheduled = pod
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty);
     let finished = matches!(
-        pod["status"]["phase"].as_str(),
+        pod.pointer("/status/phase").and_then(Value::as_str),
         Some("Succeeded" | "Failed")
     );
     if unscheduled || finished {
         return 0;
     }
     asked
-        .or_else(|| pod["spec"]["terminationGracePeriodSeconds"].as_i64())
+        .or_else(|| {
+            pod.pointer("/spec/terminationGracePeriodSeconds")
+                .and_then(Value::as_i64)
+        })
         .unwrap_or(30)
         .clamp(0, MAX_GRACE_SECONDS)
 }
@@ -155,10 +161,13 @@ fn check_preconditions(opts: &DeleteOptions, cur: &Entry) -> ApiResult<()> {
 /// gone. Returns false when nothing changes.
 fn mark_deleting(obj: &mut Value, grace: i64, foreground: bool) -> bool {
     let deleting = object::is_deleting(obj);
-    let old_grace = obj["metadata"]["deletionGracePeriodSeconds"].as_i64();
+    let old_grace = obj
+        .pointer("/metadata/deletionGracePeriodSeconds")
+        .and_then(Value::as_i64);
     let add_finalizer = foreground
-        && !obj["metadata"]["finalizers"]
-            .as_array()
+        && !obj
+            .pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
             .is_some_and(|f| f.iter().any(|v| v == propagation::FOREGROUND));
     let shorter = !deleting || old_grace.is_none_or(|g| g > grace);
     if !shorter && !add_finalizer {

@@ -13,13 +13,13 @@ use std::time::Duration;
 /// series.lastObservedTime and creationTimestamp.
 fn last_seen(ev: &Value) -> Option<DateTime<Utc>> {
     [
-        &ev["lastTimestamp"],
-        &ev["eventTime"],
-        &ev["series"]["lastObservedTime"],
-        &ev["metadata"]["creationTimestamp"],
+        "/lastTimestamp",
+        "/eventTime",
+        "/series/lastObservedTime",
+        "/metadata/creationTimestamp",
     ]
     .into_iter()
-    .filter_map(object::timestamp)
+    .filter_map(|field| object::timestamp(ev.pointer(field)?))
     .max()
 }
 

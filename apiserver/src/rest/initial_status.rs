@@ -15,23 +15,24 @@ pub(super) fn reset_status_on_create(res: &Resource, obj: &mut Value) {
 pub(super) fn fill_on_create(res: &Resource, obj: &mut Value) {
     if res.kind == "Pod" {
         let qos = qos_class(obj);
-        obj["status"] = json!({ "phase": "Pending", "qosClass": qos });
+        let status = json!({ "phase": "Pending", "qosClass": qos });
+        crate::object::set_path(obj, &["status"], status);
     }
 }
 
 /// The Pod's QoS class from its containers' requests and limits, as upstream computes it.
 pub fn qos_class(pod: &Value) -> &'static str {
-    let containers = pod["spec"]["containers"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default();
+    let containers = pod
+        .pointer("/spec/containers")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
     let mut any = false;
     let mut guaranteed = !containers.is_empty();
-    for c in &containers {
-        let req = &c["resources"]["requests"];
-        let lim = &c["resources"]["limits"];
+    for c in containers {
+        let req = c.pointer("/resources/requests");
+        let lim = c.pointer("/resources/limits");
         for r in ["cpu", "memory"] {
-            let (rq, lm) = (req.get(r), lim.get(r));
+            let (rq, lm) = (req.and_then(|q| q.get(r)), lim.and_then(|l| l.get(r)));
             any |= rq.is_some() || lm.is_some();
             if lm.is_none() || (rq.is_some() && rq != lm) {
                 guaranteed = false;

@@ -3,6 +3,7 @@
 
 use super::Api;
 use crate::allocators::Allocators;
+use crate::object::set_path;
 use crate::resources::Resource;
 use crate::status::{ApiError, ApiResult};
 use keelson_apiserver_registry::Cause;
@@ -41,17 +42,15 @@ impl Reservation {
 }
 
 fn cluster_ip(svc: &Value) -> Option<Ipv4Addr> {
-    svc["spec"]["clusterIP"]
-        .as_str()
-        .and_then(|s| s.parse().ok())
+    svc.pointer("/spec/clusterIP")?.as_str()?.parse().ok()
 }
 
 fn node_ports(svc: &Value) -> HashSet<u16> {
-    svc["spec"]["ports"]
-        .as_array()
+    svc.pointer("/spec/ports")
+        .and_then(Value::as_array)
         .map(|ps| {
             ps.iter()
-                .filter_map(|p| p["nodePort"].as_u64())
+                .filter_map(|p| p.get("nodePort")?.as_u64())
                 .filter_map(|p| u16::try_from(p).ok())
                 .collect()
         })
@@ -93,15 +92,16 @@ fn allocate_service(
     svc: &mut Value,
     r: &mut Reservation,
 ) -> ApiResult<()> {
-    let svc_type = svc["spec"]["type"]
-        .as_str()
+    let svc_type = svc
+        .pointer("/spec/type")
+        .and_then(Value::as_str)
         .unwrap_or("ClusterIP")
         .to_string();
     if svc_type == "ExternalName" {
         if let Some(ip) = old.and_then(cluster_ip) {
             r.free_ips.push(ip);
         }
-        if let Some(spec) = svc["spec"].as_object_mut() {
+        if let Some(spec) = svc.get_mut("spec").and_then(Value::as_object_mut) {
             spec.remove("clusterIP");
             spec.remove("clusterIPs");
         }
@@ -119,21 +119,24 @@ fn allocate_cluster_ip(
     r: &mut Reservation,
 ) -> ApiResult<()> {
     let old_ip = old
-        .and_then(|o| o["spec"]["clusterIP"].as_str())
+        .and_then(|o| o.pointer("/spec/clusterIP")?.as_str())
         .unwrap_or("")
         .to_string();
-    let asked = svc["spec"]["clusterIP"].as_str().unwrap_or("").to_string();
+    let asked = svc
+        .pointer("/spec/clusterIP")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     if !old_ip.is_empty() {
         if !asked.is_empty() && asked != old_ip {
             let msg = format!("Invalid value: \"{asked}\": field is immutable");
             return Err(invalid(svc, "spec.clusterIP", msg));
         }
-        svc["spec"]["clusterIP"] = json!(old_ip);
-        svc["spec"]["clusterIPs"] = json!([old_ip]);
+        set_cluster_ips(svc, &old_ip);
         return Ok(());
     }
     if asked == "None" {
-        svc["spec"]["clusterIPs"] = json!(["None"]);
+        set_path(svc, &["spec", "clusterIPs"], json!(["None"]));
         return Ok(());
     }
     let want = if asked.is_empty() {
@@ -148,9 +151,13 @@ fn allocate_cluster_ip(
         invalid(svc, "spec.clusterIPs", msg)
     })?;
     r.new_ips.push(ip);
-    svc["spec"]["clusterIP"] = json!(ip.to_string());
-    svc["spec"]["clusterIPs"] = json!([ip.to_string()]);
+    set_cluster_ips(svc, &ip.to_string());
     Ok(())
+}
+
+fn set_cluster_ips(svc: &mut Value, ip: &str) {
+    set_path(svc, &["spec", "clusterIP"], json!(ip));
+    set_path(svc, &["spec", "clusterIPs"], json!([ip]));
 }
 
 fn allocate_node_ports(
@@ -162,12 +169,12 @@ fn allocate_node_ports(
 ) -> ApiResult<()> {
     let held = old.map(node_ports).unwrap_or_default();
     let wants_ports = svc_type == "NodePort" || svc_type == "LoadBalancer";
-    let old_ports: Vec<Value> = old
-        .and_then(|o| o["spec"]["ports"].as_array().cloned())
-        .unwrap_or_default();
+    let old_ports = old
+        .and_then(|o| o.pointer("/spec/ports")?.as_array())
+        .map_or(&[][..], Vec::as_slice);
     let mut kept = HashSet::new();
     let name = crate::object::name(svc).to_string();
-    let Some(ports) = svc["spec"]["ports"].as_array_mut() else {
+    let Some(ports) = svc.pointer_mut("/spec/ports").and_then(Value::as_array_mut) else {
         r.free_ports.extend(held);
         return Ok(());
     };
@@ -178,13 +185,16 @@ fn allocate_node_ports(
             }
             continue;
         }
-        let given = p["nodePort"].as_i64().filter(|n| *n != 0);
+        let given = p
+            .get("nodePort")
+            .and_then(Value::as_i64)
+            .filter(|n| *n != 0);
         // An update that leaves nodePort out keeps the one this port already had.
         let reuse = given.or_else(|| {
             old_ports
                 .iter()
-                .find(|o| o["port"] == p["port"] && o["protocol"] == p["protocol"])
-                .and_then(|o| o["nodePort"].as_i64())
+                .find(|o| o.get("port") == p.get("port") && o.get("protocol") == p.get("protocol"))
+                .and_then(|o| o.get("nodePort")?.as_i64())
         });
         let reused = reuse
             .and_then(|n| u16::try_from(n).ok())
@@ -206,7 +216,7 @@ fn allocate_node_ports(
             }
         };
         kept.insert(port);
-        p["nodePort"] = json!(port);
+        set_path(p, &["nodePort"], json!(port));
     }
     r.free_ports.extend(held.difference(&kept).copied());
     Ok(())
@@ -214,7 +224,9 @@ fn allocate_node_ports(
 
 /// Marks the allocations of every stored Service as taken; run once at start.
 pub fn rebuild_allocations(api: &Api) {
-    let svc = crate::resources::lookup("", "v1", "services").expect("services served");
+    let Some(svc) = crate::resources::lookup("", "v1", "services") else {
+        return;
+    };
     let (items, _) = api.store.list(&svc.key_prefix());
     for e in items {
         if let Some(ip) = cluster_ip(&e.obj) {

@@ -23,7 +23,10 @@ fn undecodable(kind: &str, decode: schema::Decode, body: &Value) -> ApiResult<()
 /// `dry_run`, every check runs and nothing is written.
 pub async fn bind(api: &Api, t: &Target, binding: &Value, dry_run: bool) -> ApiResult<Entry> {
     undecodable("Binding", schema::BINDING, binding)?;
-    let node = binding["target"]["name"].as_str().unwrap_or("");
+    let node = binding
+        .pointer("/target/name")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     if node.is_empty() {
         return Err(ApiError::invalid(
             "Binding",
@@ -37,12 +40,16 @@ pub async fn bind(api: &Api, t: &Target, binding: &Value, dry_run: bool) -> ApiR
         ));
     }
     let cur = api.get_entry(t)?;
-    if let Some(uid) = binding["metadata"]["uid"].as_str() {
+    if let Some(uid) = binding.pointer("/metadata/uid").and_then(Value::as_str) {
         if uid != object::meta_str(&cur.obj, "uid") {
             return Err(ApiError::new(409, "Conflict", format!("Operation cannot be fulfilled on pods/binding \"{}\": precondition failed: UID does not match", t.name)));
         }
     }
-    let assigned = cur.obj["spec"]["nodeName"].as_str().unwrap_or("");
+    let assigned = cur
+        .obj
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     if !assigned.is_empty() {
         return Err(ApiError::new(409, "Conflict", format!(
             "Operation cannot be fulfilled on pods/binding \"{}\": pod {} is already assigned to node \"{assigned}\"",
@@ -74,28 +81,29 @@ pub async fn bind(api: &Api, t: &Target, binding: &Value, dry_run: bool) -> ApiR
         return Ok(entry);
     }
     let mut status = (*entry.obj).clone();
-    if !status["status"].is_object() {
-        status["status"] = json!({});
-    }
     let cond = json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": object::now_rfc3339()});
-    let conds = status["status"]["conditions"]
-        .as_array()
-        .cloned()
+    let mut conds: Vec<Value> = status
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .map(|cs| {
+            cs.iter()
+                .filter(|c| c.get("type").is_none_or(|t| t != "PodScheduled"))
+                .cloned()
+                .collect()
+        })
         .unwrap_or_default();
-    let mut conds: Vec<Value> = conds
-        .into_iter()
-        .filter(|c| c["type"] != "PodScheduled")
-        .collect();
     conds.push(cond);
-    status["status"]["conditions"] = json!(conds);
+    // A status that is not an object (stored before the schema checks) is replaced.
+    object::set_path(&mut status, &["status", "conditions"], json!(conds));
     update(api, t, status, Sub::Status, false).await
 }
 
 /// The autoscaling/v1 Scale view of a Deployment or ReplicaSet.
 pub fn scale_of(obj: &Value) -> Value {
-    let m = &obj["metadata"];
-    let selector = obj["spec"]["selector"]["matchLabels"]
-        .as_object()
+    let m = |field: &str| object::meta(obj).and_then(|m| m.get(field));
+    let selector = obj
+        .pointer("/spec/selector/matchLabels")
+        .and_then(Value::as_object)
         .map(|l| {
             l.iter()
                 .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
@@ -107,12 +115,16 @@ pub fn scale_of(obj: &Value) -> Value {
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
         "metadata": {
-            "name": m["name"], "namespace": m["namespace"], "uid": m["uid"],
-            "resourceVersion": m["resourceVersion"], "creationTimestamp": m["creationTimestamp"],
+            "name": m("name"), "namespace": m("namespace"), "uid": m("uid"),
+            "resourceVersion": m("resourceVersion"), "creationTimestamp": m("creationTimestamp"),
         },
-        "spec": { "replicas": obj["spec"]["replicas"].as_i64().unwrap_or(1) },
-        "status": { "replicas": obj["status"]["replicas"].as_i64().unwrap_or(0), "selector": selector },
+        "spec": { "replicas": int_at(obj, "/spec/replicas").unwrap_or(1) },
+        "status": { "replicas": int_at(obj, "/status/replicas").unwrap_or(0), "selector": selector },
     })
+}
+
+fn int_at(obj: &Value, pointer: &str) -> Option<i64> {
+    obj.pointer(pointer).and_then(Value::as_i64)
 }
 
 pub fn get_scale(api: &Api, t: &Target) -> ApiResult<Value> {
@@ -140,7 +152,7 @@ pub async fn update_scale(
         }
         Some(_) => keelson_apimachinery::patch::merge_patch(&scale, body),
     };
-    let replicas = wanted["spec"]["replicas"].as_i64().ok_or_else(|| {
+    let replicas = int_at(&wanted, "/spec/replicas").ok_or_else(|| {
         ApiError::invalid(
             "Scale",
             "autoscaling",
@@ -167,7 +179,7 @@ pub async fn update_scale(
     let rv = object::meta_str(&wanted, "resourceVersion");
     let mut p = json!({ "spec": { "replicas": replicas } });
     if kind.is_none() && !rv.is_empty() {
-        p["metadata"] = json!({ "resourceVersion": rv });
+        object::set_path(&mut p, &["metadata", "resourceVersion"], json!(rv));
     }
     let e = patch(api, t, PatchType::Merge, p, Sub::Main, dry_run).await?;
     Ok(scale_of(&e.obj))

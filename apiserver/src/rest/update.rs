@@ -95,7 +95,10 @@ fn prepare(t: &Target, old: &Value, change: Change) -> ApiResult<Value> {
     let mut new = change.new;
     merge_owned(t, old, &mut new, change.sub)?;
     keelson_apiserver_registry::apply_defaults(t.res.kind, &mut new);
-    let mut generation = old["metadata"]["generation"].as_i64().unwrap_or(1);
+    let mut generation = old
+        .pointer("/metadata/generation")
+        .and_then(Value::as_i64)
+        .unwrap_or(1);
     if object::spec_part(&new) != object::spec_part(old) {
         generation = generation.saturating_add(1);
     }
@@ -120,8 +123,9 @@ async fn commit(api: &Api, t: &Target, old: &Entry, change: Change) -> ApiResult
     // An object being deleted goes once its last finalizer is removed.
     let finished = object::is_deleting(&new)
         && object::finalizers(&new) == 0
-        && new["metadata"]["deletionGracePeriodSeconds"]
-            .as_i64()
+        && new
+            .pointer("/metadata/deletionGracePeriodSeconds")
+            .and_then(Value::as_i64)
             .unwrap_or(0)
             == 0;
     let reservation = if finished {

@@ -33,7 +33,8 @@ impl Stream {
     async fn bookmark(&self, rev: u64, initial_end: bool) -> bool {
         let mut meta = json!({ "resourceVersion": rev.to_string() });
         if initial_end {
-            meta["annotations"] = json!({ "k8s.io/initial-events-end": "true" });
+            let end = json!({ "k8s.io/initial-events-end": "true" });
+            crate::object::set_path(&mut meta, &["annotations"], end);
         }
         let obj = json!({ "kind": self.res.kind, "apiVersion": self.res.api_version(), "metadata": meta });
         let bytes = serde_json::to_vec(&obj).unwrap_or_default();

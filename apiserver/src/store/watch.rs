@@ -67,7 +67,7 @@ impl WatchCache {
             events.drain(..events.len() - self.max_events);
         }
         if let Some(first) = events.first() {
-            hist.oldest = first.entry.rev - 1;
+            hist.oldest = first.entry.rev.saturating_sub(1);
         }
         let now = Instant::now();
         hist.events.extend(events.into_iter().map(|e| (now, e)));
