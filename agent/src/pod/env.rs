@@ -242,7 +242,7 @@ pub(crate) fn resource(container: &Container, name: &str) -> String {
     if key == "cpu" {
         // Rounded up to whole cores, as the downward API does with the default divisor.
         quantity::cpu_millis(&q.0)
-            .map(|m| ((m + 999) / 1000).to_string())
+            .map(|m| ((i128::from(m) + 999) / 1000).to_string())
             .unwrap_or_default()
     } else {
         quantity::bytes(&q.0)

@@ -357,10 +357,11 @@ pub fn resources(c: &Container) -> cri::LinuxContainerResources {
         .get("cpu")
         .or(limits.get("cpu"))
         .and_then(|q| quantity::cpu_millis(&q.0));
-    out.cpu_shares = cpu_request.map_or(2, |m| (m * 1024 / 1000).max(2));
+    // Saturating: a quantity from the pod spec may be far beyond any machine.
+    out.cpu_shares = cpu_request.map_or(2, |m| (m.saturating_mul(1024) / 1000).max(2));
     if let Some(limit) = limits.get("cpu").and_then(|q| quantity::cpu_millis(&q.0)) {
         out.cpu_period = 100_000;
-        out.cpu_quota = (limit * 100_000 / 1000).max(1000);
+        out.cpu_quota = (limit.saturating_mul(100_000) / 1000).max(1000);
     }
     if let Some(mem) = limits.get("memory").and_then(|q| quantity::bytes(&q.0)) {
         out.memory_limit_in_bytes = mem;
@@ -499,6 +500,41 @@ mod tests {
         assert_eq!(
             linux.security_context.unwrap().run_as_user.unwrap().value,
             1000
+        );
+    }
+
+    #[test]
+    fn cpu_far_beyond_any_machine_saturates() {
+        let huge = BTreeMap::from([("cpu".to_string(), Quantity("100T".into()))]);
+        let c = Container {
+            name: "app".into(),
+            resources: Some(ResourceRequirements {
+                limits: Some(huge.clone()),
+                requests: Some(huge),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let r = resources(&c);
+        assert_eq!(r.cpu_shares, i64::MAX / 1000);
+        assert_eq!(r.cpu_quota, i64::MAX / 1000);
+        assert_eq!(
+            crate::pod::env::resource(&c, "limits.cpu"),
+            "100000000000000"
+        );
+        let c = Container {
+            resources: Some(ResourceRequirements {
+                limits: Some(BTreeMap::from([(
+                    "cpu".to_string(),
+                    Quantity(format!("{}m", i64::MAX)),
+                )])),
+                ..Default::default()
+            }),
+            ..c
+        };
+        assert_eq!(
+            crate::pod::env::resource(&c, "limits.cpu"),
+            "9223372036854776"
         );
     }
 }
