@@ -82,3 +82,46 @@ fn a_sub_path_through_a_planted_symlink_fails_the_container_not_the_host() {
         tail(&cluster.agent_log(), 40)
     );
 }
+
+/// limitBytes comes from the request and may end inside a multi-byte character: the answer
+/// stops before that character, and the agent keeps serving (a cut inside it used to panic).
+#[test]
+fn a_log_byte_limit_inside_a_character_is_cut_before_it() {
+    let cluster = Cluster::start("aglimit");
+    let node = cluster.node_name.clone();
+    cluster.apply(&pod_yaml(
+        "accent",
+        &node,
+        &format!(
+            r#"  containers:
+  - name: app
+    image: {BUSYBOX}
+    command: [sh, -c, "printf 'a\\303\\251\\n'; sleep 3600"]
+"#
+        ),
+    ));
+    cluster.wait_until(Duration::from_secs(60), "accent's log", || {
+        let logs = cluster.kubectl(&["logs", "accent"]).ok()?;
+        (logs == "aé\n").then_some(())
+    });
+    let limited = |bytes: &str| cluster.kubectl(&["logs", "accent", "--limit-bytes", bytes]);
+    assert_eq!(limited("2"), Ok("a".to_string()));
+    assert_eq!(limited("3"), Ok("aé".to_string()));
+    assert_eq!(limited("9223372036854775807"), Ok("aé\n".to_string()));
+    // The container name comes from the URL: one that is not the pod's never becomes a path,
+    // even one that leads back to a real log ("../<this pod's folder>/app").
+    let uid = cluster.kubectl(&["get", "pod", "accent", "-o", "jsonpath={.metadata.uid}"]);
+    let uid = uid.expect("the pod's uid");
+    let url = format!(
+        "https://127.0.0.1:10250/containerLogs/default/accent/..%2Fdefault_accent_{uid}%2Fapp"
+    );
+    let answer = cluster.on_node("curl", &["-sk", "-m", "5", "-w", " %{http_code}", &url]);
+    let answer = answer.unwrap_or_else(|e| e);
+    assert!(answer.ends_with(" 400"), "{answer}");
+    assert!(answer.contains("is not available"), "{answer}");
+    assert!(
+        !cluster.agent_log().contains("panicked"),
+        "{}",
+        tail(&cluster.agent_log(), 40)
+    );
+}

@@ -1,5 +1,6 @@
 //! A request body as the API server decodes it (JSON, YAML or protobuf, chosen by the first
-//! byte), then validated as each of a few kinds: no input may panic.
+//! byte), then checked as each of a few kinds (its typed schema, then validation): no input may
+//! panic.
 #![no_main]
 use keelson_apiserver::negotiate::parse_body;
 use libfuzzer_sys::fuzz_target;
@@ -27,6 +28,9 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     for kind in KINDS {
+        if let Some(res) = keelson_apiserver_registry::resources::by_kind(kind) {
+            let _ = (res.decode)(&obj);
+        }
         let _ = keelson_apiserver_registry::validate(kind, &obj, None);
         let _ = keelson_apiserver_registry::validate(kind, &obj, Some(&obj));
     }

@@ -105,6 +105,20 @@ fn options(q: &HashMap<String, String>) -> LogOptions {
     }
 }
 
+fn is_container_of(pod: &k8s_openapi::api::core::v1::Pod, name: &str) -> bool {
+    let Some(spec) = pod.spec.as_ref() else {
+        return false;
+    };
+    let init = spec.init_containers.iter().flatten();
+    let ephemeral = spec.ephemeral_containers.iter().flatten().map(|c| &c.name);
+    spec.containers
+        .iter()
+        .chain(init)
+        .map(|c| &c.name)
+        .chain(ephemeral)
+        .any(|n| n == name)
+}
+
 async fn container_logs(
     State(ctx): State<Arc<Context>>,
     Path((namespace, pod_name, container)): Path<(String, String, String)>,
@@ -119,7 +133,11 @@ async fn container_logs(
             .into_response();
     };
     let dir = std::path::PathBuf::from(translate::pod_log_dir(&ctx.settings, &pod));
-    let Some(file) = logs::log_file(&dir, &container, opts.previous) else {
+    // Only a container of this pod names a log file: the name comes from the URL (decoded, so
+    // it may hold "../"), and must never become a path outside the pod's log folder.
+    let known = is_container_of(&pod, &container);
+    let file = known.then(|| logs::log_file(&dir, &container, opts.previous));
+    let Some(Some(file)) = file else {
         let what = if opts.previous {
             "previous terminated container"
         } else {
