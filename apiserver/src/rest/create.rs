@@ -31,6 +31,22 @@ pub(super) async fn off_workers<T: Send + 'static>(
     }
 }
 
+/// Work on objects up to this size runs inline: it takes microseconds, and the hop to the
+/// blocking pool would cost more than the work itself (a fifth of the write throughput with 64
+/// writers, measured by `scripts/bench apiserver`).
+const INLINE_WORK_BYTES: usize = 64 * 1024;
+
+/// `off_workers` for work over `size` bytes of JSON; smaller work runs here and now.
+pub(super) async fn off_workers_if_large<T: Send + 'static>(
+    size: usize,
+    work: impl FnOnce() -> ApiResult<T> + Send + 'static,
+) -> ApiResult<T> {
+    if size <= INLINE_WORK_BYTES {
+        return work();
+    }
+    off_workers(work).await
+}
+
 /// Where a checked object came from: upstream answers a body it cannot decode with 400
 /// BadRequest and a patched object that does not decode with 422 Invalid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -177,7 +193,8 @@ pub async fn create(
     dry_run: bool,
 ) -> ApiResult<Entry> {
     let owned_ns = ns.to_string();
-    let mut obj = off_workers(move || prepare(res, &owned_ns, obj)).await?;
+    let size = limits::encoded_len(&obj);
+    let mut obj = off_workers_if_large(size, move || prepare(res, &owned_ns, obj)).await?;
     if res.namespaced {
         api.check_namespace(ns, true)?;
     }

@@ -2,7 +2,7 @@
 //! compare-and-swap on its resourceVersion. A patch (or a PUT without resourceVersion) retries
 //! on a conflict with a concurrent writer; a PUT with a stale resourceVersion gets 409.
 
-use super::create::{admit, check_namespace_field, check_type, off_workers, Origin};
+use super::create::{admit, check_namespace_field, check_type, off_workers_if_large, Origin};
 use super::service_allocation::{self, Reservation};
 use super::{create, store_error, Api, Target};
 use crate::negotiate::PatchType;
@@ -10,6 +10,7 @@ use crate::object::{self, meta_mut};
 use crate::status::{ApiError, ApiResult};
 use crate::store::{Entry, Precondition, StoreError, Write};
 use keelson_apimachinery::patch;
+use keelson_apiserver_registry::limits;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -116,7 +117,8 @@ fn prepare(t: &Target, old: &Value, change: Change) -> ApiResult<Value> {
 async fn commit(api: &Api, t: &Target, old: &Entry, change: Change) -> ApiResult<Option<Entry>> {
     let dry_run = change.dry_run;
     let (target, prev) = (t.clone(), old.value());
-    let mut new = off_workers(move || prepare(&target, &prev, change)).await?;
+    let size = limits::encoded_len(&change.new).saturating_add(old.json.len());
+    let mut new = off_workers_if_large(size, move || prepare(&target, &prev, change)).await?;
     if object::same_content(&new, &old.obj) {
         return Ok(Some(old.clone()));
     }
@@ -246,7 +248,12 @@ pub async fn patch(
             None => return Err(t.not_found()),
         };
         let (prev, body, res_kind) = (old.value(), body.clone(), t.res.kind);
-        let new = off_workers(move || apply(kind, &prev, &body, res_kind)).await?;
+        // A JSON patch's work is not bounded by the sizes going in (copy grows the object).
+        let size = match kind {
+            PatchType::Json => usize::MAX,
+            _ => limits::encoded_len(&body).saturating_add(old.json.len()),
+        };
+        let new = off_workers_if_large(size, move || apply(kind, &prev, &body, res_kind)).await?;
         let pinned = pinned_rev(&new)?;
         if pinned.is_some_and(|r| r != old.rev) {
             return Err(ApiError::conflict(t.res.group, t.res.plural, &t.name));
