@@ -28,12 +28,14 @@ for ns in $(ip netns list | awk '{print $1}' | grep '^kp-bench-' || true); do
   pid=${ns#kp-bench-}; pid=${pid%%-*}
   [ -d "/proc/$pid" ] || ip netns del "$ns" 2>/dev/null || true
 done
-newns() { local n="kp-bench-$$-$RANDOM"; ip netns add "$n"; made+=("$n"); echo "$n"; }
+# Sets $ns to a new namespace, recorded for the cleanup (not in a $(...) subshell, which would
+# lose the record and leak the namespace).
+newns() { ns="kp-bench-$$-$RANDOM"; ip netns add "$ns"; made+=("$ns"); }
 
 # seconds taken by a command in a fresh namespace, or "timeout"/"failed"
 raw_load() { # file program args...
   local file=$1; shift
-  local ns; ns=$(newns)
+  local ns; newns
   local t0 t1 rc=0
   t0=$(date +%s.%N)
   timeout "$cap" ip netns exec "$ns" "$@" < "$file" > /dev/null 2> "$tmp/err" || rc=$?
@@ -52,7 +54,7 @@ for n in $sizes; do
   "$bin" render nftables "$n" "$tmp/nft.txt" 2>/dev/null
   "$bin" kube-nft "$n" "$tmp/kube-nft.txt"
   for b in $backends; do
-    ns=$(newns)
+    newns
     rc=0
     timeout "$cap" ip netns exec "$ns" "$bin" sync "$b" "$n" > "$tmp/out.json" 2> "$tmp/err" || rc=$?
     ip netns del "$ns"
@@ -88,7 +90,7 @@ if [ -n "$api_bin" ] && command -v kubectl >/dev/null && [ "${PROXY_BENCH_API:-1
   t0=$(date +%s)
   timeout "$cap" kubectl --kubeconfig "$d/admin.kubeconfig" create -f "$d/objects.json" > /dev/null
   echo "api: created $n Services + $n EndpointSlices in $(( $(date +%s) - t0 )) s (kubectl, one request each)" >&2
-  ns=$(newns)
+  newns
   t0=$(date +%s.%N)
   "$root/target/release/keelson-proxy" --kubeconfig "$d/admin.kubeconfig" --hostname-override node \
     --proxy-mode nftables --netns "/var/run/netns/$ns" --metrics-bind-address "127.0.0.1:$mport" > "$d/proxy.log" 2>&1 &
