@@ -19,6 +19,19 @@ pub const OS_LABEL: &str = "kubernetes.io/os";
 pub const ARCH_LABEL: &str = "kubernetes.io/arch";
 /// The taint a node carries while it is not Ready.
 pub const NOT_READY_TAINT: &str = "node.kubernetes.io/not-ready";
+/// The taint a node carries while its heartbeats have stopped (Ready is Unknown).
+pub const UNREACHABLE_TAINT: &str = "node.kubernetes.io/unreachable";
+/// Taints for a node's spec.unschedulable and its pressure conditions (tolerated by DaemonSet pods).
+pub const UNSCHEDULABLE_TAINT: &str = "node.kubernetes.io/unschedulable";
+pub const DISK_PRESSURE_TAINT: &str = "node.kubernetes.io/disk-pressure";
+pub const MEMORY_PRESSURE_TAINT: &str = "node.kubernetes.io/memory-pressure";
+pub const PID_PRESSURE_TAINT: &str = "node.kubernetes.io/pid-pressure";
+pub const NETWORK_UNAVAILABLE_TAINT: &str = "node.kubernetes.io/network-unavailable";
+
+/// On a DaemonSet's Pods: the hash of the template they were made from.
+pub const CONTROLLER_REVISION_HASH_LABEL: &str = "controller-revision-hash";
+/// On a DaemonSet's Pods: the DaemonSet's generation when they were made.
+pub const POD_TEMPLATE_GENERATION_LABEL: &str = "pod-template-generation";
 
 /// On Namespaces: the namespace's own name (set by the API server).
 pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
