@@ -1,0 +1,111 @@
+# Shared by scripts/up and scripts/join: settings from the environment, the build, starting a
+# daemon with its PID recorded, waiting, and a node's own processes (containerd, agent, proxy).
+# Sourced, not run. Callers set `root` (the repository) first.
+
+data=${KEELSON_DATA:-/var/lib/keelson}
+logs=${KEELSON_LOGS:-/var/log/keelson}
+run=${KEELSON_RUN:-/run/keelson/up}
+profile=${KEELSON_PROFILE:-release}
+netns=${KEELSON_NETNS:-}
+cluster_cidr=${KEELSON_CLUSTER_CIDR:-10.244.0.0/16}
+export PATH="$HOME/.cargo/bin:$PATH"
+
+in_ns() { if [ -n "$netns" ]; then nsenter --net="/var/run/netns/$netns" "$@"; else "$@"; fi; }
+# exec all the way down, so the PID recorded is the daemon's own (scripts/down signals it).
+exec_in_ns() { if [ -n "$netns" ]; then exec nsenter --net="/var/run/netns/$netns" "$@"; else exec "$@"; fi; }
+
+need_root() {
+  [ "$(id -u)" = 0 ] || { echo "$1: run as root (containerd, network)" >&2; exit 1; }
+}
+
+# Installs the Debian packages and builds; sets `bin` to the folder of the binaries.
+install_and_build() {
+  echo "==> installing Debian packages"
+  "$root/scripts/install-deps"
+  echo "==> building ($profile)"
+  case "$profile" in
+    release) (cd "$root" && cargo build --release --workspace --bins); bin="${CARGO_TARGET_DIR:-$root/target}/release" ;;
+    debug) (cd "$root" && cargo build --workspace --bins); bin="${CARGO_TARGET_DIR:-$root/target}/debug" ;;
+    *) echo "KEELSON_PROFILE is release or debug, not '$profile'" >&2; exit 2 ;;
+  esac
+}
+
+# Creates network namespace $netns (no default route) when one is asked for and missing; only a
+# namespace made here is removed again by scripts/down (one a test built its links in stays).
+ensure_netns() {
+  if [ -n "$netns" ]; then
+    if [ ! -e "/var/run/netns/$netns" ]; then
+      ip netns add "$netns"
+      echo "$netns" >"$run/netns-created"
+    fi
+    ip -n "$netns" link set lo up
+  fi
+}
+
+start() { # name, command...
+  local name=$1; shift
+  echo "==> starting $name"
+  (exec_in_ns nohup "$@" >"$logs/$name.log" 2>&1) &
+  echo $! >"$run/$name.pid"
+}
+
+wait_for() { # what, seconds, command...
+  local what=$1 seconds=$2; shift 2
+  for _ in $(seq 1 $((seconds * 10))); do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
+  echo "$what did not come up within $seconds s; see $logs" >&2
+  exit 1
+}
+
+# A kubeconfig that authenticates with a bootstrap token: server, CA file, token, output file.
+write_bootstrap_kubeconfig() {
+  local server=$1 ca=$2 token=$3 out=$4
+  mkdir -p "$(dirname "$out")"
+  (umask 077 && cat >"$out.tmp" <<KC
+apiVersion: v1
+kind: Config
+clusters:
+- name: keelson
+  cluster:
+    server: $server
+    certificate-authority-data: $(base64 -w0 <"$ca")
+users:
+- name: bootstrap
+  user:
+    token: $token
+contexts:
+- name: bootstrap
+  context:
+    cluster: keelson
+    user: bootstrap
+current-context: bootstrap
+KC
+  ) && mv "$out.tmp" "$out"
+}
+
+# A node's own processes. Arguments: node name, bootstrap kubeconfig, node IP (empty: the agent
+# takes the namespace's first global address), then extra agent flags. The agent obtains its own
+# client certificate with the bootstrap token and writes $data/node/kubeconfig; the proxy then
+# runs with that identity. Nothing on the node holds the admin credentials.
+start_node() {
+  local node=$1 bootstrap=$2 node_ip=$3; shift 3
+  local dir="$data/node" kubeconfig="$data/node/kubeconfig"
+  mkdir -p "$dir/cni/net.d"
+  echo "$node" >"$run/node-name"
+  echo "==> local registry and test images"
+  if [ -n "$netns" ]; then "$root/scripts/registry" start; "$root/scripts/registry" --netns "$netns" start; else "$root/scripts/registry" start; fi
+  "$root/scripts/images/build"
+  echo "==> CNI plugin"
+  "$bin/keelson-cni" install /opt/keelson/cni/bin
+  echo "==> containerd"
+  local sock
+  sock=$("$root/scripts/containerd/start" "$node" ${netns:+--netns "$netns"} --cni-conf-dir "$dir/cni/net.d" | tail -n 1)
+  start agent "$bin/keelson-agent" --bootstrap-kubeconfig "$bootstrap" --kubeconfig "$kubeconfig" \
+    --cert-dir "$dir/pki" --root-dir "$dir/agent" --cni-conf-dir "$dir/cni/net.d" \
+    --pod-log-dir "$logs/pods" --container-runtime-endpoint "$sock" --hostname-override "$node" \
+    ${node_ip:+--node-ip "$node_ip"} --cluster-cidr "$cluster_cidr" "$@"
+  wait_for "the agent's own credentials ($kubeconfig)" 120 test -s "$kubeconfig"
+  start proxy "$bin/keelson-proxy" --kubeconfig "$kubeconfig" --hostname-override "$node" \
+    --cluster-cidr "$cluster_cidr"
+  wait_for "node $node to be Ready" 120 \
+    in_ns kubectl --kubeconfig "$kubeconfig" wait --for=condition=Ready "node/$node" --timeout=1s
+}
