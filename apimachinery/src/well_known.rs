@@ -27,6 +27,11 @@ pub const DISK_PRESSURE_TAINT: &str = "node.kubernetes.io/disk-pressure";
 pub const MEMORY_PRESSURE_TAINT: &str = "node.kubernetes.io/memory-pressure";
 pub const PID_PRESSURE_TAINT: &str = "node.kubernetes.io/pid-pressure";
 pub const NETWORK_UNAVAILABLE_TAINT: &str = "node.kubernetes.io/network-unavailable";
+/// On Nodes, set by the agent's vxlan backend: its VTEP's MAC address, which peers put into
+/// their neighbour and FDB entries (flannel's `flannel.alpha.coreos.com/backend-data`).
+pub const VXLAN_VTEP_MAC_ANNOTATION: &str = "keelson.dev/vxlan-vtep-mac";
+/// On Nodes: the agent's network backend ("vxlan" when it has a VTEP).
+pub const BACKEND_TYPE_ANNOTATION: &str = "keelson.dev/backend-type";
 
 /// On a DaemonSet's Pods: the hash of the template they were made from.
 pub const CONTROLLER_REVISION_HASH_LABEL: &str = "controller-revision-hash";
