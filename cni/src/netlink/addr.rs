@@ -68,3 +68,22 @@ pub fn list(nl: &mut Netlink) -> io::Result<Vec<(u32, IpNetwork)>> {
     }
     Ok(out)
 }
+
+/// Removes `net` from a link; Ok(false) when it was not there.
+pub fn delete(nl: &mut Netlink, index: u32, net: IpNetwork) -> io::Result<bool> {
+    let mut msg = AddressMessage::default();
+    msg.header.family = family(net.ip());
+    msg.header.prefix_len = net.prefix();
+    msg.header.index = index;
+    if net.is_ipv4() {
+        msg.attributes.push(AddressAttribute::Local(net.ip()));
+    }
+    msg.attributes.push(AddressAttribute::Address(net.ip()));
+    match nl.request(RouteNetlinkMessage::DelAddress(msg), 0) {
+        Ok(()) => Ok(true),
+        Err(e) if super::is_not_found(&e) || e.raw_os_error() == Some(libc::EADDRNOTAVAIL) => {
+            Ok(false)
+        }
+        Err(e) => Err(e),
+    }
+}

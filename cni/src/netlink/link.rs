@@ -1,12 +1,13 @@
-//! Links: bridge, veth pair, up/down, hairpin, delete, look-up by name.
+//! Links: bridge, veth pair, vxlan device, up/down, MTU, hairpin, delete, look-up by name.
 
 use std::io;
+use std::net::Ipv4Addr;
 use std::os::fd::RawFd;
 
 use netlink_packet_core::{NLM_F_CREATE, NLM_F_EXCL};
 use netlink_packet_route::link::{
-    InfoBridgePort, InfoData, InfoKind, InfoPortData, InfoPortKind, InfoVeth, LinkAttribute,
-    LinkFlags, LinkInfo, LinkMessage,
+    InfoBridgePort, InfoData, InfoKind, InfoPortData, InfoPortKind, InfoVeth, InfoVxlan,
+    LinkAttribute, LinkFlags, LinkInfo, LinkMessage,
 };
 use netlink_packet_route::RouteNetlinkMessage;
 
@@ -217,4 +218,107 @@ pub fn delete_group(nl: &mut Netlink, group: u32) -> io::Result<()> {
         Err(e) if !is_not_found(&e) => Err(e),
         _ => Ok(()),
     }
+}
+
+/// A vxlan device as an overlay backend wants it: unicast only (no group), remote ends from
+/// static FDB entries, so no learning.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VxlanSpec {
+    pub name: String,
+    pub vni: u32,
+    pub local: Ipv4Addr,
+    pub port: u16,
+    /// The uplink the encapsulated packets leave by.
+    pub uplink: u32,
+    pub mtu: u32,
+    pub learning: bool,
+}
+
+/// What an existing vxlan device was made with (as far as `VxlanSpec` says).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VxlanSettings {
+    pub vni: Option<u32>,
+    pub local: Option<Ipv4Addr>,
+    pub port: Option<u16>,
+    pub learning: Option<bool>,
+}
+
+impl VxlanSettings {
+    /// Whether a device with these settings can serve as `spec` (MTU and uplink may be set later).
+    pub fn matches(&self, spec: &VxlanSpec) -> bool {
+        self.vni == Some(spec.vni)
+            && self.local == Some(spec.local)
+            && self.port == Some(spec.port)
+            && self.learning == Some(spec.learning)
+    }
+}
+
+/// `ip link add <name> mtu M type vxlan id VNI local IP dev UPLINK dstport PORT nolearning`,
+/// down (the caller brings it up once addressed); EEXIST when present.
+pub fn create_vxlan(nl: &mut Netlink, spec: &VxlanSpec) -> io::Result<()> {
+    let mut msg = named(&spec.name);
+    msg.attributes.push(LinkAttribute::Mtu(spec.mtu));
+    msg.attributes.push(LinkAttribute::LinkInfo(vec![
+        LinkInfo::Kind(InfoKind::Vxlan),
+        LinkInfo::Data(InfoData::Vxlan(vec![
+            InfoVxlan::Id(spec.vni),
+            InfoVxlan::Local(spec.local),
+            InfoVxlan::Link(spec.uplink),
+            InfoVxlan::Port(spec.port),
+            InfoVxlan::Learning(spec.learning),
+        ])),
+    ]));
+    nl.request(RouteNetlinkMessage::NewLink(msg), NLM_F_CREATE | NLM_F_EXCL)
+}
+
+/// The link named `name` and, when it is a vxlan device, its settings.
+pub fn get_vxlan(
+    nl: &mut Netlink,
+    name: &str,
+) -> io::Result<Option<(LinkDetails, Option<VxlanSettings>)>> {
+    let msg = match nl.get(RouteNetlinkMessage::GetLink(named(name))) {
+        Ok(RouteNetlinkMessage::NewLink(msg)) => msg,
+        Ok(_) => return Ok(None),
+        Err(e) if is_not_found(&e) => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let mut settings = None;
+    for attr in &msg.attributes {
+        let LinkAttribute::LinkInfo(infos) = attr else {
+            continue;
+        };
+        for info in infos {
+            if let LinkInfo::Data(InfoData::Vxlan(data)) = info {
+                settings = Some(vxlan_settings(data));
+            }
+        }
+    }
+    Ok(Some((details(&msg), settings)))
+}
+
+fn vxlan_settings(data: &[InfoVxlan]) -> VxlanSettings {
+    let mut s = VxlanSettings {
+        vni: None,
+        local: None,
+        port: None,
+        learning: None,
+    };
+    for d in data {
+        match d {
+            InfoVxlan::Id(v) => s.vni = Some(*v),
+            InfoVxlan::Local(v) => s.local = Some(*v),
+            InfoVxlan::Port(v) => s.port = Some(*v),
+            InfoVxlan::Learning(v) => s.learning = Some(*v),
+            _ => {}
+        }
+    }
+    s
+}
+
+/// `ip link set <index> mtu <mtu>`.
+pub fn set_mtu(nl: &mut Netlink, index: u32, mtu: u32) -> io::Result<()> {
+    let mut msg = LinkMessage::default();
+    msg.header.index = index;
+    msg.attributes.push(LinkAttribute::Mtu(mtu));
+    nl.request(RouteNetlinkMessage::SetLink(msg), 0)
 }

@@ -1,9 +1,11 @@
 //! A small synchronous rtnetlink client: one request at a time, answered before the next.
 //! Synchronous on purpose: a CNI plugin makes a handful of requests and exits, so an async
-//! runtime would only add start-up time.
+//! runtime would only add start-up time. The node agent uses the same client for its routes,
+//! neighbour and FDB entries and vxlan device.
 
 pub mod addr;
 pub mod link;
+pub mod neigh;
 pub mod route;
 
 use std::io;

@@ -1,12 +1,14 @@
-//! Routes in the main table.
+//! Routes in the main table: the plugin's own (`add`, `list`), and routes tagged with a route
+//! protocol number for the node agent (`*_tagged`).
 
 use std::io;
-use std::net::IpAddr;
+use std::net::{IpAddr, Ipv4Addr};
 
-use ipnetwork::IpNetwork;
-use netlink_packet_core::{NLM_F_CREATE, NLM_F_EXCL};
+use ipnetwork::{IpNetwork, Ipv4Network};
+use netlink_packet_core::{NLM_F_CREATE, NLM_F_EXCL, NLM_F_REPLACE};
 use netlink_packet_route::route::{
-    RouteAddress, RouteAttribute, RouteHeader, RouteMessage, RouteProtocol, RouteScope, RouteType,
+    RouteAddress, RouteAttribute, RouteFlags, RouteHeader, RouteMessage, RouteProtocol, RouteScope,
+    RouteType,
 };
 use netlink_packet_route::{AddressFamily, RouteNetlinkMessage};
 
@@ -98,6 +100,97 @@ pub fn list(nl: &mut Netlink) -> io::Result<Vec<RouteDetails>> {
         }
         if let Ok(dst) = IpNetwork::new(dst_ip, r.header.destination_prefix_length) {
             out.push(RouteDetails { dst, gw, oif });
+        }
+    }
+    Ok(out)
+}
+
+/// An IPv4 route owned by one program, marked with its route protocol number (as
+/// `ip route ... proto N`), so that listing and removing never touches anyone else's routes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaggedRoute {
+    pub dst: Ipv4Network,
+    pub via: Ipv4Addr,
+    /// Out of this link with the gateway taken as on-link (`dev X onlink`): the gateway need not
+    /// be inside any of the link's subnets, as with a vxlan device's /32 address.
+    pub onlink_dev: Option<u32>,
+}
+
+fn tagged_message(proto: u8, dst: Ipv4Network) -> RouteMessage {
+    let mut msg = RouteMessage::default();
+    msg.header.address_family = AddressFamily::Inet;
+    msg.header.destination_prefix_length = dst.prefix();
+    msg.header.table = RouteHeader::RT_TABLE_MAIN;
+    msg.header.protocol = RouteProtocol::from(proto);
+    msg.header.scope = RouteScope::Universe;
+    msg.header.kind = RouteType::Unicast;
+    msg.attributes
+        .push(RouteAttribute::Destination(RouteAddress::Inet(
+            dst.network(),
+        )));
+    msg
+}
+
+/// `ip route replace <dst> via <via> [dev X onlink] proto <proto>`.
+pub fn replace_tagged(nl: &mut Netlink, proto: u8, r: &TaggedRoute) -> io::Result<()> {
+    let mut msg = tagged_message(proto, r.dst);
+    msg.attributes
+        .push(RouteAttribute::Gateway(RouteAddress::Inet(r.via)));
+    if let Some(dev) = r.onlink_dev {
+        msg.header.flags |= RouteFlags::Onlink;
+        msg.attributes.push(RouteAttribute::Oif(dev));
+    }
+    nl.request(
+        RouteNetlinkMessage::NewRoute(msg),
+        NLM_F_CREATE | NLM_F_REPLACE,
+    )
+}
+
+/// `ip route del <dst> proto <proto>`; Ok(false) when there was no such route.
+pub fn delete_tagged(nl: &mut Netlink, proto: u8, dst: Ipv4Network) -> io::Result<bool> {
+    match nl.request(RouteNetlinkMessage::DelRoute(tagged_message(proto, dst)), 0) {
+        Ok(()) => Ok(true),
+        Err(e) if super::is_not_found(&e) => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// The IPv4 routes of the main table with protocol `proto` that have a gateway.
+pub fn list_tagged(nl: &mut Netlink, proto: u8) -> io::Result<Vec<TaggedRoute>> {
+    let mut request = RouteMessage::default();
+    request.header.address_family = AddressFamily::Inet;
+    let mut out = Vec::new();
+    for m in nl.dump(RouteNetlinkMessage::GetRoute(request))? {
+        let RouteNetlinkMessage::NewRoute(r) = m else {
+            continue;
+        };
+        if r.header.table != RouteHeader::RT_TABLE_MAIN
+            || u8::from(r.header.protocol) != proto
+            || r.header.address_family != AddressFamily::Inet
+        {
+            continue;
+        }
+        let mut dst_ip = Ipv4Addr::UNSPECIFIED;
+        let (mut via, mut oif) = (None, None);
+        for attr in &r.attributes {
+            match attr {
+                RouteAttribute::Destination(RouteAddress::Inet(a)) => dst_ip = *a,
+                RouteAttribute::Gateway(RouteAddress::Inet(a)) => via = Some(*a),
+                RouteAttribute::Oif(i) => oif = Some(*i),
+                _ => {}
+            }
+        }
+        let onlink = r.header.flags.contains(RouteFlags::Onlink);
+        if let (Some(via), Ok(dst)) = (
+            via,
+            Ipv4Network::new(dst_ip, r.header.destination_prefix_length),
+        ) {
+            let onlink_dev = if onlink { oif } else { None };
+            out.push(TaggedRoute {
+                dst,
+                via,
+                onlink_dev,
+            });
         }
     }
     Ok(out)
