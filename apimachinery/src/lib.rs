@@ -11,6 +11,7 @@
 )]
 
 pub mod base64;
+pub mod duration;
 mod error;
 pub mod fields;
 pub mod labels;
@@ -20,6 +21,7 @@ pub mod quantity;
 pub mod validation;
 pub mod well_known;
 
+pub use duration::{parse_duration, DurationError};
 pub use error::SelectorError;
 pub use fields::FieldSelector;
 pub use labels::LabelSelector;
