@@ -231,7 +231,13 @@ fn write_cni_config(cfg: &AgentConfig, pod_cidr: &Ipv4Network) -> Result<(), Age
         portmap: cfg.cni_portmap,
     };
     let network = format!("keelson-{}", cfg.node_name);
-    let text = cni::render(&network, &cfg.cni_bridge, *pod_cidr, &plugins);
+    let text = cni::render(
+        &network,
+        &cfg.cni_bridge,
+        *pod_cidr,
+        &plugins,
+        &cfg.cni_ipam_data_dir,
+    );
     let changed = cni::write(&cfg.cni_conf_dir, &text).map_err(|source| AgentError::CniConfig {
         path: cfg.cni_conf_dir.display().to_string(),
         source,

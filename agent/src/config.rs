@@ -16,6 +16,8 @@ pub struct AgentConfig {
     /// Every node's pod CIDR lies inside it; the agent routes and bridges nothing else.
     pub cluster_cidr: ipnetwork::Ipv4Network,
     pub cni_conf_dir: PathBuf,
+    /// The IPAM plugin's state directory, written into the conflist (the node's own).
+    pub cni_ipam_data_dir: PathBuf,
     pub cni_plugin: String,
     pub cni_ipam: String,
     pub cni_bridge: String,

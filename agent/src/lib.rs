@@ -18,6 +18,7 @@ pub mod cri_fake;
 pub mod error;
 pub mod metrics;
 pub mod node;
+pub mod paths;
 pub mod pod;
 pub use keelson_apimachinery::quantity;
 pub mod server;

@@ -39,8 +39,10 @@ struct Flags {
     /// The cluster's pod network: only pod CIDRs inside it are routed or bridged.
     #[arg(long = "cluster-cidr", default_value = "10.244.0.0/16")]
     cluster_cidr: ipnetwork::Ipv4Network,
-    #[arg(long = "cni-conf-dir", default_value = "/etc/keelson/cni/net.d")]
-    cni_conf_dir: PathBuf,
+    /// Where the CNI conflist is written (containerd's CRI conf_dir) [default:
+    /// /etc/keelson/<node>/cni/net.d]. The IPAM state is kept in /var/lib/keelson/<node>/cni.
+    #[arg(long = "cni-conf-dir")]
+    cni_conf_dir: Option<PathBuf>,
     /// CNI plugin type written in the conflist ("keelson-cni", or "bridge" for the reference plugins).
     #[arg(long = "cni-plugin", default_value = "keelson-cni")]
     cni_plugin: String,
@@ -53,13 +55,15 @@ struct Flags {
     /// from containernetworking-plugins).
     #[arg(long = "cni-portmap")]
     cni_portmap: bool,
-    #[arg(long = "root-dir", default_value = "/var/lib/keelson/agent")]
-    root_dir: PathBuf,
-    #[arg(long = "pod-log-dir", default_value = "/var/log/pods")]
-    pod_log_dir: PathBuf,
-    /// Parent cgroup of all pods (cgroupfs syntax).
-    #[arg(long = "cgroup-root", default_value = "/keelson")]
-    cgroup_root: String,
+    /// The agent's state: pod volumes, credentials [default: /var/lib/keelson/<node>/agent].
+    #[arg(long = "root-dir")]
+    root_dir: Option<PathBuf>,
+    /// Pods' container logs [default: /var/log/keelson/<node>/pods].
+    #[arg(long = "pod-log-dir")]
+    pod_log_dir: Option<PathBuf>,
+    /// Parent cgroup of all pods, cgroupfs syntax [default: /keelson/<node>].
+    #[arg(long = "cgroup-root")]
+    cgroup_root: Option<String>,
     /// Cluster DNS server(s) for dnsPolicy ClusterFirst (none: the node's resolv.conf).
     #[arg(long = "cluster-dns", value_delimiter = ',')]
     cluster_dns: Vec<String>,
@@ -108,6 +112,8 @@ fn agent_config(flags: Flags) -> anyhow::Result<keelson_agent::AgentConfig> {
             .trim()
             .to_lowercase(),
     };
+    keelson_agent::paths::check_node_name(&node_name).map_err(anyhow::Error::msg)?;
+    let defaults = keelson_agent::paths::NodePaths::defaults(&node_name);
     let socket = flags
         .container_runtime_endpoint
         .trim_start_matches("unix://")
@@ -127,14 +133,15 @@ fn agent_config(flags: Flags) -> anyhow::Result<keelson_agent::AgentConfig> {
         node_ip: flags.node_ip,
         pod_cidr: flags.pod_cidr,
         cluster_cidr: flags.cluster_cidr,
-        cni_conf_dir: flags.cni_conf_dir,
+        cni_conf_dir: flags.cni_conf_dir.unwrap_or(defaults.cni_conf_dir),
+        cni_ipam_data_dir: defaults.cni_ipam_data_dir,
         cni_plugin: flags.cni_plugin,
         cni_ipam: flags.cni_ipam,
         cni_bridge: flags.cni_bridge,
         cni_portmap: flags.cni_portmap,
-        root_dir: flags.root_dir,
-        pod_log_dir: flags.pod_log_dir,
-        cgroup_root: flags.cgroup_root,
+        root_dir: flags.root_dir.unwrap_or(defaults.root_dir),
+        pod_log_dir: flags.pod_log_dir.unwrap_or(defaults.pod_log_dir),
+        cgroup_root: flags.cgroup_root.unwrap_or(defaults.cgroup_root),
         cluster_dns: flags.cluster_dns,
         cluster_domain: flags.cluster_domain,
         address: flags.address,

@@ -29,7 +29,7 @@ cleanup() {
   [ -n "$api_pid" ] && kill "$api_pid" 2>/dev/null && wait "$api_pid" 2>/dev/null
   scripts/registry --netns "$node" stop >/dev/null 2>&1
   ip netns del "$cp" 2>/dev/null; ip netns del "$node" 2>/dev/null
-  rm -rf "/var/lib/keelson/cni/keelson-$nodename" "$tmp"
+  rm -rf "/var/lib/keelson/${nodename:?}" "$tmp"
   for c in /sys/fs/cgroup/*/"$nodename" /sys/fs/cgroup/*/keelson-bench; do
     [ -d "$c" ] && find "$c" -depth -type d -exec rmdir {} \; 2>/dev/null
   done

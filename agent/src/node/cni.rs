@@ -14,8 +14,15 @@ pub struct CniPlugins {
     pub portmap: bool,
 }
 
-/// Renders the conflist (bridge + IPAM over the pod CIDR, gateway the first address). Pure.
-pub fn render(network: &str, bridge: &str, pod_cidr: Ipv4Network, plugins: &CniPlugins) -> String {
+/// Renders the conflist (bridge + IPAM over the pod CIDR, gateway the first address; the IPAM
+/// state under `ipam_data_dir`, which is the node's own). Pure.
+pub fn render(
+    network: &str,
+    bridge: &str,
+    pod_cidr: Ipv4Network,
+    plugins: &CniPlugins,
+    ipam_data_dir: &Path,
+) -> String {
     let gateway = pod_cidr.nth(1).map(|g| g.to_string()).unwrap_or_default();
     let mut conf = serde_json::json!({
         "cniVersion": "1.0.0",
@@ -30,7 +37,7 @@ pub fn render(network: &str, bridge: &str, pod_cidr: Ipv4Network, plugins: &CniP
             "ipam": {
                 "type": plugins.ipam,
                 "ranges": [[{ "subnet": pod_cidr.to_string(), "gateway": gateway }]],
-                "dataDir": format!("/var/lib/keelson/cni/{network}"),
+                "dataDir": ipam_data_dir.display().to_string(),
             }
         }]
     });
@@ -77,6 +84,7 @@ mod tests {
             "keelson0",
             "10.244.3.0/24".parse().unwrap(),
             &plugins,
+            Path::new("/var/lib/keelson/n1/cni"),
         );
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["plugins"][0]["type"], "keelson-cni");
@@ -89,6 +97,10 @@ mod tests {
         assert_eq!(
             v["plugins"][0]["ipam"]["ranges"][0][0]["gateway"],
             "10.244.3.1"
+        );
+        assert_eq!(
+            v["plugins"][0]["ipam"]["dataDir"],
+            "/var/lib/keelson/n1/cni"
         );
     }
 

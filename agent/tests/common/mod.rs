@@ -118,6 +118,8 @@ impl Drop for Node {
         self.stop_agent("KILL");
         remove_all_sandboxes(self.socket.clone());
         let _ = std::fs::remove_dir_all(ipam_dir(&self.name));
+        // The node's own folder under /var/lib/keelson, empty once its IPAM state is gone.
+        let _ = std::fs::remove_dir(Path::new("/var/lib/keelson").join(&self.name));
     }
 }
 
@@ -437,8 +439,9 @@ fn cni_bin_dir(tmp: &Path) -> PathBuf {
     bin
 }
 
+/// The IPAM state of a node's agent: its default, which holds the node name.
 fn ipam_dir(node: &str) -> PathBuf {
-    PathBuf::from(format!("/var/lib/keelson/cni/keelson-{node}"))
+    keelson_agent::paths::NodePaths::defaults(node).cni_ipam_data_dir
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {
