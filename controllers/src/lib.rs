@@ -1,5 +1,5 @@
-//! Keelson's controllers: deployment, replicaset, endpointslice, the garbage collector and the
-//! namespace controller. Ordinary API clients (kube-rs), as against any cluster.
+//! Keelson's controllers: deployment, replicaset, endpointslice, the garbage collector, the
+//! namespace controller and node lifecycle (with taint eviction). Ordinary API clients (kube-rs), as against any cluster.
 
 pub mod api;
 pub mod deployment;
@@ -9,6 +9,7 @@ pub mod gc;
 pub mod hash;
 pub mod metrics;
 pub mod namespace;
+pub mod nodelifecycle;
 pub mod pods;
 pub mod replicaset;
 
@@ -103,7 +104,11 @@ async fn sweeps(ctx: Arc<Ctx>, every: Duration) {
 }
 
 /// Runs every controller until SIGTERM or Ctrl-C.
-pub async fn run(client: kube::Client, metrics_addr: SocketAddr) -> Result<(), Error> {
+pub async fn run(
+    client: kube::Client,
+    metrics_addr: SocketAddr,
+    node_lifecycle: nodelifecycle::Config,
+) -> Result<(), Error> {
     let ctx = Arc::new(Ctx {
         client,
         metrics: metrics::Metrics::default(),
@@ -115,9 +120,14 @@ pub async fn run(client: kube::Client, metrics_addr: SocketAddr) -> Result<(), E
         keelson_daemon::ready_now(),
     ));
     tracing::info!(
-        "controllers running: deployment, replicaset, endpointslice, garbage collector, namespace"
+        "controllers running: deployment, replicaset, endpointslice, garbage collector, namespace, node lifecycle"
     );
-    futures::join!(workloads(&ctx), endpoint_slices(&ctx));
+    let nodes = nodelifecycle::run(
+        ctx.clone(),
+        node_lifecycle,
+        keelson_daemon::Shutdown::on_signal(),
+    );
+    futures::join!(workloads(&ctx), endpoint_slices(&ctx), nodes);
     sweeper.abort();
     server.abort();
     tracing::info!("controllers stopped");

@@ -9,6 +9,7 @@ pub struct Metrics {
     pub registry: Arc<Registry>,
     pub reconciles: Counter,
     pub errors: Counter,
+    pub taint_evictions: Counter,
 }
 
 impl Default for Metrics {
@@ -24,6 +25,11 @@ impl Default for Metrics {
                 &mut r,
                 "keelson_controller_reconcile_errors",
                 "Reconciles that failed and were retried",
+            ),
+            taint_evictions: counter(
+                &mut r,
+                "keelson_taint_eviction_pod_deletions",
+                "Pods deleted from nodes with NoExecute taints they do not tolerate (long enough)",
             ),
             registry: Arc::new(r),
         }
