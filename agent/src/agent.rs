@@ -13,7 +13,7 @@ use crate::config::AgentConfig;
 use crate::cri::{Cri, GrpcCri};
 use crate::error::AgentError;
 use crate::metrics::Metrics;
-use crate::node::{cni, lease, machine, registration, routes};
+use crate::node::{cni, lease, machine, pod_cidr, registration, routes};
 use crate::pod::context::Context;
 use crate::pod::manager::Manager;
 use crate::pod::translate::NodeSettings;
@@ -67,9 +67,25 @@ pub async fn run(cfg: AgentConfig) -> Result<(), AgentError> {
     };
     let node = register(&client, &node_cfg).await;
     tracing::info!(node = %cfg.node_name, ip = %node_ip, "node registered");
-    let pod_cidr = wait_for_pod_cidr(&client, &cfg, node).await?;
-    write_cni_config(&cfg, &pod_cidr)?;
-    start_node_loops(&client, node_cfg, cri.clone(), cfg.cluster_cidr).await;
+    // Lease and status run while the node waits for its pod CIDR (Ready=False saying so).
+    let (not_ready, not_ready_rx) = tokio::sync::watch::channel(None);
+    start_node_loops(&client, node_cfg, cri.clone(), not_ready_rx).await;
+    let flag = cfg.pod_cidr.as_deref();
+    let pod_cidr = pod_cidr::wait(
+        &client,
+        &cfg.node_name,
+        flag,
+        cfg.cluster_cidr,
+        node,
+        &not_ready,
+    );
+    write_cni_config(&cfg, &pod_cidr.await)?;
+    not_ready.send_replace(None);
+    tokio::spawn(routes::run(
+        client.clone(),
+        cfg.node_name.clone(),
+        cfg.cluster_cidr,
+    ));
 
     let ctx = Arc::new(Context {
         cri,
@@ -116,12 +132,12 @@ async fn register(client: &kube::Client, node_cfg: &registration::NodeConfig) ->
     }
 }
 
-/// The node's own loops: its Lease, the routes to other nodes' pods, and its status.
+/// The node's own loops: its Lease and its status (Ready=False while `not_ready` holds a reason).
 async fn start_node_loops(
     client: &kube::Client,
     node_cfg: registration::NodeConfig,
     cri: Arc<dyn Cri>,
-    cluster_cidr: Ipv4Network,
+    not_ready: tokio::sync::watch::Receiver<Option<String>>,
 ) {
     let node_uid = kube::Api::<Node>::all(client.clone())
         .get(&node_cfg.name)
@@ -134,16 +150,12 @@ async fn start_node_loops(
         node_uid,
         Duration::from_secs(10),
     ));
-    tokio::spawn(routes::run(
-        client.clone(),
-        node_cfg.name.clone(),
-        cluster_cidr,
-    ));
     tokio::spawn(registration::status_loop(
         client.clone(),
         node_cfg,
         cri,
         Duration::from_secs(10),
+        not_ready,
     ));
 }
 
@@ -189,39 +201,6 @@ async fn serve(cfg: &AgentConfig, node_ip: IpAddr, ctx: Arc<Context>) -> Result<
             addr: addr.to_string(),
             source,
         })
-}
-
-/// The pod CIDR from the Node's spec (node IPAM may fill it in later), else the flag.
-async fn wait_for_pod_cidr(
-    client: &kube::Client,
-    cfg: &AgentConfig,
-    mut node: Node,
-) -> Result<Ipv4Network, AgentError> {
-    let api = kube::Api::<Node>::all(client.clone());
-    loop {
-        let cidr = node
-            .spec
-            .as_ref()
-            .and_then(|s| s.pod_cidr.clone())
-            .or_else(|| cfg.pod_cidr.clone());
-        if let Some(cidr) = cidr {
-            let parsed: Ipv4Network = cidr
-                .parse()
-                .map_err(|source| AgentError::PodCidr { cidr, source })?;
-            // A pod CIDR outside the cluster's would put the bridge over the node's own
-            // networks; node IPAM (or an admin) may still correct it.
-            match routes::check_pod_cidr(parsed, cfg.cluster_cidr) {
-                Ok(()) => return Ok(parsed),
-                Err(why) => tracing::warn!(node = %cfg.node_name, "not using spec.podCIDR: {why}"),
-            }
-        } else {
-            tracing::info!(node = %cfg.node_name, "waiting for spec.podCIDR (or pass --pod-cidr)");
-        }
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        if let Ok(n) = api.get(&cfg.node_name).await {
-            node = n;
-        }
-    }
 }
 
 fn write_cni_config(cfg: &AgentConfig, pod_cidr: &Ipv4Network) -> Result<(), AgentError> {

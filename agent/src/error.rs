@@ -10,12 +10,6 @@ pub enum AgentError {
     Client(#[from] keelson_daemon::ClientError),
     #[error(transparent)]
     Node(#[from] crate::node::registration::NodeError),
-    #[error("invalid pod CIDR {cidr}: {source}")]
-    PodCidr {
-        cidr: String,
-        #[source]
-        source: ipnetwork::IpNetworkError,
-    },
     #[error("creating the agent's root directory {path}: {source}")]
     RootDir {
         path: String,

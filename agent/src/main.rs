@@ -33,9 +33,10 @@ struct Flags {
     /// The node's InternalIP (default: first global IPv4 address).
     #[arg(long = "node-ip")]
     node_ip: Option<IpAddr>,
-    /// Pod CIDR used when the Node has no spec.podCIDR.
+    /// Pod CIDR for a standalone node: written to a Node without spec.podCIDR. Without it the
+    /// agent waits (Ready=False) until node IPAM in the controller manager sets spec.podCIDR.
     #[arg(long = "pod-cidr")]
-    pod_cidr: Option<String>,
+    pod_cidr: Option<ipnetwork::Ipv4Network>,
     /// The cluster's pod network: only pod CIDRs inside it are routed or bridged.
     #[arg(long = "cluster-cidr", default_value = "10.244.0.0/16")]
     cluster_cidr: ipnetwork::Ipv4Network,
@@ -131,7 +132,7 @@ fn agent_config(flags: Flags) -> anyhow::Result<keelson_agent::AgentConfig> {
         kubeconfig: flags.kubeconfig,
         runtime_socket: socket.into(),
         node_ip: flags.node_ip,
-        pod_cidr: flags.pod_cidr,
+        pod_cidr: flags.pod_cidr.map(|c| c.to_string()),
         cluster_cidr: flags.cluster_cidr,
         cni_conf_dir: flags.cni_conf_dir.unwrap_or(defaults.cni_conf_dir),
         cni_ipam_data_dir: defaults.cni_ipam_data_dir,

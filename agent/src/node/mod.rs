@@ -3,5 +3,6 @@
 pub mod cni;
 pub mod lease;
 pub mod machine;
+pub mod pod_cidr;
 pub mod registration;
 pub mod routes;

@@ -41,8 +41,8 @@ pub enum NodeError {
 
 pub const AGENT_VERSION: &str = "v1.32.0-keelson";
 
-/// Creates the Node, or takes over an existing one (a restarted agent); returns it with the pod
-/// CIDR resolved from spec.podCIDR, else from the flag (which is then written to the spec).
+/// Creates the Node, or takes over an existing one (a restarted agent); `--pod-cidr` is written
+/// to a spec without one. Its status comes from [`status_loop`], which posts at once.
 pub async fn register(client: &kube::Client, cfg: &NodeConfig) -> Result<Node, NodeError> {
     let api: Api<Node> = Api::all(client.clone());
     let err = |source| NodeError::Api {
@@ -91,7 +91,6 @@ pub async fn register(client: &kube::Client, cfg: &NodeConfig) -> Result<Node, N
             }
         }
     };
-    post_status(client, cfg, true, "", &[]).await?;
     Ok(node)
 }
 
@@ -258,33 +257,28 @@ pub fn node_images(images: &[keelson_proto::runtime::v1::Image]) -> Vec<Containe
 /// kubelet's nodeStatusReportFrequency.
 pub const REPORT_UNCHANGED_EVERY: Duration = Duration::from_secs(300);
 
-/// Checks the runtime every `period` and posts the node status when it changed (Ready follows
-/// the runtime's RuntimeReady and NetworkReady conditions), or every five minutes.
+/// Checks the runtime at once, then every `period` or when `not_ready` changes, and posts the
+/// node status when it changed, or every five minutes. Ready follows the runtime's RuntimeReady
+/// and NetworkReady conditions and the agent's own reason in `not_ready` (no pod CIDR yet).
 pub async fn status_loop(
     client: kube::Client,
     cfg: NodeConfig,
     cri: Arc<dyn Cri>,
     period: Duration,
+    mut not_ready: tokio::sync::watch::Receiver<Option<String>>,
 ) {
     let mut last: Option<(NodeStatus, std::time::Instant)> = None;
+    let mut first = true;
     loop {
-        tokio::time::sleep(period).await;
-        let (ready, message) = match cri.status().await {
-            Ok(s) => {
-                let failing: Vec<String> = s
-                    .status
-                    .map(|st| st.conditions)
-                    .unwrap_or_default()
-                    .into_iter()
-                    .filter(|c| {
-                        !c.status && (c.r#type == "RuntimeReady" || c.r#type == "NetworkReady")
-                    })
-                    .map(|c| format!("{} is false: {} {}", c.r#type, c.reason, c.message))
-                    .collect();
-                (failing.is_empty(), failing.join("; "))
+        if !std::mem::take(&mut first) {
+            tokio::select! {
+                _ = tokio::time::sleep(period) => {}
+                // A closed channel (the agent is past waiting) leaves only the period.
+                Ok(()) = not_ready.changed() => {}
             }
-            Err(e) => (false, format!("container runtime is down: {e}")),
-        };
+        }
+        let agent_reason = not_ready.borrow_and_update().clone();
+        let (ready, message) = readiness(&*cri, agent_reason).await;
         let images = cri
             .list_images()
             .await
@@ -311,6 +305,24 @@ pub async fn status_loop(
             Err(e) => tracing::warn!(error = %e, "posting node status failed"),
         }
     }
+}
+
+/// Ready, and the Ready message when not: the agent's own reason first, then the runtime's
+/// failing RuntimeReady/NetworkReady conditions.
+async fn readiness(cri: &dyn Cri, agent_reason: Option<String>) -> (bool, String) {
+    let mut failing: Vec<String> = agent_reason.into_iter().collect();
+    match cri.status().await {
+        Ok(s) => failing.extend(
+            s.status
+                .map(|st| st.conditions)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|c| !c.status && (c.r#type == "RuntimeReady" || c.r#type == "NetworkReady"))
+                .map(|c| format!("{} is false: {} {}", c.r#type, c.reason, c.message)),
+        ),
+        Err(e) => failing.push(format!("container runtime is down: {e}")),
+    }
+    (failing.is_empty(), failing.join("; "))
 }
 
 #[cfg(test)]

@@ -34,7 +34,8 @@ const CP_BRIDGE: &str = "kbr";
 pub struct Node {
     pub name: String,
     pub ip: String,
-    pub pod_cidr: String,
+    /// Passed as --pod-cidr; None: the agent waits for spec.podCIDR (node IPAM).
+    pub pod_cidr: Option<String>,
     pub socket: PathBuf,
     /// Its CNI configuration, agent root and pod logs.
     dir: PathBuf,
@@ -47,8 +48,9 @@ pub struct Node {
 
 impl Node {
     /// Node number `index` (0, 1, ...): address 172.31.255.2, .3, ...; pod CIDR 10.244.7.0/24,
-    /// 10.244.8.0/24, ...; joined to the control plane's bridge; containerd and the agent started.
-    fn start(cluster: &Cluster, host: TestHost, index: usize) -> Node {
+    /// 10.244.8.0/24, ... (unless `pod_cidr` is false); joined to the control plane's bridge;
+    /// containerd and the agent started.
+    fn start(cluster: &Cluster, host: TestHost, index: usize, pod_cidr: bool) -> Node {
         let ip = format!("172.31.255.{}", 2 + index);
         link_node(&cluster.cp, &host, index, &ip);
         let dir = match index {
@@ -63,7 +65,7 @@ impl Node {
         let mut node = Node {
             name: host.name.clone(),
             ip,
-            pod_cidr: format!("10.244.{}.0/24", 7 + index),
+            pod_cidr: pod_cidr.then(|| format!("10.244.{}.0/24", 7 + index)),
             socket: containerd.socket.clone(),
             dir,
             log,
@@ -86,7 +88,12 @@ impl Node {
                 "--container-runtime-endpoint",
                 &self.socket.display().to_string(),
             ])
-            .args(["--node-ip", &self.ip, "--pod-cidr", &self.pod_cidr])
+            .args(["--node-ip", &self.ip])
+            .args(
+                self.pod_cidr
+                    .iter()
+                    .flat_map(|c| ["--pod-cidr", c.as_str()]),
+            )
             .args(["--cni-conf-dir", &path("net.d")])
             .args(["--root-dir", &path("agent-root")])
             .args(["--pod-log-dir", &path("pod-logs")])
@@ -98,6 +105,20 @@ impl Node {
             .args(["--container-log-max-files", "3"])
             .env("RUST_LOG", "keelson_agent=debug");
         self.agent = Some(ChildGuard::spawn_logged(&mut cmd, &self.log));
+    }
+
+    pub fn agent_log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The CNI configuration the agent wrote, if any.
+    pub fn cni_conflist(&self) -> Option<String> {
+        std::fs::read_to_string(self.dir.join("net.d").join("10-keelson.conflist")).ok()
+    }
+
+    /// Runs a command inside this node's test host.
+    pub fn run(&self, program: &str, args: &[&str]) -> Result<String, String> {
+        keelson_testing::run(self.host.command(program).args(args))
     }
 
     /// Stops the agent: SIGTERM (with time to exit) or kill -9.
@@ -171,10 +192,7 @@ impl Cluster {
 
     /// Adds a node in a new test host and waits until it is Ready; returns its name.
     fn add(&mut self, prefix: &str) -> String {
-        let host = TestHost::create(prefix);
-        let node = Node::start(self, host, self.nodes.len());
-        let name = node.name.clone();
-        self.nodes.push(node);
+        let name = self.add_unready(prefix, true);
         self.wait_until(
             Duration::from_secs(30),
             &format!("node {name} Ready"),
@@ -195,6 +213,32 @@ impl Cluster {
     pub fn add_node(&mut self, prefix: &str) -> &Node {
         self.add(prefix);
         self.nodes.last().expect("just added")
+    }
+
+    /// Adds the next node with no --pod-cidr, so that it waits for spec.podCIDR; returns its name
+    /// once its Node is registered.
+    pub fn add_node_without_pod_cidr(&mut self, prefix: &str) -> String {
+        let name = self.add_unready(prefix, false);
+        self.wait_until(Duration::from_secs(30), "node registered", || {
+            self.kubectl_json(&["get", "node", &name]).ok()
+        });
+        name
+    }
+
+    fn add_unready(&mut self, prefix: &str, pod_cidr: bool) -> String {
+        let host = TestHost::create(prefix);
+        let node = Node::start(self, host, self.nodes.len(), pod_cidr);
+        let name = node.name.clone();
+        self.nodes.push(node);
+        name
+    }
+
+    /// The node named `name`.
+    pub fn node(&self, name: &str) -> &Node {
+        self.nodes
+            .iter()
+            .find(|n| n.name == name)
+            .unwrap_or_else(|| panic!("no node {name} in this cluster"))
     }
 
     fn first(&self) -> &Node {
