@@ -38,6 +38,10 @@ pub struct NetConf {
     pub is_default_gateway: bool,
     #[serde(default)]
     pub ip_masq: bool,
+    /// Destinations `ipMasq` leaves alone besides the pod's own subnet: the cluster's pod
+    /// network, so that pods on other nodes see the client pod's address.
+    #[serde(default, rename = "nonMasqueradeCIDRs")]
+    pub non_masquerade_cidrs: Vec<ipnetwork::IpNetwork>,
     #[serde(default)]
     pub hairpin_mode: bool,
     #[serde(default)]
@@ -128,12 +132,17 @@ mod tests {
             br#"{"cniVersion":"1.0.0","name":"k","type":"keelson-cni","bridge":"kbr0",
             "isGateway":true,"isDefaultGateway":true,"ipMasq":true,"hairpinMode":true,
             "promiscMode":true,"mtu":1400,"runtimeConfig":{"x":1},"capabilities":{"portMappings":true},
+            "nonMasqueradeCIDRs":["10.244.0.0/16"],
             "ipam":{"type":"keelson-ipam","subnet":"10.1.0.0/24"}}"#,
         )
         .unwrap();
         assert_eq!(conf.bridge_name(), "kbr0");
         assert!(conf.ip_masq && conf.hairpin_mode && conf.promisc_mode);
         assert_eq!(conf.mtu, Some(1400));
+        assert_eq!(
+            conf.non_masquerade_cidrs,
+            ["10.244.0.0/16".parse::<ipnetwork::IpNetwork>().unwrap()]
+        );
         assert_eq!(conf.ipam().unwrap().plugin_type, "keelson-ipam");
     }
 
@@ -154,6 +163,20 @@ mod tests {
         );
         let err = NetConf::parse(br#"{"cniVersion":"7.0.0","name":"k"}"#).unwrap_err();
         assert_eq!(err.code, code::INCOMPATIBLE_VERSION);
+    }
+
+    #[test]
+    fn bad_non_masquerade_cidr_is_a_decode_failure() {
+        let err = NetConf::parse(
+            br#"{"cniVersion":"1.1.0","name":"k","type":"keelson-cni","nonMasqueradeCIDRs":["10.244.0.0/33"]}"#,
+        )
+        .unwrap_err();
+        assert_eq!(err.code, code::DECODE_FAILURE);
+        assert!(
+            err.msg.contains("10.244.0.0/33") || err.msg.contains("prefix"),
+            "{}",
+            err.msg
+        );
     }
 
     #[test]

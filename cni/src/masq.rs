@@ -1,6 +1,8 @@
 //! Masquerade for traffic leaving the pod subnet (`ipMasq`): one nat chain per attachment,
-//! jumped to from POSTROUTING, each rule tagged with the network's comment. Rules are rendered
-//! as iptables-restore text (pure functions below) and applied in a single call.
+//! jumped to from POSTROUTING, each rule tagged with the network's comment. Destinations in
+//! `nonMasqueradeCIDRs` (the cluster's pod network, so that pods on other nodes see the client
+//! pod's own address) are left alone too. Rules are rendered as iptables-restore text (pure
+//! functions below) and applied in a single call.
 
 use std::io::{self, Write};
 use std::net::IpAddr;
@@ -31,22 +33,31 @@ pub fn comment(network: &str) -> String {
     format!("keelson-cni:{safe}")
 }
 
-/// Rules for one attachment of one family: ACCEPT inside the subnet, MASQUERADE the rest
-/// except multicast.
-pub fn render_add(network: &str, chain: &str, addrs: &[(IpAddr, IpNetwork)]) -> String {
+/// Rules for one attachment of one family: ACCEPT inside the subnet and inside each of
+/// `except` of the same family, MASQUERADE the rest except multicast.
+pub fn render_add(
+    network: &str,
+    chain: &str,
+    addrs: &[(IpAddr, IpNetwork)],
+    except: &[IpNetwork],
+) -> String {
     let c = comment(network);
+    let v6 = addrs.first().is_some_and(|(ip, _)| ip.is_ipv6());
     let mut out = String::from("*nat\n");
     out.push_str(&format!(":{chain} - [0:0]\n"));
-    for (_, subnet) in addrs {
+    let mut accepted: Vec<IpNetwork> = Vec::new();
+    let own = addrs.iter().map(|(_, subnet)| *subnet);
+    let others = except.iter().copied().filter(|n| n.is_ipv6() == v6);
+    for net in own.chain(others) {
+        if accepted.contains(&net) {
+            continue;
+        }
+        accepted.push(net);
         out.push_str(&format!(
-            "-A {chain} -d {subnet} -m comment --comment \"{c}\" -j ACCEPT\n"
+            "-A {chain} -d {net} -m comment --comment \"{c}\" -j ACCEPT\n"
         ));
     }
-    let multicast = if addrs.first().is_some_and(|(ip, _)| ip.is_ipv6()) {
-        "ff00::/8"
-    } else {
-        "224.0.0.0/4"
-    };
+    let multicast = if v6 { "ff00::/8" } else { "224.0.0.0/4" };
     out.push_str(&format!(
         "-A {chain} ! -d {multicast} -m comment --comment \"{c}\" -j MASQUERADE\n"
     ));
@@ -181,6 +192,7 @@ mod tests {
             "net1",
             "KCNI-00",
             &[("10.1.0.2".parse().unwrap(), "10.1.0.0/24".parse().unwrap())],
+            &[],
         );
         assert_eq!(
             text,
@@ -188,6 +200,53 @@ mod tests {
              -A KCNI-00 -d 10.1.0.0/24 -m comment --comment \"keelson-cni:net1\" -j ACCEPT\n\
              -A KCNI-00 ! -d 224.0.0.0/4 -m comment --comment \"keelson-cni:net1\" -j MASQUERADE\n\
              -A POSTROUTING -s 10.1.0.2/32 -m comment --comment \"keelson-cni:net1\" -j KCNI-00\n\
+             COMMIT\n"
+        );
+    }
+
+    #[test]
+    fn cluster_cidr_accepted_before_masquerade() {
+        let text = render_add(
+            "net1",
+            "KCNI-00",
+            &[(
+                "10.244.1.2".parse().unwrap(),
+                "10.244.1.0/24".parse().unwrap(),
+            )],
+            &[
+                "10.244.0.0/16".parse().unwrap(),
+                "fd00:10::/48".parse().unwrap(),
+                "10.244.1.0/24".parse().unwrap(),
+            ],
+        );
+        assert_eq!(
+            text,
+            "*nat\n:KCNI-00 - [0:0]\n\
+             -A KCNI-00 -d 10.244.1.0/24 -m comment --comment \"keelson-cni:net1\" -j ACCEPT\n\
+             -A KCNI-00 -d 10.244.0.0/16 -m comment --comment \"keelson-cni:net1\" -j ACCEPT\n\
+             -A KCNI-00 ! -d 224.0.0.0/4 -m comment --comment \"keelson-cni:net1\" -j MASQUERADE\n\
+             -A POSTROUTING -s 10.244.1.2/32 -m comment --comment \"keelson-cni:net1\" -j KCNI-00\n\
+             COMMIT\n"
+        );
+        let v6 = render_add(
+            "net1",
+            "KCNI-00",
+            &[(
+                "fd00:10:1::2".parse().unwrap(),
+                "fd00:10:1::/64".parse().unwrap(),
+            )],
+            &[
+                "10.244.0.0/16".parse().unwrap(),
+                "fd00:10::/48".parse().unwrap(),
+            ],
+        );
+        assert_eq!(
+            v6,
+            "*nat\n:KCNI-00 - [0:0]\n\
+             -A KCNI-00 -d fd00:10:1::/64 -m comment --comment \"keelson-cni:net1\" -j ACCEPT\n\
+             -A KCNI-00 -d fd00:10::/48 -m comment --comment \"keelson-cni:net1\" -j ACCEPT\n\
+             -A KCNI-00 ! -d ff00::/8 -m comment --comment \"keelson-cni:net1\" -j MASQUERADE\n\
+             -A POSTROUTING -s fd00:10:1::2/128 -m comment --comment \"keelson-cni:net1\" -j KCNI-00\n\
              COMMIT\n"
         );
     }

@@ -294,3 +294,59 @@ fn gc_removes_masquerade_chains_of_collected_attachments_only() {
     );
     assert_eq!(text.matches(":KCNI-").count(), 1, "{text}");
 }
+
+/// Accepts `n` connections on `addr` inside `ns` and returns the peers' addresses as seen there.
+fn peer_addresses(ns: &TestHost, addr: &str, n: usize) -> std::thread::JoinHandle<Vec<String>> {
+    let addr = addr.to_string();
+    let listener =
+        ns.run_in(move || TcpListener::bind(&addr).unwrap_or_else(|e| panic!("bind {addr}: {e}")));
+    std::thread::spawn(move || {
+        (0..n)
+            .map(|_| {
+                let (_, peer) = listener.accept().expect("accept");
+                peer.ip().to_string()
+            })
+            .collect()
+    })
+}
+
+fn connect_from(ns: &TestHost, to: &str) {
+    let to = to.to_string();
+    ns.run_in(move || {
+        TcpStream::connect_timeout(&to.parse().expect("address"), Duration::from_secs(3))
+            .unwrap_or_else(|e| panic!("connect {to}: {e}"));
+    });
+}
+
+#[test]
+fn ip_masq_leaves_the_cluster_cidr_alone() {
+    let f = fixture();
+    require_root_and_tools(&["iptables-save", "iptables-restore"]);
+    // Another "node" behind the host's uplink: an address in the cluster's pod network (another
+    // node's pod) and one outside it.
+    let other = TestHost::create("o");
+    f.host
+        .veth("kup", "172.30.8.1/24", &other, "kdown", "172.30.8.2/24");
+    other.ip(&["addr", "add", "10.77.9.1/32", "dev", "lo"]);
+    other.ip(&["addr", "add", "198.51.100.1/32", "dev", "lo"]);
+    other.ip(&["route", "add", "10.77.8.0/24", "via", "172.30.8.1"]);
+    for dst in ["10.77.9.1/32", "198.51.100.1/32"] {
+        f.host.ip(&["route", "add", dst, "via", "172.30.8.2"]);
+    }
+    let pod = TestHost::create("p");
+    let c = conf(
+        &f,
+        "10.77.8.0/24",
+        json!({"ipMasq": true, "nonMasqueradeCIDRs": ["10.77.0.0/16"]}),
+    );
+    add(&f, "ctr-cluster", &pod, &c);
+
+    let seen = peer_addresses(&other, "0.0.0.0:7010", 2);
+    connect_from(&pod, "10.77.9.1:7010");
+    connect_from(&pod, "198.51.100.1:7010");
+    assert_eq!(
+        seen.join().expect("listener"),
+        ["10.77.8.2", "172.30.8.1"],
+        "a pod in the cluster CIDR sees the client pod; outside, the node's address"
+    );
+}

@@ -290,14 +290,17 @@ pub fn install_masq(req: &Request, res: &CniResult, fw: &dyn Firewall) -> Result
         if addrs.is_empty() {
             continue;
         }
-        fw.restore_nat(v6, &masq::render_add(&conf.name, &chain, &addrs))
-            .map_err(|e| {
-                CniError::new(
-                    code::FIREWALL,
-                    format!("cannot install masquerade chain {chain}"),
-                    e.to_string(),
-                )
-            })?;
+        fw.restore_nat(
+            v6,
+            &masq::render_add(&conf.name, &chain, &addrs, &conf.non_masquerade_cidrs),
+        )
+        .map_err(|e| {
+            CniError::new(
+                code::FIREWALL,
+                format!("cannot install masquerade chain {chain}"),
+                e.to_string(),
+            )
+        })?;
     }
     Ok(())
 }
