@@ -9,6 +9,7 @@ pub mod gc;
 pub mod hash;
 pub mod metrics;
 pub mod namespace;
+pub mod nodeipam;
 pub mod nodelifecycle;
 pub mod pods;
 pub mod replicaset;
@@ -103,11 +104,33 @@ async fn sweeps(ctx: Arc<Ctx>, every: Duration) {
     }
 }
 
+/// Controllers that run only when their flags ask for them.
+#[derive(Default)]
+pub struct Optional {
+    /// `--allocate-node-cidrs`: the blocks of `--cluster-cidr` handed to Nodes.
+    pub node_ipam: Option<nodeipam::CidrSet>,
+}
+
+/// Starts the optional controllers; each stops on SIGTERM or Ctrl-C.
+fn spawn_optional(ctx: &Arc<Ctx>, optional: Optional) -> Vec<tokio::task::JoinHandle<()>> {
+    let mut tasks = Vec::new();
+    if let Some(set) = optional.node_ipam {
+        let shutdown = keelson_daemon::Shutdown::on_signal();
+        tasks.push(tokio::spawn(nodeipam::run(
+            ctx.client.clone(),
+            set,
+            shutdown,
+        )));
+    }
+    tasks
+}
+
 /// Runs every controller until SIGTERM or Ctrl-C.
 pub async fn run(
     client: kube::Client,
     metrics_addr: SocketAddr,
     node_lifecycle: nodelifecycle::Config,
+    optional: Optional,
 ) -> Result<(), Error> {
     let ctx = Arc::new(Ctx {
         client,
@@ -127,7 +150,11 @@ pub async fn run(
         node_lifecycle,
         keelson_daemon::Shutdown::on_signal(),
     );
+    let optional = spawn_optional(&ctx, optional);
     futures::join!(workloads(&ctx), endpoint_slices(&ctx), nodes);
+    for task in optional {
+        task.abort();
+    }
     sweeper.abort();
     server.abort();
     tracing::info!("controllers stopped");

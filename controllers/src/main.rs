@@ -1,4 +1,5 @@
 use clap::Parser;
+use keelson_controllers::nodeipam::CidrSet;
 
 /// Keelson's controller manager: deployment, replicaset, endpointslice, garbage collector, namespace.
 #[derive(Parser)]
@@ -16,17 +17,33 @@ struct Opts {
     /// How long a node's Lease may go unrenewed before the node is marked Unknown.
     #[arg(long, default_value = "40s", value_parser = keelson_apimachinery::parse_duration)]
     node_monitor_grace_period: std::time::Duration,
+    /// Give each Node a pod CIDR (spec.podCIDR) out of --cluster-cidr.
+    #[arg(long)]
+    allocate_node_cidrs: bool,
+    /// The range pod CIDRs are allocated from.
+    #[arg(long, default_value = "10.244.0.0/16")]
+    cluster_cidr: ipnetwork::IpNetwork,
+    /// The prefix length of each Node's pod CIDR.
+    #[arg(long, default_value_t = 24)]
+    node_cidr_mask_size: u8,
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     keelson_daemon::init_logging();
     let opts = Opts::parse();
+    // Flags are checked before connecting, so a bad one fails at once.
+    let optional = keelson_controllers::Optional {
+        node_ipam: opts
+            .allocate_node_cidrs
+            .then(|| CidrSet::new(opts.cluster_cidr, opts.node_cidr_mask_size))
+            .transpose()?,
+    };
     let client = keelson_daemon::client(opts.kubeconfig.as_deref()).await?;
     let node_lifecycle = keelson_controllers::nodelifecycle::Config {
         monitor_period: opts.node_monitor_period,
         grace_period: opts.node_monitor_grace_period,
     };
-    keelson_controllers::run(client, opts.metrics_bind_address, node_lifecycle).await?;
+    keelson_controllers::run(client, opts.metrics_bind_address, node_lifecycle, optional).await?;
     Ok(())
 }
