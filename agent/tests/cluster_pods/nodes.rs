@@ -67,3 +67,65 @@ fn pods_on_two_nodes_reach_each_other_through_node_routes() {
         "{logs}"
     );
 }
+
+#[test]
+fn a_node_without_pod_cidr_waits_for_node_ipam_then_gives_pods_addresses_from_spec() {
+    let mut cluster = Cluster::start("agipam");
+    let name = cluster.add_node_without_pod_cidr("agipamb");
+    let condition = |node: &serde_json::Value| {
+        node["status"]["conditions"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready").cloned())
+    };
+    // Registered with no pod CIDR: Ready=False saying what it waits for, no CNI configuration.
+    let ready = cluster.wait_until(
+        Duration::from_secs(30),
+        "Ready=False waiting for spec.podCIDR",
+        || {
+            let node = cluster.kubectl_json(&["get", "node", &name]).ok()?;
+            condition(&node).filter(|c| c["status"] == "False")
+        },
+    );
+    assert_eq!(ready["reason"], "KubeletNotReady", "{ready}");
+    let message = ready["message"].as_str().unwrap_or("");
+    assert!(message.contains("waiting for spec.podCIDR"), "{message}");
+    let node = cluster.kubectl_json(&["get", "node", &name]).expect("node");
+    assert!(node["spec"]["podCIDR"].is_null(), "{}", node["spec"]);
+    assert_eq!(cluster.node(&name).cni_conflist(), None);
+    // The Lease is renewed meanwhile, so the node is not taken for gone.
+    cluster
+        .kubectl(&["get", "lease", "-n", "kube-node-lease", &name])
+        .expect("the node's Lease while it waits");
+    let log = cluster.node(&name).agent_log();
+    assert!(
+        log.contains("waiting for spec.podCIDR"),
+        "{}",
+        tail(&log, 20)
+    );
+
+    // What node IPAM does.
+    let patch = r#"{"spec":{"podCIDR":"10.244.42.0/24","podCIDRs":["10.244.42.0/24"]}}"#;
+    cluster
+        .kubectl(&["patch", "node", &name, "--type=merge", "-p", patch])
+        .expect("set spec.podCIDR");
+    cluster.wait_until(Duration::from_secs(30), "Ready=True", || {
+        let node = cluster.kubectl_json(&["get", "node", &name]).ok()?;
+        condition(&node).filter(|c| c["status"] == "True")
+    });
+    let conflist = cluster
+        .node(&name)
+        .cni_conflist()
+        .expect("CNI configuration");
+    assert!(conflist.contains("10.244.42.0/24"), "{conflist}");
+    cluster.apply(&http_pod("ipam", &name));
+    let ip = ready_pod_ip(&cluster, "ipam", Duration::from_secs(60));
+    assert!(
+        ip.starts_with("10.244.42."),
+        "pod IP {ip} not from spec.podCIDR"
+    );
+    let body = cluster
+        .node(&name)
+        .run("curl", &["-sS", "-m", "5", &format!("http://{ip}:8080/")])
+        .expect("node to its pod");
+    assert_eq!(body, "ipam\n");
+}
