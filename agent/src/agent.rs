@@ -46,6 +46,14 @@ pub async fn run(cfg: AgentConfig) -> Result<(), AgentError> {
     let metrics = Arc::new(Metrics::new());
     let (cri, runtime_version) = connect_runtime(&cfg, metrics.clone()).await?;
     tracing::info!(runtime = %runtime_version, socket = %cfg.runtime_socket.display(), "connected to the container runtime");
+    crate::bootstrap::ensure(&crate::bootstrap::Settings {
+        node_name: cfg.node_name.clone(),
+        bootstrap_kubeconfig: cfg.bootstrap_kubeconfig.clone(),
+        kubeconfig: cfg.kubeconfig.clone(),
+        cert_dir: cfg.cert_dir.clone(),
+        timeout: crate::bootstrap::WAIT_FOR_CERTIFICATE,
+    })
+    .await?;
     let client = keelson_daemon::client(Some(&cfg.kubeconfig)).await?;
     let node_ip = cfg
         .node_ip

@@ -7,6 +7,10 @@ use std::path::PathBuf;
 pub struct AgentConfig {
     pub node_name: String,
     pub kubeconfig: PathBuf,
+    /// TLS bootstrap: when set, `kubeconfig` is written from a certificate obtained with it.
+    pub bootstrap_kubeconfig: Option<PathBuf>,
+    /// Where the node's client certificate is kept.
+    pub cert_dir: PathBuf,
     /// containerd's CRI socket.
     pub runtime_socket: PathBuf,
     /// InternalIP; default: the first global IPv4 address of the agent's network namespace.

@@ -8,6 +8,8 @@ pub enum AgentError {
     Cri(#[from] crate::cri::CriError),
     #[error(transparent)]
     Client(#[from] keelson_daemon::ClientError),
+    #[error("TLS bootstrap: {0}")]
+    Bootstrap(#[from] crate::bootstrap::BootstrapError),
     #[error(transparent)]
     Node(#[from] crate::node::registration::NodeError),
     #[error("creating the agent's root directory {path}: {source}")]

@@ -11,6 +11,7 @@
 
 pub mod agent;
 pub mod backoff;
+pub mod bootstrap;
 pub mod config;
 pub mod cri;
 #[cfg(test)]

@@ -18,9 +18,20 @@ use clap::Parser;
     about = "Keelson's node agent (a kubelet driving containerd over CRI)"
 )]
 struct Flags {
-    /// Path to the kubeconfig used to reach the API server.
+    /// Path to the kubeconfig used to reach the API server. With --bootstrap-kubeconfig, the
+    /// agent writes it (client certificate in --cert-dir) when it is missing or its client
+    /// certificate is unreadable or expired.
     #[arg(long)]
     kubeconfig: PathBuf,
+    /// A kubeconfig with a bootstrap token, used only to request the node's client certificate
+    /// (a CertificateSigningRequest for system:node:<node>, approved and signed by the
+    /// controller manager).
+    #[arg(long = "bootstrap-kubeconfig")]
+    bootstrap_kubeconfig: Option<PathBuf>,
+    /// Where the node's client certificate and key are written
+    /// (keelson-agent-client-current.pem) [default: <root-dir>/pki].
+    #[arg(long = "cert-dir")]
+    cert_dir: Option<PathBuf>,
     /// Node name (default: the host name).
     #[arg(long = "hostname-override")]
     hostname_override: Option<String>,
@@ -127,9 +138,15 @@ fn agent_config(flags: Flags) -> anyhow::Result<keelson_agent::AgentConfig> {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
         })
         .collect();
+    let root_dir = flags.root_dir.unwrap_or(defaults.root_dir);
+    let cert_dir = flags
+        .cert_dir
+        .unwrap_or_else(|| keelson_agent::paths::NodePaths::cert_dir(&root_dir));
     Ok(keelson_agent::AgentConfig {
         node_name,
         kubeconfig: flags.kubeconfig,
+        bootstrap_kubeconfig: flags.bootstrap_kubeconfig,
+        cert_dir,
         runtime_socket: socket.into(),
         node_ip: flags.node_ip,
         pod_cidr: flags.pod_cidr.map(|c| c.to_string()),
@@ -140,7 +157,7 @@ fn agent_config(flags: Flags) -> anyhow::Result<keelson_agent::AgentConfig> {
         cni_ipam: flags.cni_ipam,
         cni_bridge: flags.cni_bridge,
         cni_portmap: flags.cni_portmap,
-        root_dir: flags.root_dir.unwrap_or(defaults.root_dir),
+        root_dir,
         pod_log_dir: flags.pod_log_dir.unwrap_or(defaults.pod_log_dir),
         cgroup_root: flags.cgroup_root.unwrap_or(defaults.cgroup_root),
         cluster_dns: flags.cluster_dns,
