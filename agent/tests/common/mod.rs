@@ -41,6 +41,8 @@ pub struct Node {
     dir: PathBuf,
     log: PathBuf,
     kubeconfig: PathBuf,
+    /// TLS bootstrap: the agent gets --bootstrap-kubeconfig and writes `kubeconfig` itself.
+    bootstrap: Option<PathBuf>,
     agent: Option<ChildGuard>,
     containerd: Containerd,
     pub host: TestHost,
@@ -48,9 +50,9 @@ pub struct Node {
 
 impl Node {
     /// Node number `index` (0, 1, ...): address 172.31.255.2, .3, ...; pod CIDR 10.244.7.0/24,
-    /// 10.244.8.0/24, ... (unless `pod_cidr` is false); joined to the control plane's bridge;
-    /// containerd and the agent started.
-    fn start(cluster: &Cluster, host: TestHost, index: usize, pod_cidr: bool) -> Node {
+    /// 10.244.8.0/24, ... (unless `join.pod_cidr` is false); joined to the control plane's
+    /// bridge; containerd and the agent started (with the admin kubeconfig, or bootstrapping).
+    fn start(cluster: &Cluster, host: TestHost, index: usize, join: &Join) -> Node {
         let ip = format!("172.31.255.{}", 2 + index);
         link_node(&cluster.cp, &host, index, &ip);
         let dir = match index {
@@ -65,11 +67,15 @@ impl Node {
         let mut node = Node {
             name: host.name.clone(),
             ip,
-            pod_cidr: pod_cidr.then(|| format!("10.244.{}.0/24", 7 + index)),
+            pod_cidr: join.pod_cidr.then(|| format!("10.244.{}.0/24", 7 + index)),
             socket: containerd.socket.clone(),
-            dir,
             log,
-            kubeconfig: cluster.api.kubeconfig(),
+            kubeconfig: match join.bootstrap {
+                Some(_) => dir.join("kubeconfig"),
+                None => cluster.api.kubeconfig(),
+            },
+            bootstrap: join.bootstrap.clone(),
+            dir,
             agent: None,
             containerd,
             host,
@@ -78,7 +84,7 @@ impl Node {
         node
     }
 
-    fn start_agent(&mut self) {
+    pub fn start_agent(&mut self) {
         assert!(self.agent.is_none(), "agent already running");
         let path = |p: &str| self.dir.join(p).display().to_string();
         let mut cmd = self.host.command(env!("CARGO_BIN_EXE_keelson-agent"));
@@ -88,6 +94,14 @@ impl Node {
                 "--container-runtime-endpoint",
                 &self.socket.display().to_string(),
             ])
+            .args(self.bootstrap.iter().flat_map(|b| {
+                [
+                    "--bootstrap-kubeconfig".to_string(),
+                    b.display().to_string(),
+                    "--cert-dir".to_string(),
+                    self.dir.join("pki").display().to_string(),
+                ]
+            }))
             .args(["--node-ip", &self.ip])
             .args(
                 self.pod_cidr
@@ -111,6 +125,16 @@ impl Node {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// The kubeconfig the agent uses (for a bootstrapping node: the one it writes).
+    pub fn kubeconfig(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// `--cert-dir` of a bootstrapping node.
+    pub fn cert_dir(&self) -> PathBuf {
+        self.dir.join("pki")
+    }
+
     /// The CNI configuration the agent wrote, if any.
     pub fn cni_conflist(&self) -> Option<String> {
         std::fs::read_to_string(self.dir.join("net.d").join("10-keelson.conflist")).ok()
@@ -122,7 +146,7 @@ impl Node {
     }
 
     /// Stops the agent: SIGTERM (with time to exit) or kill -9.
-    fn stop_agent(&mut self, signal: &str) {
+    pub fn stop_agent(&mut self, signal: &str) {
         if let Some(mut agent) = self.agent.take() {
             match signal {
                 "TERM" => {
@@ -144,6 +168,13 @@ impl Drop for Node {
     }
 }
 
+/// How a node joins: with --pod-cidr or waiting for node IPAM; with the admin kubeconfig or by
+/// TLS bootstrap with a bootstrap kubeconfig.
+struct Join {
+    pod_cidr: bool,
+    bootstrap: Option<PathBuf>,
+}
+
 /// Joins a node host to the control plane's bridge with `ip`/24 on its side (link kv1).
 fn link_node(cp: &TestHost, node: &TestHost, index: usize, ip: &str) {
     let cp_side = format!("kp{index}");
@@ -160,6 +191,8 @@ pub struct Cluster {
     pub node_name: String,
     /// Nodes, the first one first; dropped before the API server.
     nodes: Vec<Node>,
+    /// Stopped before the API server.
+    controller_manager: Option<ChildGuard>,
     api: Apiserver,
     pub cp: TestHost,
     pub tmp: tempfile::TempDir,
@@ -169,6 +202,14 @@ pub struct Cluster {
 impl Cluster {
     /// The control plane and one node, Ready.
     pub fn start(prefix: &str) -> Cluster {
+        let mut cluster = Cluster::control_plane(prefix);
+        let name = cluster.add(prefix);
+        cluster.node_name = name;
+        cluster
+    }
+
+    /// The control plane (the API server in its test host) and no node yet.
+    pub fn control_plane(prefix: &str) -> Cluster {
         keelson_testing::require_root_and_tools(&["curl", "kubectl", "iptables"]);
         let cp = TestHost::create(&format!("{prefix}c"));
         cp.ip(&["link", "add", CP_BRIDGE, "type", "bridge"]);
@@ -177,22 +218,58 @@ impl Cluster {
         let api = Apiserver::start_in(&cp, CP_IP, &[]);
         let tmp = tempfile::tempdir().expect("tempdir");
         let cni_bin = cni_bin_dir(tmp.path());
-        let mut cluster = Cluster {
+        Cluster {
             node_name: String::new(),
             nodes: Vec::new(),
+            controller_manager: None,
             api,
             cp,
             tmp,
             cni_bin,
-        };
-        let name = cluster.add(prefix);
-        cluster.node_name = name;
-        cluster
+        }
+    }
+
+    /// The API server's data directory (its CA: ca.crt, ca.key).
+    pub fn api_dir(&self) -> &Path {
+        self.api.dir.path()
+    }
+
+    /// Starts keelson-controller-manager in the control-plane host with the admin kubeconfig and
+    /// `extra` flags.
+    pub fn start_controller_manager(&mut self, extra: &[&str]) {
+        let mut cmd = self.cp.command(binary("keelson-controller-manager"));
+        cmd.args(["--kubeconfig", &self.api.kubeconfig().display().to_string()])
+            .args(extra)
+            .env("RUST_LOG", "keelson_controllers=debug");
+        let log = self.tmp.path().join("controller-manager.log");
+        self.controller_manager = Some(ChildGuard::spawn_logged(&mut cmd, &log));
+    }
+
+    pub fn controller_manager_log(&self) -> String {
+        std::fs::read_to_string(self.tmp.path().join("controller-manager.log")).unwrap_or_default()
     }
 
     /// Adds a node in a new test host and waits until it is Ready; returns its name.
     fn add(&mut self, prefix: &str) -> String {
-        let name = self.add_unready(prefix, true);
+        let join = Join {
+            pod_cidr: true,
+            bootstrap: None,
+        };
+        self.add_ready(prefix, &join)
+    }
+
+    /// Adds a node that gets its credentials by TLS bootstrap with `bootstrap` (a kubeconfig
+    /// with a bootstrap token) and its pod CIDR from node IPAM; waits until it is Ready.
+    pub fn add_bootstrapping_node(&mut self, prefix: &str, bootstrap: &Path) -> String {
+        let join = Join {
+            pod_cidr: false,
+            bootstrap: Some(bootstrap.to_path_buf()),
+        };
+        self.add_ready(prefix, &join)
+    }
+
+    fn add_ready(&mut self, prefix: &str, join: &Join) -> String {
+        let name = self.add_unready(prefix, join);
         self.wait_until(
             Duration::from_secs(30),
             &format!("node {name} Ready"),
@@ -218,16 +295,20 @@ impl Cluster {
     /// Adds the next node with no --pod-cidr, so that it waits for spec.podCIDR; returns its name
     /// once its Node is registered.
     pub fn add_node_without_pod_cidr(&mut self, prefix: &str) -> String {
-        let name = self.add_unready(prefix, false);
+        let join = Join {
+            pod_cidr: false,
+            bootstrap: None,
+        };
+        let name = self.add_unready(prefix, &join);
         self.wait_until(Duration::from_secs(30), "node registered", || {
             self.kubectl_json(&["get", "node", &name]).ok()
         });
         name
     }
 
-    fn add_unready(&mut self, prefix: &str, pod_cidr: bool) -> String {
+    fn add_unready(&mut self, prefix: &str, join: &Join) -> String {
         let host = TestHost::create(prefix);
-        let node = Node::start(self, host, self.nodes.len(), pod_cidr);
+        let node = Node::start(self, host, self.nodes.len(), join);
         let name = node.name.clone();
         self.nodes.push(node);
         name
@@ -237,6 +318,13 @@ impl Cluster {
     pub fn node(&self, name: &str) -> &Node {
         self.nodes
             .iter()
+            .find(|n| n.name == name)
+            .unwrap_or_else(|| panic!("no node {name} in this cluster"))
+    }
+
+    pub fn node_mut(&mut self, name: &str) -> &mut Node {
+        self.nodes
+            .iter_mut()
             .find(|n| n.name == name)
             .unwrap_or_else(|| panic!("no node {name} in this cluster"))
     }
