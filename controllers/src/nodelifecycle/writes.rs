@@ -13,20 +13,11 @@ use kube::ResourceExt;
 pub async fn apply(ctx: &Ctx, node: &Node, update: &NodeUpdate, pods: &[&Pod]) {
     let api: Api<Node> = Api::all(ctx.client.clone());
     let name = node.name_any();
-    if let Some(conditions) = &update.conditions {
-        tracing::warn!(node = %name, "node stopped posting status; marking its conditions Unknown");
-        let patch = serde_json::json!({ "status": { "conditions": conditions } });
-        if let Err(e) = patch_status(&api, &name, &patch).await {
-            failed(ctx, &name, "marking node conditions Unknown", &e);
-        }
-        for pod in pods {
-            mark_not_ready(ctx, pod).await;
-        }
-    }
     if let Some(taints) = &update.taints {
         tracing::info!(node = %name, taints = ?taints.iter().map(|t| &t.key).collect::<Vec<_>>(), "updating node taints");
         // The resourceVersion makes this a compare-and-swap: a taint someone else changed
-        // meanwhile is not overwritten (409, retried next pass from the fresh Node).
+        // meanwhile is not overwritten (409, retried next pass from the fresh Node). Taints go
+        // first, as the status write below changes the resourceVersion.
         let patch = serde_json::json!({
             "metadata": { "resourceVersion": node.resource_version() },
             "spec": { "taints": taints },
@@ -36,6 +27,16 @@ pub async fn apply(ctx: &Ctx, node: &Node, update: &NodeUpdate, pods: &[&Pod]) {
             .await
         {
             failed(ctx, &name, "updating node taints", &e);
+        }
+    }
+    if let Some(conditions) = &update.conditions {
+        tracing::warn!(node = %name, "node stopped posting status; marking its conditions Unknown");
+        let patch = serde_json::json!({ "status": { "conditions": conditions } });
+        if let Err(e) = patch_status(&api, &name, &patch).await {
+            failed(ctx, &name, "marking node conditions Unknown", &e);
+        }
+        for pod in pods {
+            mark_not_ready(ctx, pod).await;
         }
     }
 }

@@ -1,0 +1,239 @@
+//! Node lifecycle against a real keelson-apiserver: the test plays a node agent by writing the
+//! Node's Ready condition and renewing its Lease with kubectl, then stops renewing. The
+//! controller manager runs with test-sized periods (grace 4 s, checked every 1 s).
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use keelson_testing::{binary, eventually, free_port, Apiserver, ChildGuard};
+use serde_json::Value;
+
+const NODE: &str = "n1";
+const UNREACHABLE: &str = "node.kubernetes.io/unreachable";
+
+struct Cluster {
+    api: Apiserver,
+    _cm: ChildGuard,
+}
+
+impl Cluster {
+    fn start() -> Cluster {
+        let api = Apiserver::start();
+        let mut cmd = Command::new(binary("keelson-controller-manager"));
+        cmd.arg("--kubeconfig")
+            .arg(api.kubeconfig())
+            .args([
+                "--metrics-bind-address",
+                &format!("127.0.0.1:{}", free_port()),
+            ])
+            .args(["--node-monitor-period=1s", "--node-monitor-grace-period=4s"]);
+        let cm = ChildGuard::spawn_logged(&mut cmd, &api.dir.path().join("cm.log"));
+        Cluster { api, _cm: cm }
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.api.dir.path().join("cm.log")).unwrap_or_default()
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let mut all = vec!["get"];
+        all.extend_from_slice(args);
+        all.extend_from_slice(&["-o", "json"]);
+        self.api.kubectl_cmd().json(&all).unwrap()
+    }
+
+    /// What the agent writes: the Ready condition with a fresh heartbeat.
+    fn post_ready(&self) {
+        let now = now(false);
+        let status = format!(
+            r#"{{"status":{{"conditions":[{{"type":"Ready","status":"True","reason":"KubeletReady","lastHeartbeatTime":"{now}","lastTransitionTime":"{now}"}}]}}}}"#
+        );
+        self.api.kubectl_ok(&[
+            "patch",
+            "node",
+            NODE,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &status,
+        ]);
+    }
+
+    /// What the agent does every 10 s: renews kube-node-lease/<node>.
+    fn renew_lease(&self) {
+        self.api.apply(&format!(
+            "apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata:\n  name: {NODE}\n  namespace: kube-node-lease\nspec:\n  holderIdentity: {NODE}\n  leaseDurationSeconds: 40\n  renewTime: \"{}\"\n",
+            now(true)
+        ));
+    }
+
+    fn ready_status(&self) -> String {
+        let node = self.json(&["node", NODE]);
+        conditions(&node, "Ready")
+    }
+
+    fn health_taints(&self) -> Vec<Value> {
+        let node = self.json(&["node", NODE]);
+        node["spec"]["taints"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|t| {
+                t["key"]
+                    .as_str()
+                    .is_some_and(|k| k.starts_with("node.kubernetes.io/"))
+            })
+            .collect()
+    }
+
+    /// Deleted: gone, or terminating (with no agent to finish it, a deleted pod stays
+    /// Terminating, as on a real unreachable node; its ReplicaSet already replaces it).
+    fn pod_deleted(&self, name: &str) -> bool {
+        let out = self.api.kubectl(&[
+            "get",
+            "pod",
+            name,
+            "-o",
+            "jsonpath={.metadata.deletionTimestamp}",
+        ]);
+        !out.status.success() || !out.stdout.is_empty()
+    }
+}
+
+fn now(micro: bool) -> String {
+    let fmt = if micro {
+        "%Y-%m-%dT%H:%M:%S%.6fZ"
+    } else {
+        "%Y-%m-%dT%H:%M:%SZ"
+    };
+    chrono::Utc::now().format(fmt).to_string()
+}
+
+fn conditions(obj: &Value, kind: &str) -> String {
+    obj["status"]["conditions"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["type"] == kind))
+        .and_then(|c| c["status"].as_str())
+        .unwrap_or("")
+        .to_string()
+}
+
+fn time(v: &Value) -> chrono::DateTime<chrono::Utc> {
+    v.as_str().unwrap().parse().unwrap()
+}
+
+fn pod_yaml(name: &str, toleration_seconds: Option<u32>) -> String {
+    let seconds = toleration_seconds
+        .map(|s| format!("\n    tolerationSeconds: {s}"))
+        .unwrap_or_default();
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\nspec:\n  nodeName: {NODE}\n  containers:\n  - name: c\n    image: busybox\n  tolerations:\n  - key: {UNREACHABLE}\n    operator: Exists\n    effect: NoExecute{seconds}\n  - key: node.kubernetes.io/not-ready\n    operator: Exists\n    effect: NoExecute\n"
+    )
+}
+
+#[test]
+fn a_silent_node_turns_unknown_its_pods_are_evicted_after_their_toleration_and_it_recovers() {
+    let c = Cluster::start();
+    c.api.apply(&format!(
+        "apiVersion: v1\nkind: Node\nmetadata:\n  name: {NODE}\n"
+    ));
+    c.post_ready();
+    c.renew_lease();
+    c.api.apply(&pod_yaml("short", Some(2)));
+    c.api.apply(&pod_yaml("daemon", None));
+    c.api.kubectl_ok(&[
+        "patch",
+        "pod",
+        "daemon",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}"#,
+    ]);
+
+    // A node that keeps renewing its Lease stays Ready well past the grace period.
+    let renewing = Instant::now();
+    while renewing.elapsed() < Duration::from_secs(7) {
+        c.renew_lease();
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert_eq!(c.ready_status(), "True", "{}", c.log());
+    assert!(c.health_taints().is_empty(), "{:?}", c.health_taints());
+
+    // Silence: Unknown with the unreachable taint within grace (4 s) + period (1 s) + slack.
+    let stopped = Instant::now();
+    let taint = eventually(
+        "Ready=Unknown with the unreachable taint",
+        Duration::from_secs(30),
+        || {
+            let taints = c.health_taints();
+            match (c.ready_status().as_str(), taints.as_slice()) {
+                ("Unknown", [t]) if t["key"] == UNREACHABLE && t["effect"] == "NoExecute" => {
+                    Ok(t.clone())
+                }
+                (ready, _) => Err(format!("Ready={ready}, taints {taints:?}\n{}", c.log())),
+            }
+        },
+    );
+    let took = stopped.elapsed();
+    assert!(took < Duration::from_secs(10), "marked after {took:?}");
+    let node = c.json(&["node", NODE]);
+    let ready = node["status"]["conditions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["type"] == "Ready")
+        .unwrap()
+        .clone();
+    assert_eq!(ready["reason"], "NodeStatusUnknown");
+    assert_eq!(ready["message"], "Kubelet stopped posting node status.");
+    let added = time(&taint["timeAdded"]);
+
+    // The pod tolerating 2 s goes about 2 s after timeAdded, with an Event saying why.
+    eventually("the 2 s pod evicted", Duration::from_secs(20), || {
+        c.pod_deleted("short")
+            .then_some(())
+            .ok_or_else(|| format!("short still there\n{}", c.log()))
+    });
+    let events = c.json(&["events"]);
+    let eviction = events["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["involvedObject"]["name"] == "short" && e["reason"] == "TaintManagerEviction")
+        .unwrap_or_else(|| panic!("no TaintManagerEviction event: {events}"))
+        .clone();
+    assert_eq!(
+        eviction["message"],
+        "Marking for deletion Pod default/short"
+    );
+    let after = time(&eviction["firstTimestamp"]) - added;
+    // timeAdded is stored in whole seconds; the eviction is due 2 s after it, checked each second.
+    assert!(
+        after >= chrono::TimeDelta::seconds(2) && after <= chrono::TimeDelta::seconds(5),
+        "evicted {after} after the taint was added"
+    );
+
+    // The pod tolerating without seconds (as DaemonSet pods do) stays, no longer Ready.
+    std::thread::sleep(Duration::from_secs(3));
+    assert!(!c.pod_deleted("daemon"), "{}", c.log());
+    assert_eq!(conditions(&c.json(&["pod", "daemon"]), "Ready"), "False");
+
+    // The node comes back: Lease renewed, Ready posted; the taint goes and Ready stays True.
+    c.renew_lease();
+    c.post_ready();
+    eventually("the taint removed", Duration::from_secs(20), || {
+        let taints = c.health_taints();
+        taints
+            .is_empty()
+            .then_some(())
+            .ok_or_else(|| format!("taints {taints:?}\n{}", c.log()))
+    });
+    for _ in 0..6 {
+        c.renew_lease();
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert_eq!(c.ready_status(), "True", "{}", c.log());
+    assert!(c.health_taints().is_empty());
+}
