@@ -2,6 +2,7 @@
 //! namespace controller and node lifecycle (with taint eviction). Ordinary API clients (kube-rs), as against any cluster.
 
 pub mod api;
+pub mod daemonset;
 pub mod deployment;
 pub mod endpointslice;
 pub mod error;

@@ -1,4 +1,5 @@
 use clap::Parser;
+use keelson_controllers::certificates::Signer;
 use keelson_controllers::nodeipam::CidrSet;
 
 /// Keelson's controller manager: deployment, replicaset, endpointslice, garbage collector, namespace.
@@ -26,6 +27,17 @@ struct Opts {
     /// The prefix length of each Node's pod CIDR.
     #[arg(long, default_value_t = 24)]
     node_cidr_mask_size: u8,
+    /// PEM CA certificate that csrsigning issues client certificates with (the API server's
+    /// <data-dir>/ca.crt); without it and the key, CSRs are approved but not signed.
+    #[arg(long, requires = "cluster_signing_key_file")]
+    cluster_signing_cert_file: Option<std::path::PathBuf>,
+    /// PEM private key of --cluster-signing-cert-file (the API server's <data-dir>/ca.key).
+    #[arg(long, requires = "cluster_signing_cert_file")]
+    cluster_signing_key_file: Option<std::path::PathBuf>,
+    /// The longest validity of a signed certificate (a CSR's spec.expirationSeconds may ask
+    /// for less).
+    #[arg(long, default_value = "8760h", value_parser = keelson_apimachinery::parse_duration)]
+    cluster_signing_duration: std::time::Duration,
 }
 
 #[tokio::main]
@@ -38,6 +50,17 @@ async fn main() -> anyhow::Result<()> {
             .allocate_node_cidrs
             .then(|| CidrSet::new(opts.cluster_cidr, opts.node_cidr_mask_size))
             .transpose()?,
+        csr_signing: match (
+            &opts.cluster_signing_cert_file,
+            &opts.cluster_signing_key_file,
+        ) {
+            (Some(cert), Some(key)) => Some(Signer::from_files(
+                cert,
+                key,
+                opts.cluster_signing_duration,
+            )?),
+            _ => None,
+        },
     };
     let client = keelson_daemon::client(opts.kubeconfig.as_deref()).await?;
     let node_lifecycle = keelson_controllers::nodelifecycle::Config {
