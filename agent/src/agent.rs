@@ -13,7 +13,7 @@ use crate::config::AgentConfig;
 use crate::cri::{Cri, GrpcCri};
 use crate::error::AgentError;
 use crate::metrics::Metrics;
-use crate::node::{cni, lease, machine, network, pod_cidr, registration};
+use crate::node::{cni, lease, machine, pod_cidr, registration, routes};
 use crate::pod::context::Context;
 use crate::pod::manager::Manager;
 use crate::pod::translate::NodeSettings;
@@ -87,20 +87,12 @@ pub async fn run(cfg: AgentConfig) -> Result<(), AgentError> {
         node,
         &not_ready,
     );
-    let pod_cidr = pod_cidr.await;
-    write_cni_config(&cfg, &pod_cidr)?;
+    write_cni_config(&cfg, &pod_cidr.await)?;
     not_ready.send_replace(None);
-    let network_cfg = network::NetworkConfig {
-        backend: cfg.network_backend,
-        direct_routing: cfg.vxlan_direct_routing,
-        cluster_cidr: cfg.cluster_cidr,
-    };
-    tokio::spawn(network::run(
+    tokio::spawn(routes::run(
         client.clone(),
         cfg.node_name.clone(),
-        node_ip,
-        pod_cidr,
-        network_cfg,
+        cfg.cluster_cidr,
     ));
 
     let ctx = Arc::new(Context {
@@ -230,7 +222,6 @@ fn write_cni_config(cfg: &AgentConfig, pod_cidr: &Ipv4Network) -> Result<(), Age
         &network,
         &cfg.cni_bridge,
         *pod_cidr,
-        cfg.cluster_cidr,
         &plugins,
         &cfg.cni_ipam_data_dir,
     );

@@ -2,7 +2,7 @@
 //! namespace controller and node lifecycle (with taint eviction). Ordinary API clients (kube-rs), as against any cluster.
 
 pub mod api;
-pub mod daemonset;
+pub mod certificates;
 pub mod deployment;
 pub mod endpointslice;
 pub mod error;
@@ -105,16 +105,20 @@ async fn sweeps(ctx: Arc<Ctx>, every: Duration) {
     }
 }
 
-/// Controllers that run only when their flags ask for them.
+/// What the node IPAM and certificate controllers run with.
 #[derive(Default)]
 pub struct Optional {
     /// `--allocate-node-cidrs`: the blocks of `--cluster-cidr` handed to Nodes.
     pub node_ipam: Option<nodeipam::CidrSet>,
+    /// `--cluster-signing-cert-file` and `-key-file`: csrsigning issues with this CA (without
+    /// them only csrapproving runs).
+    pub csr_signing: Option<certificates::Signer>,
 }
 
-/// Starts the optional controllers; each stops on SIGTERM or Ctrl-C.
+/// Starts node IPAM (when asked for) and the CSR controllers; each stops on SIGTERM or Ctrl-C.
 fn spawn_optional(ctx: &Arc<Ctx>, optional: Optional) -> Vec<tokio::task::JoinHandle<()>> {
-    let mut tasks = Vec::new();
+    let client = ctx.client.clone();
+    let mut tasks = vec![tokio::spawn(certificates::run(client, optional.csr_signing))];
     if let Some(set) = optional.node_ipam {
         let shutdown = keelson_daemon::Shutdown::on_signal();
         tasks.push(tokio::spawn(nodeipam::run(

@@ -1,9 +1,8 @@
-//! The node: registration and status, lease, machine facts, CNI configuration, the network to
-//! other nodes' pods.
+//! The node: registration and status, lease, machine facts, CNI configuration.
 
 pub mod cni;
 pub mod lease;
 pub mod machine;
-pub mod network;
 pub mod pod_cidr;
 pub mod registration;
+pub mod routes;
