@@ -13,7 +13,7 @@ use crate::config::AgentConfig;
 use crate::cri::{Cri, GrpcCri};
 use crate::error::AgentError;
 use crate::metrics::Metrics;
-use crate::node::{cni, lease, machine, pod_cidr, registration, routes};
+use crate::node::{cni, lease, machine, network, pod_cidr, registration};
 use crate::pod::context::Context;
 use crate::pod::manager::Manager;
 use crate::pod::translate::NodeSettings;
@@ -87,12 +87,20 @@ pub async fn run(cfg: AgentConfig) -> Result<(), AgentError> {
         node,
         &not_ready,
     );
-    write_cni_config(&cfg, &pod_cidr.await)?;
+    let pod_cidr = pod_cidr.await;
+    write_cni_config(&cfg, &pod_cidr)?;
     not_ready.send_replace(None);
-    tokio::spawn(routes::run(
+    let network_cfg = network::NetworkConfig {
+        backend: cfg.network_backend,
+        direct_routing: cfg.vxlan_direct_routing,
+        cluster_cidr: cfg.cluster_cidr,
+    };
+    tokio::spawn(network::run(
         client.clone(),
         cfg.node_name.clone(),
-        cfg.cluster_cidr,
+        node_ip,
+        pod_cidr,
+        network_cfg,
     ));
 
     let ctx = Arc::new(Context {
@@ -222,6 +230,7 @@ fn write_cni_config(cfg: &AgentConfig, pod_cidr: &Ipv4Network) -> Result<(), Age
         &network,
         &cfg.cni_bridge,
         *pod_cidr,
+        cfg.cluster_cidr,
         &plugins,
         &cfg.cni_ipam_data_dir,
     );

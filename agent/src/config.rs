@@ -19,6 +19,10 @@ pub struct AgentConfig {
     pub pod_cidr: Option<String>,
     /// Every node's pod CIDR lies inside it; the agent routes and bridges nothing else.
     pub cluster_cidr: ipnetwork::Ipv4Network,
+    /// How pods reach other nodes' pods: host-gw routes or a vxlan overlay.
+    pub network_backend: crate::node::network::Backend,
+    /// vxlan: peers on a directly connected subnet get host-gw routes instead.
+    pub vxlan_direct_routing: bool,
     pub cni_conf_dir: PathBuf,
     /// The IPAM plugin's state directory, written into the conflist (the node's own).
     pub cni_ipam_data_dir: PathBuf,

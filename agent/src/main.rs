@@ -51,6 +51,14 @@ struct Flags {
     /// The cluster's pod network: only pod CIDRs inside it are routed or bridged.
     #[arg(long = "cluster-cidr", default_value = "10.244.0.0/16")]
     cluster_cidr: ipnetwork::Ipv4Network,
+    /// How pods reach other nodes' pods: "host-gw" (a route per node via its InternalIP; every
+    /// node on one L2 segment) or "vxlan" (an overlay device keelson.1, VNI 1, UDP port 8472).
+    #[arg(long = "network-backend", default_value = "host-gw")]
+    network_backend: keelson_agent::node::network::Backend,
+    /// With --network-backend vxlan: nodes on a directly connected subnet get host-gw routes,
+    /// only the others go through the overlay (flannel's DirectRouting).
+    #[arg(long = "vxlan-direct-routing")]
+    vxlan_direct_routing: bool,
     /// Where the CNI conflist is written (containerd's CRI conf_dir) [default:
     /// /etc/keelson/<node>/cni/net.d]. The IPAM state is kept in /var/lib/keelson/<node>/cni.
     #[arg(long = "cni-conf-dir")]
@@ -151,6 +159,8 @@ fn agent_config(flags: Flags) -> anyhow::Result<keelson_agent::AgentConfig> {
         node_ip: flags.node_ip,
         pod_cidr: flags.pod_cidr.map(|c| c.to_string()),
         cluster_cidr: flags.cluster_cidr,
+        network_backend: flags.network_backend,
+        vxlan_direct_routing: flags.vxlan_direct_routing,
         cni_conf_dir: flags.cni_conf_dir.unwrap_or(defaults.cni_conf_dir),
         cni_ipam_data_dir: defaults.cni_ipam_data_dir,
         cni_plugin: flags.cni_plugin,

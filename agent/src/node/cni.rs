@@ -15,11 +15,13 @@ pub struct CniPlugins {
 }
 
 /// Renders the conflist (bridge + IPAM over the pod CIDR, gateway the first address; the IPAM
-/// state under `ipam_data_dir`, which is the node's own). Pure.
+/// state under `ipam_data_dir`, which is the node's own; masquerade only for destinations
+/// outside the cluster CIDR). Pure.
 pub fn render(
     network: &str,
     bridge: &str,
     pod_cidr: Ipv4Network,
+    cluster_cidr: Ipv4Network,
     plugins: &CniPlugins,
     ipam_data_dir: &Path,
 ) -> String {
@@ -33,6 +35,9 @@ pub fn render(
             "isGateway": true,
             "isDefaultGateway": true,
             "ipMasq": true,
+            // keelson-cni's: pods on other nodes see the client pod's own address (the
+            // reference bridge plugin ignores the key and masquerades outside the pod CIDR).
+            "nonMasqueradeCIDRs": [cluster_cidr.to_string()],
             "hairpinMode": true,
             "ipam": {
                 "type": plugins.ipam,
@@ -83,6 +88,7 @@ mod tests {
             "keelson",
             "keelson0",
             "10.244.3.0/24".parse().unwrap(),
+            "10.244.0.0/16".parse().unwrap(),
             &plugins,
             Path::new("/var/lib/keelson/n1/cni"),
         );
@@ -101,6 +107,55 @@ mod tests {
         assert_eq!(
             v["plugins"][0]["ipam"]["dataDir"],
             "/var/lib/keelson/n1/cni"
+        );
+    }
+
+    #[test]
+    fn conflist_text_exact_with_the_cluster_cidr_left_unmasqueraded() {
+        let plugins = CniPlugins {
+            main: "keelson-cni".into(),
+            ipam: "keelson-ipam".into(),
+            portmap: false,
+        };
+        let text = render(
+            "keelson-n1",
+            "keelson0",
+            "10.244.3.0/24".parse().unwrap(),
+            "10.244.0.0/16".parse().unwrap(),
+            &plugins,
+            Path::new("/var/lib/keelson/n1/cni"),
+        );
+        assert_eq!(
+            text,
+            r#"{
+  "cniVersion": "1.0.0",
+  "name": "keelson-n1",
+  "plugins": [
+    {
+      "bridge": "keelson0",
+      "hairpinMode": true,
+      "ipMasq": true,
+      "ipam": {
+        "dataDir": "/var/lib/keelson/n1/cni",
+        "ranges": [
+          [
+            {
+              "gateway": "10.244.3.1",
+              "subnet": "10.244.3.0/24"
+            }
+          ]
+        ],
+        "type": "keelson-ipam"
+      },
+      "isDefaultGateway": true,
+      "isGateway": true,
+      "nonMasqueradeCIDRs": [
+        "10.244.0.0/16"
+      ],
+      "type": "keelson-cni"
+    }
+  ]
+}"#
         );
     }
 

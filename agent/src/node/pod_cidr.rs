@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use ipnetwork::Ipv4Network;
 use k8s_openapi::api::core::v1::Node;
 
-use super::routes::check_pod_cidr;
+use super::network::check_pod_cidr;
 
 /// What the agent does with the pod CIDR it knows of.
 #[derive(Clone, Debug, PartialEq, Eq)]
