@@ -3,6 +3,7 @@
 
 pub mod api;
 pub mod certificates;
+pub mod daemonset;
 pub mod deployment;
 pub mod endpointslice;
 pub mod error;
