@@ -59,7 +59,10 @@ mod tests {
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
         assert_eq!(parse_duration("1h30m"), Ok(Duration::from_secs(5400)));
         assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
-        assert_eq!(parse_duration("8760h"), Ok(Duration::from_secs(8760 * 3600)));
+        assert_eq!(
+            parse_duration("8760h"),
+            Ok(Duration::from_secs(8760 * 3600))
+        );
         assert_eq!(parse_duration("0"), Ok(Duration::ZERO));
         assert_eq!(parse_duration("10us"), Ok(Duration::from_micros(10)));
     }
