@@ -11,6 +11,17 @@ pub struct User {
     pub groups: Vec<String>,
 }
 
+impl User {
+    /// Who a request without credentials is, as upstream's anonymous authenticator names it.
+    pub fn anonymous() -> User {
+        User {
+            name: "system:anonymous".into(),
+            uid: String::new(),
+            groups: vec!["system:unauthenticated".into()],
+        }
+    }
+}
+
 #[derive(Debug, Default, Clone)]
 pub struct Tokens {
     by_token: HashMap<String, User>,

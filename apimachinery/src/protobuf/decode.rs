@@ -115,6 +115,10 @@ fn length_delimited(
             (Value::String(s.to_string()), s.is_empty())
         }
         Kind::Msg(inner) => (Value::Object(message(inner, bytes)?), false),
+        Kind::Bytes => (
+            Value::String(crate::base64::encode(bytes)),
+            bytes.is_empty(),
+        ),
         Kind::Quantity => {
             let s = quantity(bytes)?;
             let zero = s.is_empty();

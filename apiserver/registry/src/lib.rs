@@ -15,6 +15,7 @@ mod defaults;
 mod json;
 pub mod limits;
 mod path;
+pub mod pki;
 pub use keelson_apimachinery::quantity;
 pub mod resources;
 pub mod schema;

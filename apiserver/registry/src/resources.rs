@@ -2,7 +2,7 @@
 //! per-kind rules read.
 
 use crate::schema::{decode, Decode};
-use k8s_openapi::api::{apps, coordination, core, discovery, networking};
+use k8s_openapi::api::{apps, certificates, coordination, core, discovery, networking};
 
 /// One served resource (a REST collection), as discovery describes it.
 #[derive(Clone, Copy)]
@@ -254,6 +254,18 @@ pub static RESOURCES: &[Resource] = &[
         apps::v1::ReplicaSet
     ),
     res!(
+        "apps",
+        "v1",
+        "daemonsets",
+        "daemonset",
+        "DaemonSet",
+        true,
+        &["ds"],
+        &["status"],
+        true,
+        apps::v1::DaemonSet
+    ),
+    res!(
         "networking.k8s.io",
         "v1",
         "ingresses",
@@ -288,6 +300,18 @@ pub static RESOURCES: &[Resource] = &[
         &[],
         false,
         coordination::v1::Lease
+    ),
+    res!(
+        "certificates.k8s.io",
+        "v1",
+        "certificatesigningrequests",
+        "certificatesigningrequest",
+        "CertificateSigningRequest",
+        false,
+        &["csr"],
+        &["status", "approval"],
+        false,
+        certificates::v1::CertificateSigningRequest
     ),
 ];
 

@@ -8,7 +8,7 @@ mod route;
 
 pub use route::{parse, Route};
 
-use crate::auth::Tokens;
+use crate::auth::{Tokens, User};
 use crate::metrics::{LatencyLabels, Metrics, RequestLabels};
 use crate::negotiate;
 use crate::rest::Api;
@@ -51,6 +51,8 @@ pub fn json_value(code: StatusCode, v: &Value) -> Response {
 pub struct Call {
     pub head: http::request::Parts,
     pub body: Bytes,
+    /// Who sent it (system:anonymous on the public paths).
+    pub user: User,
 }
 
 impl Call {
@@ -92,17 +94,17 @@ async fn dispatch(State(app): State<Arc<App>>, req: Request) -> Response {
     // The body is read before any answer: an HTTP/2 client still sending it would otherwise
     // see its stream reset instead of the error.
     let body = read_body(body).await;
-    if !is_public(head.uri.path()) {
-        let auth = head
-            .headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok());
-        if app.tokens.authenticate(auth).is_none() {
-            return ApiError::unauthorized().into_response();
-        }
-    }
+    let auth = head
+        .headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    let user = match app.tokens.authenticate(auth) {
+        Some(u) => u.clone(),
+        None if is_public(head.uri.path()) => User::anonymous(),
+        None => return ApiError::unauthorized().into_response(),
+    };
     let call = match body {
-        Ok(body) => Call { head, body },
+        Ok(body) => Call { head, body, user },
         Err(e) => return e.into_response(),
     };
     let route = parse(call.path());

@@ -21,7 +21,7 @@ pub async fn handle(app: &App, rp: ResourcePath, call: &Call) -> ApiResult<Respo
     match (call.method().clone(), rp.name.is_empty(), rp.sub.as_str()) {
         (Method::GET, true, "") if watch => r.watch(),
         (Method::GET, true, "") => r.list(),
-        (Method::GET, false, "" | "status") => {
+        (Method::GET, false, "" | "status" | "approval") => {
             r.object(rest::get(r.api(), &r.target)?, StatusCode::OK)
         }
         (Method::GET, false, "scale") => ok(&rest::get_scale(r.api(), &r.target)?),
@@ -29,9 +29,11 @@ pub async fn handle(app: &App, rp: ResourcePath, call: &Call) -> ApiResult<Respo
         (Method::POST, true, "") => r.create().await,
         (Method::POST, false, "binding") => r.bind().await,
         (Method::PUT, false, "scale") => r.update_scale(None).await,
-        (Method::PUT, false, sub @ ("" | "status" | "finalize")) => r.update(sub).await,
+        (Method::PUT, false, sub @ ("" | "status" | "finalize" | "approval")) => {
+            r.update(sub).await
+        }
         (Method::PATCH, false, "scale") => r.update_scale(Some(r.patch_type()?)).await,
-        (Method::PATCH, false, sub @ ("" | "status")) => r.patch(sub).await,
+        (Method::PATCH, false, sub @ ("" | "status" | "approval")) => r.patch(sub).await,
         (Method::DELETE, true, "") => r.delete_collection().await,
         (Method::DELETE, false, "") => r.delete().await,
         (m, _, sub) => Err(not_allowed(&m, rp.res.plural, sub)),
@@ -113,13 +115,9 @@ impl<'a> Request<'a> {
 
     async fn create(&self) -> ApiResult<Response> {
         let t = &self.target;
-        let e = rest::create(
-            self.api(),
-            t.res,
-            &t.namespace,
-            self.call.object()?,
-            self.dry_run,
-        );
+        let mut obj = self.call.object()?;
+        rest::certificates::set_requester(t.res.kind, &mut obj, &self.call.user);
+        let e = rest::create(self.api(), t.res, &t.namespace, obj, self.dry_run);
         self.object(e.await?, StatusCode::CREATED)
     }
 
@@ -187,12 +185,13 @@ fn ok(v: &Value) -> ApiResult<Response> {
     Ok(json_value(StatusCode::OK, v))
 }
 
-/// Writes to `status` leave the spec alone; every other path writes the main resource.
+/// Writes to `status` leave the spec alone, `approval` writes a CSR's approval conditions;
+/// every other path writes the main resource.
 fn subresource(sub: &str) -> Sub {
-    if sub == "status" {
-        Sub::Status
-    } else {
-        Sub::Main
+    match sub {
+        "status" => Sub::Status,
+        "approval" => Sub::Approval,
+        _ => Sub::Main,
     }
 }
 

@@ -2,6 +2,7 @@
 //! served kind, with the per-kind steps (initial status, Services' ClusterIPs and NodePorts,
 //! Pods' graceful deletion, ...).
 
+pub mod certificates;
 mod create;
 mod delete;
 mod expiry;

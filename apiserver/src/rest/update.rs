@@ -4,7 +4,7 @@
 
 use super::create::{admit, check_namespace_field, check_type, off_workers_if_large, Origin};
 use super::service_allocation::{self, Reservation};
-use super::{create, store_error, Api, Target};
+use super::{certificates, create, store_error, Api, Target};
 use crate::negotiate::PatchType;
 use crate::object::{self, meta_mut};
 use crate::status::{ApiError, ApiResult};
@@ -19,6 +19,8 @@ use std::sync::Arc;
 pub enum Sub {
     Main,
     Status,
+    /// A CertificateSigningRequest's approval conditions.
+    Approval,
 }
 
 const MAX_RETRIES: usize = 16;
@@ -36,10 +38,11 @@ fn merge_owned(t: &Target, old: &Value, new: &mut Value, sub: Sub) -> ApiResult<
             t.name
         )));
     }
-    if sub == Sub::Status {
+    if sub != Sub::Main {
         let status = new.get("status").cloned().unwrap_or(json!({}));
         *new = old.clone();
         new["status"] = status;
+        certificates::keep_owned(t.res.kind, sub, old, new);
         return Ok(());
     }
     let om = object::meta(old).cloned().unwrap_or_default();
@@ -68,6 +71,7 @@ fn merge_owned(t: &Target, old: &Value, new: &mut Value, sub: Sub) -> ApiResult<
             }
         }
     }
+    certificates::keep_owned(t.res.kind, sub, old, new);
     Ok(())
 }
 

@@ -55,6 +55,7 @@ macro_rules! field_card {
 }
 
 mod apps;
+mod certificates;
 mod core;
 mod meta;
 mod misc;
@@ -65,6 +66,8 @@ mod pod;
 #[derive(Clone, Copy)]
 pub enum Kind {
     Str,
+    /// `bytes`, written as base64 like Go's `[]byte`.
+    Bytes,
     Int32,
     Int64,
     Bool,
@@ -131,6 +134,9 @@ pub fn lookup(api_version: &str, kind: &str) -> Option<&'static Message> {
         ("apps/v1", "Deployment") => &apps::DEPLOYMENT,
         ("apps/v1", "ReplicaSet") => &apps::REPLICA_SET,
         ("autoscaling/v1", "Scale") => &misc::SCALE,
+        ("certificates.k8s.io/v1", "CertificateSigningRequest") => &certificates::CSR,
+        ("policy/v1", "Eviction") => &certificates::EVICTION,
+        ("authentication.k8s.io/v1", "SelfSubjectReview") => &certificates::SELF_SUBJECT_REVIEW,
         ("networking.k8s.io/v1", "Ingress") => &networking::INGRESS,
         ("networking.k8s.io/v1", "IngressClass") => &networking::INGRESS_CLASS,
         ("discovery.k8s.io/v1", "EndpointSlice") => &misc::ENDPOINT_SLICE,

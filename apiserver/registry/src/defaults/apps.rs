@@ -1,4 +1,5 @@
-//! Deployment and ReplicaSet defaults (apps/v1 SetDefaults_Deployment, SetDefaults_ReplicaSet).
+//! Deployment, ReplicaSet and DaemonSet defaults (apps/v1 SetDefaults_Deployment,
+//! SetDefaults_ReplicaSet, SetDefaults_DaemonSet).
 
 use super::pod::pod_spec;
 use crate::json::{default, object_mut};
@@ -28,6 +29,24 @@ pub(crate) fn replica_set(obj: &mut Map<String, Value>) {
         return;
     };
     default(spec, "replicas", json!(1));
+    template(spec);
+}
+
+/// A DaemonSet rolls one node at a time by default, never surging (a node runs one copy).
+pub(crate) fn daemon_set(obj: &mut Map<String, Value>) {
+    let Some(spec) = object_mut(obj, "spec") else {
+        return;
+    };
+    default(spec, "revisionHistoryLimit", json!(10));
+    if let Some(strategy) = object_mut(spec, "updateStrategy") {
+        default(strategy, "type", json!("RollingUpdate"));
+        if strategy.get("type").and_then(Value::as_str) == Some("RollingUpdate") {
+            if let Some(rolling) = object_mut(strategy, "rollingUpdate") {
+                default(rolling, "maxUnavailable", json!(1));
+                default(rolling, "maxSurge", json!(0));
+            }
+        }
+    }
     template(spec);
 }
 

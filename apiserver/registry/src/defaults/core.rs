@@ -58,3 +58,13 @@ pub(crate) fn endpoints(obj: &mut Map<String, Value>) {
 pub(crate) fn endpoint_slice(obj: &mut Map<String, Value>) {
     each_object_mut(obj, "ports", port_protocol);
 }
+
+/// certificates/v1 SetDefaults_CertificateSigningRequestCondition: a condition without a
+/// status is True (kubectl certificate approve sends one).
+pub(crate) fn csr(obj: &mut Map<String, Value>) {
+    if let Some(status) = obj.get_mut("status").and_then(Value::as_object_mut) {
+        each_object_mut(status, "conditions", |c| {
+            default(c, "status", json!("True"))
+        });
+    }
+}

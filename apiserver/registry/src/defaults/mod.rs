@@ -20,6 +20,8 @@ pub fn apply_defaults(kind: &str, obj: &mut Value) {
         "Service" => service::service(obj),
         "Deployment" => apps::deployment(obj),
         "ReplicaSet" => apps::replica_set(obj),
+        "DaemonSet" => apps::daemon_set(obj),
+        "CertificateSigningRequest" => core::csr(obj),
         "Namespace" => core::namespace(obj),
         "Secret" => core::secret(obj),
         "Node" => core::node(obj),

@@ -1,7 +1,7 @@
-//! Deployment and ReplicaSet rows.
+//! Deployment, ReplicaSet and DaemonSet rows.
 
 use super::{age, age_col, col, name, name_col, Column};
-use crate::json::{at, int_at, items, str_at};
+use crate::json::{at, int_at, items, map_at, str_at};
 use chrono::{DateTime, Utc};
 use keelson_apimachinery::LabelSelector;
 use serde_json::{json, Value};
@@ -108,4 +108,52 @@ pub(super) fn replica_set_cells(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
     ];
     cells.extend(wide_cells(obj));
     cells
+}
+
+pub(super) fn daemon_set_columns() -> Vec<Column> {
+    let mut cols = vec![
+        name_col(),
+        col("Desired", "integer", 0, "The total number of nodes that should be running the daemon pod (including nodes correctly running the daemon pod). More info: https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/"),
+        col("Current", "integer", 0, "The number of nodes that are running at least 1 daemon pod and are supposed to run the daemon pod. More info: https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/"),
+        col("Ready", "integer", 0, "numberReady is the number of nodes that should be running the daemon pod and have one or more of the daemon pod running with a Ready Condition."),
+        col("Up-to-date", "integer", 0, "The total number of nodes that are running updated daemon pod"),
+        col("Available", "integer", 0, "The number of nodes that should be running the daemon pod and have one or more of the daemon pod running and available (ready for at least spec.minReadySeconds)"),
+        col("Node Selector", "string", 0, "NodeSelector is a selector which must be true for the pod to fit on a node. Selector which must match a node's labels for the pod to be scheduled on that node. More info: https://kubernetes.io/docs/concepts/configuration/assign-pod-node/"),
+        age_col(),
+    ];
+    cols.extend(wide_columns());
+    cols
+}
+
+pub(super) fn daemon_set_cells(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
+    let mut cells = vec![name(obj)];
+    for key in [
+        "desiredNumberScheduled",
+        "currentNumberScheduled",
+        "numberReady",
+        "updatedNumberScheduled",
+        "numberAvailable",
+    ] {
+        cells.push(json!(status_int(obj, key)));
+    }
+    let empty = json!({});
+    let pod = at(obj, &["spec", "template", "spec"]).unwrap_or(&empty);
+    cells.push(json!(format_labels(map_at(pod, "nodeSelector"))));
+    cells.push(age(obj, now));
+    cells.extend(wide_cells(obj));
+    cells
+}
+
+/// A label map as upstream's labels.FormatLabels: "k=v" sorted by key, "<none>" when empty.
+fn format_labels(map: Option<&serde_json::Map<String, Value>>) -> String {
+    let mut pairs: Vec<String> = map
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+        .collect();
+    if pairs.is_empty() {
+        return "<none>".into();
+    }
+    pairs.sort();
+    pairs.join(",")
 }

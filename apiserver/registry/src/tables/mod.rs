@@ -4,6 +4,7 @@
 
 mod age;
 mod apps;
+mod certificates;
 mod core;
 mod network;
 mod pod;
@@ -74,6 +75,8 @@ const PRINTERS: &[Printer] = printers! {
     "Pod" => pod::columns, pod::cells;
     "Deployment" => apps::deployment_columns, apps::deployment_cells;
     "ReplicaSet" => apps::replica_set_columns, apps::replica_set_cells;
+    "DaemonSet" => apps::daemon_set_columns, apps::daemon_set_cells;
+    "CertificateSigningRequest" => certificates::csr_columns, certificates::csr_cells;
     "Service" => service::service_columns, service::service_cells;
     "Endpoints" => service::endpoints_columns, service::endpoints_cells;
     "EndpointSlice" => service::endpoint_slice_columns, service::endpoint_slice_cells;

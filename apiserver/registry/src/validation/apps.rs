@@ -1,4 +1,4 @@
-//! Deployment and ReplicaSet rules (apps/validation).
+//! Deployment, ReplicaSet and DaemonSet rules (apps/validation).
 
 use super::field_checks::{
     immutable, label_selector, labels, non_negative, one_of, selector_is_empty,
@@ -17,6 +17,7 @@ pub(crate) fn deployment(obj: &Value, old: Option<&Value>, out: &mut Vec<Cause>)
     let empty = json!({});
     let spec = obj.get("spec").unwrap_or(&empty);
     replica_spec(spec, &path, out);
+    pod_template(spec, "deployment", &path, out);
     strategy(spec, &path.child("strategy"), out);
     non_negative(spec, "revisionHistoryLimit", &path, out);
     let deadline = spec.get("progressDeadlineSeconds").and_then(Value::as_i64);
@@ -42,7 +43,40 @@ pub(crate) fn replica_set(obj: &Value, old: Option<&Value>, out: &mut Vec<Cause>
     let empty = json!({});
     let spec = obj.get("spec").unwrap_or(&empty);
     replica_spec(spec, &path, out);
+    pod_template(spec, "deployment", &path, out);
     selector_update(spec, old, &path, out);
+}
+
+/// ValidateDaemonSet: selector and template as for a ReplicaSet, and an update strategy.
+pub(crate) fn daemon_set(obj: &Value, old: Option<&Value>, out: &mut Vec<Cause>) {
+    let path = Path::root().child("spec");
+    let empty = json!({});
+    let spec = obj.get("spec").unwrap_or(&empty);
+    non_negative(spec, "minReadySeconds", &path, out);
+    non_negative(spec, "revisionHistoryLimit", &path, out);
+    non_negative(spec, "templateGeneration", &path, out);
+    pod_template(spec, "daemonset", &path, out);
+    daemon_set_strategy(spec, &path.child("updateStrategy"), out);
+    selector_update(spec, old, &path, out);
+}
+
+fn daemon_set_strategy(spec: &Value, path: &Path, out: &mut Vec<Cause>) {
+    let empty = json!({});
+    let strategy = spec.get("updateStrategy").unwrap_or(&empty);
+    one_of(
+        strategy,
+        "type",
+        &["OnDelete", "RollingUpdate"],
+        true,
+        path,
+        out,
+    );
+    let rolling = strategy.get("rollingUpdate").filter(|r| !r.is_null());
+    match (str_at(strategy, "type"), rolling) {
+        ("RollingUpdate", None) => out.push(Cause::required(path.child("rollingUpdate"), "")),
+        ("RollingUpdate", Some(r)) => rolling_update(r, &path.child("rollingUpdate"), out),
+        _ => {}
+    }
 }
 
 /// apps/v1 selectors may not change after creation.
@@ -54,10 +88,15 @@ fn selector_update(spec: &Value, old: Option<&Value>, path: &Path, out: &mut Vec
     }
 }
 
-/// What Deployment and ReplicaSet share: replicas, selector, and a template it matches.
+/// What Deployment and ReplicaSet share besides the template: replicas and minReadySeconds.
 fn replica_spec(spec: &Value, path: &Path, out: &mut Vec<Cause>) {
     non_negative(spec, "replicas", path, out);
     non_negative(spec, "minReadySeconds", path, out);
+}
+
+/// What every apps/v1 workload has: a selector, and a pod template it matches that restarts
+/// its containers. `kind` names the workload in upstream's messages ("deployment", "daemonset").
+fn pod_template(spec: &Value, kind: &str, path: &Path, out: &mut Vec<Cause>) {
     let sel_path = path.child("selector");
     let selector = spec.get("selector").filter(|s| !s.is_null());
     match selector {
@@ -65,8 +104,8 @@ fn replica_spec(spec: &Value, path: &Path, out: &mut Vec<Cause>) {
         Some(sel) => {
             label_selector(sel, &sel_path, out);
             if selector_is_empty(sel) {
-                let msg = "empty selector is invalid for deployment";
-                out.push(Cause::invalid(&sel_path, sel, msg));
+                let msg = format!("empty selector is invalid for {kind}");
+                out.push(Cause::invalid(&sel_path, sel, &msg));
             }
         }
     }
@@ -94,10 +133,15 @@ fn replica_spec(spec: &Value, path: &Path, out: &mut Vec<Cause>) {
         .get("activeDeadlineSeconds")
         .is_some_and(|v| !v.is_null())
     {
-        let msg = "activeDeadlineSeconds in ReplicaSet is not Supported";
+        let owner = if kind == "daemonset" {
+            "DaemonSet"
+        } else {
+            "ReplicaSet"
+        };
+        let msg = format!("activeDeadlineSeconds in {owner} is not Supported");
         out.push(Cause::forbidden(
             pod_path.child("activeDeadlineSeconds"),
-            msg,
+            &msg,
         ));
     }
 }

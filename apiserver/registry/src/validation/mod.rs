@@ -1,6 +1,7 @@
 //! Validation of whole objects, after defaulting, with upstream's field paths and messages.
 
 mod apps;
+mod certificates;
 mod container;
 mod core;
 mod field_checks;
@@ -22,6 +23,8 @@ pub fn validate(kind: &str, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         "Pod" => pod::pod(obj, old, &mut out),
         "Deployment" => apps::deployment(obj, old, &mut out),
         "ReplicaSet" => apps::replica_set(obj, old, &mut out),
+        "DaemonSet" => apps::daemon_set(obj, old, &mut out),
+        "CertificateSigningRequest" => certificates::csr(obj, old, &mut out),
         "Service" => service::service(obj, old, &mut out),
         "Endpoints" => network::endpoints(obj, &mut out),
         "EndpointSlice" => network::endpoint_slice(obj, old, &mut out),

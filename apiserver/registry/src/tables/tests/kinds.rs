@@ -293,3 +293,80 @@ fn ingress_rows() {
     let plain = json!({"metadata": meta("x"), "spec": {"controller": "a.b/c"}});
     assert_eq!(cell("IngressClass", &plain, "PARAMETERS"), "<none>");
 }
+
+#[test]
+fn daemon_set_and_csr_rows() {
+    let ds = json!({"metadata": meta("agent"), "spec": {
+        "selector": {"matchLabels": {"app": "agent"}},
+        "template": {"spec": {"nodeSelector": {"b": "2", "a": "1"},
+            "containers": [{"name": "agent", "image": "keelson/agent"}]}}},
+        "status": {"desiredNumberScheduled": 3, "currentNumberScheduled": 3, "numberReady": 2,
+            "updatedNumberScheduled": 1, "numberAvailable": 2}});
+    let headers: Vec<String> = row("DaemonSet", &ds).into_iter().map(|(c, _)| c).collect();
+    assert_eq!(
+        headers,
+        [
+            "NAME",
+            "DESIRED",
+            "CURRENT",
+            "READY",
+            "UP-TO-DATE",
+            "AVAILABLE",
+            "NODE SELECTOR",
+            "AGE",
+            "CONTAINERS",
+            "IMAGES",
+            "SELECTOR"
+        ]
+    );
+    assert_eq!(
+        values("DaemonSet", &ds),
+        vec![
+            json!("agent"),
+            json!(3),
+            json!(3),
+            json!(2),
+            json!(1),
+            json!(2),
+            json!("a=1,b=2"),
+            json!("5m"),
+            json!("agent"),
+            json!("keelson/agent"),
+            json!("app=agent")
+        ]
+    );
+    let bare = json!({"metadata": meta("agent"), "spec": {}});
+    assert_eq!(cell("DaemonSet", &bare, "NODE SELECTOR"), "<none>");
+
+    let csr = json!({"metadata": meta("node-csr-1"), "spec": {
+        "signerName": "kubernetes.io/kube-apiserver-client-kubelet",
+        "username": "system:bootstrap:abcdef", "expirationSeconds": 3600},
+        "status": {"conditions": [{"type": "Approved", "status": "True"}],
+            "certificate": "QUJD"}});
+    assert_eq!(
+        values("CertificateSigningRequest", &csr),
+        vec![
+            json!("node-csr-1"),
+            json!("5m"),
+            json!("kubernetes.io/kube-apiserver-client-kubelet"),
+            json!("system:bootstrap:abcdef"),
+            json!("60m"),
+            json!("Approved,Issued")
+        ]
+    );
+    let pending = json!({"metadata": meta("x"), "spec": {}});
+    assert_eq!(
+        cell("CertificateSigningRequest", &pending, "CONDITION"),
+        "Pending"
+    );
+    assert_eq!(
+        cell("CertificateSigningRequest", &pending, "REQUESTEDDURATION"),
+        "<none>"
+    );
+    let denied = json!({"metadata": meta("x"), "status": {"conditions": [
+        {"type": "Denied"}, {"type": "Failed"}]}});
+    assert_eq!(
+        cell("CertificateSigningRequest", &denied, "CONDITION"),
+        "Denied,Failed"
+    );
+}

@@ -105,3 +105,68 @@ fn apps_selectors_are_immutable() {
         assert!(c[0].message.ends_with("field is immutable"));
     }
 }
+
+fn daemon_set(spec: Value) -> Value {
+    json!({"apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": {"name": "agent", "namespace": "kube-system"}, "spec": spec})
+}
+
+#[test]
+fn daemon_set_defaults_roll_one_node_at_a_time() {
+    let mut ds = daemon_set(json!({"selector": {"matchLabels": {"app": "web"}},
+        "template": web_template()}));
+    apply_defaults("DaemonSet", &mut ds);
+    assert_eq!(
+        ds["spec"]["updateStrategy"],
+        json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}})
+    );
+    assert_eq!(ds["spec"]["revisionHistoryLimit"], 10);
+    assert_eq!(ds["spec"]["template"]["spec"]["restartPolicy"], "Always");
+    assert_eq!(validate("DaemonSet", &ds, None), vec![]);
+    let mut on_delete = daemon_set(json!({"selector": {"matchLabels": {"app": "web"}},
+        "template": web_template(), "updateStrategy": {"type": "OnDelete"}}));
+    apply_defaults("DaemonSet", &mut on_delete);
+    assert_eq!(
+        on_delete["spec"]["updateStrategy"],
+        json!({"type": "OnDelete"})
+    );
+}
+
+#[test]
+fn daemon_set_errors() {
+    let got = fields(
+        "DaemonSet",
+        daemon_set(json!({"selector": {"matchLabels": {"app": "other"}},
+            "template": web_template(),
+            "updateStrategy": {"type": "RollingUpdate",
+                "rollingUpdate": {"maxUnavailable": 0, "maxSurge": 0}}})),
+    );
+    assert_has(
+        &got,
+        &[
+            ("FieldValueInvalid", "spec.template.metadata.labels"),
+            (
+                "FieldValueInvalid",
+                "spec.updateStrategy.rollingUpdate.maxUnavailable",
+            ),
+        ],
+    );
+    let empty = causes(
+        "DaemonSet",
+        daemon_set(json!({"selector": {}, "template": web_template(),
+            "updateStrategy": {"type": "Sometimes"}})),
+    );
+    let messages: Vec<&str> = empty.iter().map(|c| c.message.as_str()).collect();
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.ends_with("empty selector is invalid for daemonset")),
+        "{messages:?}"
+    );
+    assert!(
+        empty
+            .iter()
+            .any(|c| c.field == "spec.updateStrategy.type" && c.reason == "FieldValueNotSupported"),
+        "{empty:?}"
+    );
+}
