@@ -52,3 +52,14 @@ pub const SECRET_TYPE_DOCKERCFG: &str = "kubernetes.io/dockercfg";
 
 /// On the BOOKMARK that ends a watch's initial events (`sendInitialEvents=true`).
 pub const INITIAL_EVENTS_END_ANNOTATION: &str = "k8s.io/initial-events-end";
+
+/// Bootstrap tokens (kubeadm join, kubelet TLS bootstrap): the Secret type, its name prefix in
+/// kube-system, and the groups of its users and of nodes.
+pub const SECRET_TYPE_BOOTSTRAP_TOKEN: &str = "bootstrap.kubernetes.io/token";
+pub const BOOTSTRAP_TOKEN_SECRET_PREFIX: &str = "bootstrap-token-";
+pub const BOOTSTRAPPERS_GROUP: &str = "system:bootstrappers";
+pub const NODES_GROUP: &str = "system:nodes";
+pub const AUTHENTICATED_GROUP: &str = "system:authenticated";
+/// ConfigMap kube-public/cluster-info, readable without credentials, whose `kubeconfig` key
+/// tells joining nodes where the API server is and which CA signs it.
+pub const CLUSTER_INFO_CONFIGMAP: &str = "cluster-info";
