@@ -149,7 +149,7 @@ pub async fn run(
         keelson_daemon::ready_now(),
     ));
     tracing::info!(
-        "controllers running: deployment, replicaset, endpointslice, garbage collector, namespace, node lifecycle"
+        "controllers running: deployment, replicaset, endpointslice, garbage collector, namespace, node lifecycle, daemonset"
     );
     let nodes = nodelifecycle::run(
         ctx.clone(),
@@ -157,7 +157,8 @@ pub async fn run(
         keelson_daemon::Shutdown::on_signal(),
     );
     let optional = spawn_optional(&ctx, optional);
-    futures::join!(workloads(&ctx), endpoint_slices(&ctx), nodes);
+    let daemons = daemonset::run(ctx.clone());
+    futures::join!(workloads(&ctx), endpoint_slices(&ctx), nodes, daemons);
     for task in optional {
         task.abort();
     }
