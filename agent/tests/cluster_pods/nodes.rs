@@ -66,6 +66,12 @@ fn pods_on_two_nodes_reach_each_other_through_node_routes() {
         logs.contains("GET /from-node -> 200") && logs.contains("GET /from-pod -> 200"),
         "{logs}"
     );
+    // No SNAT inside the cluster: the server sees the client pod's own address (the conflist's
+    // nonMasqueradeCIDRs holds the cluster CIDR), not the first node's.
+    assert!(
+        logs.contains(&format!("GET /from-pod -> 200 from {here}\n")),
+        "client pod {here} not seen as itself: {logs}"
+    );
 }
 
 #[test]

@@ -1,7 +1,9 @@
 /* Keelson's HTTP test server: answers every request with the pod's name (the sandbox hostname,
  * or $POD_NAME when set) and logs one line per request to stdout, so tests can check both the
  * pod's network and `kubectl logs`. Port: $PORT or 8080. GET /status/NNN answers with code NNN
- * (for probe tests). */
+ * (for probe tests). Each log line ends with the client's address as seen here ("from 10.244.7.5"),
+ * so tests can tell whether a connection was masqueraded on its way. */
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -36,8 +38,15 @@ int main(void) {
   }
   printf("podname-http: %s listening on port %d\n", name, port);
   for (;;) {
-    int c = accept(s, NULL, NULL);
+    struct sockaddr_in6 peer;
+    socklen_t peer_len = sizeof peer;
+    int c = accept(s, (struct sockaddr *)&peer, &peer_len);
     if (c < 0) continue;
+    char from[INET6_ADDRSTRLEN] = "?";
+    if (IN6_IS_ADDR_V4MAPPED(&peer.sin6_addr))
+      inet_ntop(AF_INET, &peer.sin6_addr.s6_addr[12], from, sizeof from);
+    else
+      inet_ntop(AF_INET6, &peer.sin6_addr, from, sizeof from);
     char req[2048] = {0};
     ssize_t n = read(c, req, sizeof req - 1);
     if (n <= 0) { close(c); continue; }
@@ -55,6 +64,6 @@ int main(void) {
     write(c, head, hlen);
     write(c, body, blen);
     close(c);
-    printf("%s %s -> %d\n", method, path, code);
+    printf("%s %s -> %d from %s\n", method, path, code, from);
   }
 }
