@@ -25,6 +25,11 @@ impl Cluster {
             cmd.arg("--kubeconfig")
                 .arg(api.kubeconfig())
                 .args(["--metrics-bind-address", &addr]);
+            if name == "keelson-controller-manager" {
+                // The test's Nodes renew no Lease: node lifecycle would mark them Unknown and
+                // evict their pods 40 s in, which is not what these flows test.
+                cmd.arg("--node-monitor-grace-period=1h");
+            }
             let log = api.dir.path().join(format!("{name}.log"));
             daemons.push(ChildGuard::spawn_logged(&mut cmd, &log));
             metrics.push(addr);
