@@ -135,3 +135,104 @@ fn a_node_without_pod_cidr_waits_for_node_ipam_then_gives_pods_addresses_from_sp
         .expect("node to its pod");
     assert_eq!(body, "ipam\n");
 }
+
+#[test]
+fn pods_on_two_nodes_reach_each_other_over_vxlan_and_a_deleted_node_is_forgotten() {
+    let mut cluster = Cluster::start("agvx");
+    let second = cluster.add_node("agvxb").name.clone();
+    let first = cluster.node_name.clone();
+    // Restarted with the vxlan backend: the host-gw routes of the first run are replaced.
+    for name in [&first, &second] {
+        let node = cluster.node_mut(name);
+        node.stop_agent("TERM");
+        node.extra_args = vec!["--network-backend".into(), "vxlan".into()];
+        node.start_agent();
+    }
+    let mac = cluster.wait_until(
+        Duration::from_secs(30),
+        "the second node's VTEP MAC annotation",
+        || {
+            let node = cluster.kubectl_json(&["get", "node", &second]).ok()?;
+            let annotations = &node["metadata"]["annotations"];
+            (annotations["keelson.dev/backend-type"] == "vxlan")
+                .then(|| {
+                    annotations["keelson.dev/vxlan-vtep-mac"]
+                        .as_str()
+                        .map(str::to_string)
+                })
+                .flatten()
+        },
+    );
+    let route = cluster.wait_until(
+        Duration::from_secs(30),
+        "a vxlan route to the second node's pods",
+        || {
+            cluster
+                .on_node("ip", &["-4", "route", "show", "10.244.8.0/24"])
+                .ok()
+                .filter(|r| r.contains("dev keelson.1"))
+        },
+    );
+    assert_eq!(
+        route.trim(),
+        "10.244.8.0/24 via 10.244.8.0 dev keelson.1 proto 252 onlink",
+    );
+    let neigh = cluster
+        .on_node("ip", &["neigh", "show", "dev", "keelson.1"])
+        .expect("neighbours");
+    assert!(
+        neigh.contains(&format!("10.244.8.0 lladdr {mac} PERMANENT")),
+        "{neigh}"
+    );
+    let fdb = cluster
+        .on_node("bridge", &["fdb", "show", "dev", "keelson.1"])
+        .expect("fdb");
+    assert!(
+        fdb.contains(&format!("{mac} dst 172.31.255.3 self permanent")),
+        "{fdb}"
+    );
+
+    cluster.apply(&http_pod("vx-here", &first));
+    cluster.apply(&http_pod("vx-there", &second));
+    let here = ready_pod_ip(&cluster, "vx-here", Duration::from_secs(60));
+    let there = ready_pod_ip(&cluster, "vx-there", Duration::from_secs(60));
+    let here_container = container_ids(&cluster.pod("vx-here"))["app"]
+        .0
+        .trim_start_matches("containerd://")
+        .to_string();
+    let url = format!("http://{there}:8080/over-vxlan");
+    let out = cluster.exec(&here_container, &["timeout", "5", "wget", "-qO-", &url]);
+    assert_eq!(
+        (
+            out.exit_code,
+            String::from_utf8_lossy(&out.stdout).to_string()
+        ),
+        (0, "vx-there\n".to_string()),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let logs = cluster.kubectl(&["logs", "vx-there"]).expect("logs");
+    assert!(
+        logs.contains(&format!("GET /over-vxlan -> 200 from {here}\n")),
+        "{logs}"
+    );
+
+    // The second Node deleted: its route, neighbour and FDB entry go from the first node.
+    cluster
+        .kubectl(&["delete", "node", &second])
+        .expect("delete node");
+    cluster.wait_until(Duration::from_secs(30), "the route removed", || {
+        let r = cluster
+            .on_node("ip", &["-4", "route", "show", "10.244.8.0/24"])
+            .ok()?;
+        r.trim().is_empty().then_some(())
+    });
+    let neigh = cluster
+        .on_node("ip", &["neigh", "show", "dev", "keelson.1"])
+        .expect("neighbours");
+    assert!(!neigh.contains("10.244.8.0"), "{neigh}");
+    let fdb = cluster
+        .on_node("bridge", &["fdb", "show", "dev", "keelson.1"])
+        .expect("fdb");
+    assert!(!fdb.contains("172.31.255.3"), "{fdb}");
+}

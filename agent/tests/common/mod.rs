@@ -43,6 +43,8 @@ pub struct Node {
     kubeconfig: PathBuf,
     /// TLS bootstrap: the agent gets --bootstrap-kubeconfig and writes `kubeconfig` itself.
     bootstrap: Option<PathBuf>,
+    /// More agent flags, for the next `start_agent` (e.g. `--network-backend vxlan`).
+    pub extra_args: Vec<String>,
     agent: Option<ChildGuard>,
     containerd: Containerd,
     pub host: TestHost,
@@ -75,6 +77,7 @@ impl Node {
                 None => cluster.api.kubeconfig(),
             },
             bootstrap: join.bootstrap.clone(),
+            extra_args: Vec::new(),
             dir,
             agent: None,
             containerd,
@@ -117,6 +120,7 @@ impl Node {
             // Small, so that a test sees rotation within seconds.
             .args(["--container-log-max-size", "64Ki"])
             .args(["--container-log-max-files", "3"])
+            .args(&self.extra_args)
             .env("RUST_LOG", "keelson_agent=debug");
         self.agent = Some(ChildGuard::spawn_logged(&mut cmd, &self.log));
     }
