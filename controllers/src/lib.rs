@@ -118,15 +118,11 @@ pub struct Optional {
 
 /// Starts node IPAM (when asked for) and the CSR controllers; each stops on SIGTERM or Ctrl-C.
 fn spawn_optional(ctx: &Arc<Ctx>, optional: Optional) -> Vec<tokio::task::JoinHandle<()>> {
-    let client = ctx.client.clone();
-    let mut tasks = vec![tokio::spawn(certificates::run(client, optional.csr_signing))];
+    let csr = certificates::run(ctx.clone(), optional.csr_signing);
+    let mut tasks = vec![tokio::spawn(csr)];
     if let Some(set) = optional.node_ipam {
         let shutdown = keelson_daemon::Shutdown::on_signal();
-        tasks.push(tokio::spawn(nodeipam::run(
-            ctx.client.clone(),
-            set,
-            shutdown,
-        )));
+        tasks.push(tokio::spawn(nodeipam::run(ctx.clone(), set, shutdown)));
     }
     tasks
 }

@@ -2,6 +2,7 @@
 
 use keelson_daemon::counter;
 use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use std::sync::Arc;
 
@@ -10,6 +11,10 @@ pub struct Metrics {
     pub reconciles: Counter,
     pub errors: Counter,
     pub taint_evictions: Counter,
+    pub node_cidr_allocations: Counter,
+    pub node_cidrs_in_use: Gauge,
+    pub csr_approvals: Counter,
+    pub csr_issued: Counter,
 }
 
 impl Default for Metrics {
@@ -30,6 +35,30 @@ impl Default for Metrics {
                 &mut r,
                 "keelson_taint_eviction_pod_deletions",
                 "Pods deleted from nodes with NoExecute taints they do not tolerate (long enough)",
+            ),
+            node_cidr_allocations: counter(
+                &mut r,
+                "keelson_nodeipam_cidr_allocations",
+                "Pod CIDRs written to Nodes",
+            ),
+            node_cidrs_in_use: {
+                let g = Gauge::default();
+                r.register(
+                    "keelson_nodeipam_cidrs_in_use",
+                    "Blocks of --cluster-cidr held by Nodes",
+                    g.clone(),
+                );
+                g
+            },
+            csr_approvals: counter(
+                &mut r,
+                "keelson_csr_auto_approvals",
+                "CertificateSigningRequests auto-approved (node client certificates)",
+            ),
+            csr_issued: counter(
+                &mut r,
+                "keelson_csr_certificates_issued",
+                "Certificates issued for approved CertificateSigningRequests",
             ),
             registry: Arc::new(r),
         }

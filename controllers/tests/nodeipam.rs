@@ -5,19 +5,26 @@
 use std::process::Command;
 use std::time::Duration;
 
-use keelson_testing::{binary, free_port, Apiserver, ChildGuard};
+use keelson_testing::{binary, free_port, metric_sum, run, Apiserver, ChildGuard};
 
-fn controller_manager(api: &Apiserver, flags: &[&str]) -> ChildGuard {
+/// The controller manager with --allocate-node-cidrs, and where its /metrics is.
+fn controller_manager(api: &Apiserver, flags: &[&str]) -> (ChildGuard, String) {
+    let metrics = format!("127.0.0.1:{}", free_port());
     let mut cmd = Command::new(binary("keelson-controller-manager"));
     cmd.arg("--kubeconfig")
         .arg(api.kubeconfig())
-        .args([
-            "--metrics-bind-address",
-            &format!("127.0.0.1:{}", free_port()),
-        ])
+        .args(["--metrics-bind-address", &metrics])
         .arg("--allocate-node-cidrs")
         .args(flags);
-    ChildGuard::spawn_logged(&mut cmd, &api.dir.path().join("controller-manager.log"))
+    let log = api.dir.path().join("controller-manager.log");
+    (ChildGuard::spawn_logged(&mut cmd, &log), metrics)
+}
+
+/// A sample of the controller manager's /metrics, once it answers.
+fn metric(addr: &str, name: &str) -> Option<f64> {
+    let url = format!("http://{addr}/metrics");
+    let text = run(Command::new("curl").args(["-sf", "-m", "2", &url])).ok()?;
+    Some(metric_sum(&text, name))
 }
 
 fn log(api: &Apiserver) -> String {
@@ -85,7 +92,7 @@ fn in_cluster_cidr(cidr: &str) -> bool {
 #[test]
 fn nodes_get_distinct_cidrs_that_survive_a_restart() {
     let api = Apiserver::start();
-    let mut cm = controller_manager(&api, &[]);
+    let (mut cm, metrics) = controller_manager(&api, &[]);
     for n in ["n1", "n2", "n3"] {
         create_node(&api, n, "{}");
     }
@@ -109,6 +116,15 @@ fn nodes_get_distinct_cidrs_that_survive_a_restart() {
     let warning = wait_event(&api, "outside", "Warning/PodCIDROutOfRange");
     assert!(warning.contains("192.168.7.0/24"), "{warning}");
     assert_eq!(pod_cidr(&api, "outside").unwrap(), "192.168.7.0/24");
+    keelson_testing::eventually("metrics of 3 blocks", Duration::from_secs(10), || {
+        let got = (
+            metric(&metrics, "keelson_nodeipam_cidrs_in_use "),
+            metric(&metrics, "keelson_nodeipam_cidr_allocations_total "),
+        );
+        (got == (Some(3.0), Some(3.0)))
+            .then_some(())
+            .ok_or(format!("in use, allocations: {got:?}"))
+    });
 
     // A new controller manager knows what the Nodes hold before it hands out anything.
     cm.terminate(Duration::from_secs(5));

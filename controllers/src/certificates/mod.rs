@@ -114,6 +114,7 @@ fn with_condition(csr: &Csr, new: Value) -> Value {
 struct Ctx {
     api: Api<Csr>,
     signer: Option<Signer>,
+    manager: Arc<crate::Ctx>,
 }
 
 async fn reconcile(csr: Arc<Csr>, ctx: Arc<Ctx>) -> Result<Action, kube::Error> {
@@ -125,6 +126,7 @@ async fn reconcile(csr: Arc<Csr>, ctx: Arc<Ctx>) -> Result<Action, kube::Error> 
                 .patch_approval(&name, &pp, &Patch::Merge(&patch))
                 .await?;
             tracing::info!(csr = %name, "{message}");
+            ctx.manager.metrics.csr_approvals.inc();
             // The approval is a change: the next reconcile signs.
             return Ok(Action::await_change());
         }
@@ -145,18 +147,26 @@ async fn reconcile(csr: Arc<Csr>, ctx: Arc<Ctx>) -> Result<Action, kube::Error> 
                 .map_err(|e| e.to_string())
         }
     };
-    let patch = match issued {
-        Ok(pem) => json!({"metadata": {"resourceVersion": csr.resource_version()},
-                          "status": {"certificate": keelson_apimachinery::base64::encode(pem.as_bytes())}}),
-        Err(why) => {
-            tracing::warn!(csr = %name, "not signing: {why}");
-            with_condition(&csr, condition("Failed", "SignerValidationFailure", &why))
+    match issued {
+        Ok(pem) => {
+            let cert = keelson_apimachinery::base64::encode(pem.as_bytes());
+            let patch = json!({"metadata": {"resourceVersion": csr.resource_version()},
+                               "status": {"certificate": cert}});
+            ctx.api
+                .patch_status(&name, &pp, &Patch::Merge(&patch))
+                .await?;
+            tracing::info!(csr = %name, signer = %spec.signer_name, "certificate issued");
+            ctx.manager.metrics.csr_issued.inc();
         }
-    };
-    ctx.api
-        .patch_status(&name, &pp, &Patch::Merge(&patch))
-        .await?;
-    tracing::info!(csr = %name, signer = %spec.signer_name, "certificate signing request handled");
+        Err(why) => {
+            let failed = condition("Failed", "SignerValidationFailure", &why);
+            let patch = with_condition(&csr, failed);
+            ctx.api
+                .patch_status(&name, &pp, &Patch::Merge(&patch))
+                .await?;
+            tracing::warn!(csr = %name, "not signed: {why}");
+        }
+    }
     Ok(Action::await_change())
 }
 
@@ -166,11 +176,12 @@ fn error_policy(csr: Arc<Csr>, e: &kube::Error, _: Arc<Ctx>) -> Action {
 }
 
 /// csrapproving, and csrsigning when `signer` is given, until SIGTERM or Ctrl-C.
-pub async fn run(client: kube::Client, signer: Option<Signer>) {
-    let api: Api<Csr> = Api::all(client);
+pub async fn run(manager: Arc<crate::Ctx>, signer: Option<Signer>) {
+    let api: Api<Csr> = Api::all(manager.client.clone());
     let ctx = Arc::new(Ctx {
         api: api.clone(),
         signer,
+        manager,
     });
     Controller::new(api, watcher::Config::default())
         .shutdown_on_signal()

@@ -6,6 +6,7 @@ pub mod cidrset;
 pub mod plan;
 
 use crate::nodelifecycle::event;
+use crate::Ctx;
 use ipnetwork::IpNetwork;
 use k8s_openapi::api::core::v1::Node;
 use keelson_daemon::{reflect, Changes, Shutdown, SyncLoop};
@@ -13,7 +14,7 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use plan::{Action, Allocator, NodeView};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub use cidrset::{CidrSet, CidrSetError};
@@ -23,7 +24,8 @@ pub const COMPONENT: &str = "cidrAllocator";
 
 /// Allocates until `shutdown`. The first plan waits for the full list of Nodes, so a restarted
 /// controller manager knows every block in use before it hands one out.
-pub async fn run(client: kube::Client, set: CidrSet, shutdown: Shutdown) {
+pub async fn run(ctx: Arc<Ctx>, set: CidrSet, shutdown: Shutdown) {
+    let client = &ctx.client;
     let changes = Changes::default();
     let nodes = reflect(
         Api::<Node>::all(client.clone()),
@@ -40,7 +42,7 @@ pub async fn run(client: kube::Client, set: CidrSet, shutdown: Shutdown) {
         debounce: Duration::from_millis(20),
         resync: Duration::from_secs(30),
     };
-    lp.run(&changes, &shutdown, || sync(&client, &nodes, &alloc))
+    lp.run(&changes, &shutdown, || sync(&ctx, &nodes, &alloc))
         .await;
 }
 
@@ -49,13 +51,22 @@ fn lock(alloc: &Mutex<Allocator>) -> std::sync::MutexGuard<'_, Allocator> {
 }
 
 /// One plan over the Nodes in the store, carried out.
-async fn sync(client: &kube::Client, nodes: &Store<Node>, alloc: &Mutex<Allocator>) {
+async fn sync(ctx: &Ctx, nodes: &Store<Node>, alloc: &Mutex<Allocator>) {
+    let client = &ctx.client;
     let views: Vec<NodeView> = nodes
         .state()
         .iter()
         .map(|n| NodeView::from_node(n))
         .collect();
-    let actions = lock(alloc).plan(&views);
+    let actions = {
+        let mut alloc = lock(alloc);
+        let actions = alloc.plan(&views);
+        let (in_use, _) = alloc.usage();
+        ctx.metrics
+            .node_cidrs_in_use
+            .set(i64::try_from(in_use).unwrap_or(i64::MAX));
+        actions
+    };
     for action in actions {
         match action {
             Action::Assign {
@@ -67,6 +78,7 @@ async fn sync(client: &kube::Client, nodes: &Store<Node>, alloc: &Mutex<Allocato
                 Ok(()) => {
                     tracing::info!(node = %node, pod_cidr = %cidr, "pod CIDR allocated");
                     lock(alloc).assigned(&node, &uid, cidr);
+                    ctx.metrics.node_cidr_allocations.inc();
                 }
                 // A conflict means the Node changed since the store saw it: the watch brings
                 // the new version, and that change plans again.
