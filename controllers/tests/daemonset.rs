@@ -29,22 +29,36 @@ spec:
 struct Cluster {
     api: Apiserver,
     _cm: ChildGuard,
+    metrics: String,
 }
 
 impl Cluster {
     fn start() -> Cluster {
         let api = Apiserver::start();
+        let metrics = format!("127.0.0.1:{}", free_port());
         let mut cmd = Command::new(binary("keelson-controller-manager"));
         cmd.arg("--kubeconfig")
             .arg(api.kubeconfig())
-            .args([
-                "--metrics-bind-address",
-                &format!("127.0.0.1:{}", free_port()),
-            ])
+            .args(["--metrics-bind-address", &metrics])
             // Nodes here have no agent renewing a Lease; keep node lifecycle out of the way.
             .arg("--node-monitor-grace-period=1h");
         let cm = ChildGuard::spawn_logged(&mut cmd, &api.dir.path().join("cm.log"));
-        Cluster { api, _cm: cm }
+        Cluster {
+            api,
+            _cm: cm,
+            metrics,
+        }
+    }
+
+    /// Reconciles finished so far, from the controller manager's /metrics.
+    fn reconciles(&self) -> f64 {
+        let url = format!("http://{}/metrics", self.metrics);
+        let out = Command::new("curl")
+            .args(["-sf", "-m", "2", &url])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        keelson_testing::metric_sum(&text, "keelson_controller_reconciles_total")
     }
 
     fn log(&self) -> String {
@@ -202,4 +216,11 @@ fn one_pod_per_eligible_node_new_nodes_get_theirs_and_a_template_change_rolls() 
     c.api
         .kubectl_ok(&["rollout", "status", "ds/agent", "--timeout=60s"]);
     assert_eq!(c.status(), "3 3 3 3 3 0", "{}", c.log());
+
+    // Settled: the status it wrote reads back equal, so nothing wakes it again.
+    std::thread::sleep(Duration::from_secs(1));
+    let before = c.reconciles();
+    assert!(before > 0.0, "no reconcile counted");
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(c.reconciles(), before, "still reconciling\n{}", c.log());
 }
