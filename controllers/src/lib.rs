@@ -1,5 +1,6 @@
-//! Keelson's controllers: deployment, replicaset, endpointslice, the garbage collector, the
-//! namespace controller and node lifecycle (with taint eviction). Ordinary API clients (kube-rs), as against any cluster.
+//! Keelson's controllers: deployment, replicaset, daemonset, endpointslice, the garbage
+//! collector, the namespace controller, node lifecycle (with taint eviction), node IPAM and the
+//! CSR controllers. Ordinary API clients (kube-rs), as against any cluster.
 
 pub mod api;
 pub mod certificates;

@@ -2,7 +2,8 @@ use clap::Parser;
 use keelson_controllers::certificates::Signer;
 use keelson_controllers::nodeipam::CidrSet;
 
-/// Keelson's controller manager: deployment, replicaset, endpointslice, garbage collector, namespace.
+/// Keelson's controller manager: deployment, replicaset, daemonset, endpointslice, garbage
+/// collector, namespace, node lifecycle, node IPAM, CSR approving and signing.
 #[derive(Parser)]
 #[command(name = "keelson-controller-manager", version)]
 struct Opts {

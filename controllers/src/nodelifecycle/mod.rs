@@ -108,8 +108,8 @@ impl State {
         }
         let names: HashSet<String> = nodes.iter().map(|n| n.name_any()).collect();
         self.probes.retain(|n| names.contains(n));
-        self.evicted
-            .retain(|uid| pods.iter().any(|p| p.uid().as_deref() == Some(uid)));
+        let live: HashSet<String> = pods.iter().filter_map(|p| p.uid()).collect();
+        self.evicted.retain(|uid| live.contains(uid));
         let mut next: Option<Timestamp> = None;
         let mut present = HashSet::new();
         for node in &nodes {
