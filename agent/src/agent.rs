@@ -88,7 +88,7 @@ pub async fn run(cfg: AgentConfig) -> Result<(), AgentError> {
         &not_ready,
     );
     let pod_cidr = pod_cidr.await;
-    write_cni_config(&cfg, &pod_cidr)?;
+    write_cni_config(&cfg, &pod_cidr, node_ip)?;
     not_ready.send_replace(None);
     let network_cfg = network::NetworkConfig {
         backend: cfg.network_backend,
@@ -219,7 +219,16 @@ async fn serve(cfg: &AgentConfig, node_ip: IpAddr, ctx: Arc<Context>) -> Result<
         })
 }
 
-fn write_cni_config(cfg: &AgentConfig, pod_cidr: &Ipv4Network) -> Result<(), AgentError> {
+fn write_cni_config(
+    cfg: &AgentConfig,
+    pod_cidr: &Ipv4Network,
+    node_ip: IpAddr,
+) -> Result<(), AgentError> {
+    // Pods' interfaces fit the overlay's packets; without an uplink the network loop says why.
+    let mtu = network::pod_mtu(node_ip, cfg.network_backend).unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "pod MTU for the vxlan backend unknown; pods get the default");
+        None
+    });
     let plugins = cni::CniPlugins {
         main: cfg.cni_plugin.clone(),
         ipam: cfg.cni_ipam.clone(),
@@ -231,6 +240,7 @@ fn write_cni_config(cfg: &AgentConfig, pod_cidr: &Ipv4Network) -> Result<(), Age
         &cfg.cni_bridge,
         *pod_cidr,
         cfg.cluster_cidr,
+        mtu,
         &plugins,
         &cfg.cni_ipam_data_dir,
     );

@@ -16,12 +16,13 @@ pub struct CniPlugins {
 
 /// Renders the conflist (bridge + IPAM over the pod CIDR, gateway the first address; the IPAM
 /// state under `ipam_data_dir`, which is the node's own; masquerade only for destinations
-/// outside the cluster CIDR). Pure.
+/// outside the cluster CIDR; the bridge and pod interfaces' MTU when given). Pure.
 pub fn render(
     network: &str,
     bridge: &str,
     pod_cidr: Ipv4Network,
     cluster_cidr: Ipv4Network,
+    mtu: Option<u32>,
     plugins: &CniPlugins,
     ipam_data_dir: &Path,
 ) -> String {
@@ -46,6 +47,13 @@ pub fn render(
             }
         }]
     });
+    if let (Some(mtu), Some(main)) = (
+        mtu,
+        conf.pointer_mut("/plugins/0")
+            .and_then(serde_json::Value::as_object_mut),
+    ) {
+        main.insert("mtu".into(), mtu.into());
+    }
     if plugins.portmap {
         // containerd hands the sandbox's port mappings to plugins with this capability.
         if let Some(list) = conf
@@ -89,6 +97,7 @@ mod tests {
             "keelson0",
             "10.244.3.0/24".parse().unwrap(),
             "10.244.0.0/16".parse().unwrap(),
+            None,
             &plugins,
             Path::new("/var/lib/keelson/n1/cni"),
         );
@@ -108,6 +117,29 @@ mod tests {
             v["plugins"][0]["ipam"]["dataDir"],
             "/var/lib/keelson/n1/cni"
         );
+        assert_eq!(v["plugins"][0].get("mtu"), None);
+        assert_eq!(v["plugins"][1]["type"], "portmap");
+    }
+
+    #[test]
+    fn overlay_mtu_on_the_bridge_plugin() {
+        let plugins = CniPlugins {
+            main: "keelson-cni".into(),
+            ipam: "keelson-ipam".into(),
+            portmap: true,
+        };
+        let text = render(
+            "keelson",
+            "keelson0",
+            "10.244.3.0/24".parse().unwrap(),
+            "10.244.0.0/16".parse().unwrap(),
+            Some(1450),
+            &plugins,
+            Path::new("/var/lib/keelson/n1/cni"),
+        );
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v["plugins"][0]["mtu"], 1450);
+        assert_eq!(v["plugins"][1].get("mtu"), None);
     }
 
     #[test]
@@ -122,6 +154,7 @@ mod tests {
             "keelson0",
             "10.244.3.0/24".parse().unwrap(),
             "10.244.0.0/16".parse().unwrap(),
+            None,
             &plugins,
             Path::new("/var/lib/keelson/n1/cni"),
         );

@@ -177,6 +177,9 @@ fn pods_on_two_nodes_reach_each_other_over_vxlan_and_a_deleted_node_is_forgotten
         route.trim(),
         "10.244.8.0/24 via 10.244.8.0 dev keelson.1 proto 252 onlink",
     );
+    // Pods' interfaces fit the overlay: the uplink's 1500 minus 50.
+    let conflist = cluster.node(&first).cni_conflist().expect("conflist");
+    assert!(conflist.contains("\"mtu\": 1450"), "{conflist}");
     let neigh = cluster
         .on_node("ip", &["neigh", "show", "dev", "keelson.1"])
         .expect("neighbours");

@@ -103,6 +103,19 @@ pub fn prepare(
     }
 }
 
+/// The MTU pods' interfaces need: the vxlan device's (uplink minus the encapsulation), so that
+/// no pod sends a packet the overlay cannot carry; None for host-gw (the default fits).
+pub fn pod_mtu(node_ip: IpAddr, backend: Backend) -> Result<Option<u32>, NetworkError> {
+    if backend == Backend::HostGw {
+        return Ok(None);
+    }
+    let IpAddr::V4(ip) = node_ip else {
+        return Err(NetworkError::NotIpv4(node_ip));
+    };
+    let mut kernel = table::Kernel::open(None)?;
+    Ok(Some(vxlan::spec(kernel.netlink(), ip)?.mtu))
+}
+
 /// One sync in the current network namespace: the plan from `nodes`, applied. Returns what was
 /// wanted (for logging the refused nodes) and the number of changes.
 pub fn sync_nodes(
