@@ -1,6 +1,13 @@
-//! Bearer-token authentication, with kube-apiserver's static token file format:
-//! `token,user,uid,"group1,group2"` per line.
+//! Who sent a request: a client certificate signed by the client CA (`x509`), a static bearer
+//! token in kube-apiserver's token file format (`token,user,uid,"group1,group2"` per line), or
+//! a bootstrap token (`bootstrap`); and what bootstrap users may do (`authorize`).
 
+pub mod authorize;
+pub mod bootstrap;
+pub mod x509;
+
+use keelson_apimachinery::well_known::AUTHENTICATED_GROUP;
+use serde_json::Value;
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -20,6 +27,53 @@ impl User {
             groups: vec!["system:unauthenticated".into()],
         }
     }
+}
+
+/// Credentials were presented and are not valid: 401, never anonymous.
+#[derive(Debug, PartialEq, thiserror::Error)]
+#[error("invalid credentials: {0}")]
+pub struct Unauthorized(pub String);
+
+/// The request's user: from its verified client certificate, else its bearer token (static,
+/// then bootstrap, whose Secret `secret` looks up in kube-system). Ok(None) when it carries no
+/// credentials. Every authenticated user is also in system:authenticated.
+pub fn authenticate(
+    tokens: &Tokens,
+    secret: impl Fn(&str) -> Option<Value>,
+    authorization: Option<&str>,
+    client_cert: Option<&[u8]>,
+) -> Result<Option<User>, Unauthorized> {
+    let user = match (client_cert.and_then(x509::user), authorization) {
+        (Some(u), _) => u,
+        (None, None) => return Ok(None),
+        (None, Some(header)) => bearer(tokens, secret, header)?,
+    };
+    Ok(Some(with_authenticated(user)))
+}
+
+fn bearer(
+    tokens: &Tokens,
+    secret: impl Fn(&str) -> Option<Value>,
+    header: &str,
+) -> Result<User, Unauthorized> {
+    let Some(token) = header.strip_prefix("Bearer ").map(str::trim) else {
+        return Err(Unauthorized("not a bearer token".into()));
+    };
+    if let Some(u) = tokens.by_token.get(token) {
+        return Ok(u.clone());
+    }
+    let (id, token_secret) =
+        bootstrap::parse_token(token).ok_or_else(|| Unauthorized("unknown bearer token".into()))?;
+    let stored = secret(&bootstrap::secret_name(id));
+    bootstrap::authenticate(stored.as_ref(), id, token_secret, chrono::Utc::now())
+        .map_err(|e| Unauthorized(e.to_string()))
+}
+
+fn with_authenticated(mut user: User) -> User {
+    if !user.groups.iter().any(|g| g == AUTHENTICATED_GROUP) {
+        user.groups.push(AUTHENTICATED_GROUP.into());
+    }
+    user
 }
 
 #[derive(Debug, Default, Clone)]

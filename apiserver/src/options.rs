@@ -43,6 +43,10 @@ pub struct Options {
     /// Range that NodePorts are allocated from, "low-high".
     #[arg(long, default_value = "30000-32767")]
     pub service_node_port_range: String,
+    /// CA bundle that client certificates must chain to (user = CN, groups = O); default the
+    /// data directory's ca.crt, the cluster CA.
+    #[arg(long)]
+    pub client_ca_file: Option<PathBuf>,
     /// Static bearer tokens: token,user,uid,"group1,group2" per line.
     #[arg(long)]
     pub token_auth_file: Option<PathBuf>,

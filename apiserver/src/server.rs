@@ -230,5 +230,12 @@ fn kubeconfig_and_tls(
     }
     let pki = certs::ensure(&opts.data_dir, &sans)?;
     certs::write_private(&path, &certs::kubeconfig(server, Some(&pki.ca_pem), token))?;
-    Ok(Some(tls_acceptor(&pki)?))
+    let client_ca = match &opts.client_ca_file {
+        Some(file) => std::fs::read_to_string(file).map_err(|source| CertError::Io {
+            path: file.clone(),
+            source,
+        })?,
+        None => pki.ca_pem.clone(),
+    };
+    Ok(Some(tls_acceptor(&pki, &client_ca)?))
 }

@@ -107,6 +107,14 @@ impl ApiError {
         }
     }
 
+    /// 403 with the authorizer's message; details name the resource when there is one.
+    pub fn forbidden(message: String, resource: Option<(&str, &str, &str)>) -> ApiError {
+        ApiError {
+            details: resource.map(|(group, plural, name)| details(plural, name, group)),
+            ..ApiError::new(403, "Forbidden", message)
+        }
+    }
+
     pub fn unauthorized() -> ApiError {
         ApiError::new(401, "Unauthorized", "Unauthorized")
     }

@@ -3,6 +3,7 @@
 
 use super::route::Route;
 use super::{discovery, json_response, json_value, resource, App, Call};
+use crate::auth::authorize;
 use crate::status::{ApiError, ApiResult};
 use axum::response::{IntoResponse, Response};
 use http::{header, Method, StatusCode};
@@ -10,6 +11,9 @@ use http::{header, Method, StatusCode};
 pub async fn handle(app: &App, route: Option<Route>, call: &Call) -> ApiResult<Response> {
     if let Some(resp) = fixed_path(app, call.path()) {
         return Ok(resp);
+    }
+    if call.path().trim_end_matches('/') == authorize::SELF_SUBJECT_REVIEWS {
+        return self_subject_review(call);
     }
     match route {
         Some(Route::Resource(rp)) => resource::handle(app, rp, call).await,
@@ -38,6 +42,29 @@ fn fixed_path(app: &App, path: &str) -> Option<Response> {
             .into_response(),
         _ => return None,
     })
+}
+
+/// POST authentication.k8s.io/v1 SelfSubjectReview: the requester as the server authenticated
+/// them (`kubectl auth whoami`).
+fn self_subject_review(call: &Call) -> ApiResult<Response> {
+    if call.method() != Method::POST {
+        return Err(ApiError::method_not_allowed(format!(
+            "the server does not allow this method on the requested resource ({} selfsubjectreviews)",
+            call.method()
+        )));
+    }
+    let u = &call.user;
+    let mut info = serde_json::json!({ "username": u.name, "groups": u.groups });
+    if !u.uid.is_empty() {
+        crate::object::set_path(&mut info, &["uid"], serde_json::json!(u.uid));
+    }
+    let review = serde_json::json!({
+        "kind": "SelfSubjectReview",
+        "apiVersion": "authentication.k8s.io/v1",
+        "metadata": { "creationTimestamp": null },
+        "status": { "userInfo": info },
+    });
+    Ok(json_value(StatusCode::CREATED, &review))
 }
 
 /// GET of /api, /apis, a group or a group version.

@@ -8,7 +8,7 @@ mod route;
 
 pub use route::{parse, Route};
 
-use crate::auth::{Tokens, User};
+use crate::auth::{self, authorize, Tokens, User};
 use crate::metrics::{LatencyLabels, Metrics, RequestLabels};
 use crate::negotiate;
 use crate::rest::Api;
@@ -17,6 +17,7 @@ use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use http::{header, Method, StatusCode};
+use keelson_daemon::PeerCertificate;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Instant;
@@ -94,20 +95,18 @@ async fn dispatch(State(app): State<Arc<App>>, req: Request) -> Response {
     // The body is read before any answer: an HTTP/2 client still sending it would otherwise
     // see its stream reset instead of the error.
     let body = read_body(body).await;
-    let auth = head
-        .headers
-        .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok());
-    let user = match app.tokens.authenticate(auth) {
-        Some(u) => u.clone(),
-        None if is_public(head.uri.path()) => User::anonymous(),
-        None => return ApiError::unauthorized().into_response(),
+    let user = match who(&app, &head) {
+        Ok(u) => u,
+        Err(e) => return e.into_response(),
     };
     let call = match body {
         Ok(body) => Call { head, body, user },
         Err(e) => return e.into_response(),
     };
     let route = parse(call.path());
+    if let Err(e) = allowed(&call, &route) {
+        return e.into_response();
+    }
     let labels = metric_labels(call.method(), &route, call.query());
     let resp = match handlers::handle(&app, route, &call).await {
         Ok(r) => r,
@@ -121,6 +120,66 @@ async fn dispatch(State(app): State<Arc<App>>, req: Request) -> Response {
     };
     record(&app.metrics, labels, resp.status(), start);
     resp
+}
+
+/// The request's user; anonymous only where upstream's public roles let anyone in. Bad
+/// credentials on a public path count as none, so health probes never fail on them.
+fn who(app: &App, head: &http::request::Parts) -> ApiResult<User> {
+    let authorization = head
+        .headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok());
+    let cert = head.extensions.get::<PeerCertificate>();
+    let secrets = crate::resources::lookup("", "v1", "secrets");
+    let secret = |name: &str| {
+        let key = secrets?.key("kube-system", name);
+        app.api.store.get(&key).map(|e| (*e.obj).clone())
+    };
+    let public = is_public(head.uri.path()) || is_cluster_info(&head.method, head.uri.path());
+    match auth::authenticate(
+        &app.tokens,
+        secret,
+        authorization,
+        cert.map(|c| c.0.as_slice()),
+    ) {
+        Ok(Some(user)) => Ok(user),
+        Ok(None) if public => Ok(User::anonymous()),
+        Err(_) if public => Ok(User::anonymous()),
+        Ok(None) => Err(ApiError::unauthorized()),
+        Err(e) => {
+            tracing::debug!(error = %e, path = %head.uri.path(), "authentication failed");
+            Err(ApiError::unauthorized())
+        }
+    }
+}
+
+/// kube-public/cluster-info, which joining nodes read before they have credentials.
+fn is_cluster_info(method: &Method, path: &str) -> bool {
+    let want = format!(
+        "/api/v1/namespaces/kube-public/configmaps/{}",
+        keelson_apimachinery::well_known::CLUSTER_INFO_CONFIGMAP
+    );
+    *method == Method::GET && path.trim_end_matches('/') == want
+}
+
+/// 403 unless the user may make this request (`auth::authorize`).
+fn allowed(call: &Call, route: &Option<Route>) -> ApiResult<()> {
+    let a = authorize::attributes(
+        call.method().as_str(),
+        route,
+        call.path(),
+        is_watch(call.query()),
+    );
+    authorize::authorize(&call.user, &a).map_err(|message| {
+        let resource = a.resource.as_ref().map(|r| (r.group, r.resource, r.name));
+        ApiError::forbidden(message, resource)
+    })
+}
+
+fn is_watch(query: &str) -> bool {
+    query
+        .split('&')
+        .any(|kv| kv == "watch=true" || kv == "watch=1")
 }
 
 async fn read_body(body: Body) -> ApiResult<Bytes> {
@@ -141,10 +200,7 @@ fn metric_labels(method: &Method, route: &Option<Route>, query: &str) -> MetricL
     let Some(Route::Resource(rp)) = route else {
         return MetricLabels(method.as_str().to_string(), String::new(), String::new());
     };
-    let watch = rp.legacy_watch
-        || query
-            .split('&')
-            .any(|kv| kv == "watch=true" || kv == "watch=1");
+    let watch = rp.legacy_watch || is_watch(query);
     let verb = match (method.as_str(), rp.name.is_empty()) {
         ("GET", true) if watch => "WATCH",
         ("GET", true) => "LIST",

@@ -29,3 +29,59 @@ pub fn csr_yaml(name: &str, extra_spec: &str) -> String {
         "apiVersion: certificates.k8s.io/v1\nkind: CertificateSigningRequest\nmetadata:\n  name: {name}\nspec:\n  request: {request}\n  signerName: kubernetes.io/kube-apiserver-client-kubelet\n  usages: [digital signature, client auth]\n{extra_spec}"
     )
 }
+
+/// A kubeconfig for `s` whose user is `user_yaml` (the lines under `user:`), in `dir`.
+pub fn kubeconfig(
+    s: &keelson_testing::Apiserver,
+    dir: &std::path::Path,
+    name: &str,
+    user_yaml: &str,
+) -> keelson_testing::Kubectl {
+    let ca = std::fs::read(s.dir.path().join("ca.crt")).unwrap();
+    let text = format!(
+        "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: {}\n    certificate-authority-data: {}\nusers:\n- name: u\n  user:\n{user_yaml}\ncontexts:\n- name: c\n  context: {{cluster: c, user: u}}\ncurrent-context: c\n",
+        s.url(""),
+        b64(&ca)
+    );
+    let path = dir.join(format!("{name}.kubeconfig"));
+    std::fs::write(&path, text).unwrap();
+    keelson_testing::Kubectl::new(path)
+}
+
+/// A bootstrap token Secret in kube-system, applied with the admin's kubectl.
+pub fn bootstrap_token(s: &keelson_testing::Apiserver, id: &str, secret: &str, fields: &str) {
+    s.apply(&format!(
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: bootstrap-token-{id}\n  namespace: kube-system\ntype: bootstrap.kubernetes.io/token\nstringData:\n  token-id: {id}\n  token-secret: {secret}\n{fields}"
+    ));
+}
+
+/// A client certificate and key (PEM) for CN `cn` and O `orgs`, signed by the server's CA
+/// (the data directory's ca.key), or else by an unknown CA of the same name.
+pub fn client_cert(
+    s: &keelson_testing::Apiserver,
+    cn: &str,
+    orgs: &[&str],
+    cluster_ca: bool,
+) -> (String, String) {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair};
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.distinguished_name.push(DnType::CommonName, "keelson-ca");
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca_key = if cluster_ca {
+        let pem = std::fs::read_to_string(s.dir.path().join("ca.key")).unwrap();
+        KeyPair::from_pem(&pem).unwrap()
+    } else {
+        KeyPair::generate().unwrap()
+    };
+    let issuer = Issuer::new(ca, ca_key);
+    let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
+    p.distinguished_name = rcgen::DistinguishedName::new();
+    p.distinguished_name.push(DnType::CommonName, cn);
+    for o in orgs {
+        p.distinguished_name.push(DnType::OrganizationName, *o);
+    }
+    p.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+    let key = KeyPair::generate().unwrap();
+    let cert = p.signed_by(&key, &issuer).unwrap();
+    (cert.pem(), key.serialize_pem())
+}

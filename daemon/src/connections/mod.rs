@@ -27,6 +27,19 @@ use tokio_rustls::TlsAcceptor;
 use accept::Acceptor;
 use first_bytes::FirstBytesDeadline;
 
+/// The DER leaf certificate a TLS client presented, already verified by the server's
+/// client certificate verifier (servers that request none never see one).
+#[derive(Clone, Debug)]
+pub struct PeerCertificate(pub Arc<Vec<u8>>);
+
+impl PeerCertificate {
+    fn of<I>(stream: &tokio_rustls::server::TlsStream<I>) -> Option<PeerCertificate> {
+        let (_, conn) = stream.get_ref();
+        let leaf = conn.peer_certificates()?.first()?;
+        Some(PeerCertificate(Arc::new(leaf.as_ref().to_vec())))
+    }
+}
+
 /// What every connection is served with.
 struct Server {
     tls: Option<TlsAcceptor>,
@@ -79,10 +92,13 @@ impl Server {
     /// One connection, holding its place under the cap until it closes.
     async fn serve(self: Arc<Self>, tcp: TcpStream, _permit: Option<OwnedSemaphorePermit>) {
         let Some(acceptor) = &self.tls else {
-            return self.serve_http(tcp).await;
+            return self.serve_http(tcp, None).await;
         };
         match tokio::time::timeout(self.limits.handshake_timeout, acceptor.accept(tcp)).await {
-            Ok(Ok(stream)) => self.serve_http(stream).await,
+            Ok(Ok(stream)) => {
+                let peer = PeerCertificate::of(&stream);
+                self.serve_http(stream, peer).await
+            }
             Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
             Err(_) => tracing::debug!(
                 timeout = ?self.limits.handshake_timeout,
@@ -91,12 +107,18 @@ impl Server {
         }
     }
 
-    async fn serve_http<I>(&self, io: I)
+    /// Serves HTTP on `io`; each request carries the client's verified certificate, if any,
+    /// as an `Extension<PeerCertificate>`.
+    async fn serve_http<I>(&self, io: I, peer: Option<PeerCertificate>)
     where
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
         let io = FirstBytesDeadline::new(io, self.limits.header_read_timeout);
-        let service = TowerToHyperService::new(self.app.clone());
+        let app = match peer {
+            Some(p) => self.app.clone().layer(axum::Extension(p)),
+            None => self.app.clone(),
+        };
+        let service = TowerToHyperService::new(app);
         if let Err(e) = self
             .http
             .serve_connection_with_upgrades(TokioIo::new(io), service)
