@@ -321,3 +321,66 @@ fn vxlan_reaches_the_routed_peer_keeps_the_source_and_forgets_a_removed_peer() {
         a.host.links()
     );
 }
+
+#[test]
+fn state_left_by_an_earlier_run_is_reconciled_at_start() {
+    require_root_and_tools(&["ip", "nsenter"]);
+    let host = TestHost::create("nns");
+    // The uplink: one end of a veth pair (this kernel has no dummy links), a jumbo MTU.
+    host.ip(&[
+        "link", "add", "up0", "mtu", "9000", "type", "veth", "peer", "name", "up0p", "mtu", "9000",
+    ]);
+    host.ip(&["addr", "add", "172.30.5.2/24", "dev", "up0"]);
+    host.ip(&["link", "set", "up0", "up"]);
+    // An earlier run's device made otherwise (another VNI, learning), and a route of ours to a
+    // node that has gone since; plus a route of someone else's, which must stay.
+    host.ip(&[
+        "link",
+        "add",
+        "keelson.1",
+        "type",
+        "vxlan",
+        "id",
+        "42",
+        "local",
+        "172.30.5.2",
+        "dev",
+        "up0",
+        "dstport",
+        "8472",
+    ]);
+    host.ip(&[
+        "route",
+        "add",
+        "10.244.9.0/24",
+        "via",
+        "172.30.5.9",
+        "proto",
+        "252",
+    ]);
+    host.ip(&["route", "add", "10.244.10.0/24", "via", "172.30.5.10"]);
+
+    let cidr = "10.244.4.0/24".parse().unwrap();
+    let ip: Ipv4Addr = "172.30.5.2".parse().unwrap();
+    let vtep = host
+        .run_in(move || network::prepare(ip.into(), cidr, Backend::Vxlan))
+        .expect("prepare")
+        .expect("a VTEP");
+    let link = host.ip(&["-d", "link", "show", vxlan::DEVICE]);
+    assert!(
+        link.contains("vxlan id 1 local 172.30.5.2 dev up0"),
+        "{link}"
+    );
+    assert!(
+        link.contains("nolearning") && link.contains("mtu 8950"),
+        "{link}"
+    );
+    let index = vtep.index;
+    let (want, changes) = host
+        .run_in(move || network::sync_nodes(&[], "me", &config(Backend::Vxlan, false), Some(index)))
+        .expect("sync");
+    assert_eq!((want.routes.len(), changes), (0, 1));
+    assert_eq!(host.ip(&["-4", "route", "show", "10.244.9.0/24"]), "");
+    let theirs = host.ip(&["-4", "route", "show", "10.244.10.0/24"]);
+    assert!(theirs.contains("via 172.30.5.10"), "{theirs}");
+}

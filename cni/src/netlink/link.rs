@@ -241,15 +241,17 @@ pub struct VxlanSettings {
     pub local: Option<Ipv4Addr>,
     pub port: Option<u16>,
     pub learning: Option<bool>,
+    pub uplink: Option<u32>,
 }
 
 impl VxlanSettings {
-    /// Whether a device with these settings can serve as `spec` (MTU and uplink may be set later).
+    /// Whether a device with these settings can serve as `spec` (the MTU may be set later).
     pub fn matches(&self, spec: &VxlanSpec) -> bool {
         self.vni == Some(spec.vni)
             && self.local == Some(spec.local)
             && self.port == Some(spec.port)
             && self.learning == Some(spec.learning)
+            && self.uplink == Some(spec.uplink)
     }
 }
 
@@ -302,6 +304,7 @@ fn vxlan_settings(data: &[InfoVxlan]) -> VxlanSettings {
         local: None,
         port: None,
         learning: None,
+        uplink: None,
     };
     for d in data {
         match d {
@@ -309,6 +312,7 @@ fn vxlan_settings(data: &[InfoVxlan]) -> VxlanSettings {
             InfoVxlan::Local(v) => s.local = Some(*v),
             InfoVxlan::Port(v) => s.port = Some(*v),
             InfoVxlan::Learning(v) => s.learning = Some(*v),
+            InfoVxlan::Link(v) => s.uplink = Some(*v),
             _ => {}
         }
     }
