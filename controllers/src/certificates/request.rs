@@ -44,6 +44,7 @@ pub fn parse(pem: &[u8]) -> Result<Request, RequestError> {
     csr.verify_signature()
         .map_err(|e| RequestError::Signature(e.to_string()))?;
     let subject = &csr.certification_request_info.subject;
+    check_rdns(subject)?;
     let strings = |attrs: &mut dyn Iterator<Item = &x509_parser::x509::AttributeTypeAndValue>| {
         attrs
             .map(|a| {
@@ -76,6 +77,29 @@ pub fn parse(pem: &[u8]) -> Result<Request, RequestError> {
         simple_subject,
         der: block.contents.clone(),
     })
+}
+
+/// x509-parser stops reading a subject at an RDN it cannot parse (an empty SET) and shows only
+/// what came before, so the names it reports would not be the subject: every SET of the raw
+/// Name must be non-empty and read.
+fn check_rdns(subject: &x509_parser::x509::X509Name) -> Result<(), RequestError> {
+    use x509_parser::asn1_rs::{Any, FromDer as _, Tag};
+    let unreadable = || RequestError::Der("the subject has an empty or unreadable RDN".into());
+    let (_, name) = Any::from_der(subject.as_raw()).map_err(|_| unreadable())?;
+    let mut rest = name.data;
+    let mut sets = 0;
+    while !rest.is_empty() {
+        let (next, set) = Any::from_der(rest).map_err(|_| unreadable())?;
+        if set.tag() != Tag::Set || set.data.is_empty() {
+            return Err(unreadable());
+        }
+        sets += 1;
+        rest = next;
+    }
+    if sets != subject.iter().count() {
+        return Err(unreadable());
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -135,6 +159,81 @@ pub(crate) mod tests {
         );
         let junk = "-----BEGIN CERTIFICATE REQUEST-----\nAAAA\n-----END CERTIFICATE REQUEST-----\n";
         assert!(matches!(parse(junk.as_bytes()), Err(RequestError::Der(_))));
+    }
+
+    /// DER type-length-value (lengths below 64 KiB).
+    fn tlv(tag: u8, content: &[u8]) -> Vec<u8> {
+        let mut out = vec![tag];
+        match content.len() {
+            n if n < 0x80 => out.push(n as u8),
+            n if n < 0x100 => out.extend([0x81, n as u8]),
+            n => out.extend([0x82, (n >> 8) as u8, n as u8]),
+        }
+        out.extend_from_slice(content);
+        out
+    }
+
+    /// A correctly signed request whose subject is `rdns` (each an encoded SET), built by hand:
+    /// subjects rcgen cannot write, such as an empty RDN or one with two attributes.
+    fn signed_request(rdns: &[Vec<u8>]) -> String {
+        use rcgen::{PublicKeyData, SigningKey};
+        let key = KeyPair::generate().unwrap();
+        let name = tlv(0x30, &rdns.concat());
+        let info = tlv(
+            0x30,
+            &[
+                tlv(0x02, &[0]),
+                name,
+                key.subject_public_key_info(),
+                tlv(0xa0, &[]),
+            ]
+            .concat(),
+        );
+        let ecdsa_sha256 = [
+            0x30, 0x0a, 0x06, 0x08, 0x2a, 0x86, 0x48, 0xce, 0x3d, 0x04, 0x03, 0x02,
+        ];
+        let sig = tlv(0x03, &[&[0u8][..], &key.sign(&info).unwrap()].concat());
+        let der = tlv(0x30, &[info, ecdsa_sha256.to_vec(), sig].concat());
+        let b64 = keelson_apimachinery::base64::encode(&der);
+        format!("-----BEGIN CERTIFICATE REQUEST-----\n{b64}\n-----END CERTIFICATE REQUEST-----\n")
+    }
+
+    fn attr(oid_last: u8, value: &str) -> Vec<u8> {
+        tlv(
+            0x30,
+            &[
+                tlv(0x06, &[0x55, 0x04, oid_last]),
+                tlv(0x0c, value.as_bytes()),
+            ]
+            .concat(),
+        )
+    }
+
+    #[test]
+    fn subjects_rcgen_cannot_copy_are_marked_and_refused_by_the_signer() {
+        let (cn, o) = (attr(3, "system:node:n1"), attr(10, "system:nodes"));
+        let plain = parse(signed_request(&[tlv(0x31, &cn), tlv(0x31, &o)]).as_bytes()).unwrap();
+        assert!(plain.simple_subject, "the hand-built request is sound");
+        assert_eq!(plain.organizations, vec!["system:nodes"]);
+        let two_in_one = signed_request(&[tlv(0x31, &[cn.clone(), o.clone()].concat())]);
+        // x509-parser reads a subject with an empty RDN as empty (and rcgen would panic on one
+        // it did see): refused outright.
+        let empty = signed_request(&[tlv(0x31, &[]), tlv(0x31, &cn), tlv(0x31, &o)]);
+        assert!(
+            matches!(parse(empty.as_bytes()), Err(RequestError::Der(e)) if e.contains("empty or unreadable RDN"))
+        );
+        let req = parse(two_in_one.as_bytes()).unwrap();
+        assert!(!req.simple_subject, "{req:?}");
+        assert_eq!(req.common_names, vec!["system:node:n1"]);
+        let (ca, key) = crate::certificates::sign::tests::ca(2036);
+        let hour = std::time::Duration::from_secs(3600);
+        let signer = crate::certificates::Signer::from_pem(&ca, &key, hour).unwrap();
+        let usages = vec!["client auth".to_string()];
+        let now = time::OffsetDateTime::now_utc();
+        assert!(matches!(
+            signer.sign(&req, &usages, None, now),
+            Err(crate::certificates::SignError::Subject)
+        ));
     }
 
     #[test]

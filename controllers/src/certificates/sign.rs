@@ -120,4 +120,4 @@ fn serial() -> SerialNumber {
 
 #[cfg(test)]
 #[path = "sign_tests.rs"]
-mod tests;
+pub(crate) mod tests;

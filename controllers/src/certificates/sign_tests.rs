@@ -9,7 +9,7 @@ use x509_parser::prelude::{FromDer, X509Certificate};
 const YEAR: Duration = Duration::from_secs(8760 * 3600);
 
 /// A CA as the API server's certs.rs makes it: (cert PEM, key PEM).
-fn ca(not_after_year: i32) -> (String, String) {
+pub(crate) fn ca(not_after_year: i32) -> (String, String) {
     let mut params = CertificateParams::new(Vec::<String>::new()).unwrap();
     params
         .distinguished_name
