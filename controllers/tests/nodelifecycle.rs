@@ -3,9 +3,11 @@
 //! controller manager runs with test-sized periods (grace 4 s, checked every 1 s).
 
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use keelson_testing::{binary, eventually, free_port, Apiserver, ChildGuard};
+use keelson_testing::{binary, eventually, free_port, Apiserver, ChildGuard, Kubectl};
 use serde_json::Value;
 
 const NODE: &str = "n1";
@@ -13,11 +15,12 @@ const UNREACHABLE: &str = "node.kubernetes.io/unreachable";
 
 struct Cluster {
     api: Apiserver,
-    _cm: ChildGuard,
+    _daemons: Vec<ChildGuard>,
 }
 
 impl Cluster {
-    fn start() -> Cluster {
+    /// The controller manager with test-sized periods, and the scheduler when asked for.
+    fn start(scheduler: bool) -> Cluster {
         let api = Apiserver::start();
         let mut cmd = Command::new(binary("keelson-controller-manager"));
         cmd.arg("--kubeconfig")
@@ -27,8 +30,23 @@ impl Cluster {
                 &format!("127.0.0.1:{}", free_port()),
             ])
             .args(["--node-monitor-period=1s", "--node-monitor-grace-period=4s"]);
-        let cm = ChildGuard::spawn_logged(&mut cmd, &api.dir.path().join("cm.log"));
-        Cluster { api, _cm: cm }
+        let mut daemons = vec![ChildGuard::spawn_logged(
+            &mut cmd,
+            &api.dir.path().join("cm.log"),
+        )];
+        if scheduler {
+            let mut cmd = Command::new(binary("keelson-scheduler"));
+            cmd.arg("--kubeconfig").arg(api.kubeconfig()).args([
+                "--metrics-bind-address",
+                &format!("127.0.0.1:{}", free_port()),
+            ]);
+            let log = api.dir.path().join("scheduler.log");
+            daemons.push(ChildGuard::spawn_logged(&mut cmd, &log));
+        }
+        Cluster {
+            api,
+            _daemons: daemons,
+        }
     }
 
     fn log(&self) -> String {
@@ -42,29 +60,12 @@ impl Cluster {
         self.api.kubectl_cmd().json(&all).unwrap()
     }
 
-    /// What the agent writes: the Ready condition with a fresh heartbeat.
     fn post_ready(&self) {
-        let now = now(false);
-        let status = format!(
-            r#"{{"status":{{"conditions":[{{"type":"Ready","status":"True","reason":"KubeletReady","lastHeartbeatTime":"{now}","lastTransitionTime":"{now}"}}]}}}}"#
-        );
-        self.api.kubectl_ok(&[
-            "patch",
-            "node",
-            NODE,
-            "--subresource=status",
-            "--type=merge",
-            "-p",
-            &status,
-        ]);
+        post_ready(&self.api.kubectl_cmd(), NODE);
     }
 
-    /// What the agent does every 10 s: renews kube-node-lease/<node>.
     fn renew_lease(&self) {
-        self.api.apply(&format!(
-            "apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata:\n  name: {NODE}\n  namespace: kube-node-lease\nspec:\n  holderIdentity: {NODE}\n  leaseDurationSeconds: 40\n  renewTime: \"{}\"\n",
-            now(true)
-        ));
+        renew_lease(&self.api.kubectl_cmd(), NODE);
     }
 
     fn ready_status(&self) -> String {
@@ -101,6 +102,63 @@ impl Cluster {
     }
 }
 
+/// What the agent writes: the Ready condition with a fresh heartbeat.
+fn post_ready(kubectl: &Kubectl, node: &str) {
+    let now = now(false);
+    let status = format!(
+        r#"{{"status":{{"conditions":[{{"type":"Ready","status":"True","reason":"KubeletReady","lastHeartbeatTime":"{now}","lastTransitionTime":"{now}"}}]}}}}"#
+    );
+    kubectl.ok(&[
+        "patch",
+        "node",
+        node,
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        &status,
+    ]);
+}
+
+/// What the agent does every 10 s: renews kube-node-lease/<node>.
+fn renew_lease(kubectl: &Kubectl, node: &str) {
+    kubectl.apply(&format!(
+        "apiVersion: coordination.k8s.io/v1\nkind: Lease\nmetadata:\n  name: {node}\n  namespace: kube-node-lease\nspec:\n  holderIdentity: {node}\n  leaseDurationSeconds: 40\n  renewTime: \"{}\"\n",
+        now(true)
+    ));
+}
+
+/// A node agent's heartbeat in the background: the Lease renewed every second until dropped.
+struct Renewer {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Renewer {
+    fn start(kubectl: Kubectl, node: &str) -> Renewer {
+        let stop = Arc::new(AtomicBool::new(false));
+        let (flag, node) = (stop.clone(), node.to_string());
+        let thread = std::thread::spawn(move || {
+            while !flag.load(Ordering::SeqCst) {
+                renew_lease(&kubectl, &node);
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        });
+        Renewer {
+            stop,
+            thread: Some(thread),
+        }
+    }
+}
+
+impl Drop for Renewer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
 fn now(micro: bool) -> String {
     let fmt = if micro {
         "%Y-%m-%dT%H:%M:%S%.6fZ"
@@ -134,7 +192,7 @@ fn pod_yaml(name: &str, toleration_seconds: Option<u32>) -> String {
 
 #[test]
 fn a_silent_node_turns_unknown_its_pods_are_evicted_after_their_toleration_and_it_recovers() {
-    let c = Cluster::start();
+    let c = Cluster::start(false);
     c.api.apply(&format!(
         "apiVersion: v1\nkind: Node\nmetadata:\n  name: {NODE}\n"
     ));
@@ -236,4 +294,64 @@ fn a_silent_node_turns_unknown_its_pods_are_evicted_after_their_toleration_and_i
     }
     assert_eq!(c.ready_status(), "True", "{}", c.log());
     assert!(c.health_taints().is_empty());
+}
+
+const WEB: &str = r#"apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 1
+  selector:
+    matchLabels: { app: web }
+  template:
+    metadata:
+      labels: { app: web }
+    spec:
+      containers:
+      - name: c
+        image: busybox
+      tolerations:
+      - { key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute, tolerationSeconds: 2 }
+      - { key: node.kubernetes.io/not-ready, operator: Exists, effect: NoExecute, tolerationSeconds: 2 }
+"#;
+
+#[test]
+fn a_silent_nodes_pods_are_replaced_on_a_healthy_node() {
+    let c = Cluster::start(true);
+    let kubectl = c.api.kubectl_cmd();
+    let node = |name: &str| {
+        c.api.apply(&format!(
+            "apiVersion: v1\nkind: Node\nmetadata:\n  name: {name}\n"
+        ));
+        post_ready(&kubectl, name);
+    };
+    // n1 alone at first, so that the Deployment's pod lands there.
+    node("n1");
+    let n1 = Renewer::start(kubectl.clone(), "n1");
+    c.api.apply(WEB);
+    let bound = |node: &str| {
+        let pods = c.json(&["pods", "-l", "app=web"]);
+        pods["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+            .filter(|p| p["spec"]["nodeName"] == node)
+            .map(|p| p["metadata"]["name"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    let first = eventually("the pod bound to n1", Duration::from_secs(60), || {
+        bound("n1").pop().ok_or_else(|| c.log())
+    });
+
+    // n2 joins and keeps its heartbeat; n1 falls silent.
+    node("n2");
+    let _n2 = Renewer::start(kubectl.clone(), "n2");
+    drop(n1);
+    let replacement = eventually("a replacement on n2", Duration::from_secs(60), || {
+        bound("n2").pop().ok_or_else(|| c.log())
+    });
+    assert_ne!(replacement, first);
+    assert!(bound("n1").is_empty(), "the pod on n1 was not evicted");
 }
