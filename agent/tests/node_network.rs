@@ -143,12 +143,22 @@ fn sync(
     cfg: NetworkConfig,
     vtep: Option<u32>,
 ) -> std::collections::BTreeMap<String, String> {
+    sync_counted(n, nodes, cfg, vtep).0
+}
+
+/// One sync in the node's host; returns the nodes refused and the number of changes.
+fn sync_counted(
+    n: &TestNode,
+    nodes: &[Node],
+    cfg: NetworkConfig,
+    vtep: Option<u32>,
+) -> (std::collections::BTreeMap<String, String>, usize) {
     let (nodes, me) = (nodes.to_vec(), n.name);
-    let (want, _) = n
+    let (want, changes) = n
         .host
         .run_in(move || network::sync_nodes(&nodes, me, &cfg, vtep))
         .unwrap_or_else(|e| panic!("sync on {}: {e}", n.name));
-    want.refused
+    (want.refused, changes)
 }
 
 /// Listens on the pod's address and returns the address of the first client seen.
@@ -253,6 +263,8 @@ fn vxlan_reaches_the_routed_peer_keeps_the_source_and_forgets_a_removed_peer() {
     for (n, v) in net.nodes.iter().zip(&vteps) {
         assert!(sync(n, &nodes, cfg, Some(v.index)).is_empty());
     }
+    // What the kernel reports reads back as what was wanted: a second sync changes nothing.
+    assert_eq!(sync_counted(a, &nodes, cfg, Some(vteps[0].index)).1, 0);
     // DirectRouting: b is on a's segment, c goes through the overlay.
     let to_b = route(a, "10.244.2.0/24");
     assert!(to_b.contains("via 172.30.1.3 dev up0 proto 252"), "{to_b}");
