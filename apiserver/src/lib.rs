@@ -9,6 +9,7 @@
 pub mod allocators;
 pub mod auth;
 pub mod certs;
+pub mod cluster_info;
 pub mod http;
 pub mod metrics;
 pub mod negotiate;

@@ -64,7 +64,9 @@ pub async fn run(opts: Options) -> Result<(), ServerError> {
         "https"
     };
     let server = format!("{scheme}://{host}:{port}");
-    let tls = kubeconfig_and_tls(&opts, &server, serving_sans(&opts, &host, net), &token)?;
+    let (tls, ca_pem) =
+        kubeconfig_and_tls(&opts, &server, serving_sans(&opts, &host, net), &token)?;
+    crate::cluster_info::publish(&api, &server, ca_pem.as_deref()).await;
     let kubeconfig = dir.join("admin.kubeconfig");
     datadir::restrict_files(dir)?;
     tracing::info!(%server, kubeconfig = %kubeconfig.display(), "serving");
@@ -216,17 +218,17 @@ fn serving_sans(opts: &Options, host: &str, net: Ipv4Network) -> Vec<String> {
 }
 
 /// Writes admin.kubeconfig for `server`; for HTTPS, first makes sure of the PKI and returns
-/// the TLS acceptor of the serving certificate.
+/// the TLS acceptor of the serving certificate and the CA.
 fn kubeconfig_and_tls(
     opts: &Options,
     server: &str,
     sans: Vec<String>,
     token: &str,
-) -> Result<Option<TlsAcceptor>, ServerError> {
+) -> Result<(Option<TlsAcceptor>, Option<String>), ServerError> {
     let path = opts.data_dir.join("admin.kubeconfig");
     if opts.insecure_serve_http {
         certs::write_private(&path, &certs::kubeconfig(server, None, token))?;
-        return Ok(None);
+        return Ok((None, None));
     }
     let pki = certs::ensure(&opts.data_dir, &sans)?;
     certs::write_private(&path, &certs::kubeconfig(server, Some(&pki.ca_pem), token))?;
@@ -237,5 +239,5 @@ fn kubeconfig_and_tls(
         })?,
         None => pki.ca_pem.clone(),
     };
-    Ok(Some(tls_acceptor(&pki, &client_ca)?))
+    Ok((Some(tls_acceptor(&pki, &client_ca)?), Some(pki.ca_pem)))
 }
