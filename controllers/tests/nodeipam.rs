@@ -158,6 +158,8 @@ fn a_full_range_says_so_and_a_deleted_nodes_cidr_is_reused() {
         pod_cidr(&api, "c").is_err(),
         "c has no CIDR while the range is full"
     );
+    let described = api.kubectl_ok(&["describe", "node", "c"]);
+    assert!(described.contains("CIDRNotAvailable"), "{described}");
 
     api.kubectl_ok(&["delete", "node", "a"]);
     let c = wait_pod_cidr(&api, "c");
