@@ -107,9 +107,11 @@ fn peer(n: &Node) -> Option<Peer> {
     let ip = n
         .status
         .as_ref()
-        .and_then(|s| s.addresses.as_ref())
-        .and_then(|a| a.iter().find(|a| a.type_ == "InternalIP"))
-        .and_then(|a| a.address.parse::<Ipv4Addr>().ok())?;
+        .and_then(|s| s.addresses.as_ref())?
+        .iter()
+        .filter(|a| a.type_ == "InternalIP")
+        // A dual-stack node may list its IPv6 address first.
+        .find_map(|a| a.address.parse::<Ipv4Addr>().ok())?;
     let annotations = n.metadata.annotations.as_ref();
     let annotation = |key: &str| annotations.and_then(|a| a.get(key)).map(String::as_str);
     let vtep = (annotation(BACKEND_TYPE_ANNOTATION) == Some("vxlan"))
@@ -287,6 +289,16 @@ mod tests {
         ];
         let got = desired(&nodes, &plan(Backend::HostGw, false));
         assert_eq!(routes(&got), ["10.244.2.0/24 Gateway(172.31.0.3)"]);
+        // A dual-stack node listing its IPv6 InternalIP first is routed by its IPv4 one.
+        let mut dual = node("dual", Some("10.244.5.0/24"), "fd00::5");
+        if let Some(a) = dual.status.as_mut().and_then(|s| s.addresses.as_mut()) {
+            a.push(NodeAddress {
+                type_: "InternalIP".into(),
+                address: "172.31.0.5".into(),
+            });
+        }
+        let got_dual = desired(&[dual], &plan(Backend::HostGw, false));
+        assert_eq!(routes(&got_dual), ["10.244.5.0/24 Gateway(172.31.0.5)"]);
         assert_eq!(
             got.refused["far"],
             "InternalIP 172.30.9.3 is not on this node's L2 segment; use --network-backend vxlan"
