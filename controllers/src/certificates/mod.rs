@@ -142,9 +142,14 @@ async fn reconcile(csr: Arc<Csr>, ctx: Arc<Ctx>) -> Result<Action, kube::Error> 
         SignDecision::Sign(req) => {
             let usages = spec.usages.as_deref().unwrap_or_default();
             let now = time::OffsetDateTime::now_utc();
-            signer
-                .sign(&req, usages, spec.expiration_seconds, now)
-                .map_err(|e| e.to_string())
+            match signer.sign(&req, usages, spec.expiration_seconds, now) {
+                // Not the request's fault: it waits (a restart with a new CA signs it).
+                Err(e @ SignError::CaExpired(_)) => {
+                    tracing::error!(csr = %name, "not signing: {e}");
+                    return Ok(Action::requeue(Duration::from_secs(300)));
+                }
+                other => other.map_err(|e| e.to_string()),
+            }
         }
     };
     match issued {

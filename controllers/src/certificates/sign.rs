@@ -32,6 +32,8 @@ pub enum SignError {
     Subject,
     #[error("cannot issue the certificate: {0}")]
     Issue(rcgen::Error),
+    #[error("the cluster CA (--cluster-signing-cert-file) expired at {0}; give the controller manager a valid one")]
+    CaExpired(OffsetDateTime),
 }
 
 /// The cluster CA, ready to sign.
@@ -85,6 +87,9 @@ impl Signer {
         expiration_seconds: Option<i32>,
         now: OffsetDateTime,
     ) -> Result<String, SignError> {
+        if now >= self.ca_not_after {
+            return Err(SignError::CaExpired(self.ca_not_after));
+        }
         if !req.simple_subject {
             return Err(SignError::Subject);
         }

@@ -120,6 +120,14 @@ fn validity_is_the_shortest_of_expiration_seconds_the_flag_and_the_ca() {
         not_after(capped),
         rcgen::date_time_ymd(2027, 1, 1).unix_timestamp()
     );
+    let later = rcgen::date_time_ymd(2027, 1, 1);
+    let expired = short_ca.sign(&req, &client, None, later).unwrap_err();
+    assert!(matches!(expired, SignError::CaExpired(_)));
+    let message = expired.to_string();
+    assert!(
+        message.starts_with("the cluster CA (--cluster-signing-cert-file) expired at 2027-01-01"),
+        "{message}"
+    );
 }
 
 #[test]
