@@ -50,6 +50,14 @@ pub struct Options {
     /// Static bearer tokens: token,user,uid,"group1,group2" per line.
     #[arg(long)]
     pub token_auth_file: Option<PathBuf>,
+    /// tolerationSeconds of the node.kubernetes.io/not-ready:NoExecute toleration added to
+    /// every Pod that has none (admission DefaultTolerationSeconds).
+    #[arg(long, default_value_t = 300)]
+    pub default_not_ready_toleration_seconds: i64,
+    /// tolerationSeconds of the node.kubernetes.io/unreachable:NoExecute toleration added to
+    /// every Pod that has none.
+    #[arg(long, default_value_t = 300)]
+    pub default_unreachable_toleration_seconds: i64,
     /// How long watch history is kept, in seconds (clients resume within it without relisting).
     #[arg(long, default_value_t = 300)]
     pub watch_history_seconds: u64,

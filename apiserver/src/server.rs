@@ -96,6 +96,10 @@ fn open_api(opts: &Options, net: Ipv4Network) -> Result<Api, ServerError> {
     Ok(Api {
         store,
         alloc: Allocators::new(net, ports),
+        admission: rest::admission::Admission {
+            not_ready_seconds: opts.default_not_ready_toleration_seconds,
+            unreachable_seconds: opts.default_unreachable_toleration_seconds,
+        },
     })
 }
 

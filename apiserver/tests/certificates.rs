@@ -41,7 +41,7 @@ fn csr_requester_is_the_authenticated_user_and_approval_is_its_own_subresource()
         ]
     );
     let groups = s.kubectl_ok(&["get", "csr", "node-csr-a", "-o", "jsonpath={.spec.groups}"]);
-    assert_eq!(groups, r#"["system:masters"]"#);
+    assert_eq!(groups, r#"["system:masters","system:authenticated"]"#);
 
     // kubectl certificate approve writes through /approval.
     let out = s.kubectl_ok(&["certificate", "approve", "node-csr-a"]);

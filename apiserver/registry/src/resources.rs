@@ -141,7 +141,7 @@ pub static RESOURCES: &[Resource] = &[
         "Pod",
         true,
         &["po"],
-        &["status", "binding", "log"],
+        &["status", "binding", "log", "eviction"],
         true,
         core::v1::Pod
     ),

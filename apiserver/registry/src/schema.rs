@@ -14,6 +14,7 @@ pub type Decode = fn(&Value) -> Result<(), Cause>;
 /// The bodies of pods/binding and of the scale subresource.
 pub const BINDING: Decode = decode::<k8s_openapi::api::core::v1::Binding>;
 pub const SCALE: Decode = decode::<k8s_openapi::api::autoscaling::v1::Scale>;
+pub const EVICTION: Decode = decode::<k8s_openapi::api::policy::v1::Eviction>;
 
 /// The `Decode` of the k8s-openapi type `T`.
 pub fn decode<T: DeserializeOwned>(obj: &Value) -> Result<(), Cause> {

@@ -63,6 +63,8 @@ fn sub_entry(r: &Resource, sub: &str) -> Value {
             Some("v1"),
         ),
         "binding" => ("Binding", vec!["create"], None, None),
+        // kubectl drain finds the Eviction API's group and version here.
+        "eviction" => ("Eviction", vec!["create"], Some("policy"), Some("v1")),
         "log" => ("Pod", vec!["get"], None, None),
         _ => (r.kind, vec!["get", "patch", "update"], None, None),
     };

@@ -28,6 +28,7 @@ pub async fn handle(app: &App, rp: ResourcePath, call: &Call) -> ApiResult<Respo
         (Method::GET, false, "log") => logs::pod_logs(r.api(), &r.target, call.query()).await,
         (Method::POST, true, "") => r.create().await,
         (Method::POST, false, "binding") => r.bind().await,
+        (Method::POST, false, "eviction") => r.evict().await,
         (Method::PUT, false, "scale") => r.update_scale(None).await,
         (Method::PUT, false, sub @ ("" | "status" | "finalize" | "approval")) => {
             r.update(sub).await
@@ -123,6 +124,12 @@ impl<'a> Request<'a> {
 
     async fn bind(&self) -> ApiResult<Response> {
         rest::bind(self.api(), &self.target, &self.call.object()?, self.dry_run).await?;
+        let success = serde_json::json!({ "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201 });
+        Ok(json_value(StatusCode::CREATED, &success))
+    }
+
+    async fn evict(&self) -> ApiResult<Response> {
+        rest::evict(self.api(), &self.target, &self.call.object()?, self.dry_run).await?;
         let success = serde_json::json!({ "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201 });
         Ok(json_value(StatusCode::CREATED, &success))
     }

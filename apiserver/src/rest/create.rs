@@ -1,6 +1,7 @@
 //! POST: server-owned metadata, generateName, defaults, validation, initial status, Service
 //! allocations, then a write that fails if the name is taken.
 
+use super::admission::Admission;
 use super::{initial_status, service_allocation, store_error, Api, Target};
 use crate::object::{self, meta_mut};
 use crate::resources::Resource;
@@ -169,12 +170,13 @@ fn server_owned_metadata(obj: &mut Value) {
 
 /// Everything a create computes before touching the store: type, namespace, server-owned
 /// metadata, initial status, defaults, validation and the schema check.
-fn prepare(res: &Resource, ns: &str, mut obj: Value) -> ApiResult<Value> {
+fn prepare(res: &Resource, ns: &str, mut obj: Value, admission: Admission) -> ApiResult<Value> {
     check_type(res, &mut obj)?;
     check_namespace_field(res, ns, &mut obj)?;
     server_owned_metadata(&mut obj);
     initial_status::reset_status_on_create(res, &mut obj);
     keelson_apiserver_registry::apply_defaults(res.kind, &mut obj);
+    admission.on_create(res.kind, &mut obj);
     initial_status::fill_on_create(res, &mut obj);
     let causes = keelson_apiserver_registry::validate(res.kind, &obj, None);
     if !causes.is_empty() {
@@ -194,7 +196,9 @@ pub async fn create(
 ) -> ApiResult<Entry> {
     let owned_ns = ns.to_string();
     let size = limits::encoded_len(&obj);
-    let mut obj = off_workers_if_large(size, move || prepare(res, &owned_ns, obj)).await?;
+    let admission = api.admission;
+    let mut obj =
+        off_workers_if_large(size, move || prepare(res, &owned_ns, obj, admission)).await?;
     if res.namespaced {
         api.check_namespace(ns, true)?;
     }

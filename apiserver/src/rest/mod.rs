@@ -2,6 +2,7 @@
 //! served kind, with the per-kind steps (initial status, Services' ClusterIPs and NodePorts,
 //! Pods' graceful deletion, ...).
 
+pub mod admission;
 pub mod certificates;
 mod create;
 mod delete;
@@ -25,7 +26,7 @@ pub fn read_is_watch(p: &ListParams) -> bool {
     read::is_true(&p.watch)
 }
 pub use service_allocation::rebuild_allocations;
-pub use subresources::{bind, get_scale, update_scale};
+pub use subresources::{bind, evict, get_scale, update_scale};
 pub use update::{patch, update, Sub};
 pub use watch::watch;
 
@@ -34,10 +35,11 @@ use crate::resources::Resource;
 use crate::status::{ApiError, ApiResult};
 use crate::store::{Entry, Store, StoreError};
 
-/// What the REST layer needs: the store and the allocators.
+/// What the REST layer needs: the store, the allocators and the admission plugins' settings.
 pub struct Api {
     pub store: Store,
     pub alloc: Allocators,
+    pub admission: admission::Admission,
 }
 
 /// Names the object a request is about.

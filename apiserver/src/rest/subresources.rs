@@ -1,5 +1,6 @@
-//! pods/binding and the scale subresource of Deployments and ReplicaSets.
+//! pods/binding, pods/eviction and the scale subresource of Deployments and ReplicaSets.
 
+use super::delete::{delete, DeleteOptions};
 use super::update::{patch, patch_err, update, Sub};
 use super::{Api, Target};
 use crate::negotiate::PatchType;
@@ -96,6 +97,28 @@ pub async fn bind(api: &Api, t: &Target, binding: &Value, dry_run: bool) -> ApiR
     // A status that is not an object (stored before the schema checks) is replaced.
     object::set_path(&mut status, &["status", "conditions"], json!(conds));
     update(api, t, status, Sub::Status, false).await
+}
+
+/// POST pods/{name}/eviction (policy/v1 Eviction): deletes the Pod with the eviction's
+/// deleteOptions, as a DELETE would (there are no PodDisruptionBudgets to honour yet).
+pub async fn evict(api: &Api, t: &Target, eviction: &Value, dry_run: bool) -> ApiResult<()> {
+    undecodable("Eviction", schema::EVICTION, eviction)?;
+    let named = object::name(eviction);
+    if !named.is_empty() && named != t.name {
+        return Err(ApiError::bad_request(
+            "name in URL does not match name in Eviction object",
+        ));
+    }
+    api.get_entry(t)?;
+    let mut opts: DeleteOptions = match eviction.get("deleteOptions") {
+        Some(o) if !o.is_null() => serde_json::from_value(o.clone())
+            .map_err(|e| ApiError::bad_request(format!("invalid deleteOptions: {e}")))?,
+        _ => DeleteOptions::default(),
+    };
+    if dry_run && opts.dry_run.is_none() {
+        opts.dry_run = Some(vec!["All".into()]);
+    }
+    delete(api, t, &opts).await.map(|_| ())
 }
 
 /// The autoscaling/v1 Scale view of a Deployment or ReplicaSet.

@@ -1,0 +1,96 @@
+//! Draining a node: kubectl drain evicts its pods through pods/eviction; and every new pod
+//! tolerates a node's outage for the default seconds (admission DefaultTolerationSeconds).
+
+use keelson_testing::Apiserver;
+
+fn pod(name: &str, node: &str, extra_spec: &str) -> String {
+    format!(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: {name}\nspec:\n  nodeName: {node}\n  containers: [{{name: c, image: busybox}}]\n{extra_spec}"
+    )
+}
+
+#[test]
+fn kubectl_drain_evicts_the_nodes_pods() {
+    let s = Apiserver::start();
+    s.apply("apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\n---\napiVersion: v1\nkind: Node\nmetadata:\n  name: n2\n");
+    for (name, node) in [("a", "n1"), ("b", "n1"), ("c", "n2")] {
+        s.apply(&pod(name, node, ""));
+    }
+    let out = s.kubectl_ok(&[
+        "drain",
+        "n1",
+        "--ignore-daemonsets",
+        "--force",
+        "--grace-period=0",
+        "--timeout=30s",
+    ]);
+    for line in [
+        "node/n1 cordoned",
+        "pod/a evicted",
+        "pod/b evicted",
+        "node/n1 drained",
+    ] {
+        assert!(out.contains(line), "{line} missing in:\n{out}");
+    }
+    let left = s.kubectl_ok(&["get", "pods", "-o", "jsonpath={.items[*].metadata.name}"]);
+    assert_eq!(left, "c", "only the other node's pod is left");
+    let unschedulable =
+        s.kubectl_ok(&["get", "node", "n1", "-o", "jsonpath={.spec.unschedulable}"]);
+    assert_eq!(unschedulable, "true");
+}
+
+#[test]
+fn an_eviction_honours_its_delete_options_and_needs_the_pod() {
+    let s = Apiserver::start();
+    s.apply(&pod("web", "n1", "  terminationGracePeriodSeconds: 30\n"));
+    let path = "/api/v1/namespaces/default/pods/web/eviction";
+    let body = r#"{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"web","namespace":"default"},"deleteOptions":{"gracePeriodSeconds":7}}"#;
+    let (code, resp) = s.curl_admin("POST", path, None, Some(body));
+    assert_eq!(code, 201, "{resp}");
+    // A pod on a node is deleted gracefully: its agent gets the eviction's grace period.
+    let grace = s.kubectl_ok(&[
+        "get",
+        "pod",
+        "web",
+        "-o",
+        "jsonpath={.metadata.deletionGracePeriodSeconds}",
+    ]);
+    assert_eq!(grace, "7");
+    let missing = r#"{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"gone"}}"#;
+    let (code, resp) = s.curl_admin(
+        "POST",
+        "/api/v1/namespaces/default/pods/gone/eviction",
+        None,
+        Some(missing),
+    );
+    assert_eq!(code, 404, "{resp}");
+    assert!(resp.contains(r#"pods \"gone\" not found"#), "{resp}");
+    let other = r#"{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"other"}}"#;
+    let (code, resp) = s.curl_admin("POST", path, None, Some(other));
+    assert_eq!(code, 400, "{resp}");
+}
+
+#[test]
+fn new_pods_tolerate_an_unreachable_or_not_ready_node_for_the_default_seconds() {
+    let s = Apiserver::start_with(&["--default-unreachable-toleration-seconds", "60"]);
+    s.apply(&pod("plain", "", ""));
+    let own = "  tolerations:\n  - {key: node.kubernetes.io/not-ready, operator: Exists, effect: NoExecute, tolerationSeconds: 5}\n";
+    s.apply(&pod("own", "", own));
+    let shown = |name: &str| {
+        s.kubectl_ok(&[
+            "get",
+            "pod",
+            name,
+            "-o",
+            "jsonpath={range .spec.tolerations[*]}{.key}:{.effect}:{.tolerationSeconds} {end}",
+        ])
+    };
+    assert_eq!(
+        shown("plain").trim(),
+        "node.kubernetes.io/not-ready:NoExecute:300 node.kubernetes.io/unreachable:NoExecute:60"
+    );
+    assert_eq!(
+        shown("own").trim(),
+        "node.kubernetes.io/not-ready:NoExecute:5 node.kubernetes.io/unreachable:NoExecute:60"
+    );
+}
