@@ -10,13 +10,16 @@ const CONTENT_TYPES: [&str; 3] = [
     "application/yaml",
     "application/vnd.kubernetes.protobuf",
 ];
-const KINDS: [&str; 6] = [
+const KINDS: [&str; 8] = [
     "Pod",
     "Service",
     "Deployment",
     "EndpointSlice",
     "Node",
     "Ingress",
+    "DaemonSet",
+    // Its spec.request and status.certificate go through PEM and X.509 parsing.
+    "CertificateSigningRequest",
 ];
 
 fuzz_target!(|data: &[u8]| {
