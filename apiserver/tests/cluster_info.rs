@@ -18,6 +18,23 @@ fn curl_verified(ca_file: &std::path::Path, host: &str, port: u16, path: &str) -
     (out.status.success(), text)
 }
 
+/// kubeadm's --ca-cert-hash of a CA file, computed as its documentation does it:
+/// sha256 of the DER SubjectPublicKeyInfo.
+fn ca_cert_hash(ca_file: &std::path::Path) -> String {
+    let script = "openssl x509 -pubkey -noout -in \"$1\" | openssl pkey -pubin -outform der | openssl dgst -sha256 -hex | sed 's/^.* //'";
+    let out = Command::new("sh")
+        .args(["-c", script, "sh"])
+        .arg(ca_file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    format!("sha256:{}", String::from_utf8_lossy(&out.stdout).trim())
+}
+
 fn sans(s: &Apiserver) -> Vec<String> {
     let pem = std::fs::read(s.dir.path().join("apiserver.crt")).unwrap();
     let (_, block) = x509_parser::pem::parse_x509_pem(&pem).unwrap();
@@ -63,6 +80,10 @@ fn anyone_reads_cluster_info_and_its_ca_verifies_the_server() {
     std::fs::write(&ca_file, &ca).unwrap();
     let (ok, out) = curl_verified(&ca_file, "127.0.0.1", s.port, "/version");
     assert!(ok, "{out}");
+    // The hash a join command carries, taken from the data directory's CA, pins this one.
+    let pinned = ca_cert_hash(&s.dir.path().join("ca.crt"));
+    assert_eq!(ca_cert_hash(&ca_file), pinned);
+    assert_eq!(pinned.len(), "sha256:".len() + 64, "{pinned}");
     // Only that object is public.
     for other in [
         "/api/v1/namespaces/kube-public/configmaps",
