@@ -59,6 +59,11 @@ cluster_topology() {
   # Routes between the two segments only: still no default route anywhere.
   for h in "$CP" "$A" "$B"; do ip -n "$h" route add 172.30.1.0/24 via 172.30.0.254; done
   ip -n "$C" route add 172.30.0.0/24 via 172.30.1.1
+  # A real node has a default route, which is what lets the node itself reach a ClusterIP (the
+  # kernel routes the packet before the proxy's rules rewrite it); here a route for the Service
+  # range alone stands in for it.
+  for h in "$A" "$B"; do ip -n "$h" route add 10.96.0.0/16 via 172.30.0.1; done
+  ip -n "$C" route add 10.96.0.0/16 via 172.30.1.1
 }
 
 # scripts/up in $CP (control plane only); sets `join` to the command it printed.
