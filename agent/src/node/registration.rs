@@ -293,7 +293,9 @@ pub async fn status_loop(
         ));
         let due = match &last {
             Some((previous, at)) => {
-                *previous != candidate || at.elapsed() >= REPORT_UNCHANGED_EVERY
+                *previous != candidate
+                    || at.elapsed() >= REPORT_UNCHANGED_EVERY
+                    || overwritten(&client, &cfg.name, previous).await
             }
             None => true,
         };
@@ -305,6 +307,29 @@ pub async fn status_loop(
             Err(e) => tracing::warn!(error = %e, "posting node status failed"),
         }
     }
+}
+
+/// Whether the server's conditions are no longer the ones last posted: node lifecycle sets them
+/// Unknown when the heartbeats stopped (a network cut the agent lived through), and the agent
+/// must correct that at once, not at the next five-minute report.
+async fn overwritten(client: &kube::Client, node: &str, posted: &NodeStatus) -> bool {
+    let api: Api<Node> = Api::all(client.clone());
+    match api.get_status(node).await {
+        Ok(n) => condition_states(n.status.as_ref()) != condition_states(Some(posted)),
+        Err(_) => false,
+    }
+}
+
+/// Type and status of each condition, sorted. Pure.
+fn condition_states(status: Option<&NodeStatus>) -> Vec<(String, String)> {
+    let mut states: Vec<(String, String)> = status
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .map(|c| (c.type_.clone(), c.status.clone()))
+        .collect();
+    states.sort();
+    states
 }
 
 /// Ready, and the Ready message when not: the agent's own reason first, then the runtime's
@@ -327,8 +352,33 @@ async fn readiness(cri: &dyn Cri, agent_reason: Option<String>) -> (bool, String
 
 #[cfg(test)]
 mod tests {
-    use super::node_images;
+    use super::{condition_states, node_images};
+    use k8s_openapi::api::core::v1::{NodeCondition, NodeStatus};
     use keelson_proto::runtime::v1 as cri;
+
+    #[test]
+    fn conditions_set_unknown_by_node_lifecycle_differ_from_the_posted_ones() {
+        let status = |ready: &str, heartbeat: Option<&str>| NodeStatus {
+            conditions: Some(vec![NodeCondition {
+                type_: "Ready".into(),
+                status: ready.into(),
+                reason: heartbeat.map(String::from),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        };
+        let posted = status("True", Some("KubeletReady"));
+        // Other fields (here the reason) do not count; the states do.
+        assert_eq!(
+            condition_states(Some(&posted)),
+            condition_states(Some(&status("True", None)))
+        );
+        assert_ne!(
+            condition_states(Some(&posted)),
+            condition_states(Some(&status("Unknown", Some("NodeStatusUnknown"))))
+        );
+        assert_ne!(condition_states(Some(&posted)), condition_states(None));
+    }
 
     #[test]
     fn images_largest_first_with_digests_and_tags() {

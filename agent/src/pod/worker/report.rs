@@ -134,14 +134,19 @@ impl Reported {
         }
     }
 
-    /// Writes the status unless the API (or the last write) has it already.
+    /// Writes the status unless the API (or the last write) has it already. The last write counts
+    /// only while the API's conditions still agree with it: a watched copy may lag behind our own
+    /// write, but conditions that someone else changed (node lifecycle marks a lost node's pods not
+    /// Ready) are corrected at once.
     async fn write_status(
         &mut self,
         ctx: &Context,
         pod: &Pod,
         status: PodStatus,
     ) -> Result<(), SyncError> {
-        if pod.status.as_ref() == Some(&status) || self.status.as_ref() == Some(&status) {
+        let written = self.status.as_ref() == Some(&status)
+            && condition_states(pod.status.as_ref()) == condition_states(Some(&status));
+        if pod.status.as_ref() == Some(&status) || written {
             return Ok(());
         }
         let api: Api<Pod> = Api::namespaced(
@@ -166,4 +171,16 @@ impl Reported {
             }),
         }
     }
+}
+
+/// Type and status of each pod condition, sorted. Pure.
+fn condition_states(status: Option<&PodStatus>) -> Vec<(String, String)> {
+    let mut states: Vec<(String, String)> = status
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .map(|c| (c.type_.clone(), c.status.clone()))
+        .collect();
+    states.sort();
+    states
 }
