@@ -143,28 +143,10 @@ pub async fn run(opts: Options) -> Result<(), ProxyError> {
 
 /// Parses "1s", "500ms", "2m" (kube-proxy's duration flags).
 pub fn parse_duration(s: &str) -> Result<Duration, ProxyError> {
-    let bad = || ProxyError::Config {
+    keelson_apimachinery::parse_duration(s).map_err(|e| ProxyError::Config {
         option: "duration".into(),
-        detail: format!("{s:?} is not a duration like 500ms, 1s or 2m"),
-    };
-    let split = s
-        .find(|c: char| !c.is_ascii_digit() && c != '.')
-        .ok_or_else(bad)?;
-    let (num, unit) = s.split_at(split);
-    let n: f64 = num.parse().map_err(|_| bad())?;
-    let secs = match unit {
-        "ms" => n / 1000.0,
-        "s" => n,
-        "m" => n * 60.0,
-        "h" => n * 3600.0,
-        _ => return Err(bad()),
-    };
-    // As Go's durations, at most i64::MAX nanoseconds (about 292 years): any later deadline
-    // would overflow the clock.
-    Duration::try_from_secs_f64(secs)
-        .ok()
-        .filter(|d| d.as_nanos() <= i64::MAX as u128)
-        .ok_or_else(bad)
+        detail: e.to_string(),
+    })
 }
 
 #[cfg(test)]
