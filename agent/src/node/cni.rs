@@ -85,22 +85,27 @@ pub fn write(dir: &Path, content: &str) -> std::io::Result<bool> {
 mod tests {
     use super::*;
 
-    #[test]
-    fn conflist_for_the_pod_cidr() {
+    /// The conflist of node n1 (pod CIDR 10.244.3.0/24 in 10.244.0.0/16, bridge keelson0).
+    fn render_n1(network: &str, mtu: Option<u32>, portmap: bool) -> String {
         let plugins = CniPlugins {
             main: "keelson-cni".into(),
             ipam: "keelson-ipam".into(),
-            portmap: true,
+            portmap,
         };
-        let text = render(
-            "keelson",
+        render(
+            network,
             "keelson0",
             "10.244.3.0/24".parse().unwrap(),
             "10.244.0.0/16".parse().unwrap(),
-            None,
+            mtu,
             &plugins,
             Path::new("/var/lib/keelson/n1/cni"),
-        );
+        )
+    }
+
+    #[test]
+    fn conflist_for_the_pod_cidr() {
+        let text = render_n1("keelson", None, true);
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["plugins"][0]["type"], "keelson-cni");
         assert_eq!(v["plugins"][0]["bridge"], "keelson0");
@@ -123,20 +128,7 @@ mod tests {
 
     #[test]
     fn overlay_mtu_on_the_bridge_plugin() {
-        let plugins = CniPlugins {
-            main: "keelson-cni".into(),
-            ipam: "keelson-ipam".into(),
-            portmap: true,
-        };
-        let text = render(
-            "keelson",
-            "keelson0",
-            "10.244.3.0/24".parse().unwrap(),
-            "10.244.0.0/16".parse().unwrap(),
-            Some(1450),
-            &plugins,
-            Path::new("/var/lib/keelson/n1/cni"),
-        );
+        let text = render_n1("keelson", Some(1450), true);
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         assert_eq!(v["plugins"][0]["mtu"], 1450);
         assert_eq!(v["plugins"][1].get("mtu"), None);
@@ -144,20 +136,7 @@ mod tests {
 
     #[test]
     fn conflist_text_exact_with_the_cluster_cidr_left_unmasqueraded() {
-        let plugins = CniPlugins {
-            main: "keelson-cni".into(),
-            ipam: "keelson-ipam".into(),
-            portmap: false,
-        };
-        let text = render(
-            "keelson-n1",
-            "keelson0",
-            "10.244.3.0/24".parse().unwrap(),
-            "10.244.0.0/16".parse().unwrap(),
-            None,
-            &plugins,
-            Path::new("/var/lib/keelson/n1/cni"),
-        );
+        let text = render_n1("keelson-n1", None, false);
         assert_eq!(
             text,
             r#"{
