@@ -118,6 +118,7 @@ pub async fn run(cfg: AgentConfig) -> Result<(), AgentError> {
         host_ip: node_ip.to_string(),
         metrics,
         pods: RwLock::new(HashMap::new()),
+        master_service: Default::default(),
     });
     start_pods(&cfg, ctx.clone()).await;
     serve(&cfg, node_ip, ctx).await

@@ -22,6 +22,8 @@ pub struct Context {
     pub events: super::events::Recorder,
     /// Latest version of every pod bound to this node, by UID.
     pub pods: RwLock<HashMap<String, Arc<Pod>>>,
+    /// The `kubernetes` Service's link variables, given to every container.
+    pub master_service: super::service_env::MasterService,
 }
 
 impl Context {

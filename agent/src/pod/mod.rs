@@ -11,6 +11,7 @@ pub mod observed;
 pub mod probe;
 pub mod pull_secrets;
 pub mod qos;
+pub mod service_env;
 pub mod status;
 pub mod sub_path;
 pub mod translate;

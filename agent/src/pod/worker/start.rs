@@ -11,7 +11,7 @@ use crate::pod::context::Context;
 use crate::pod::decide::Waiting;
 use crate::pod::events::Kind;
 use crate::pod::observed::ObservedSandbox;
-use crate::pod::{env, translate, volumes};
+use crate::pod::{env, service_env, translate, volumes};
 
 /// One attempt of a container, to run in the pod's current sandbox.
 pub struct ContainerToStart<'a> {
@@ -66,6 +66,7 @@ async fn container_config(
     let pod_ip = start.sandbox.ip.as_deref().unwrap_or("");
     let env = env::resolve(pod, container, pod_ip, &ctx.host_ip, &env_sources)
         .map_err(|e| config_error(e.to_string()))?;
+    let env = service_env::merge(ctx.master_service.env(&ctx.client).await, env);
     Ok(translate::container_config(&translate::ContainerInput {
         pod,
         container,

@@ -114,6 +114,7 @@ fn fixture() -> Fixture {
         host_ip: "172.31.0.2".into(),
         metrics: Arc::new(Metrics::new()),
         pods: RwLock::new(HashMap::new()),
+        master_service: Default::default(),
     });
     Fixture {
         cri,
