@@ -2,7 +2,7 @@
 //! per-kind rules read.
 
 use crate::schema::{decode, Decode};
-use k8s_openapi::api::{apps, certificates, coordination, core, discovery, networking};
+use k8s_openapi::api::{apps, certificates, coordination, core, discovery, networking, rbac};
 
 /// One served resource (a REST collection), as discovery describes it.
 #[derive(Clone, Copy)]
@@ -312,6 +312,54 @@ pub static RESOURCES: &[Resource] = &[
         &["status", "approval"],
         false,
         certificates::v1::CertificateSigningRequest
+    ),
+    res!(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "roles",
+        "role",
+        "Role",
+        true,
+        &[],
+        &[],
+        false,
+        rbac::v1::Role
+    ),
+    res!(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "rolebindings",
+        "rolebinding",
+        "RoleBinding",
+        true,
+        &[],
+        &[],
+        false,
+        rbac::v1::RoleBinding
+    ),
+    res!(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "clusterroles",
+        "clusterrole",
+        "ClusterRole",
+        false,
+        &[],
+        &[],
+        false,
+        rbac::v1::ClusterRole
+    ),
+    res!(
+        "rbac.authorization.k8s.io",
+        "v1",
+        "clusterrolebindings",
+        "clusterrolebinding",
+        "ClusterRoleBinding",
+        false,
+        &[],
+        &[],
+        false,
+        rbac::v1::ClusterRoleBinding
     ),
 ];
 

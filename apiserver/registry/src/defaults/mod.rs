@@ -5,6 +5,7 @@
 mod apps;
 mod core;
 mod pod;
+mod rbac;
 mod service;
 
 use serde_json::Value;
@@ -27,6 +28,7 @@ pub fn apply_defaults(kind: &str, obj: &mut Value) {
         "Node" => core::node(obj),
         "Endpoints" => core::endpoints(obj),
         "EndpointSlice" => core::endpoint_slice(obj),
+        "RoleBinding" | "ClusterRoleBinding" => rbac::binding(obj),
         _ => {}
     }
 }

@@ -8,6 +8,7 @@ mod certificates;
 mod core;
 mod network;
 mod pod;
+mod rbac;
 mod service;
 
 pub use age::human_age;
@@ -30,7 +31,7 @@ pub struct Column {
 }
 
 const NAME_DOC: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated.";
-const AGE_DOC: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.";
+pub(crate) const AGE_DOC: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.";
 
 pub(crate) fn col(
     name: &'static str,
@@ -89,6 +90,10 @@ const PRINTERS: &[Printer] = printers! {
     "ServiceAccount" => core::service_account_columns, core::service_account_cells;
     "Event" => core::event_columns, core::event_cells;
     "Lease" => core::lease_columns, core::lease_cells;
+    "Role" => rbac::role_columns, rbac::role_cells;
+    "ClusterRole" => rbac::role_columns, rbac::role_cells;
+    "RoleBinding" => rbac::binding_columns, rbac::binding_cells;
+    "ClusterRoleBinding" => rbac::binding_columns, rbac::binding_cells;
 };
 
 fn printer(kind: &str) -> Option<&'static Printer> {

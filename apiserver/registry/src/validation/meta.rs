@@ -15,6 +15,9 @@ fn name_rule(kind: &str) -> fn(&str) -> Vec<String> {
     match kind {
         "Namespace" => names::dns1123_label,
         "Service" => names::dns1035_label,
+        "Role" | "ClusterRole" | "RoleBinding" | "ClusterRoleBinding" => {
+            super::rbac::path_segment_name
+        }
         _ => names::dns1123_subdomain,
     }
 }

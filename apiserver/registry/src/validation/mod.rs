@@ -8,6 +8,7 @@ mod field_checks;
 mod meta;
 mod network;
 mod pod;
+pub(crate) mod rbac;
 mod service;
 
 use crate::cause::Cause;
@@ -36,6 +37,10 @@ pub fn validate(kind: &str, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         "Node" => core::node(obj, &mut out),
         "Event" => core::event(obj, &mut out),
         "Lease" => core::lease(obj, &mut out),
+        "Role" => rbac::role(obj, true, &mut out),
+        "ClusterRole" => rbac::role(obj, false, &mut out),
+        "RoleBinding" => rbac::binding(obj, old, true, &mut out),
+        "ClusterRoleBinding" => rbac::binding(obj, old, false, &mut out),
         _ => {}
     }
     out

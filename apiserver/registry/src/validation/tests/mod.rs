@@ -5,6 +5,7 @@ mod certificates;
 mod core;
 mod network;
 mod pod;
+mod rbac;
 mod service;
 
 use super::validate;
