@@ -1,9 +1,11 @@
 //! Who sent a request: a client certificate signed by the client CA (`x509`), a static bearer
-//! token in kube-apiserver's token file format (`token,user,uid,"group1,group2"` per line), or
-//! a bootstrap token (`bootstrap`); and what bootstrap users may do (`authorize`).
+//! token in kube-apiserver's token file format (`token,user,uid,"group1,group2"` per line), a
+//! service-account token (`serviceaccount`), or a bootstrap token (`bootstrap`); and what
+//! bootstrap users may do (`authorize`).
 
 pub mod authorize;
 pub mod bootstrap;
+pub mod serviceaccount;
 pub mod x509;
 
 use keelson_apimachinery::well_known::AUTHENTICATED_GROUP;
@@ -35,37 +37,77 @@ impl User {
 pub struct Unauthorized(pub String);
 
 /// The request's user: from its verified client certificate, else its bearer token (static,
-/// then bootstrap, whose Secret `secret` looks up in kube-system). Ok(None) when it carries no
-/// credentials. Every authenticated user is also in system:authenticated.
+/// then service-account, then bootstrap; `lookup` reads the objects those refer to). Ok(None)
+/// when it carries no credentials. Every authenticated user is also in system:authenticated.
 pub fn authenticate(
     tokens: &Tokens,
-    secret: impl Fn(&str) -> Option<Value>,
+    service_accounts: &serviceaccount::TokenKeys,
+    lookup: serviceaccount::Lookup,
     authorization: Option<&str>,
     client_cert: Option<&[u8]>,
 ) -> Result<Option<User>, Unauthorized> {
     let user = match (client_cert.and_then(x509::user), authorization) {
         (Some(u), _) => u,
         (None, None) => return Ok(None),
-        (None, Some(header)) => bearer(tokens, secret, header)?,
+        (None, Some(header)) => {
+            let Some(token) = header.strip_prefix("Bearer ").map(str::trim) else {
+                return Err(Unauthorized("not a bearer token".into()));
+            };
+            let audiences = &service_accounts.api_audiences;
+            review_token(tokens, service_accounts, lookup, token, audiences)?.user
+        }
     };
     Ok(Some(with_authenticated(user)))
 }
 
-fn bearer(
+/// Who a bearer token stands for, as a TokenReview answers it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reviewed {
+    pub user: User,
+    /// The user's extra (service-account tokens: the bound pod and node).
+    pub extra: Value,
+    /// The audiences the token is valid for, among those asked for.
+    pub audiences: Vec<String>,
+}
+
+/// A bearer token checked against static tokens, then service-account tokens (signed JWTs),
+/// then bootstrap tokens. A token without audiences (static, bootstrap) is valid for any.
+pub fn review_token(
     tokens: &Tokens,
-    secret: impl Fn(&str) -> Option<Value>,
-    header: &str,
-) -> Result<User, Unauthorized> {
-    let Some(token) = header.strip_prefix("Bearer ").map(str::trim) else {
-        return Err(Unauthorized("not a bearer token".into()));
+    service_accounts: &serviceaccount::TokenKeys,
+    lookup: serviceaccount::Lookup,
+    token: &str,
+    audiences: &[String],
+) -> Result<Reviewed, Unauthorized> {
+    let plain = |user: User| Reviewed {
+        user,
+        extra: Value::Object(Default::default()),
+        audiences: audiences.to_vec(),
     };
     if let Some(u) = tokens.by_token.get(token) {
-        return Ok(u.clone());
+        return Ok(plain(u.clone()));
+    }
+    if token.split('.').count() == 3 {
+        let now = chrono::Utc::now().timestamp();
+        let claims = service_accounts
+            .authenticate(token, audiences, lookup, now)
+            .map_err(Unauthorized)?;
+        return Ok(Reviewed {
+            user: claims.user(),
+            extra: claims.extra(),
+            audiences: claims
+                .aud
+                .iter()
+                .filter(|a| audiences.contains(a))
+                .cloned()
+                .collect(),
+        });
     }
     let (id, token_secret) =
         bootstrap::parse_token(token).ok_or_else(|| Unauthorized("unknown bearer token".into()))?;
-    let stored = secret(&bootstrap::secret_name(id));
+    let stored = lookup("secrets", "kube-system", &bootstrap::secret_name(id));
     bootstrap::authenticate(stored.as_ref(), id, token_secret, chrono::Utc::now())
+        .map(plain)
         .map_err(|e| Unauthorized(e.to_string()))
 }
 

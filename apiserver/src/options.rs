@@ -64,6 +64,24 @@ pub struct Options {
     /// Most watch events kept in memory, whatever their age.
     #[arg(long, default_value_t = 500_000)]
     pub watch_cache_size: usize,
+    /// Identifier of the service-account token issuer (the tokens' `iss` claim).
+    #[arg(long, default_value = "https://kubernetes.default.svc.cluster.local")]
+    pub service_account_issuer: String,
+    /// PEM private key that signs service-account tokens (ECDSA P-256 or RSA); default
+    /// <data-dir>/sa.key, made at first start.
+    #[arg(long)]
+    pub service_account_signing_key_file: Option<PathBuf>,
+    /// More PEM keys (public or private) that service-account tokens may be signed with, e.g.
+    /// another API server's; the signing key is always accepted.
+    #[arg(long)]
+    pub service_account_key_file: Vec<PathBuf>,
+    /// Audiences a token must be for to authenticate to this API (default: the issuer).
+    #[arg(long, value_delimiter = ',')]
+    pub api_audiences: Vec<String>,
+    /// TESTS ONLY: the shortest expirationSeconds a TokenRequest may ask for (upstream: 600),
+    /// so tests can watch tokens expire and be refreshed.
+    #[arg(long, default_value_t = 600, hide = true)]
+    pub testing_min_token_expiration_seconds: i64,
     /// How long an Event is kept after it was last seen, e.g. 1h, 30m, 90s, 1h30m (0: forever).
     #[arg(long, default_value = "1h", value_parser = duration)]
     pub event_ttl: Duration,

@@ -2,6 +2,7 @@
 //! serving (`serve.rs`) until SIGTERM or Ctrl-C.
 
 use crate::allocators::Allocators;
+use crate::auth::serviceaccount::{KeyConfig, KeyError, TokenKeys};
 use crate::auth::{TokenFileError, Tokens, User};
 use crate::certs::{self, CertError};
 use crate::http::{router, App};
@@ -34,6 +35,8 @@ pub enum ServerError {
     #[error(transparent)]
     Cert(#[from] CertError),
     #[error(transparent)]
+    ServiceAccountKey(#[from] KeyError),
+    #[error(transparent)]
     Tls(#[from] TlsError),
     #[error("listening on {addr}: {source}")]
     Listen {
@@ -51,6 +54,13 @@ pub async fn run(opts: Options) -> Result<(), ServerError> {
     bootstrap(&api).await;
     let token = admin_token(dir)?;
     let tokens = tokens(&opts, &token)?;
+    let service_accounts = TokenKeys::load(KeyConfig {
+        data_dir: dir,
+        signing_key_file: opts.service_account_signing_key_file.as_deref(),
+        key_files: &opts.service_account_key_file,
+        issuer: opts.service_account_issuer.clone(),
+        api_audiences: opts.api_audiences.clone(),
+    })?;
     // Bound before the kubeconfig is written, so `--secure-port 0` works: the kubeconfig names
     // the port the kernel chose.
     let addr = SocketAddr::new(opts.bind_address, opts.secure_port);
@@ -73,6 +83,7 @@ pub async fn run(opts: Options) -> Result<(), ServerError> {
     let app = Arc::new(App {
         api,
         tokens,
+        service_accounts,
         metrics: Default::default(),
     });
     tokio::spawn(housekeeping(app.clone(), opts.event_ttl));

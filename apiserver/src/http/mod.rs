@@ -28,6 +28,8 @@ const MAX_BODY: usize = 3 * 1024 * 1024;
 pub struct App {
     pub api: Api,
     pub tokens: Tokens,
+    /// Signs and verifies service-account tokens.
+    pub service_accounts: auth::serviceaccount::TokenKeys,
     pub metrics: Metrics,
 }
 
@@ -130,15 +132,12 @@ fn who(app: &App, head: &http::request::Parts) -> ApiResult<User> {
         .get(header::AUTHORIZATION)
         .and_then(|v| v.to_str().ok());
     let cert = head.extensions.get::<PeerCertificate>();
-    let secrets = crate::resources::lookup("", "v1", "secrets");
-    let secret = |name: &str| {
-        let key = secrets?.key("kube-system", name);
-        app.api.store.get(&key).map(|e| (*e.obj).clone())
-    };
+    let lookup = |plural: &str, ns: &str, name: &str| app.api.stored(plural, ns, name);
     let public = is_public(head.uri.path()) || is_cluster_info(&head.method, head.uri.path());
     match auth::authenticate(
         &app.tokens,
-        secret,
+        &app.service_accounts,
+        &lookup,
         authorization,
         cert.map(|c| c.0.as_slice()),
     ) {

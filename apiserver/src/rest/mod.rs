@@ -62,6 +62,12 @@ impl Target {
 }
 
 impl Api {
+    /// A stored core/v1 object by plural, namespace and name.
+    pub fn stored(&self, plural: &str, ns: &str, name: &str) -> Option<serde_json::Value> {
+        let res = crate::resources::lookup("", "v1", plural)?;
+        self.store.get(&res.key(ns, name)).map(|e| (*e.obj).clone())
+    }
+
     pub fn get_entry(&self, t: &Target) -> ApiResult<Entry> {
         self.store.get(&t.key()).ok_or_else(|| t.not_found())
     }

@@ -1,0 +1,440 @@
+//! Service-account tokens: JWTs signed with the API server's key, as upstream's TokenRequest
+//! issues them (ES256 for the ECDSA P-256 key made in the data directory at first start, RS256
+//! for an RSA key such as kubeadm's sa.key), and their verification: signature, issuer,
+//! audience, expiry, and that the service account (and the pod the token is bound to) still
+//! exist with the same uid.
+
+use super::User;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use base64::Engine;
+use ring::rand::SystemRandom;
+use ring::signature::{self, EcdsaKeyPair, KeyPair, RsaKeyPair, UnparsedPublicKey};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+/// The signing key's file in the data directory when --service-account-signing-key-file is
+/// not given (kubeadm's name).
+pub const SIGNING_KEY_FILE: &str = "sa.key";
+
+/// Group of every service account, and prefix of the per-namespace group and user names.
+pub const ALL_GROUP: &str = "system:serviceaccounts";
+const USER_PREFIX: &str = "system:serviceaccount:";
+
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+    #[error("generating the service-account signing key: {0}")]
+    Generate(String),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Alg {
+    Es256,
+    Rs256,
+}
+
+impl Alg {
+    fn name(self) -> &'static str {
+        match self {
+            Alg::Es256 => "ES256",
+            Alg::Rs256 => "RS256",
+        }
+    }
+}
+
+enum Signing {
+    Ecdsa(EcdsaKeyPair),
+    Rsa(RsaKeyPair),
+}
+
+/// A key tokens are verified with: the signing key's public half, or one of
+/// --service-account-key-file.
+#[derive(Debug, Clone)]
+struct PublicKey {
+    alg: Alg,
+    kid: String,
+    /// An uncompressed P-256 point, or a DER RSAPublicKey (what ring verifies with).
+    bytes: Vec<u8>,
+}
+
+impl PublicKey {
+    fn new(alg: Alg, bytes: Vec<u8>) -> PublicKey {
+        // The key id is a hash of the key, so tokens name the key that signed them.
+        let kid = B64.encode(ring::digest::digest(&ring::digest::SHA256, &bytes));
+        PublicKey { alg, kid, bytes }
+    }
+
+    fn verify(&self, message: &[u8], sig: &[u8]) -> bool {
+        let alg: &dyn signature::VerificationAlgorithm = match self.alg {
+            Alg::Es256 => &signature::ECDSA_P256_SHA256_FIXED,
+            Alg::Rs256 => &signature::RSA_PKCS1_2048_8192_SHA256,
+        };
+        UnparsedPublicKey::new(alg, &self.bytes)
+            .verify(message, sig)
+            .is_ok()
+    }
+}
+
+/// A reference in the token's private claims.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Ref {
+    pub name: String,
+    pub uid: String,
+}
+
+/// The `kubernetes.io` claim.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+pub struct Private {
+    pub namespace: String,
+    pub serviceaccount: Ref,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod: Option<Ref>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node: Option<Ref>,
+}
+
+/// A service-account token's claims, as upstream writes them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Claims {
+    pub aud: Vec<String>,
+    pub exp: i64,
+    pub iat: i64,
+    pub iss: String,
+    #[serde(default)]
+    pub jti: String,
+    #[serde(rename = "kubernetes.io")]
+    pub kubernetes: Private,
+    pub nbf: i64,
+    pub sub: String,
+}
+
+impl Claims {
+    /// The user the token stands for, in upstream's names.
+    pub fn user(&self) -> User {
+        let (ns, sa) = (&self.kubernetes.namespace, &self.kubernetes.serviceaccount);
+        User {
+            name: format!("{USER_PREFIX}{ns}:{}", sa.name),
+            uid: sa.uid.clone(),
+            groups: vec![ALL_GROUP.into(), format!("{ALL_GROUP}:{ns}")],
+        }
+    }
+
+    /// What upstream puts in the user's extra: the bound pod and node, and the token's id.
+    pub fn extra(&self) -> Value {
+        let mut extra = serde_json::Map::new();
+        let mut put = |k: &str, v: &str| {
+            extra.insert(format!("authentication.kubernetes.io/{k}"), vec![v].into());
+        };
+        if let Some(p) = &self.kubernetes.pod {
+            put("pod-name", &p.name);
+            put("pod-uid", &p.uid);
+        }
+        if let Some(n) = &self.kubernetes.node {
+            put("node-name", &n.name);
+            put("node-uid", &n.uid);
+        }
+        if !self.jti.is_empty() {
+            put("credential-id", &format!("JTI={}", self.jti));
+        }
+        Value::Object(extra)
+    }
+}
+
+/// Looks up a stored object: (plural, namespace, name).
+pub type Lookup<'a> = &'a dyn Fn(&str, &str, &str) -> Option<Value>;
+
+/// The issuer: the signing key, every key accepted, and the flags' names.
+pub struct TokenKeys {
+    signing: Signing,
+    signing_public: PublicKey,
+    accepted: Vec<PublicKey>,
+    rng: SystemRandom,
+    /// --service-account-issuer
+    pub issuer: String,
+    /// --api-audiences: what a token must be for to authenticate to this server.
+    pub api_audiences: Vec<String>,
+}
+
+impl std::fmt::Debug for TokenKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "TokenKeys({}, kid {})",
+            self.issuer, self.signing_public.kid
+        )
+    }
+}
+
+/// Where the keys come from.
+pub struct KeyConfig<'a> {
+    pub data_dir: &'a Path,
+    pub signing_key_file: Option<&'a Path>,
+    pub key_files: &'a [PathBuf],
+    pub issuer: String,
+    pub api_audiences: Vec<String>,
+}
+
+impl TokenKeys {
+    /// Loads the signing key (made in the data directory when none is given and none is
+    /// there yet) and the extra verification keys.
+    pub fn load(c: KeyConfig) -> Result<TokenKeys, KeyError> {
+        let path = match c.signing_key_file {
+            Some(p) => p.to_path_buf(),
+            None => ensure_generated(&c.data_dir.join(SIGNING_KEY_FILE))?,
+        };
+        let pem = read(&path)?;
+        let signing = signing_key(&pem, &path)?;
+        let signing_public = public_of(&signing);
+        let mut accepted = vec![signing_public.clone()];
+        for file in c.key_files {
+            accepted.extend(public_keys(&read(file)?, file)?);
+        }
+        let api_audiences = match c.api_audiences.is_empty() {
+            true => vec![c.issuer.clone()],
+            false => c.api_audiences,
+        };
+        Ok(TokenKeys {
+            signing,
+            signing_public,
+            accepted,
+            rng: SystemRandom::new(),
+            issuer: c.issuer,
+            api_audiences,
+        })
+    }
+
+    /// A signed token carrying `claims`.
+    pub fn sign(&self, claims: &Claims) -> Result<String, String> {
+        let alg = self.signing_public.alg.name();
+        let header = serde_json::json!({ "alg": alg, "kid": self.signing_public.kid });
+        let payload = serde_json::to_vec(claims).map_err(|e| e.to_string())?;
+        let message = format!("{}.{}", B64.encode(header.to_string()), B64.encode(payload));
+        let sig = match &self.signing {
+            Signing::Ecdsa(k) => k
+                .sign(&self.rng, message.as_bytes())
+                .map(|s| s.as_ref().to_vec())
+                .map_err(|_| "ECDSA signing failed".to_string())?,
+            Signing::Rsa(k) => {
+                let mut sig = vec![0; k.public().modulus_len()];
+                k.sign(
+                    &signature::RSA_PKCS1_SHA256,
+                    &self.rng,
+                    message.as_bytes(),
+                    &mut sig,
+                )
+                .map_err(|_| "RSA signing failed".to_string())?;
+                sig
+            }
+        };
+        Ok(format!("{message}.{}", B64.encode(sig)))
+    }
+
+    /// The claims of a token this server signed, if its signature, issuer, times and one of
+    /// `audiences` check out (`now` in Unix seconds).
+    pub fn verify(&self, token: &str, audiences: &[String], now: i64) -> Result<Claims, String> {
+        let mut parts = token.split('.');
+        let (Some(h), Some(p), Some(s), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err("not a JWT".into());
+        };
+        let header: Value = decode_part(h)?;
+        let alg = header.get("alg").and_then(Value::as_str).unwrap_or("");
+        let kid = header.get("kid").and_then(Value::as_str);
+        let sig = B64.decode(s).map_err(|_| "bad signature encoding")?;
+        let message = format!("{h}.{p}");
+        let signed = self
+            .accepted
+            .iter()
+            .filter(|k| k.alg.name() == alg && kid.is_none_or(|kid| kid == k.kid))
+            .any(|k| k.verify(message.as_bytes(), &sig));
+        if !signed {
+            return Err("invalid signature".into());
+        }
+        let claims: Claims = decode_part(p)?;
+        if claims.iss != self.issuer {
+            return Err(format!(
+                "token issued by {:?}, not {:?}",
+                claims.iss, self.issuer
+            ));
+        }
+        if !claims.aud.iter().any(|a| audiences.contains(a)) {
+            return Err("token audiences are not accepted".into());
+        }
+        if now >= claims.exp {
+            return Err("service account token has expired".into());
+        }
+        if now < claims.nbf {
+            return Err("service account token is not valid yet".into());
+        }
+        Ok(claims)
+    }
+
+    /// Verification, then that the service account and the bound pod still exist with the
+    /// uids the token names.
+    pub fn authenticate(
+        &self,
+        token: &str,
+        audiences: &[String],
+        lookup: Lookup,
+        now: i64,
+    ) -> Result<Claims, String> {
+        let claims = self.verify(token, audiences, now)?;
+        let k = &claims.kubernetes;
+        let current = |plural: &str, r: &Ref| {
+            let obj = lookup(plural, &k.namespace, &r.name);
+            let uid = obj
+                .as_ref()
+                .and_then(|o| o.pointer("/metadata/uid"))
+                .and_then(Value::as_str);
+            let deleting = obj
+                .as_ref()
+                .and_then(|o| o.pointer("/metadata/deletionTimestamp"))
+                .is_some_and(|d| !d.is_null());
+            match uid {
+                None => Err(format!("{plural} {}/{} not found", k.namespace, r.name)),
+                Some(u) if u != r.uid => Err(format!(
+                    "{plural} {}/{} uid ({}) does not match the token's ({})",
+                    k.namespace, r.name, u, r.uid
+                )),
+                Some(_) if deleting => Err(format!(
+                    "{plural} {}/{} is being deleted",
+                    k.namespace, r.name
+                )),
+                Some(_) => Ok(()),
+            }
+        };
+        current("serviceaccounts", &k.serviceaccount)?;
+        if let Some(pod) = &k.pod {
+            current("pods", pod)?;
+        }
+        Ok(claims)
+    }
+}
+
+fn decode_part<T: serde::de::DeserializeOwned>(part: &str) -> Result<T, String> {
+    let bytes = B64.decode(part).map_err(|_| "bad JWT encoding")?;
+    serde_json::from_slice(&bytes).map_err(|e| format!("bad JWT content: {e}"))
+}
+
+fn read(path: &Path) -> Result<String, KeyError> {
+    std::fs::read_to_string(path).map_err(|source| KeyError::Io {
+        path: path.into(),
+        source,
+    })
+}
+
+/// Makes an ECDSA P-256 key (PKCS#8 PEM, 0600) at `path` unless one is there.
+fn ensure_generated(path: &Path) -> Result<PathBuf, KeyError> {
+    if !path.exists() {
+        let key = rcgen::KeyPair::generate().map_err(|e| KeyError::Generate(e.to_string()))?;
+        crate::certs::write_private(path, &key.serialize_pem())
+            .map_err(|e| KeyError::Generate(e.to_string()))?;
+    }
+    Ok(path.to_path_buf())
+}
+
+fn pem_items(pem: &str, path: &Path) -> Result<Vec<rustls_pemfile::Item>, KeyError> {
+    rustls_pemfile::read_all(&mut pem.as_bytes())
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| KeyError::Invalid {
+            path: path.into(),
+            message: format!("not PEM: {e}"),
+        })
+}
+
+/// The first private key in `pem`: PKCS#8 ECDSA P-256 or RSA, or PKCS#1 RSA.
+fn signing_key(pem: &str, path: &Path) -> Result<Signing, KeyError> {
+    for item in pem_items(pem, path)? {
+        if let Some(key) = private_key(&item, path) {
+            return key;
+        }
+    }
+    Err(KeyError::Invalid {
+        path: path.into(),
+        message: "no private key".into(),
+    })
+}
+
+/// The key of a private-key PEM item; None for other items.
+fn private_key(item: &rustls_pemfile::Item, path: &Path) -> Option<Result<Signing, KeyError>> {
+    use rustls_pemfile::Item;
+    let invalid = |message: &str| KeyError::Invalid {
+        path: path.into(),
+        message: message.into(),
+    };
+    Some(match item {
+        Item::Pkcs8Key(der) => {
+            let der = der.secret_pkcs8_der();
+            let alg = &signature::ECDSA_P256_SHA256_FIXED_SIGNING;
+            match EcdsaKeyPair::from_pkcs8(alg, der, &SystemRandom::new()) {
+                Ok(k) => Ok(Signing::Ecdsa(k)),
+                Err(_) => RsaKeyPair::from_pkcs8(der)
+                    .map(Signing::Rsa)
+                    .map_err(|_| invalid("a PKCS#8 key that is neither ECDSA P-256 nor RSA")),
+            }
+        }
+        Item::Pkcs1Key(der) => RsaKeyPair::from_der(der.secret_pkcs1_der())
+            .map(Signing::Rsa)
+            .map_err(|_| invalid("an unusable RSA key")),
+        Item::Sec1Key(_) => Err(invalid(
+            "an EC PRIVATE KEY: convert it with `openssl pkcs8 -topk8 -nocrypt`",
+        )),
+        _ => return None,
+    })
+}
+
+fn public_of(key: &Signing) -> PublicKey {
+    match key {
+        Signing::Ecdsa(k) => PublicKey::new(Alg::Es256, k.public_key().as_ref().to_vec()),
+        Signing::Rsa(k) => PublicKey::new(Alg::Rs256, k.public_key().as_ref().to_vec()),
+    }
+}
+
+/// Every key in a --service-account-key-file: public keys, or the public half of private keys.
+fn public_keys(pem: &str, path: &Path) -> Result<Vec<PublicKey>, KeyError> {
+    let mut keys = Vec::new();
+    for item in pem_items(pem, path)? {
+        if let rustls_pemfile::Item::SubjectPublicKeyInfo(spki) = &item {
+            keys.push(spki_key(spki.as_ref(), path)?);
+        } else if let Some(key) = private_key(&item, path) {
+            keys.push(public_of(&key?));
+        }
+    }
+    if keys.is_empty() {
+        return Err(KeyError::Invalid {
+            path: path.into(),
+            message: "no public or private key".into(),
+        });
+    }
+    Ok(keys)
+}
+
+/// An RSA or ECDSA P-256 key from its DER SubjectPublicKeyInfo.
+fn spki_key(der: &[u8], path: &Path) -> Result<PublicKey, KeyError> {
+    use x509_parser::prelude::FromDer;
+    let invalid = |message: String| KeyError::Invalid {
+        path: path.into(),
+        message,
+    };
+    let (_, spki) = x509_parser::x509::SubjectPublicKeyInfo::from_der(der)
+        .map_err(|e| invalid(format!("bad public key: {e}")))?;
+    let bits = spki.subject_public_key.data.to_vec();
+    match spki.algorithm.algorithm.to_id_string().as_str() {
+        "1.2.840.10045.2.1" => Ok(PublicKey::new(Alg::Es256, bits)),
+        "1.2.840.113549.1.1.1" => Ok(PublicKey::new(Alg::Rs256, bits)),
+        other => Err(invalid(format!(
+            "public key algorithm {other}: want RSA or ECDSA P-256"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests;
