@@ -63,3 +63,12 @@ pub const AUTHENTICATED_GROUP: &str = "system:authenticated";
 /// ConfigMap kube-public/cluster-info, readable without credentials, whose `kubeconfig` key
 /// tells joining nodes where the API server is and which CA signs it.
 pub const CLUSTER_INFO_CONFIGMAP: &str = "cluster-info";
+
+/// On Namespaces: the Pod Security Standard (privileged, baseline, restricted) each mode of
+/// PodSecurity admission applies, and the standards' version ("latest" or "v1.N").
+pub const POD_SECURITY_ENFORCE_LABEL: &str = "pod-security.kubernetes.io/enforce";
+pub const POD_SECURITY_ENFORCE_VERSION_LABEL: &str = "pod-security.kubernetes.io/enforce-version";
+pub const POD_SECURITY_AUDIT_LABEL: &str = "pod-security.kubernetes.io/audit";
+pub const POD_SECURITY_AUDIT_VERSION_LABEL: &str = "pod-security.kubernetes.io/audit-version";
+pub const POD_SECURITY_WARN_LABEL: &str = "pod-security.kubernetes.io/warn";
+pub const POD_SECURITY_WARN_VERSION_LABEL: &str = "pod-security.kubernetes.io/warn-version";
