@@ -111,7 +111,8 @@ pub fn review_token(
         .map_err(|e| Unauthorized(e.to_string()))
 }
 
-fn with_authenticated(mut user: User) -> User {
+/// `user`, also in system:authenticated.
+pub fn with_authenticated(mut user: User) -> User {
     if !user.groups.iter().any(|g| g == AUTHENTICATED_GROUP) {
         user.groups.push(AUTHENTICATED_GROUP.into());
     }

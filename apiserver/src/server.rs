@@ -54,13 +54,14 @@ pub async fn run(opts: Options) -> Result<(), ServerError> {
     bootstrap(&api).await;
     let token = admin_token(dir)?;
     let tokens = tokens(&opts, &token)?;
-    let service_accounts = TokenKeys::load(KeyConfig {
+    let mut service_accounts = TokenKeys::load(KeyConfig {
         data_dir: dir,
         signing_key_file: opts.service_account_signing_key_file.as_deref(),
         key_files: &opts.service_account_key_file,
         issuer: opts.service_account_issuer.clone(),
         api_audiences: opts.api_audiences.clone(),
     })?;
+    service_accounts.min_expiration_seconds = opts.testing_min_token_expiration_seconds;
     // Bound before the kubeconfig is written, so `--secure-port 0` works: the kubeconfig names
     // the port the kernel chose.
     let addr = SocketAddr::new(opts.bind_address, opts.secure_port);

@@ -2,7 +2,9 @@
 //! per-kind rules read.
 
 use crate::schema::{decode, Decode};
-use k8s_openapi::api::{apps, certificates, coordination, core, discovery, networking, rbac};
+use k8s_openapi::api::{
+    apps, authentication, certificates, coordination, core, discovery, networking, rbac,
+};
 
 /// One served resource (a REST collection), as discovery describes it.
 #[derive(Clone, Copy)]
@@ -74,7 +76,15 @@ impl Resource {
     }
 
     pub fn verbs(&self) -> &'static [&'static str] {
-        &VERBS
+        match self.is_review() {
+            true => &["create"],
+            false => &VERBS,
+        }
+    }
+
+    /// A review (TokenReview, SubjectAccessReview, ...): created to get an answer, never stored.
+    pub fn is_review(&self) -> bool {
+        matches!(self.group, "authentication.k8s.io" | "authorization.k8s.io")
     }
 
     pub fn has_subresource(&self, sub: &str) -> bool {
@@ -213,7 +223,7 @@ pub static RESOURCES: &[Resource] = &[
         "ServiceAccount",
         true,
         &["sa"],
-        &[],
+        &["token"],
         false,
         core::v1::ServiceAccount
     ),
@@ -300,6 +310,18 @@ pub static RESOURCES: &[Resource] = &[
         &[],
         false,
         coordination::v1::Lease
+    ),
+    res!(
+        "authentication.k8s.io",
+        "v1",
+        "tokenreviews",
+        "tokenreview",
+        "TokenReview",
+        false,
+        &[],
+        &[],
+        false,
+        authentication::v1::TokenReview
     ),
     res!(
         "certificates.k8s.io",
@@ -422,7 +444,7 @@ mod tests {
 
     #[test]
     fn each_kind_decodes_as_its_own_type() {
-        for r in RESOURCES {
+        for r in RESOURCES.iter().filter(|r| !r.is_review()) {
             let mut obj = serde_json::json!({"apiVersion": r.api_version(), "kind": r.kind,
                 "metadata": {"name": "x"}});
             assert_eq!((r.decode)(&obj), Ok(()), "{}", r.kind);

@@ -15,6 +15,8 @@ pub type Decode = fn(&Value) -> Result<(), Cause>;
 pub const BINDING: Decode = decode::<k8s_openapi::api::core::v1::Binding>;
 pub const SCALE: Decode = decode::<k8s_openapi::api::autoscaling::v1::Scale>;
 pub const EVICTION: Decode = decode::<k8s_openapi::api::policy::v1::Eviction>;
+pub const TOKEN_REQUEST: Decode = decode::<k8s_openapi::api::authentication::v1::TokenRequest>;
+pub const TOKEN_REVIEW: Decode = decode::<k8s_openapi::api::authentication::v1::TokenReview>;
 
 /// The `Decode` of the k8s-openapi type `T`.
 pub fn decode<T: DeserializeOwned>(obj: &Value) -> Result<(), Cause> {

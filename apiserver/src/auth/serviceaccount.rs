@@ -160,6 +160,8 @@ pub struct TokenKeys {
     pub issuer: String,
     /// --api-audiences: what a token must be for to authenticate to this server.
     pub api_audiences: Vec<String>,
+    /// The shortest lifetime a TokenRequest may ask for: 600 s, lower only in tests.
+    pub min_expiration_seconds: i64,
 }
 
 impl std::fmt::Debug for TokenKeys {
@@ -207,6 +209,7 @@ impl TokenKeys {
             rng: SystemRandom::new(),
             issuer: c.issuer,
             api_audiences,
+            min_expiration_seconds: 600,
         })
     }
 

@@ -66,6 +66,12 @@ fn sub_entry(r: &Resource, sub: &str) -> Value {
         // kubectl drain finds the Eviction API's group and version here.
         "eviction" => ("Eviction", vec!["create"], Some("policy"), Some("v1")),
         "log" => ("Pod", vec!["get"], None, None),
+        "token" => (
+            "TokenRequest",
+            vec!["create"],
+            Some("authentication.k8s.io"),
+            Some("v1"),
+        ),
         _ => (r.kind, vec!["get", "patch", "update"], None, None),
     };
     let mut e = json!({
@@ -126,6 +132,7 @@ fn aggregated_resource(r: &Resource) -> Value {
             let e = sub_entry(r, s);
             let (g, v) = match *s {
                 "scale" => ("autoscaling", "v1"),
+                "token" => ("authentication.k8s.io", "v1"),
                 _ => (r.group, r.version),
             };
             json!({ "subresource": s, "responseKind": { "group": g, "version": v, "kind": e.get("kind") }, "verbs": e.get("verbs") })

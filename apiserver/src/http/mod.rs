@@ -5,6 +5,7 @@ mod handlers;
 mod logs;
 mod resource;
 mod route;
+mod token_review;
 
 pub use route::{parse, Route};
 

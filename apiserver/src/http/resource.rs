@@ -29,6 +29,7 @@ pub async fn handle(app: &App, rp: ResourcePath, call: &Call) -> ApiResult<Respo
         (Method::POST, true, "") => r.create().await,
         (Method::POST, false, "binding") => r.bind().await,
         (Method::POST, false, "eviction") => r.evict().await,
+        (Method::POST, false, "token") => r.token_request(),
         (Method::PUT, false, "scale") => r.update_scale(None).await,
         (Method::PUT, false, sub @ ("" | "status" | "finalize" | "approval")) => {
             r.update(sub).await
@@ -132,6 +133,15 @@ impl<'a> Request<'a> {
         rest::evict(self.api(), &self.target, &self.call.object()?, self.dry_run).await?;
         let success = serde_json::json!({ "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201 });
         Ok(json_value(StatusCode::CREATED, &success))
+    }
+
+    fn token_request(&self) -> ApiResult<Response> {
+        let (app, call) = (self.app, self.call);
+        let body = call.object()?;
+        let keys = &app.service_accounts;
+        let tr =
+            rest::token_request::request_token(self.api(), keys, &self.target, &body, &call.user)?;
+        Ok(json_value(StatusCode::CREATED, &tr))
     }
 
     async fn update(&self, sub: &str) -> ApiResult<Response> {

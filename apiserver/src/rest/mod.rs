@@ -12,6 +12,7 @@ mod propagation;
 mod read;
 mod service_allocation;
 mod subresources;
+pub mod token_request;
 mod update;
 mod watch;
 
