@@ -72,3 +72,17 @@ pub const POD_SECURITY_AUDIT_LABEL: &str = "pod-security.kubernetes.io/audit";
 pub const POD_SECURITY_AUDIT_VERSION_LABEL: &str = "pod-security.kubernetes.io/audit-version";
 pub const POD_SECURITY_WARN_LABEL: &str = "pod-security.kubernetes.io/warn";
 pub const POD_SECURITY_WARN_VERSION_LABEL: &str = "pod-security.kubernetes.io/warn-version";
+
+/// The ConfigMap holding the cluster CA (key ca.crt) that every namespace gets, for in-cluster
+/// clients to verify the API server.
+pub const ROOT_CA_CONFIGMAP: &str = "kube-root-ca.crt";
+/// Where a pod's service-account token, ca.crt and namespace are mounted.
+pub const SERVICE_ACCOUNT_MOUNT_PATH: &str = "/var/run/secrets/kubernetes.io/serviceaccount";
+/// Name prefix of the projected volume ServiceAccount admission adds to pods.
+pub const KUBE_API_ACCESS_VOLUME_PREFIX: &str = "kube-api-access-";
+/// The service account of pods that name none, made in every namespace.
+pub const DEFAULT_SERVICE_ACCOUNT: &str = "default";
+/// Group of every service account (and, with ":<namespace>", of a namespace's).
+pub const SERVICE_ACCOUNTS_GROUP: &str = "system:serviceaccounts";
+/// Marks a mirror pod (the API's copy of a static pod).
+pub const MIRROR_POD_ANNOTATION: &str = "kubernetes.io/config.mirror";
