@@ -86,3 +86,12 @@ pub const DEFAULT_SERVICE_ACCOUNT: &str = "default";
 pub const SERVICE_ACCOUNTS_GROUP: &str = "system:serviceaccounts";
 /// Marks a mirror pod (the API's copy of a static pod).
 pub const MIRROR_POD_ANNOTATION: &str = "kubernetes.io/config.mirror";
+/// Members may do anything (upstream's privileged group; the admin token's group).
+pub const MASTERS_GROUP: &str = "system:masters";
+/// The group of requests without credentials (user system:anonymous).
+pub const UNAUTHENTICATED_GROUP: &str = "system:unauthenticated";
+/// On the default RBAC roles and bindings: "true" lets the API server restore them at every
+/// start; "false" keeps a user's edits.
+pub const RBAC_AUTOUPDATE_ANNOTATION: &str = "rbac.authorization.kubernetes.io/autoupdate";
+/// Label of the default RBAC objects (value rbac-defaults).
+pub const BOOTSTRAPPING_LABEL: &str = "kubernetes.io/bootstrapping";
