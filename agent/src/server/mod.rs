@@ -1,6 +1,7 @@
 //! HTTPS on port 10250: `/containerLogs/{ns}/{pod}/{container}` (what the apiserver's pods/log
 //! proxies to), `/healthz` and `/metrics`.
 
+pub mod auth;
 pub mod logs;
 pub mod tls;
 
@@ -125,6 +126,15 @@ async fn container_logs(
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
     let opts = options(&query);
+    // The container name comes from the URL (decoded, so it may hold "../"); only a DNS label,
+    // as every container name is, can name a log folder.
+    if let Some(why) = keelson_apimachinery::validation::dns1123_label(&container).first() {
+        return (
+            StatusCode::BAD_REQUEST,
+            format!("invalid container name \"{container}\": {why}\n"),
+        )
+            .into_response();
+    }
     let Some(pod) = ctx.find(&namespace, &pod_name) else {
         return (
             StatusCode::NOT_FOUND,
@@ -133,8 +143,7 @@ async fn container_logs(
             .into_response();
     };
     let dir = std::path::PathBuf::from(translate::pod_log_dir(&ctx.settings, &pod));
-    // Only a container of this pod names a log file: the name comes from the URL (decoded, so
-    // it may hold "../"), and must never become a path outside the pod's log folder.
+    // And only a container of this pod: never a path outside the pod's log folder.
     let known = is_container_of(&pod, &container);
     let file = known.then(|| logs::log_file(&dir, &container, opts.previous));
     let Some(Some(file)) = file else {
