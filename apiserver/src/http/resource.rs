@@ -119,8 +119,30 @@ impl<'a> Request<'a> {
         let t = &self.target;
         let mut obj = self.call.object()?;
         rest::certificates::set_requester(t.res.kind, &mut obj, &self.call.user);
-        let e = rest::create(self.api(), t.res, &t.namespace, obj, self.dry_run);
-        self.object(e.await?, StatusCode::CREATED)
+        let e = rest::create(self.api(), t.res, &t.namespace, obj, self.dry_run).await?;
+        let warnings = rest::podsecurity::warnings(self.api(), t.res, None, &e.obj);
+        Ok(with_warnings(
+            self.object(e, StatusCode::CREATED)?,
+            &warnings,
+        ))
+    }
+
+    /// The stored object before a write of a Pod or workload, for PodSecurity's warnings
+    /// about what the write changed; None for other kinds and for subresources.
+    fn before(&self, sub: &str) -> Option<Entry> {
+        let t = &self.target;
+        let checked = sub.is_empty() && rest::podsecurity::has_pod_template(t.res.kind);
+        checked.then(|| self.api().store.get(&t.key())).flatten()
+    }
+
+    /// The response for a written object, with PodSecurity's warnings about it.
+    fn written(&self, e: Entry, old: Option<Entry>) -> ApiResult<Response> {
+        let (api, res) = (self.api(), self.target.res);
+        let warnings = match old {
+            Some(old) => rest::podsecurity::warnings(api, res, Some(&old.obj), &e.obj),
+            None => Vec::new(),
+        };
+        Ok(with_warnings(self.object(e, StatusCode::OK)?, &warnings))
     }
 
     async fn bind(&self) -> ApiResult<Response> {
@@ -146,6 +168,7 @@ impl<'a> Request<'a> {
 
     async fn update(&self, sub: &str) -> ApiResult<Response> {
         let body = self.call.object()?;
+        let old = self.before(sub);
         let e = rest::update(
             self.api(),
             &self.target,
@@ -153,7 +176,7 @@ impl<'a> Request<'a> {
             subresource(sub),
             self.dry_run,
         );
-        self.object(e.await?, StatusCode::OK)
+        self.written(e.await?, old)
     }
 
     /// PUT (`kind` None) or PATCH of a Scale.
@@ -165,9 +188,10 @@ impl<'a> Request<'a> {
     async fn patch(&self, sub: &str) -> ApiResult<Response> {
         let kind = self.patch_type()?;
         let body = self.call.object()?;
+        let old = self.before(sub);
         let (t, sub) = (&self.target, subresource(sub));
         let e = rest::patch(self.api(), t, kind, body, sub, self.dry_run).await?;
-        self.object(e, StatusCode::OK)
+        self.written(e, old)
     }
 
     async fn delete(&self) -> ApiResult<Response> {
@@ -196,6 +220,18 @@ impl<'a> Request<'a> {
         opts.fill_from_query(&self.params);
         Ok(opts)
     }
+}
+
+/// Adds each warning as an HTTP `Warning: 299 - "text"` header, which kubectl prints as
+/// `Warning: text`.
+fn with_warnings(mut resp: Response, warnings: &[String]) -> Response {
+    for w in warnings {
+        let text = w.replace('\\', "\\\\").replace('"', "\\\"");
+        if let Ok(v) = header::HeaderValue::from_str(&format!("299 - \"{text}\"")) {
+            resp.headers_mut().append(header::WARNING, v);
+        }
+    }
+    resp
 }
 
 fn ok(v: &Value) -> ApiResult<Response> {

@@ -196,12 +196,14 @@ pub async fn create(
 ) -> ApiResult<Entry> {
     let owned_ns = ns.to_string();
     let size = limits::encoded_len(&obj);
+    let requested_name = object::name(&obj).to_string();
     let admission = api.admission;
     let mut obj =
         off_workers_if_large(size, move || prepare(res, &owned_ns, obj, admission)).await?;
     if res.namespaced {
         api.check_namespace(ns, true)?;
     }
+    super::podsecurity::enforce_create(api, res, ns, &requested_name, &obj)?;
     let name = object::name(&obj).to_string();
     let target = Target {
         res,

@@ -8,6 +8,7 @@ mod create;
 mod delete;
 mod expiry;
 mod initial_status;
+pub mod podsecurity;
 mod propagation;
 mod read;
 mod service_allocation;

@@ -126,6 +126,7 @@ async fn commit(api: &Api, t: &Target, old: &Entry, change: Change) -> ApiResult
     if object::same_content(&new, &old.obj) {
         return Ok(Some(old.clone()));
     }
+    super::podsecurity::enforce_update(api, t.res, &old.obj, &new)?;
     // An object being deleted goes once its last finalizer is removed.
     let finished = object::is_deleting(&new)
         && object::finalizers(&new) == 0

@@ -1,0 +1,277 @@
+//! PodSecurity admission, as upstream's built-in plugin: a namespace's
+//! `pod-security.kubernetes.io/{enforce,audit,warn}[-version]` labels pick a Pod Security
+//! Standard (privileged, baseline, restricted). A Pod that violates the enforce level is
+//! refused with upstream's message; violations of the warn level come back as `Warning:`
+//! headers, for Pods and for the pod templates of workloads (which are never refused, as
+//! upstream). Nothing is exempt. The audit label is read and checked like the others; its
+//! findings have no audit annotations to go to (the audit log is at level Metadata).
+
+pub mod checks;
+
+use super::Api;
+use crate::object;
+use crate::resources::Resource;
+use crate::status::{ApiError, ApiResult};
+use checks::Finding;
+use keelson_apimachinery::well_known::{
+    POD_SECURITY_AUDIT_LABEL, POD_SECURITY_AUDIT_VERSION_LABEL, POD_SECURITY_ENFORCE_LABEL,
+    POD_SECURITY_ENFORCE_VERSION_LABEL, POD_SECURITY_WARN_LABEL, POD_SECURITY_WARN_VERSION_LABEL,
+};
+use serde_json::{Map, Value};
+use std::fmt;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    Privileged,
+    Baseline,
+    Restricted,
+}
+
+impl Level {
+    /// Upstream fails closed: a level it cannot read is restricted.
+    fn parse(s: &str) -> Result<Level, Level> {
+        match s {
+            "privileged" => Ok(Level::Privileged),
+            "baseline" => Ok(Level::Baseline),
+            "restricted" => Ok(Level::Restricted),
+            _ => Err(Level::Restricted),
+        }
+    }
+
+    fn as_str(self) -> &'static str {
+        match self {
+            Level::Privileged => "privileged",
+            Level::Baseline => "baseline",
+            Level::Restricted => "restricted",
+        }
+    }
+}
+
+/// A level at a version of the standards: `restricted:latest`, `baseline:v1.25`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LevelVersion {
+    pub level: Level,
+    /// The minor version of 1.x; None for latest.
+    pub minor: Option<u32>,
+}
+
+impl fmt::Display for LevelVersion {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.minor {
+            None => write!(f, "{}:latest", self.level.as_str()),
+            Some(m) => write!(f, "{}:v1.{m}", self.level.as_str()),
+        }
+    }
+}
+
+/// "latest" or "v1.N"; what cannot be read is latest (upstream's ParseVersion).
+fn parse_version(s: &str) -> Option<u32> {
+    if s == "latest" {
+        return None;
+    }
+    s.strip_prefix("v1.").and_then(|m| m.parse().ok())
+}
+
+/// The three modes of a namespace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Policy {
+    pub enforce: LevelVersion,
+    pub audit: LevelVersion,
+    pub warn: LevelVersion,
+}
+
+impl Policy {
+    /// The policy a namespace's labels set, as upstream's PolicyToEvaluate reads them (the
+    /// defaults are privileged:latest, so nothing is checked without labels). A warn level
+    /// left unset follows a stricter enforce level.
+    pub fn from_labels(labels: Option<&Map<String, Value>>) -> Policy {
+        let label = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
+        let mode = |level: &str, version: &str| {
+            let parsed = label(level).map(Level::parse);
+            let lv = LevelVersion {
+                level: match parsed {
+                    Some(Ok(l)) | Some(Err(l)) => l,
+                    None => Level::Privileged,
+                },
+                minor: label(version).and_then(parse_version),
+            };
+            (lv, matches!(parsed, Some(Ok(_))), label(version).is_some())
+        };
+        let (enforce, enforce_set, _) = mode(
+            POD_SECURITY_ENFORCE_LABEL,
+            POD_SECURITY_ENFORCE_VERSION_LABEL,
+        );
+        let (audit, _, _) = mode(POD_SECURITY_AUDIT_LABEL, POD_SECURITY_AUDIT_VERSION_LABEL);
+        let (mut warn, _, warn_version_set) =
+            mode(POD_SECURITY_WARN_LABEL, POD_SECURITY_WARN_VERSION_LABEL);
+        let warn_set = label(POD_SECURITY_WARN_LABEL).is_some();
+        if !warn_set && enforce_set && enforce.level > warn.level {
+            warn.level = enforce.level;
+            if !warn_version_set {
+                warn.minor = enforce.minor;
+            }
+        }
+        Policy {
+            enforce,
+            audit,
+            warn,
+        }
+    }
+
+    /// Nothing to check: every mode is privileged.
+    fn is_privileged(&self) -> bool {
+        [self.enforce, self.audit, self.warn]
+            .iter()
+            .all(|m| m.level == Level::Privileged)
+    }
+}
+
+/// Every finding of the pod (its metadata and spec) at `lv`, in upstream's order.
+pub fn evaluate(lv: LevelVersion, meta: &Value, spec: &Value) -> Vec<Finding> {
+    let minor = lv.minor.unwrap_or(u32::MAX);
+    let set: &[&[(u32, checks::Check)]] = match lv.level {
+        Level::Privileged => return Vec::new(),
+        Level::Baseline => &[checks::BASELINE, checks::BASELINE_ONLY],
+        Level::Restricted => &[checks::BASELINE, checks::RESTRICTED],
+    };
+    set.iter()
+        .flat_map(|checks| checks.iter())
+        .filter(|(since, _)| *since <= minor)
+        .filter_map(|(_, check)| check(meta, spec))
+        .collect()
+}
+
+/// `reason (detail), reason (detail)` as upstream's ForbiddenDetail.
+pub fn describe(findings: &[Finding]) -> String {
+    let parts: Vec<String> = findings
+        .iter()
+        .map(|f| match f.detail.is_empty() {
+            true => f.reason.clone(),
+            false => format!("{} ({})", f.reason, f.detail),
+        })
+        .collect();
+    parts.join(", ")
+}
+
+/// The namespace's policy; None when it does not exist or sets nothing.
+fn namespace_policy(api: &Api, ns: &str) -> Option<Policy> {
+    let nsres = crate::resources::lookup("", "v1", "namespaces")?;
+    let entry = api.store.get(&nsres.key("", ns))?;
+    let policy = Policy::from_labels(object::labels(&entry.obj));
+    (!policy.is_privileged()).then_some(policy)
+}
+
+/// Refuses a new Pod that violates its namespace's enforce level. `name` is the name the
+/// request gave (empty with generateName), as upstream's message shows it.
+pub fn enforce_create(
+    api: &Api,
+    res: &Resource,
+    ns: &str,
+    name: &str,
+    pod: &Value,
+) -> ApiResult<()> {
+    if res.kind != "Pod" {
+        return Ok(());
+    }
+    let Some(policy) = namespace_policy(api, ns) else {
+        return Ok(());
+    };
+    check_enforce(&policy, res, name, pod)
+}
+
+/// Refuses an update of a Pod whose images changed when the new Pod violates the enforce
+/// level; other updates of a Pod's spec cannot loosen its security (upstream's
+/// isSignificantPodUpdate).
+pub fn enforce_update(api: &Api, res: &Resource, old: &Value, new: &Value) -> ApiResult<()> {
+    if res.kind != "Pod" || images(old) == images(new) {
+        return Ok(());
+    }
+    let Some(policy) = namespace_policy(api, object::namespace(new)) else {
+        return Ok(());
+    };
+    check_enforce(&policy, res, object::name(new), new)
+}
+
+fn images(pod: &Value) -> Vec<Option<&Value>> {
+    ["initContainers", "containers", "ephemeralContainers"]
+        .iter()
+        .filter_map(|k| pod.pointer(&format!("/spec/{k}")).and_then(Value::as_array))
+        .flatten()
+        .map(|c| c.get("image"))
+        .collect()
+}
+
+fn check_enforce(policy: &Policy, res: &Resource, name: &str, pod: &Value) -> ApiResult<()> {
+    let meta = pod.get("metadata").unwrap_or(&Value::Null);
+    let spec = pod.get("spec").unwrap_or(&Value::Null);
+    let findings = evaluate(policy.enforce, meta, spec);
+    if findings.is_empty() {
+        return Ok(());
+    }
+    let message = format!(
+        "{} \"{name}\" is forbidden: violates PodSecurity \"{}\": {}",
+        res.plural,
+        policy.enforce,
+        describe(&findings)
+    );
+    Err(ApiError::forbidden(
+        message,
+        Some((res.group, res.plural, name)),
+    ))
+}
+
+/// Where a kind holds its pod: "" for a Pod itself, a JSON pointer to a workload's pod
+/// template (the kinds upstream checks), None for kinds without one.
+fn template_path(kind: &str) -> Option<&'static str> {
+    match kind {
+        "Pod" => Some(""),
+        "Deployment"
+        | "ReplicaSet"
+        | "DaemonSet"
+        | "StatefulSet"
+        | "Job"
+        | "ReplicationController" => Some("/spec/template"),
+        "CronJob" => Some("/spec/jobTemplate/spec/template"),
+        "PodTemplate" => Some("/template"),
+        _ => None,
+    }
+}
+
+fn pod_part<'a>(kind: &str, obj: &'a Value) -> Option<&'a Value> {
+    obj.pointer(template_path(kind)?)
+}
+
+/// Whether objects of `kind` hold a pod spec PodSecurity checks.
+pub fn has_pod_template(kind: &str) -> bool {
+    template_path(kind).is_some()
+}
+
+/// The `Warning:` texts for a written object: what its namespace's warn level finds in a
+/// Pod, or in a workload's pod template when it is new or changed (`old`).
+pub fn warnings(api: &Api, res: &Resource, old: Option<&Value>, new: &Value) -> Vec<String> {
+    let Some(pod) = pod_part(res.kind, new) else {
+        return Vec::new();
+    };
+    let unchanged = old.and_then(|o| pod_part(res.kind, o)) == Some(pod);
+    // A Pod's updates are checked only when they could loosen it (enforce_update).
+    if unchanged || (res.kind == "Pod" && old.is_some_and(|o| images(o) == images(new))) {
+        return Vec::new();
+    }
+    let Some(policy) = namespace_policy(api, object::namespace(new)) else {
+        return Vec::new();
+    };
+    let meta = pod.get("metadata").unwrap_or(&Value::Null);
+    let spec = pod.get("spec").unwrap_or(&Value::Null);
+    let findings = evaluate(policy.warn, meta, spec);
+    if findings.is_empty() {
+        return Vec::new();
+    }
+    vec![format!(
+        "would violate PodSecurity \"{}\": {}",
+        policy.warn,
+        describe(&findings)
+    )]
+}
+
+#[cfg(test)]
+mod tests;
