@@ -54,7 +54,8 @@ pub fn write_private(path: &Path, content: &str) -> Result<(), CertError> {
     std::fs::rename(&tmp, path).map_err(io)
 }
 
-fn ca_params() -> Result<CertificateParams, CertError> {
+/// The CA's parameters: the issuer of every certificate signed with the data directory's CA key.
+pub(crate) fn ca_params() -> Result<CertificateParams, CertError> {
     let mut params = CertificateParams::new(Vec::<String>::new())?;
     params
         .distinguished_name

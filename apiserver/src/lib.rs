@@ -11,6 +11,7 @@ pub mod auth;
 pub mod certs;
 pub mod cluster_info;
 pub mod http;
+pub mod kubeconfig;
 pub mod metrics;
 pub mod negotiate;
 pub mod object;

@@ -18,6 +18,21 @@ async fn main() -> anyhow::Result<()> {
         );
         return Ok(());
     }
+    if let Some(Command::Kubeconfig {
+        user,
+        groups,
+        server,
+        out,
+    }) = &opts.command
+    {
+        let id = keelson_apiserver::kubeconfig::Identity {
+            user,
+            groups,
+            server,
+        };
+        keelson_apiserver::kubeconfig::write(&opts.data_dir, &id, out)?;
+        return Ok(());
+    }
     keelson_apiserver::run(opts).await?;
     Ok(())
 }

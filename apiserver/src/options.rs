@@ -47,6 +47,14 @@ pub struct Options {
     /// data directory's ca.crt, the cluster CA.
     #[arg(long)]
     pub client_ca_file: Option<PathBuf>,
+    /// Client certificate presented to agents' port 10250 (pods/log) [default: the data
+    /// directory's apiserver-kubelet-client.crt, CN kube-apiserver-kubelet-client, signed by
+    /// the cluster CA at first start].
+    #[arg(long)]
+    pub kubelet_client_certificate: Option<PathBuf>,
+    /// The key of --kubelet-client-certificate.
+    #[arg(long)]
+    pub kubelet_client_key: Option<PathBuf>,
     /// Static bearer tokens: token,user,uid,"group1,group2" per line.
     #[arg(long)]
     pub token_auth_file: Option<PathBuf>,
@@ -134,6 +142,22 @@ pub enum Command {
     Quarantine {
         #[command(subcommand)]
         action: QuarantineAction,
+    },
+    /// Writes a kubeconfig for one identity: a client certificate (CN the user, O the groups,
+    /// valid for a year) signed by the data directory's CA, e.g. for a component.
+    Kubeconfig {
+        /// The user name (certificate CN), e.g. system:kube-scheduler.
+        #[arg(long)]
+        user: String,
+        /// A group (certificate O); at most two.
+        #[arg(long = "group")]
+        groups: Vec<String>,
+        /// The API server's URL, e.g. https://10.0.0.1:6443.
+        #[arg(long)]
+        server: String,
+        /// Where to write the kubeconfig (0600).
+        #[arg(long)]
+        out: PathBuf,
     },
 }
 
