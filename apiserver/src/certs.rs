@@ -119,6 +119,40 @@ pub fn ensure(dir: &Path, sans: &[String]) -> Result<Pki, CertError> {
     })
 }
 
+/// The user the API server is on the agents' port (kubeadm's name for it).
+pub const KUBELET_CLIENT_USER: &str = "kube-apiserver-kubelet-client";
+
+/// The API server's client certificate and key files for the agents' port (pods/log): the
+/// data directory's apiserver-kubelet-client.crt/.key, issued by its CA on first start.
+pub fn ensure_kubelet_client(dir: &Path) -> Result<(PathBuf, PathBuf), CertError> {
+    let (crt, key) = (
+        dir.join("apiserver-kubelet-client.crt"),
+        dir.join("apiserver-kubelet-client.key"),
+    );
+    if !crt.exists() || !key.exists() {
+        let (cert_pem, key_pem) = issue_client(dir, KUBELET_CLIENT_USER)?;
+        write_private(&key, &key_pem)?;
+        write_private(&crt, &cert_pem)?;
+    }
+    Ok((crt, key))
+}
+
+/// A client certificate (PEM) and its key for `user` (CN, no groups), signed by the data
+/// directory's CA (`ensure` made it).
+fn issue_client(dir: &Path, user: &str) -> Result<(String, String), CertError> {
+    let ca_key = KeyPair::from_pem(&read(&dir.join("ca.key"))?)?;
+    // The issuer is rebuilt from the same parameters: same subject, same key.
+    let issuer = Issuer::new(ca_params()?, ca_key);
+    let key = KeyPair::generate()?;
+    let mut params = CertificateParams::new(Vec::<String>::new())?;
+    params.distinguished_name.push(DnType::CommonName, user);
+    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
+    params.not_after = rcgen::date_time_ymd(2035, 1, 1);
+    let cert = params.signed_by(&key, &issuer)?;
+    Ok((cert.pem(), key.serialize_pem()))
+}
+
 /// The admin kubeconfig: cluster, user (bearer token) and context all named "keelson".
 pub fn kubeconfig(server: &str, ca_pem: Option<&str>, token: &str) -> String {
     let cluster = match ca_pem {

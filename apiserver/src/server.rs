@@ -5,6 +5,7 @@ use crate::allocators::Allocators;
 use crate::auth::serviceaccount::{KeyConfig, KeyError, TokenKeys};
 use crate::auth::{TokenFileError, Tokens, User};
 use crate::certs::{self, CertError};
+use crate::http::kubelet_client::{KubeletClient, KubeletClientError};
 use crate::http::{router, App};
 use crate::options::{FlagError, Options};
 use crate::resources;
@@ -38,6 +39,8 @@ pub enum ServerError {
     ServiceAccountKey(#[from] KeyError),
     #[error(transparent)]
     Tls(#[from] TlsError),
+    #[error(transparent)]
+    KubeletClient(#[from] KubeletClientError),
     #[error("listening on {addr}: {source}")]
     Listen {
         addr: SocketAddr,
@@ -86,6 +89,7 @@ pub async fn run(opts: Options) -> Result<(), ServerError> {
         tokens,
         service_accounts,
         metrics: Default::default(),
+        kubelet: kubelet_client(&opts)?,
     });
     tokio::spawn(housekeeping(app.clone(), opts.event_ttl));
     serve::serve(
@@ -199,6 +203,17 @@ fn tokens(opts: &Options, admin: &str) -> Result<Tokens, TokenFileError> {
     };
     tokens.insert(admin, user);
     Ok(tokens)
+}
+
+/// How pods/log reaches agents: the flags' certificate, else the data directory's (HTTPS
+/// only: the plain-HTTP server has no CA).
+fn kubelet_client(opts: &Options) -> Result<KubeletClient, KubeletClientError> {
+    let data_dir = (!opts.insecure_serve_http).then_some(opts.data_dir.as_path());
+    KubeletClient::load(
+        opts.kubelet_client_certificate.as_deref(),
+        opts.kubelet_client_key.as_deref(),
+        data_dir,
+    )
 }
 
 /// The address clients use: --advertise-address, else the bind address (loopback for any).

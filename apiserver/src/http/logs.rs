@@ -1,8 +1,9 @@
 //! pods/log: proxied to the kubelet API of the Pod's node (GET /containerLogs/{ns}/{pod}/{c}),
-//! streamed through. Like kube-apiserver without --kubelet-certificate-authority, the node's
-//! serving certificate is not verified.
+//! streamed through, over a connection made with the API server's kubelet client certificate
+//! (`kubelet_client`).
 
 use super::json_response;
+use super::kubelet_client::KubeletClient;
 use crate::resources;
 use crate::rest::{Api, Target};
 use crate::status::{ApiError, ApiResult};
@@ -10,12 +11,7 @@ use axum::body::Body;
 use axum::response::Response;
 use http::StatusCode;
 use http_body_util::BodyExt;
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::WebPkiSupportedAlgorithms;
-use rustls::pki_types::{CertificateDer, CertificateDer as Cert, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct as Dss, SignatureScheme};
 use serde_json::Value;
-use std::sync::Arc;
 
 /// Query parameters the kubelet understands, passed through as given.
 const PASSED: [&str; 6] = [
@@ -27,7 +23,12 @@ const PASSED: [&str; 6] = [
     "limitBytes",
 ];
 
-pub async fn pod_logs(api: &Api, t: &Target, query: &str) -> ApiResult<Response> {
+pub async fn pod_logs(
+    api: &Api,
+    kubelet: &KubeletClient,
+    t: &Target,
+    query: &str,
+) -> ApiResult<Response> {
     let pod = api.get_entry(t)?;
     let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query).unwrap_or_default();
     let container = container(&pod.obj, &t.name, &pairs)?;
@@ -49,7 +50,7 @@ pub async fn pod_logs(api: &Api, t: &Target, query: &str) -> ApiResult<Response>
         .collect();
     let q = serde_urlencoded::to_string(&q).unwrap_or_default();
     let path = format!("/containerLogs/{}/{}/{container}?{q}", t.namespace, t.name);
-    fetch(&addr, port, &path).await.map_err(|e| {
+    fetch(kubelet, &addr, port, &path).await.map_err(|e| {
         ApiError::new(502, "BadGateway", format!("Get \"https://{addr}:{port}{path}\": {e} (is keelson-agent running on node {node}?)"))
     })
 }
@@ -107,23 +108,13 @@ fn kubelet_endpoint(api: &Api, node: &str, pod_name: &str) -> ApiResult<(String,
     Ok((addr.to_string(), port))
 }
 
-async fn fetch(addr: &str, port: u16, path: &str) -> Result<Response, String> {
-    let tcp = tokio::net::TcpStream::connect((addr, port))
-        .await
-        .map_err(|e| e.to_string())?;
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let verifier = AnyNodeCertificate(provider.signature_verification_algorithms);
-    let config = rustls::ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .map_err(|e| e.to_string())?
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(verifier))
-        .with_no_client_auth();
-    let name = ServerName::try_from(addr.to_string()).map_err(|e| e.to_string())?;
-    let tls = tokio_rustls::TlsConnector::from(Arc::new(config))
-        .connect(name, tcp)
-        .await
-        .map_err(|e| e.to_string())?;
+async fn fetch(
+    kubelet: &KubeletClient,
+    addr: &str,
+    port: u16,
+    path: &str,
+) -> Result<Response, String> {
+    let tls = kubelet.connect(addr, port).await?;
     let (mut sender, conn) =
         hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls))
             .await
@@ -161,36 +152,4 @@ async fn fetch(addr: &str, port: u16, path: &str) -> Result<Response, String> {
         .header(http::header::CONTENT_TYPE, "text/plain")
         .body(body)
         .map_err(|e| e.to_string())
-}
-
-/// Accepts the node's certificate whatever signed it (agents serve self-signed ones), but
-/// still checks that the handshake is signed with that certificate's key.
-#[derive(Debug)]
-struct AnyNodeCertificate(WebPkiSupportedAlgorithms);
-
-type Signature = Result<HandshakeSignatureValid, rustls::Error>;
-
-impl ServerCertVerifier for AnyNodeCertificate {
-    fn verify_server_cert(
-        &self,
-        _: &CertificateDer<'_>,
-        _: &[CertificateDer<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(&self, msg: &[u8], cert: &Cert<'_>, dss: &Dss) -> Signature {
-        rustls::crypto::verify_tls12_signature(msg, cert, dss, &self.0)
-    }
-
-    fn verify_tls13_signature(&self, msg: &[u8], cert: &Cert<'_>, dss: &Dss) -> Signature {
-        rustls::crypto::verify_tls13_signature(msg, cert, dss, &self.0)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_schemes()
-    }
 }

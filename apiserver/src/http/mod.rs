@@ -2,6 +2,7 @@
 
 mod discovery;
 mod handlers;
+pub mod kubelet_client;
 mod logs;
 mod resource;
 mod route;
@@ -32,6 +33,8 @@ pub struct App {
     /// Signs and verifies service-account tokens.
     pub service_accounts: auth::serviceaccount::TokenKeys,
     pub metrics: Metrics,
+    /// How pods/log connects to agents (the kubelet client certificate).
+    pub kubelet: kubelet_client::KubeletClient,
 }
 
 pub fn router(app: Arc<App>) -> axum::Router {

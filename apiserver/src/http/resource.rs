@@ -25,7 +25,9 @@ pub async fn handle(app: &App, rp: ResourcePath, call: &Call) -> ApiResult<Respo
             r.object(rest::get(r.api(), &r.target)?, StatusCode::OK)
         }
         (Method::GET, false, "scale") => ok(&rest::get_scale(r.api(), &r.target)?),
-        (Method::GET, false, "log") => logs::pod_logs(r.api(), &r.target, call.query()).await,
+        (Method::GET, false, "log") => {
+            logs::pod_logs(r.api(), &app.kubelet, &r.target, call.query()).await
+        }
         (Method::POST, true, "") => r.create().await,
         (Method::POST, false, "binding") => r.bind().await,
         (Method::POST, false, "eviction") => r.evict().await,
