@@ -5,7 +5,11 @@
 
 pub mod authorize;
 pub mod bootstrap;
+pub mod node;
+pub mod policy;
+pub mod rbac;
 pub mod serviceaccount;
+pub mod watched;
 pub mod x509;
 
 use keelson_apimachinery::well_known::AUTHENTICATED_GROUP;

@@ -55,6 +55,10 @@ pub struct Options {
     /// The key of --kubelet-client-certificate.
     #[arg(long)]
     pub kubelet_client_key: Option<PathBuf>,
+    /// Authorizers asked in order, comma-separated: AlwaysAllow, Node, RBAC (members of
+    /// system:masters are always allowed).
+    #[arg(long, value_delimiter = ',', default_value = "Node,RBAC")]
+    pub authorization_mode: Vec<crate::auth::authorize::Mode>,
     /// Static bearer tokens: token,user,uid,"group1,group2" per line.
     #[arg(long)]
     pub token_auth_file: Option<PathBuf>,

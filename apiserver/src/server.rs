@@ -55,6 +55,7 @@ pub async fn run(opts: Options) -> Result<(), ServerError> {
     let api = open_api(&opts, net)?;
     rest::rebuild_allocations(&api);
     bootstrap(&api).await;
+    crate::auth::policy::reconcile(&api).await;
     let token = admin_token(dir)?;
     let tokens = tokens(&opts, &token)?;
     let mut service_accounts = TokenKeys::load(KeyConfig {
@@ -84,12 +85,14 @@ pub async fn run(opts: Options) -> Result<(), ServerError> {
     let kubeconfig = dir.join("admin.kubeconfig");
     datadir::restrict_files(dir)?;
     tracing::info!(%server, kubeconfig = %kubeconfig.display(), "serving");
+    let authz = crate::auth::authorize::Authorizer::new(&opts.authorization_mode, &api.store);
     let app = Arc::new(App {
         api,
         tokens,
         service_accounts,
         metrics: Default::default(),
         kubelet: kubelet_client(&opts)?,
+        authz,
     });
     tokio::spawn(housekeeping(app.clone(), opts.event_ttl));
     serve::serve(

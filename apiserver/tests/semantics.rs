@@ -275,7 +275,7 @@ fn aggregated_discovery_and_metrics() {
         .any(|s| s["subresource"] == "scale" && s["responseKind"]["group"] == "autoscaling"));
     s.kubectl_ok(&["get", "pods"]);
     assert!(s.metric("apiserver_request_total{verb=\"LIST\",resource=\"pods\"") >= 1.0);
-    let (_, text) = s.curl("GET", "/metrics", None, None, None);
+    let (_, text) = s.curl_admin("GET", "/metrics", None, None);
     assert!(
         text.contains("apiserver_request_duration_seconds_bucket"),
         "{text}"

@@ -262,9 +262,10 @@ impl Apiserver {
             .expect("a client from the admin kubeconfig")
     }
 
-    /// The sum of a metric's samples from /metrics (0 when absent).
+    /// The sum of a metric's samples from /metrics (0 when absent); read with the admin token,
+    /// as /metrics needs credentials.
     pub fn metric(&self, name_and_labels: &str) -> f64 {
-        let (_, text) = self.curl("GET", "/metrics", None, None, None);
+        let (_, text) = self.curl_admin("GET", "/metrics", None, None);
         crate::metric_sum(&text, name_and_labels)
     }
 }

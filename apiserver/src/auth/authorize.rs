@@ -1,15 +1,19 @@
-//! What an identity may do before RBAC exists: everyone authenticated may do everything,
-//! except bootstrap token users (group system:bootstrappers), who may only create and read
-//! CertificateSigningRequests and read discovery. Refusals are 403 with upstream's message.
+//! Who may do what: the authorizers of `--authorization-mode` (AlwaysAllow, Node, RBAC) asked
+//! in order, the first to allow wins; members of system:masters are always allowed (upstream's
+//! privileged-group authorizer). Refusals are 403 with upstream's message.
 
-use super::User;
+use super::rbac::{Index, Rule};
+use super::watched::Watched;
+use super::{node, policy, User};
 use crate::http::Route;
-use keelson_apimachinery::well_known::BOOTSTRAPPERS_GROUP;
+use crate::store::Store;
+use keelson_apimachinery::well_known::MASTERS_GROUP;
+use std::borrow::Cow;
 
 /// What a request asks to do, in RBAC's terms.
 #[derive(Debug, PartialEq)]
 pub struct Attributes<'a> {
-    pub verb: &'static str,
+    pub verb: &'a str,
     /// None for a non-resource path such as /version.
     pub resource: Option<ResourceAttributes<'a>>,
     pub path: &'a str,
@@ -17,20 +21,50 @@ pub struct Attributes<'a> {
 
 #[derive(Debug, PartialEq)]
 pub struct ResourceAttributes<'a> {
-    pub group: &'static str,
-    pub resource: &'static str,
+    pub group: &'a str,
+    pub resource: &'a str,
     pub subresource: &'a str,
     pub namespace: &'a str,
-    pub name: &'a str,
+    /// The object's name; for a list or watch, the name its `metadata.name` field selector
+    /// names, as upstream's RequestInfo reads it (nodes watch single Secrets that way).
+    pub name: Cow<'a, str>,
 }
 
-/// The verb of a request as upstream's RequestInfo names it.
+/// The verb of a request as upstream's RequestInfo names it (`watch`: the query asks for one).
 pub fn attributes<'a>(
     method: &str,
     route: &'a Option<Route>,
     path: &'a str,
     watch: bool,
 ) -> Attributes<'a> {
+    let query = if watch { "watch=true" } else { "" };
+    request_attributes(method, route, path, query)
+}
+
+/// `attributes` with the name a list or watch selects by `metadata.name` from its query.
+pub fn request_attributes<'a>(
+    method: &str,
+    route: &'a Option<Route>,
+    path: &'a str,
+    query: &str,
+) -> Attributes<'a> {
+    if path.trim_end_matches('/') == SELF_SUBJECT_REVIEWS {
+        return Attributes {
+            verb: if method == "POST" {
+                "create"
+            } else {
+                "unknown"
+            },
+            resource: Some(ResourceAttributes {
+                group: "authentication.k8s.io",
+                resource: "selfsubjectreviews",
+                subresource: "",
+                namespace: "",
+                name: Cow::Borrowed(""),
+            }),
+            path,
+        };
+    }
     let Some(Route::Resource(rp)) = route else {
         let verb = match method {
             "GET" | "HEAD" => "get",
@@ -47,8 +81,9 @@ pub fn attributes<'a>(
         };
     };
     let collection = rp.name.is_empty();
+    let watch = rp.legacy_watch || is_watch(query);
     let verb = match (method, collection) {
-        ("GET" | "HEAD", true) if watch || rp.legacy_watch => "watch",
+        ("GET" | "HEAD", true) if watch => "watch",
         ("GET" | "HEAD", true) => "list",
         ("GET" | "HEAD", false) => "get",
         ("POST", _) => "create",
@@ -58,6 +93,10 @@ pub fn attributes<'a>(
         ("DELETE", false) => "delete",
         _ => "unknown",
     };
+    let name = match (verb, collection) {
+        ("list" | "watch", true) => Cow::Owned(selected_name(query).unwrap_or_default()),
+        _ => Cow::Borrowed(rp.name.as_str()),
+    };
     Attributes {
         verb,
         resource: Some(ResourceAttributes {
@@ -65,56 +104,140 @@ pub fn attributes<'a>(
             resource: rp.res.plural,
             subresource: &rp.sub,
             namespace: &rp.namespace,
-            name: &rp.name,
+            name,
         }),
         path,
-    }
-}
-
-/// Ok, or upstream's Forbidden message for `user`.
-pub fn authorize(user: &User, a: &Attributes) -> Result<(), String> {
-    if !user.groups.iter().any(|g| g == BOOTSTRAPPERS_GROUP) || bootstrapper_may(a) {
-        return Ok(());
-    }
-    Err(forbidden_message(user, a))
-}
-
-fn bootstrapper_may(a: &Attributes) -> bool {
-    match &a.resource {
-        Some(r) => {
-            r.group == "certificates.k8s.io"
-                && r.resource == "certificatesigningrequests"
-                && r.subresource.is_empty()
-                && matches!(a.verb, "create" | "get" | "list" | "watch")
-        }
-        None => {
-            (a.verb == "get" && is_discovery(a.path))
-                || (a.verb == "post" && a.path.trim_end_matches('/') == SELF_SUBJECT_REVIEWS)
-        }
     }
 }
 
 /// Where any authenticated user asks who the server thinks they are (`kubectl auth whoami`).
 pub const SELF_SUBJECT_REVIEWS: &str = "/apis/authentication.k8s.io/v1/selfsubjectreviews";
 
-/// What upstream's system:discovery role allows: /api, /apis and below them the discovery
-/// documents (resource paths were routed above), /version and the OpenAPI documents (kubectl
-/// fetches them before every create).
-fn is_discovery(path: &str) -> bool {
-    let p = path.trim_end_matches('/');
-    ["/api", "/apis", "/version", "/openapi"].contains(&p)
-        || ["/api/", "/apis/", "/openapi/"]
-            .iter()
-            .any(|prefix| p.starts_with(prefix))
+pub fn is_watch(query: &str) -> bool {
+    query
+        .split('&')
+        .any(|kv| kv == "watch=true" || kv == "watch=1")
+}
+
+/// The name a `fieldSelector=metadata.name=x` (or `==x`) picks, if that is what it selects.
+fn selected_name(query: &str) -> Option<String> {
+    if !query.contains("fieldSelector") {
+        return None;
+    }
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query).ok()?;
+    let selector = pairs.into_iter().find(|(k, _)| k == "fieldSelector")?.1;
+    let mut terms = selector.split(',');
+    let term = terms.next()?;
+    if terms.next().is_some() {
+        return None;
+    }
+    let name = term
+        .strip_prefix("metadata.name==")
+        .or_else(|| term.strip_prefix("metadata.name="))?;
+    Some(name.to_string())
+}
+
+/// The authorizers `--authorization-mode` lists, asked in that order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    #[value(name = "AlwaysAllow")]
+    AlwaysAllow,
+    #[value(name = "Node")]
+    Node,
+    #[value(name = "RBAC")]
+    Rbac,
+}
+
+/// An authorizer's answer; the reason is what upstream shows (allowed) or appends to the
+/// Forbidden message (no opinion).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    Allow(String),
+    NoOpinion(String),
+}
+
+pub struct Authorizer {
+    modes: Vec<Mode>,
+    /// The RBAC objects and the pod graph; None when neither Node nor RBAC is on.
+    watched: Option<Watched>,
+    node_rules: Vec<Rule>,
+}
+
+impl Authorizer {
+    pub fn new(modes: &[Mode], store: &Store) -> Authorizer {
+        let needs_store = modes.iter().any(|m| matches!(m, Mode::Node | Mode::Rbac));
+        Authorizer {
+            modes: modes.to_vec(),
+            watched: needs_store.then(|| Watched::new(store.clone(), modes.contains(&Mode::Node))),
+            node_rules: policy::roles::node(),
+        }
+    }
+
+    pub fn decide(&self, user: &User, a: &Attributes) -> Decision {
+        if user.groups.iter().any(|g| g == MASTERS_GROUP) {
+            return Decision::Allow(String::new());
+        }
+        let mut reasons: Vec<String> = Vec::new();
+        for mode in &self.modes {
+            let answer = match (mode, &self.watched) {
+                (Mode::AlwaysAllow, _) => Ok(String::new()),
+                (Mode::Node, Some(w)) if node::node_name(user).is_some() => {
+                    w.with_graph(|g| node::authorize(g, &self.node_rules, user, a))
+                }
+                (Mode::Rbac, Some(w)) => w.rbac().allows(user, a).ok_or_default(),
+                _ => Err(String::new()),
+            };
+            match answer {
+                Ok(reason) => return Decision::Allow(reason),
+                Err(reason) if !reason.is_empty() => reasons.push(reason),
+                Err(_) => {}
+            }
+        }
+        Decision::NoOpinion(reasons.join(", "))
+    }
+
+    /// The RBAC rules `user` holds in `namespace` (SelfSubjectRulesReview), and whether more
+    /// may be allowed than they show (another authorizer is on).
+    pub fn rules(&self, user: &User, namespace: &str) -> (Vec<Rule>, bool) {
+        let rbac: Option<std::sync::Arc<Index>> = match self.modes.contains(&Mode::Rbac) {
+            true => self.watched.as_ref().map(Watched::rbac),
+            false => None,
+        };
+        let rules = rbac.map(|i| i.rules(user, namespace)).unwrap_or_default();
+        let incomplete = self.modes.iter().any(|m| *m != Mode::Rbac);
+        (rules, incomplete)
+    }
+}
+
+trait OkOrDefault {
+    fn ok_or_default(self) -> Result<String, String>;
+}
+
+impl OkOrDefault for Option<String> {
+    fn ok_or_default(self) -> Result<String, String> {
+        self.ok_or_else(String::new)
+    }
+}
+
+/// Ok, or upstream's Forbidden message for `user`.
+pub fn authorize(authz: &Authorizer, user: &User, a: &Attributes) -> Result<(), String> {
+    match authz.decide(user, a) {
+        Decision::Allow(_) => Ok(()),
+        Decision::NoOpinion(reason) => Err(forbidden_message(user, a, &reason)),
+    }
 }
 
 /// `pods is forbidden: User "x" cannot list resource "pods" in API group "" in the namespace
-/// "default"`, as upstream's authorization filter words it.
-fn forbidden_message(user: &User, a: &Attributes) -> String {
+/// "default"`, as upstream's authorization filter words it, with the authorizers' reason.
+pub fn forbidden_message(user: &User, a: &Attributes, reason: &str) -> String {
     let name = &user.name;
+    let suffix = match reason {
+        "" => String::new(),
+        r => format!(": {r}"),
+    };
     let Some(r) = &a.resource else {
         return format!(
-            "forbidden: User {name:?} cannot {} path {:?}",
+            "forbidden: User {name:?} cannot {} path {:?}{suffix}",
             a.verb, a.path
         );
     };
@@ -122,17 +245,14 @@ fn forbidden_message(user: &User, a: &Attributes) -> String {
     if !r.subresource.is_empty() {
         resource = format!("{resource}/{}", r.subresource);
     }
-    let why = if r.namespace.is_empty() {
-        format!(
-            "User {name:?} cannot {} resource {resource:?} in API group {:?} at the cluster scope",
-            a.verb, r.group
-        )
-    } else {
-        format!(
-            "User {name:?} cannot {} resource {resource:?} in API group {:?} in the namespace {:?}",
-            a.verb, r.group, r.namespace
-        )
+    let scope = match r.namespace {
+        "" => "at the cluster scope".to_string(),
+        ns => format!("in the namespace {ns:?}"),
     };
+    let why = format!(
+        "User {name:?} cannot {} resource {resource:?} in API group {:?} {scope}{suffix}",
+        a.verb, r.group
+    );
     let qualified = if r.group.is_empty() {
         r.resource.to_string()
     } else {
@@ -146,67 +266,4 @@ fn forbidden_message(user: &User, a: &Attributes) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::http::parse;
-
-    fn bootstrapper() -> User {
-        User {
-            name: "system:bootstrap:abcdef".into(),
-            uid: String::new(),
-            groups: vec!["system:bootstrappers".into(), "system:authenticated".into()],
-        }
-    }
-
-    fn check(method: &str, path: &str) -> Result<(), String> {
-        let route = parse(path);
-        authorize(&bootstrapper(), &attributes(method, &route, path, false))
-    }
-
-    #[test]
-    fn bootstrappers_may_create_and_read_csrs_and_discovery() {
-        let csrs = "/apis/certificates.k8s.io/v1/certificatesigningrequests";
-        assert_eq!(check("POST", csrs), Ok(()));
-        assert_eq!(check("GET", csrs), Ok(()));
-        assert_eq!(check("GET", &format!("{csrs}/node-csr-1")), Ok(()));
-        for p in [
-            "/api",
-            "/apis",
-            "/api/v1",
-            "/apis/certificates.k8s.io/v1",
-            "/version",
-            "/openapi/v2",
-        ] {
-            assert_eq!(check("GET", p), Ok(()), "{p}");
-        }
-    }
-
-    #[test]
-    fn everything_else_is_forbidden_with_upstreams_message() {
-        let csrs = "/apis/certificates.k8s.io/v1/certificatesigningrequests";
-        assert_eq!(
-            check("GET", "/api/v1/namespaces/default/pods"),
-            Err(r#"pods is forbidden: User "system:bootstrap:abcdef" cannot list resource "pods" in API group "" in the namespace "default""#.into())
-        );
-        assert_eq!(
-            check("PUT", &format!("{csrs}/x/approval")),
-            Err(r#"certificatesigningrequests.certificates.k8s.io "x" is forbidden: User "system:bootstrap:abcdef" cannot update resource "certificatesigningrequests/approval" in API group "certificates.k8s.io" at the cluster scope"#.into())
-        );
-        assert!(check("DELETE", &format!("{csrs}/x")).is_err());
-        assert_eq!(check("POST", SELF_SUBJECT_REVIEWS), Ok(()));
-        assert_eq!(
-            check("GET", "/metrics-not-public"),
-            Err(r#"forbidden: User "system:bootstrap:abcdef" cannot get path "/metrics-not-public""#.into())
-        );
-        let admin = User {
-            name: "a".into(),
-            uid: String::new(),
-            groups: vec!["system:masters".into()],
-        };
-        let route = parse("/api/v1/pods");
-        assert_eq!(
-            authorize(&admin, &attributes("GET", &route, "/api/v1/pods", false)),
-            Ok(())
-        );
-    }
-}
+mod tests;

@@ -35,6 +35,8 @@ pub struct App {
     pub metrics: Metrics,
     /// How pods/log connects to agents (the kubelet client certificate).
     pub kubelet: kubelet_client::KubeletClient,
+    /// The authorizers of --authorization-mode.
+    pub authz: authorize::Authorizer,
 }
 
 pub fn router(app: Arc<App>) -> axum::Router {
@@ -85,12 +87,11 @@ impl Call {
     }
 }
 
-/// Paths anyone may read, as upstream's system:public-info-viewer allows.
+/// Paths anyone may read, as upstream's system:public-info-viewer allows (/metrics needs
+/// credentials and system:monitoring).
 fn is_public(path: &str) -> bool {
-    matches!(
-        path,
-        "/healthz" | "/readyz" | "/livez" | "/version" | "/metrics"
-    ) || path.starts_with("/healthz/")
+    matches!(path, "/healthz" | "/readyz" | "/livez" | "/version")
+        || path.starts_with("/healthz/")
         || path.starts_with("/readyz/")
         || path.starts_with("/livez/")
 }
@@ -110,7 +111,7 @@ async fn dispatch(State(app): State<Arc<App>>, req: Request) -> Response {
         Err(e) => return e.into_response(),
     };
     let route = parse(call.path());
-    if let Err(e) = allowed(&call, &route) {
+    if let Err(e) = allowed(&app, &call, &route) {
         return e.into_response();
     }
     let labels = metric_labels(call.method(), &route, call.query());
@@ -166,23 +167,19 @@ fn is_cluster_info(method: &Method, path: &str) -> bool {
 }
 
 /// 403 unless the user may make this request (`auth::authorize`).
-fn allowed(call: &Call, route: &Option<Route>) -> ApiResult<()> {
-    let a = authorize::attributes(
-        call.method().as_str(),
-        route,
-        call.path(),
-        is_watch(call.query()),
-    );
-    authorize::authorize(&call.user, &a).map_err(|message| {
-        let resource = a.resource.as_ref().map(|r| (r.group, r.resource, r.name));
+fn allowed(app: &App, call: &Call, route: &Option<Route>) -> ApiResult<()> {
+    let a = authorize::request_attributes(call.method().as_str(), route, call.path(), call.query());
+    authorize::authorize(&app.authz, &call.user, &a).map_err(|message| {
+        let resource = a
+            .resource
+            .as_ref()
+            .map(|r| (r.group, r.resource, r.name.as_ref()));
         ApiError::forbidden(message, resource)
     })
 }
 
 fn is_watch(query: &str) -> bool {
-    query
-        .split('&')
-        .any(|kv| kv == "watch=true" || kv == "watch=1")
+    authorize::is_watch(query)
 }
 
 async fn read_body(body: Body) -> ApiResult<Bytes> {

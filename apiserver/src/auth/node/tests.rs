@@ -1,0 +1,152 @@
+use super::*;
+use crate::auth::authorize::ResourceAttributes;
+use crate::auth::policy::roles;
+use serde_json::json;
+use std::borrow::Cow;
+
+fn node(name: &str) -> User {
+    User {
+        name: format!("system:node:{name}"),
+        uid: String::new(),
+        groups: vec!["system:nodes".into(), "system:authenticated".into()],
+    }
+}
+
+fn req<'a>(
+    verb: &'a str,
+    group: &'a str,
+    resource: &'a str,
+    sub: &'a str,
+    ns: &'a str,
+    name: &'a str,
+) -> Attributes<'a> {
+    Attributes {
+        verb,
+        resource: Some(ResourceAttributes {
+            group,
+            resource,
+            subresource: sub,
+            namespace: ns,
+            name: Cow::Borrowed(name),
+        }),
+        path: "",
+    }
+}
+
+fn pod(name: &str, node: &str, secret: &str) -> serde_json::Value {
+    json!({"metadata": {"name": name, "namespace": "default"}, "spec": {
+        "nodeName": node, "serviceAccountName": "web",
+        "imagePullSecrets": [{"name": "registry"}],
+        "containers": [{"name": "c", "env": [{"name": "A", "valueFrom": {"configMapKeyRef": {"name": "env-cm", "key": "a"}}}],
+            "envFrom": [{"secretRef": {"name": "env-secret"}}]}],
+        "volumes": [{"name": "v", "secret": {"secretName": secret}},
+            {"name": "p", "projected": {"sources": [{"configMap": {"name": "kube-root-ca.crt"}}]}},
+            {"name": "d", "persistentVolumeClaim": {"claimName": "data"}}]}})
+}
+
+#[test]
+fn pods_reference_what_they_use() {
+    let refs = references(&pod("a", "n1", "tls"));
+    let names: Vec<(Kind, &str)> = refs.iter().map(|(k, _, n)| (*k, n.as_str())).collect();
+    for want in [
+        (Kind::ServiceAccount, "web"),
+        (Kind::Secret, "registry"),
+        (Kind::Secret, "env-secret"),
+        (Kind::Secret, "tls"),
+        (Kind::ConfigMap, "env-cm"),
+        (Kind::ConfigMap, "kube-root-ca.crt"),
+        (Kind::Claim, "data"),
+    ] {
+        assert!(names.contains(&want), "{want:?} in {names:?}");
+    }
+}
+
+#[test]
+fn a_node_reads_only_what_its_pods_use() {
+    let mut g = Graph::default();
+    g.set_pod("/core/pods/default/a", Some(&pod("a", "n1", "mine")));
+    g.set_pod("/core/pods/default/b", Some(&pod("b", "n2", "theirs")));
+    let rules = roles::node();
+    let n1 = node("n1");
+    let get = |name| {
+        authorize(
+            &g,
+            &rules,
+            &n1,
+            &req("get", "", "secrets", "", "default", name),
+        )
+    };
+    assert_eq!(get("mine"), Ok(String::new()));
+    assert_eq!(
+        get("theirs"),
+        Err("no relationship found between node 'n1' and this object".into())
+    );
+    assert!(get("registry").is_ok(), "used by pods on both nodes");
+    let list = authorize(
+        &g,
+        &rules,
+        &n1,
+        &req("list", "", "secrets", "", "default", ""),
+    );
+    assert!(list.is_err(), "no listing of all Secrets");
+    let token = req("create", "", "serviceaccounts", "token", "default", "web");
+    assert!(authorize(&g, &rules, &n1, &token).is_ok());
+    assert!(authorize(&g, &rules, &node("n3"), &token).is_err());
+    // Its pod moved away or was deleted: the edge is gone.
+    g.set_pod("/core/pods/default/a", None);
+    assert!(authorize(
+        &g,
+        &rules,
+        &n1,
+        &req("get", "", "secrets", "", "default", "mine")
+    )
+    .is_err());
+    assert!(authorize(
+        &g,
+        &rules,
+        &n1,
+        &req("get", "", "secrets", "", "default", "registry")
+    )
+    .is_err());
+    assert!(authorize(
+        &g,
+        &rules,
+        &node("n2"),
+        &req("get", "", "secrets", "", "default", "registry")
+    )
+    .is_ok());
+}
+
+#[test]
+fn leases_and_node_rules() {
+    let g = Graph::default();
+    let rules = roles::node();
+    let n1 = node("n1");
+    let lease = |verb, ns, name| {
+        authorize(
+            &g,
+            &rules,
+            &n1,
+            &req(verb, "coordination.k8s.io", "leases", "", ns, name),
+        )
+    };
+    assert!(lease("update", "kube-node-lease", "n1").is_ok());
+    assert!(lease("create", "kube-node-lease", "").is_ok());
+    assert!(lease("update", "kube-node-lease", "n2").is_err());
+    assert!(lease("get", "default", "n1").is_err());
+    assert!(lease("list", "kube-node-lease", "").is_err());
+    let r = |verb, res, sub| authorize(&g, &rules, &n1, &req(verb, "", res, sub, "", ""));
+    assert!(r("patch", "nodes", "status").is_ok());
+    assert!(r("watch", "pods", "").is_ok());
+    assert!(r("delete", "namespaces", "").is_err());
+    assert!(r("create", "deployments", "").is_err());
+    let not_a_node = User {
+        groups: vec![],
+        ..node("n1")
+    };
+    assert_eq!(node_name(&not_a_node), None);
+    assert_eq!(
+        authorize(&g, &rules, &not_a_node, &req("get", "", "pods", "", "", "")),
+        Err(String::new())
+    );
+}

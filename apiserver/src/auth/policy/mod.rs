@@ -1,0 +1,290 @@
+//! The bootstrap policy: the default ClusterRoles and bindings, written at every start
+//! (created when missing; roles get missing rules and bindings missing subjects back unless
+//! annotated rbac.authorization.kubernetes.io/autoupdate=false), as upstream's
+//! storage_rbac post-start hook reconciles them.
+
+mod controllers;
+pub mod roles;
+
+use crate::auth::rbac::{Rule, RBAC_GROUP};
+use crate::resources;
+use crate::rest::{self, Api, Sub, Target};
+use keelson_apimachinery::well_known::{
+    AUTHENTICATED_GROUP, BOOTSTRAPPERS_GROUP, BOOTSTRAPPING_LABEL, CLUSTER_INFO_CONFIGMAP,
+    MASTERS_GROUP, NODES_GROUP, RBAC_AUTOUPDATE_ANNOTATION, UNAUTHENTICATED_GROUP,
+};
+use serde_json::{json, Value};
+
+const CSR_NODE_CLIENT: &str = "system:certificates.k8s.io:certificatesigningrequests:nodeclient";
+const CSR_SELF_NODE_CLIENT: &str =
+    "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient";
+/// kubeadm's Role letting anyone read kube-public/cluster-info.
+const CLUSTER_INFO_ROLE: &str = "kubeadm:bootstrap-signer-clusterinfo";
+
+/// A binding's subject: ("User" | "Group", name) or ("ServiceAccount", "ns/name").
+type Subject = (&'static str, String);
+
+fn user(name: &str) -> Subject {
+    ("User", name.to_string())
+}
+
+fn group(name: &str) -> Subject {
+    ("Group", name.to_string())
+}
+
+fn meta(name: &str, namespace: Option<&str>) -> Value {
+    let mut m = json!({
+        "name": name,
+        "labels": { BOOTSTRAPPING_LABEL: "rbac-defaults" },
+        "annotations": { RBAC_AUTOUPDATE_ANNOTATION: "true" },
+    });
+    if let Some(ns) = namespace {
+        m["namespace"] = json!(ns);
+    }
+    m
+}
+
+fn role(kind: &str, name: &str, namespace: Option<&str>, rules: &[Rule]) -> Value {
+    let rules: Vec<Value> = rules.iter().map(Rule::to_value).collect();
+    json!({ "apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind,
+        "metadata": meta(name, namespace), "rules": rules })
+}
+
+fn subject_value((kind, name): &Subject) -> Value {
+    match (*kind, name.split_once('/')) {
+        ("ServiceAccount", Some((ns, n))) => {
+            json!({ "kind": "ServiceAccount", "name": n, "namespace": ns })
+        }
+        _ => json!({ "kind": kind, "apiGroup": RBAC_GROUP, "name": name }),
+    }
+}
+
+fn binding(
+    kind: &str,
+    name: &str,
+    namespace: Option<&str>,
+    role_kind: &str,
+    role: &str,
+    subjects: &[Subject],
+) -> Value {
+    let subjects: Vec<Value> = subjects.iter().map(subject_value).collect();
+    json!({ "apiVersion": "rbac.authorization.k8s.io/v1", "kind": kind,
+        "metadata": meta(name, namespace),
+        "roleRef": { "apiGroup": RBAC_GROUP, "kind": role_kind, "name": role },
+        "subjects": subjects })
+}
+
+/// Every default ClusterRole, by name.
+pub fn cluster_roles() -> Vec<(String, Vec<Rule>)> {
+    let mut out: Vec<(String, Vec<Rule>)> = [
+        ("cluster-admin", roles::cluster_admin()),
+        ("admin", roles::admin()),
+        ("edit", roles::edit()),
+        ("view", roles::view()),
+        ("system:discovery", roles::discovery()),
+        ("system:basic-user", roles::basic_user()),
+        ("system:public-info-viewer", roles::public_info_viewer()),
+        ("system:monitoring", roles::monitoring()),
+        ("system:node", roles::node()),
+        ("system:node-bootstrapper", roles::node_bootstrapper()),
+        (CSR_NODE_CLIENT, roles::csr_node_client()),
+        (CSR_SELF_NODE_CLIENT, roles::csr_self_node_client()),
+        ("system:node-proxier", roles::node_proxier()),
+        ("system:kubelet-api-admin", roles::kubelet_api_admin()),
+        ("system:kube-scheduler", roles::scheduler()),
+        (
+            "system:kube-controller-manager",
+            controllers::kube_controller_manager(),
+        ),
+        ("keelson:ingress-controller", roles::ingress_controller()),
+    ]
+    .into_iter()
+    .map(|(n, r)| (n.to_string(), r))
+    .collect();
+    for (name, rules) in controllers::controller_roles() {
+        out.push((format!("system:controller:{name}"), rules));
+    }
+    out
+}
+
+/// Every default ClusterRoleBinding: (binding name, ClusterRole, subjects).
+fn cluster_role_bindings() -> Vec<(String, String, Vec<Subject>)> {
+    let mut out: Vec<(String, String, Vec<Subject>)> = [
+        ("cluster-admin", vec![group(MASTERS_GROUP)]),
+        ("system:discovery", vec![group(AUTHENTICATED_GROUP)]),
+        ("system:basic-user", vec![group(AUTHENTICATED_GROUP)]),
+        (
+            "system:public-info-viewer",
+            vec![group(AUTHENTICATED_GROUP), group(UNAUTHENTICATED_GROUP)],
+        ),
+        ("system:monitoring", vec![group("system:monitoring")]),
+        ("system:node-bootstrapper", vec![group(BOOTSTRAPPERS_GROUP)]),
+        (CSR_NODE_CLIENT, vec![group(BOOTSTRAPPERS_GROUP)]),
+        (CSR_SELF_NODE_CLIENT, vec![group(NODES_GROUP)]),
+        // Keelson-only: on joined machines the proxy runs with the node's credentials.
+        (
+            "system:node-proxier",
+            vec![user("system:kube-proxy"), group(NODES_GROUP)],
+        ),
+        (
+            "system:kubelet-api-admin",
+            vec![user("kube-apiserver-kubelet-client")],
+        ),
+        ("system:kube-scheduler", vec![user("system:kube-scheduler")]),
+        (
+            "system:kube-controller-manager",
+            vec![user("system:kube-controller-manager")],
+        ),
+        (
+            "keelson:ingress-controller",
+            vec![user("keelson:ingress-controller")],
+        ),
+    ]
+    .into_iter()
+    .map(|(n, s)| (n.to_string(), n.to_string(), s))
+    .collect();
+    // Keelson's controller manager runs every controller under its own identity (upstream's
+    // without --use-service-account-credentials); the service accounts are bound as upstream.
+    for (name, _) in controllers::controller_roles() {
+        let full = format!("system:controller:{name}");
+        let subjects = vec![
+            user("system:kube-controller-manager"),
+            ("ServiceAccount", format!("kube-system/{name}")),
+        ];
+        out.push((full.clone(), full, subjects));
+    }
+    out
+}
+
+/// Every default object as (kind, JSON), roles before the bindings that name them.
+pub fn objects() -> Vec<(&'static str, Value)> {
+    let mut out = Vec::new();
+    for (name, rules) in cluster_roles() {
+        out.push(("ClusterRole", role("ClusterRole", &name, None, &rules)));
+    }
+    let info = Rule::resources(&["get"], &[""], &["configmaps"]).named(&[CLUSTER_INFO_CONFIGMAP]);
+    out.push((
+        "Role",
+        role("Role", CLUSTER_INFO_ROLE, Some("kube-public"), &[info]),
+    ));
+    for (name, role_name, subjects) in cluster_role_bindings() {
+        out.push((
+            "ClusterRoleBinding",
+            binding(
+                "ClusterRoleBinding",
+                &name,
+                None,
+                "ClusterRole",
+                &role_name,
+                &subjects,
+            ),
+        ));
+    }
+    let anonymous = [user("system:anonymous")];
+    out.push((
+        "RoleBinding",
+        binding(
+            "RoleBinding",
+            CLUSTER_INFO_ROLE,
+            Some("kube-public"),
+            "Role",
+            CLUSTER_INFO_ROLE,
+            &anonymous,
+        ),
+    ));
+    out
+}
+
+/// The union of what is stored and what the default holds: missing rules or subjects added,
+/// labels and annotations filled in. None when nothing is missing or the object is annotated
+/// autoupdate=false.
+pub fn reconciled(existing: &Value, default: &Value) -> Option<Value> {
+    let annotation = format!(
+        "/metadata/annotations/{}",
+        RBAC_AUTOUPDATE_ANNOTATION.replace('/', "~1")
+    );
+    if existing.pointer(&annotation).and_then(Value::as_str) == Some("false") {
+        return None;
+    }
+    let mut out = existing.clone();
+    let mut changed = false;
+    for list in ["rules", "subjects"] {
+        let Some(want) = default.get(list).and_then(Value::as_array) else {
+            continue;
+        };
+        let have = existing
+            .get(list)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        let mut merged = have.clone();
+        for item in want {
+            let present = match list {
+                "rules" => have
+                    .iter()
+                    .any(|h| Rule::from_value(h) == Rule::from_value(item)),
+                _ => have.contains(item),
+            };
+            if !present {
+                merged.push(item.clone());
+            }
+        }
+        if merged.len() != have.len() {
+            out[list] = json!(merged);
+            changed = true;
+        }
+    }
+    for field in ["labels", "annotations"] {
+        let want = default
+            .pointer(&format!("/metadata/{field}"))
+            .and_then(Value::as_object);
+        for (k, v) in want.into_iter().flatten() {
+            let path = format!("/metadata/{field}/{}", k.replace('/', "~1"));
+            if existing.pointer(&path).is_none() {
+                crate::object::set_path(&mut out, &["metadata", field, k], v.clone());
+                changed = true;
+            }
+        }
+    }
+    changed.then_some(out)
+}
+
+/// Creates or completes every default object. Runs after the namespaces exist; failures are
+/// logged (the server then serves with what is stored).
+pub async fn reconcile(api: &Api) {
+    for (kind, default) in objects() {
+        let Some(res) = resources::by_kind(kind) else {
+            continue;
+        };
+        let text = |p: &str| {
+            default
+                .pointer(p)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string()
+        };
+        let (namespace, name) = (text("/metadata/namespace"), text("/metadata/name"));
+        let target = Target {
+            res,
+            namespace: namespace.clone(),
+            name: name.clone(),
+        };
+        let result = match api.store.get(&target.key()) {
+            None => rest::create(api, res, &namespace, default, false)
+                .await
+                .map(|_| ()),
+            Some(e) => match reconciled(&e.obj, &default) {
+                Some(obj) => rest::update(api, &target, obj, Sub::Main, false)
+                    .await
+                    .map(|_| ()),
+                None => Ok(()),
+            },
+        };
+        if let Err(e) = result {
+            tracing::warn!(kind, %name, error = %e.message, "reconciling the default RBAC policy failed");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
