@@ -7,6 +7,7 @@
 )]
 
 pub mod allocators;
+pub mod audit;
 pub mod auth;
 pub mod certs;
 pub mod cluster_info;

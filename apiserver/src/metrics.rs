@@ -27,6 +27,9 @@ pub struct Metrics {
     pub requests: Family<RequestLabels, Counter>,
     pub latency: Family<LatencyLabels, Histogram>,
     pub watchers: Gauge<i64, AtomicI64>,
+    /// Audit events made, and those dropped or not written (the log backend's errors).
+    pub audit_events: Counter,
+    pub audit_errors: Counter,
 }
 
 impl Metrics {
@@ -52,8 +55,23 @@ impl Metrics {
             "Open watches",
             watchers.clone(),
         );
+        let (audit_events, audit_errors) = (Counter::default(), Counter::default());
+        registry.register(
+            "apiserver_audit_event",
+            "Audit events generated and sent to the audit log",
+            audit_events.clone(),
+        );
+        registry
+            .sub_registry_with_label(("plugin".into(), "log".into()))
+            .register(
+                "apiserver_audit_error",
+                "Audit events dropped (the log's writer fell behind) or not written",
+                audit_errors.clone(),
+            );
         Metrics {
             registry,
+            audit_events,
+            audit_errors,
             requests,
             latency,
             watchers,

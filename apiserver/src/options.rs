@@ -94,6 +94,10 @@ pub struct Options {
     /// so tests can watch tokens expire and be refreshed.
     #[arg(long, default_value_t = 600, hide = true)]
     pub testing_min_token_expiration_seconds: i64,
+    /// The audit log: one audit.k8s.io/v1 Event (level Metadata) per request as a JSON line,
+    /// appended to this file; "-" writes to standard output. No audit log when unset.
+    #[arg(long)]
+    pub audit_log_path: Option<PathBuf>,
     /// How long an Event is kept after it was last seen, e.g. 1h, 30m, 90s, 1h30m (0: forever).
     #[arg(long, default_value = "1h", value_parser = duration)]
     pub event_ttl: Duration,

@@ -41,6 +41,8 @@ pub enum ServerError {
     Tls(#[from] TlsError),
     #[error(transparent)]
     KubeletClient(#[from] KubeletClientError),
+    #[error(transparent)]
+    Audit(#[from] crate::audit::AuditError),
     #[error("listening on {addr}: {source}")]
     Listen {
         addr: SocketAddr,
@@ -86,11 +88,18 @@ pub async fn run(opts: Options) -> Result<(), ServerError> {
     datadir::restrict_files(dir)?;
     tracing::info!(%server, kubeconfig = %kubeconfig.display(), "serving");
     let authz = crate::auth::authorize::Authorizer::new(&opts.authorization_mode, &api.store);
+    let metrics = crate::metrics::Metrics::default();
+    let audit = crate::audit::Audit::start(
+        opts.audit_log_path.as_deref(),
+        metrics.audit_events.clone(),
+        metrics.audit_errors.clone(),
+    )?;
     let app = Arc::new(App {
         api,
         tokens,
         service_accounts,
-        metrics: Default::default(),
+        metrics,
+        audit,
         kubelet: kubelet_client(&opts)?,
         authz,
     });

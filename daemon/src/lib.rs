@@ -11,7 +11,7 @@ pub mod signals;
 pub mod sync;
 
 pub use client::{client, ClientError};
-pub use connections::{serve_connections, Connections, PeerCertificate};
+pub use connections::{serve_connections, Connections, PeerCertificate, RemoteAddr};
 pub use health::{counter, ready_now, serve_health_and_metrics, Health, HealthError};
 pub use logging::init_logging;
 pub use signals::{shutdown_signal, Shutdown};

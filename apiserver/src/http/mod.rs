@@ -10,6 +10,7 @@ mod token_review;
 
 pub use route::{parse, Route};
 
+use crate::audit::{self, Answer};
 use crate::auth::{self, authorize, Tokens, User};
 use crate::metrics::{LatencyLabels, Metrics, RequestLabels};
 use crate::negotiate;
@@ -33,6 +34,8 @@ pub struct App {
     /// Signs and verifies service-account tokens.
     pub service_accounts: auth::serviceaccount::TokenKeys,
     pub metrics: Metrics,
+    /// Where each request's audit event goes (--audit-log-path).
+    pub audit: audit::Audit,
     /// How pods/log connects to agents (the kubelet client certificate).
     pub kubelet: kubelet_client::KubeletClient,
     /// The authorizers of --authorization-mode.
@@ -99,34 +102,65 @@ fn is_public(path: &str) -> bool {
 async fn dispatch(State(app): State<Arc<App>>, req: Request) -> Response {
     let start = Instant::now();
     let (head, body) = req.into_parts();
+    let pending = audit::Pending::new(&app.audit, &head);
     // The body is read before any answer: an HTTP/2 client still sending it would otherwise
     // see its stream reset instead of the error.
     let body = read_body(body).await;
+    let route = parse(head.uri.path());
+    let mut asked = pending.as_ref().map(|_| asked(&head, &route));
+    if let (Some(a), Ok(body)) = (asked.as_mut(), &body) {
+        let content_type = head.headers.get(header::CONTENT_TYPE);
+        a.name_from_body(content_type.and_then(|v| v.to_str().ok()), body);
+    }
     let user = match who(&app, &head) {
         Ok(u) => u,
-        Err(e) => return e.into_response(),
+        Err(e) => {
+            if let (Some(p), Some(a)) = (pending, asked) {
+                p.unauthenticated(a, &e);
+            }
+            return e.into_response();
+        }
     };
-    let call = match body {
-        Ok(body) => Call { head, body, user },
-        Err(e) => return e.into_response(),
+    let (body, unreadable) = match body {
+        Ok(body) => (body, None),
+        Err(e) => (Bytes::new(), Some(e)),
     };
-    let route = parse(call.path());
-    if let Err(e) = allowed(&app, &call, &route) {
-        return e.into_response();
+    let call = Call { head, body, user };
+    let answer = match unreadable {
+        Some(e) => Answer::Err(e),
+        None => serve(&app, &call, route, start).await,
+    };
+    match (pending, asked) {
+        (Some(p), Some(a)) => p.answered(&call.user, a, answer),
+        _ => answer.into_response(),
+    }
+}
+
+/// An authenticated request's answer: authorization, then its handler; counted in /metrics.
+async fn serve(app: &App, call: &Call, route: Option<Route>, start: Instant) -> Answer {
+    if let Err(e) = allowed(app, call, &route) {
+        return Answer::Err(e);
     }
     let labels = metric_labels(call.method(), &route, call.query());
-    let resp = match handlers::handle(&app, route, &call).await {
-        Ok(r) => r,
+    let answer = match handlers::handle(app, route, call).await {
+        Ok(r) => Answer::Ok(r),
         Err(e) => {
             if e.code >= 500 {
                 let (method, path) = (call.method(), call.path());
                 tracing::warn!(%method, %path, code = e.code, message = %e.message, "request failed");
             }
-            e.into_response()
+            Answer::Err(e)
         }
     };
-    record(&app.metrics, labels, resp.status(), start);
-    resp
+    record(&app.metrics, labels, answer.status(), start);
+    answer
+}
+
+/// What the audit log says a request asked for: RBAC's verb and the object it names.
+fn asked(head: &http::request::Parts, route: &Option<Route>) -> audit::Asked {
+    let (path, query) = (head.uri.path(), head.uri.query().unwrap_or(""));
+    let a = authorize::attributes(head.method.as_str(), route, path, is_watch(query));
+    audit::Asked::of(a.verb, route)
 }
 
 /// The request's user; anonymous only where upstream's public roles let anyone in. Bad

@@ -32,6 +32,11 @@ use first_bytes::FirstBytesDeadline;
 #[derive(Clone, Debug)]
 pub struct PeerCertificate(pub Arc<Vec<u8>>);
 
+/// The client's address (the TCP peer), on every request as an `Extension<RemoteAddr>`: audit
+/// logs name it as upstream's sourceIPs do.
+#[derive(Clone, Copy, Debug)]
+pub struct RemoteAddr(pub std::net::SocketAddr);
+
 impl PeerCertificate {
     fn of<I>(stream: &tokio_rustls::server::TlsStream<I>) -> Option<PeerCertificate> {
         let (_, conn) = stream.get_ref();
@@ -91,13 +96,14 @@ fn http_builder(limits: &Connections) -> auto::Builder<TokioExecutor> {
 impl Server {
     /// One connection, holding its place under the cap until it closes.
     async fn serve(self: Arc<Self>, tcp: TcpStream, _permit: Option<OwnedSemaphorePermit>) {
+        let remote = tcp.peer_addr().ok().map(RemoteAddr);
         let Some(acceptor) = &self.tls else {
-            return self.serve_http(tcp, None).await;
+            return self.serve_http(tcp, None, remote).await;
         };
         match tokio::time::timeout(self.limits.handshake_timeout, acceptor.accept(tcp)).await {
             Ok(Ok(stream)) => {
                 let peer = PeerCertificate::of(&stream);
-                self.serve_http(stream, peer).await
+                self.serve_http(stream, peer, remote).await
             }
             Ok(Err(e)) => tracing::debug!(error = %e, "TLS handshake failed"),
             Err(_) => tracing::debug!(
@@ -108,16 +114,19 @@ impl Server {
     }
 
     /// Serves HTTP on `io`; each request carries the client's verified certificate, if any,
-    /// as an `Extension<PeerCertificate>`.
-    async fn serve_http<I>(&self, io: I, peer: Option<PeerCertificate>)
+    /// as an `Extension<PeerCertificate>`, and its address as an `Extension<RemoteAddr>`.
+    async fn serve_http<I>(&self, io: I, peer: Option<PeerCertificate>, remote: Option<RemoteAddr>)
     where
         I: AsyncRead + AsyncWrite + Unpin + Send + 'static,
     {
         let io = FirstBytesDeadline::new(io, self.limits.header_read_timeout);
-        let app = match peer {
-            Some(p) => self.app.clone().layer(axum::Extension(p)),
-            None => self.app.clone(),
-        };
+        let mut app = self.app.clone();
+        if let Some(p) = peer {
+            app = app.layer(axum::Extension(p));
+        }
+        if let Some(r) = remote {
+            app = app.layer(axum::Extension(r));
+        }
         let service = TowerToHyperService::new(app);
         if let Err(e) = self
             .http
