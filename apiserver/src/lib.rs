@@ -13,6 +13,7 @@ pub mod certs;
 pub mod cluster_info;
 pub mod http;
 pub mod kubeconfig;
+pub mod kubernetes_service;
 pub mod metrics;
 pub mod negotiate;
 pub mod object;

@@ -84,6 +84,12 @@ pub async fn run(opts: Options) -> Result<(), ServerError> {
     let (tls, ca_pem) =
         kubeconfig_and_tls(&opts, &server, serving_sans(&opts, &host, net), &token)?;
     crate::cluster_info::publish(&api, &server, ca_pem.as_deref()).await;
+    let at = crate::kubernetes_service::Endpoint {
+        cluster_ip: first_service_ip(net),
+        address: host.parse().unwrap_or(std::net::Ipv4Addr::LOCALHOST.into()),
+        port,
+    };
+    crate::kubernetes_service::reconcile(&api, &at).await;
     let kubeconfig = dir.join("admin.kubeconfig");
     datadir::restrict_files(dir)?;
     tracing::info!(%server, kubeconfig = %kubeconfig.display(), "serving");
@@ -237,6 +243,11 @@ fn advertised_host(opts: &Options) -> String {
     }
 }
 
+/// The first address of the service range: the in-cluster "kubernetes" Service's.
+fn first_service_ip(net: Ipv4Network) -> std::net::Ipv4Addr {
+    std::net::Ipv4Addr::from(u32::from(net.network()).saturating_add(1))
+}
+
 /// Names the serving certificate holds: local names, the in-cluster Service names, the
 /// advertised and bound addresses, the "kubernetes" ClusterIP and --tls-sans.
 fn serving_sans(opts: &Options, host: &str, net: Ipv4Network) -> Vec<String> {
@@ -253,8 +264,7 @@ fn serving_sans(opts: &Options, host: &str, net: Ipv4Network) -> Vec<String> {
     if !opts.bind_address.is_unspecified() {
         sans.push(opts.bind_address.to_string());
     }
-    // The first address of the service range is the in-cluster "kubernetes" Service.
-    sans.push(std::net::Ipv4Addr::from(u32::from(net.network()) + 1).to_string());
+    sans.push(first_service_ip(net).to_string());
     sans.extend(opts.tls_sans.iter().cloned());
     sans.dedup();
     sans

@@ -203,6 +203,9 @@ pub async fn create(
     if res.namespaced {
         api.check_namespace(ns, true)?;
     }
+    if res.kind == "Pod" {
+        super::service_account_admission::admit_pod(api, ns, &mut obj)?;
+    }
     super::podsecurity::enforce_create(api, res, ns, &requested_name, &obj)?;
     let name = object::name(&obj).to_string();
     let target = Target {

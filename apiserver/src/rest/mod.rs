@@ -11,6 +11,7 @@ mod initial_status;
 pub mod podsecurity;
 mod propagation;
 mod read;
+mod service_account_admission;
 mod service_allocation;
 mod subresources;
 pub mod token_request;

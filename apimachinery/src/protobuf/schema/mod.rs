@@ -55,6 +55,7 @@ macro_rules! field_card {
 }
 
 mod apps;
+mod authentication;
 mod certificates;
 mod core;
 mod meta;
@@ -137,6 +138,8 @@ pub fn lookup(api_version: &str, kind: &str) -> Option<&'static Message> {
         ("certificates.k8s.io/v1", "CertificateSigningRequest") => &certificates::CSR,
         ("policy/v1", "Eviction") => &certificates::EVICTION,
         ("authentication.k8s.io/v1", "SelfSubjectReview") => &certificates::SELF_SUBJECT_REVIEW,
+        ("authentication.k8s.io/v1", "TokenRequest") => &authentication::TOKEN_REQUEST,
+        ("authentication.k8s.io/v1", "TokenReview") => &authentication::TOKEN_REVIEW,
         ("networking.k8s.io/v1", "Ingress") => &networking::INGRESS,
         ("networking.k8s.io/v1", "IngressClass") => &networking::INGRESS_CLASS,
         ("discovery.k8s.io/v1", "EndpointSlice") => &misc::ENDPOINT_SLICE,
