@@ -41,6 +41,18 @@ where
     }
 }
 
+/// Creates `obj`; one already there (made by someone else meanwhile) is not an error.
+pub async fn create_if_absent<K>(api: &Api<K>, obj: &K) -> Result<(), kube::Error>
+where
+    K: Clone + DeserializeOwned + Debug + serde::Serialize,
+{
+    match api.create(&kube::api::PostParams::default(), obj).await {
+        Err(kube::Error::Api(e)) if e.is_already_exists() => Ok(()),
+        Err(e) => Err(e),
+        Ok(_) => Ok(()),
+    }
+}
+
 /// Merge-patches `patch` (a `{"status": ...}` object) through the status subresource.
 pub async fn patch_status<K>(
     api: &Api<K>,

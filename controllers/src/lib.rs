@@ -16,6 +16,8 @@ pub mod nodeipam;
 pub mod nodelifecycle;
 pub mod pods;
 pub mod replicaset;
+pub mod root_ca_publisher;
+pub mod serviceaccounts;
 
 pub use api::is_not_found;
 pub use error::Error;
@@ -115,12 +117,19 @@ pub struct Optional {
     /// `--cluster-signing-cert-file` and `-key-file`: csrsigning issues with this CA (without
     /// them only csrapproving runs).
     pub csr_signing: Option<certificates::Signer>,
+    /// `--root-ca-file`'s PEM: the root-CA publisher writes it into every namespace.
+    pub root_ca: Option<String>,
 }
 
 /// Starts node IPAM (when asked for) and the CSR controllers; each stops on SIGTERM or Ctrl-C.
 fn spawn_optional(ctx: &Arc<Ctx>, optional: Optional) -> Vec<tokio::task::JoinHandle<()>> {
     let csr = certificates::run(ctx.clone(), optional.csr_signing);
-    let mut tasks = vec![tokio::spawn(csr)];
+    let service_accounts = serviceaccounts::run(ctx.clone());
+    let mut tasks = vec![tokio::spawn(csr), tokio::spawn(service_accounts)];
+    match optional.root_ca {
+        Some(pem) => tasks.push(tokio::spawn(root_ca_publisher::run(ctx.clone(), pem))),
+        None => tracing::info!("no --root-ca-file: kube-root-ca.crt is not published"),
+    }
     if let Some(set) = optional.node_ipam {
         let shutdown = keelson_daemon::Shutdown::on_signal();
         tasks.push(tokio::spawn(nodeipam::run(ctx.clone(), set, shutdown)));
@@ -146,7 +155,7 @@ pub async fn run(
         keelson_daemon::ready_now(),
     ));
     tracing::info!(
-        "controllers running: deployment, replicaset, endpointslice, garbage collector, namespace, node lifecycle, daemonset"
+        "controllers running: deployment, replicaset, endpointslice, garbage collector, namespace, node lifecycle, daemonset, serviceaccount"
     );
     let nodes = nodelifecycle::run(
         ctx.clone(),

@@ -39,6 +39,10 @@ struct Opts {
     /// for less).
     #[arg(long, default_value = "8760h", value_parser = keelson_apimachinery::parse_duration)]
     cluster_signing_duration: std::time::Duration,
+    /// PEM CA bundle published as ConfigMap kube-root-ca.crt in every namespace (the API
+    /// server's <data-dir>/ca.crt), for pods to verify the API server.
+    #[arg(long)]
+    root_ca_file: Option<std::path::PathBuf>,
 }
 
 #[tokio::main]
@@ -61,6 +65,12 @@ async fn main() -> anyhow::Result<()> {
                 opts.cluster_signing_duration,
             )?),
             _ => None,
+        },
+        root_ca: match &opts.root_ca_file {
+            Some(path) => Some(std::fs::read_to_string(path).map_err(|e| {
+                anyhow::anyhow!("--root-ca-file {}: {e}", path.display())
+            })?),
+            None => None,
         },
     };
     let client = keelson_daemon::client(opts.kubeconfig.as_deref()).await?;
