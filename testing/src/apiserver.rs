@@ -124,6 +124,33 @@ impl Apiserver {
         self.dir.path().join("admin.kubeconfig")
     }
 
+    /// A kubeconfig for `user` in `groups`, with a client certificate signed by this server's
+    /// CA (`keelson-apiserver kubeconfig`): how each component gets its own identity.
+    pub fn kubeconfig_for(&self, user: &str, groups: &[&str]) -> PathBuf {
+        let file: String = user
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+            .collect();
+        let out = self.dir.path().join(format!("{file}.kubeconfig"));
+        let mut cmd = Command::new(crate::binary("keelson-apiserver"));
+        cmd.arg("kubeconfig")
+            .arg("--data-dir")
+            .arg(self.dir.path())
+            .args(["--user", user, "--server", &self.url("")])
+            .arg("--out")
+            .arg(&out);
+        for g in groups {
+            cmd.args(["--group", g]);
+        }
+        let done = cmd.output().expect("run keelson-apiserver kubeconfig");
+        assert!(
+            done.status.success(),
+            "keelson-apiserver kubeconfig --user {user}: {}",
+            String::from_utf8_lossy(&done.stderr)
+        );
+        out
+    }
+
     /// The admin bearer token.
     pub fn token(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("admin.token"))
