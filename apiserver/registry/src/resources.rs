@@ -3,7 +3,8 @@
 
 use crate::schema::{decode, Decode};
 use k8s_openapi::api::{
-    apps, authentication, certificates, coordination, core, discovery, networking, rbac,
+    apps, authentication, authorization, certificates, coordination, core, discovery, networking,
+    rbac,
 };
 
 /// One served resource (a REST collection), as discovery describes it.
@@ -322,6 +323,54 @@ pub static RESOURCES: &[Resource] = &[
         &[],
         false,
         authentication::v1::TokenReview
+    ),
+    res!(
+        "authorization.k8s.io",
+        "v1",
+        "selfsubjectaccessreviews",
+        "selfsubjectaccessreview",
+        "SelfSubjectAccessReview",
+        false,
+        &[],
+        &[],
+        false,
+        authorization::v1::SelfSubjectAccessReview
+    ),
+    res!(
+        "authorization.k8s.io",
+        "v1",
+        "subjectaccessreviews",
+        "subjectaccessreview",
+        "SubjectAccessReview",
+        false,
+        &[],
+        &[],
+        false,
+        authorization::v1::SubjectAccessReview
+    ),
+    res!(
+        "authorization.k8s.io",
+        "v1",
+        "localsubjectaccessreviews",
+        "localsubjectaccessreview",
+        "LocalSubjectAccessReview",
+        true,
+        &[],
+        &[],
+        false,
+        authorization::v1::LocalSubjectAccessReview
+    ),
+    res!(
+        "authorization.k8s.io",
+        "v1",
+        "selfsubjectrulesreviews",
+        "selfsubjectrulesreview",
+        "SelfSubjectRulesReview",
+        false,
+        &[],
+        &[],
+        false,
+        authorization::v1::SelfSubjectRulesReview
     ),
     res!(
         "certificates.k8s.io",

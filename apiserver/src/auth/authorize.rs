@@ -2,7 +2,7 @@
 //! in order, the first to allow wins; members of system:masters are always allowed (upstream's
 //! privileged-group authorizer). Refusals are 403 with upstream's message.
 
-use super::rbac::{Index, Rule};
+use super::rbac::Rule;
 use super::watched::Watched;
 use super::{node, policy, User};
 use crate::http::Route;
@@ -196,15 +196,20 @@ impl Authorizer {
         Decision::NoOpinion(reasons.join(", "))
     }
 
-    /// The RBAC rules `user` holds in `namespace` (SelfSubjectRulesReview), and whether more
-    /// may be allowed than they show (another authorizer is on).
+    /// The rules `user` holds in `namespace` (SelfSubjectRulesReview), and whether more may be
+    /// allowed than they show (a node: the Node authorizer cannot list its rules).
     pub fn rules(&self, user: &User, namespace: &str) -> (Vec<Rule>, bool) {
-        let rbac: Option<std::sync::Arc<Index>> = match self.modes.contains(&Mode::Rbac) {
-            true => self.watched.as_ref().map(Watched::rbac),
-            false => None,
-        };
-        let rules = rbac.map(|i| i.rules(user, namespace)).unwrap_or_default();
-        let incomplete = self.modes.iter().any(|m| *m != Mode::Rbac);
+        let mut rules = Vec::new();
+        let mut incomplete = false;
+        for mode in &self.modes {
+            match (mode, &self.watched) {
+                (Mode::AlwaysAllow, _) => rules.extend(policy::roles::cluster_admin()),
+                (Mode::Rbac, Some(w)) => rules.extend(w.rbac().rules(user, namespace)),
+                (Mode::Node, _) => incomplete |= node::node_name(user).is_some(),
+                _ => {}
+            }
+        }
+        rules.dedup();
         (rules, incomplete)
     }
 }

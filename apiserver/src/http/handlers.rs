@@ -16,6 +16,9 @@ pub async fn handle(app: &App, route: Option<Route>, call: &Call) -> ApiResult<R
         return self_subject_review(call);
     }
     match route {
+        Some(Route::Resource(rp)) if rp.res.group == "authorization.k8s.io" => {
+            super::access_review::handle(app, &rp, call)
+        }
         Some(Route::Resource(rp)) if rp.res.kind == "TokenReview" => {
             super::token_review::token_review(app, call)
         }

@@ -1,5 +1,6 @@
 //! The HTTP front: authentication, routing, content negotiation, metrics; REST work is in `rest`.
 
+mod access_review;
 mod discovery;
 mod handlers;
 pub mod kubelet_client;
@@ -14,6 +15,7 @@ use crate::audit::{self, Answer};
 use crate::auth::{self, authorize, Tokens, User};
 use crate::metrics::{LatencyLabels, Metrics, RequestLabels};
 use crate::negotiate;
+use crate::rest::admission::node_restriction;
 use crate::rest::Api;
 use crate::status::{ApiError, ApiResult};
 use axum::body::{Body, Bytes};
@@ -200,16 +202,29 @@ fn is_cluster_info(method: &Method, path: &str) -> bool {
     *method == Method::GET && path.trim_end_matches('/') == want
 }
 
-/// 403 unless the user may make this request (`auth::authorize`).
+/// 403 unless the user may make this request (`auth::authorize`) and, for a node, NodeRestriction
+/// admits it.
 fn allowed(app: &App, call: &Call, route: &Option<Route>) -> ApiResult<()> {
     let a = authorize::request_attributes(call.method().as_str(), route, call.path(), call.query());
-    authorize::authorize(&app.authz, &call.user, &a).map_err(|message| {
+    let forbidden = |message| {
         let resource = a
             .resource
             .as_ref()
             .map(|r| (r.group, r.resource, r.name.as_ref()));
         ApiError::forbidden(message, resource)
-    })
+    };
+    authorize::authorize(&app.authz, &call.user, &a).map_err(forbidden)?;
+    node_restriction::admit(&call.user, &a, &(app, call)).map_err(forbidden)
+}
+
+impl node_restriction::Lookup for (&App, &Call) {
+    fn body(&self) -> Option<Value> {
+        self.1.object().ok()
+    }
+
+    fn pod(&self, namespace: &str, name: &str) -> Option<Value> {
+        self.0.api.stored("pods", namespace, name)
+    }
 }
 
 fn is_watch(query: &str) -> bool {

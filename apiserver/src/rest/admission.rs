@@ -1,5 +1,8 @@
 //! Admission plugins that change what is created, after the kind's defaults: upstream's
-//! DefaultTolerationSeconds.
+//! DefaultTolerationSeconds. NodeRestriction, which only refuses, is checked with the
+//! authorizers (`node_restriction`).
+
+pub mod node_restriction;
 
 use crate::object;
 use keelson_apimachinery::well_known::{NOT_READY_TAINT, UNREACHABLE_TAINT};

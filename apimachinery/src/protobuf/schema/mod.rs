@@ -56,12 +56,14 @@ macro_rules! field_card {
 
 mod apps;
 mod authentication;
+mod authorization;
 mod certificates;
 mod core;
 mod meta;
 mod misc;
 mod networking;
 mod pod;
+mod rbac;
 
 /// How a field's value is encoded and turned into JSON.
 #[derive(Clone, Copy)]
@@ -140,6 +142,20 @@ pub fn lookup(api_version: &str, kind: &str) -> Option<&'static Message> {
         ("authentication.k8s.io/v1", "SelfSubjectReview") => &certificates::SELF_SUBJECT_REVIEW,
         ("authentication.k8s.io/v1", "TokenRequest") => &authentication::TOKEN_REQUEST,
         ("authentication.k8s.io/v1", "TokenReview") => &authentication::TOKEN_REVIEW,
+        ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => {
+            &authorization::SELF_SUBJECT_ACCESS_REVIEW
+        }
+        ("authorization.k8s.io/v1", "SubjectAccessReview") => &authorization::SUBJECT_ACCESS_REVIEW,
+        ("authorization.k8s.io/v1", "LocalSubjectAccessReview") => {
+            &authorization::LOCAL_SUBJECT_ACCESS_REVIEW
+        }
+        ("authorization.k8s.io/v1", "SelfSubjectRulesReview") => {
+            &authorization::SELF_SUBJECT_RULES_REVIEW
+        }
+        ("rbac.authorization.k8s.io/v1", "Role") => &rbac::ROLE,
+        ("rbac.authorization.k8s.io/v1", "ClusterRole") => &rbac::CLUSTER_ROLE,
+        ("rbac.authorization.k8s.io/v1", "RoleBinding") => &rbac::ROLE_BINDING,
+        ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding") => &rbac::CLUSTER_ROLE_BINDING,
         ("networking.k8s.io/v1", "Ingress") => &networking::INGRESS,
         ("networking.k8s.io/v1", "IngressClass") => &networking::INGRESS_CLASS,
         ("discovery.k8s.io/v1", "EndpointSlice") => &misc::ENDPOINT_SLICE,
