@@ -82,10 +82,23 @@ KC
   ) && mv "$out.tmp" "$out"
 }
 
+# A component's own kubeconfig (scripts/up, which holds the cluster CA): API server data dir,
+# server URL, user, output file, then groups. A client certificate for that user, a year long.
+write_component_kubeconfig() {
+  local api=$1 server=$2 user=$3 out=$4; shift 4
+  local groups=() g
+  for g in "$@"; do groups+=(--group "$g"); done
+  mkdir -p "$(dirname "$out")"
+  "$bin/keelson-apiserver" kubeconfig --data-dir "$api" --user "$user" "${groups[@]}" \
+    --server "$server" --out "$out"
+}
+
 # A node's own processes. Arguments: node name, bootstrap kubeconfig, node IP (empty: the agent
 # takes the namespace's first global address), then extra agent flags. The agent obtains its own
 # client certificate with the bootstrap token and writes $data/node/kubeconfig; the proxy then
-# runs with that identity. Nothing on the node holds the admin credentials.
+# runs with that identity (group system:nodes may do what system:node-proxier does), unless
+# `proxy_kubeconfig` names its own (scripts/up: user system:kube-proxy). Nothing on the node
+# holds the admin credentials.
 start_node() {
   local node=$1 bootstrap=$2 node_ip=$3; shift 3
   local dir="$data/node" kubeconfig="$data/node/kubeconfig"
@@ -104,7 +117,7 @@ start_node() {
     --pod-log-dir "$logs/pods" --container-runtime-endpoint "$sock" --hostname-override "$node" \
     ${node_ip:+--node-ip "$node_ip"} --cluster-cidr "$cluster_cidr" "$@"
   wait_for "the agent's own credentials ($kubeconfig)" 120 test -s "$kubeconfig"
-  start proxy "$bin/keelson-proxy" --kubeconfig "$kubeconfig" --hostname-override "$node" \
+  start proxy "$bin/keelson-proxy" --kubeconfig "${proxy_kubeconfig:-$kubeconfig}" --hostname-override "$node" \
     --cluster-cidr "$cluster_cidr"
   wait_for "node $node to be Ready" 120 \
     in_ns kubectl --kubeconfig "$kubeconfig" wait --for=condition=Ready "node/$node" --timeout=1s
