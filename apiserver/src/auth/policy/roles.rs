@@ -269,7 +269,8 @@ pub fn node() -> Vec<Rule> {
         ),
         r(READ, CORE, &["services"]),
         r(&["create", "get", "list", "watch"], CORE, &["nodes"]),
-        r(&["update", "patch"], CORE, &["nodes/status"]),
+        // Keelson's agent reads its Node's status subresource before writing it.
+        r(&["get", "update", "patch"], CORE, &["nodes/status"]),
         r(&["update", "patch"], CORE, &["nodes"]),
         r(&["create", "update", "patch"], CORE, &["events"]),
         r(
@@ -279,7 +280,8 @@ pub fn node() -> Vec<Rule> {
         ),
         r(READ, CORE, &["pods"]),
         r(&["create", "delete"], CORE, &["pods"]),
-        r(&["update", "patch"], CORE, &["pods/status"]),
+        // Reading a status subresource shows no more than the pods a node reads anyway.
+        r(&["get", "update", "patch"], CORE, &["pods/status"]),
         r(&["create"], CORE, &["pods/eviction"]),
         r(&["get"], CORE, &["secrets", "configmaps"]),
         r(
