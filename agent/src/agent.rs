@@ -119,6 +119,7 @@ pub async fn run(cfg: AgentConfig) -> Result<(), AgentError> {
         metrics,
         pods: RwLock::new(HashMap::new()),
         master_service: Default::default(),
+        tokens: Default::default(),
     });
     start_pods(&cfg, ctx.clone()).await;
     serve(&cfg, node_ip, ctx).await

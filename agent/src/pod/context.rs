@@ -24,6 +24,8 @@ pub struct Context {
     pub pods: RwLock<HashMap<String, Arc<Pod>>>,
     /// The `kubernetes` Service's link variables, given to every container.
     pub master_service: super::service_env::MasterService,
+    /// Service-account tokens of the pods' projected volumes.
+    pub tokens: super::tokens::TokenManager,
 }
 
 impl Context {

@@ -1,6 +1,7 @@
 //! Pods on this node: the state machine and status (pure), translation to CRI configs (pure),
 //! volumes and env, probes, and the workers and manager that drive them.
 
+pub mod atomic_writer;
 pub mod context;
 pub mod decide;
 pub mod env;
@@ -14,6 +15,7 @@ pub mod qos;
 pub mod service_env;
 pub mod status;
 pub mod sub_path;
+pub mod tokens;
 pub mod translate;
 pub mod volumes;
 pub mod worker;

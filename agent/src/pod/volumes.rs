@@ -13,11 +13,13 @@ use k8s_openapi::api::core::v1::{
 use super::sub_path::{self, SubPathError};
 use super::translate::HostMount;
 
-/// ConfigMap and Secret contents (bytes) of the pod's namespace, looked up by the worker.
+/// ConfigMap and Secret contents (bytes) of the pod's namespace, and the pod's service-account
+/// tokens, looked up by the worker.
 #[derive(Clone, Debug, Default)]
 pub struct Objects {
     pub config_maps: BTreeMap<String, BTreeMap<String, Vec<u8>>>,
     pub secrets: BTreeMap<String, BTreeMap<String, Vec<u8>>>,
+    pub tokens: BTreeMap<super::tokens::TokenSpec, String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -37,6 +39,8 @@ pub enum VolumeError {
     },
     #[error("volume {volume}: {message}")]
     Invalid { volume: String, message: String },
+    #[error("volume {volume}: no service-account token was obtained for it")]
+    NoToken { volume: String },
     #[error("container {container} mounts volume {volume}, which the pod does not declare")]
     Undeclared { container: String, volume: String },
     #[error("container {container}, volumeMount {volume}: {source}")]
@@ -172,8 +176,10 @@ fn prepare_one(
         let data = downward_files(pod, d.items.as_deref().unwrap_or(&[]), &v.name)?;
         write_keys(dir, &data, None, d.default_mode.unwrap_or(0o644))
     } else if let Some(p) = &v.projected {
+        // Written as the kubelet's atomic writer does: a token refresh swaps every file at once.
         let data = projected_files(pod, p, objects, &v.name)?;
-        write_keys(dir, &data, None, p.default_mode.unwrap_or(0o644))
+        let mode = u32::try_from(p.default_mode.unwrap_or(0o644) & 0o777).unwrap_or(0o644);
+        super::atomic_writer::write(dir, &data, mode)
     } else {
         // emptyDir, and kinds the agent does not fill: an empty directory.
         std::fs::create_dir_all(dir)
@@ -261,8 +267,8 @@ fn downward_files(
     Ok(files)
 }
 
-/// Files of a projected volume: configMap, secret and downwardAPI sources merged.
-/// (serviceAccountToken sources are not filled: no token issuing API is assumed.)
+/// Files of a projected volume: configMap, secret, downwardAPI and serviceAccountToken sources
+/// merged. A token source without a token is an error: never an empty token file.
 fn projected_files(
     pod: &Pod,
     p: &ProjectedVolumeSource,
@@ -306,6 +312,13 @@ fn projected_files(
                 d.items.as_deref().unwrap_or(&[]),
                 volume,
             )?);
+        }
+        if let Some(t) = &src.service_account_token {
+            let spec = super::tokens::TokenSpec::of(t);
+            let token = objects.tokens.get(&spec).ok_or_else(|| VolumeError::NoToken {
+                volume: volume.to_string(),
+            })?;
+            files.insert(t.path.clone(), token.clone().into_bytes());
         }
     }
     Ok(files)

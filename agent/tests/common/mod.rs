@@ -219,7 +219,17 @@ impl Cluster {
         cp.ip(&["link", "add", CP_BRIDGE, "type", "bridge"]);
         cp.ip(&["addr", "add", &format!("{CP_IP}/24"), "dev", CP_BRIDGE]);
         cp.ip(&["link", "set", CP_BRIDGE, "up"]);
-        let api = Apiserver::start_in(&cp, CP_IP, &[]);
+        // A low TokenRequest minimum lets a test watch projected tokens being renewed.
+        let api = Apiserver::start_in(&cp, CP_IP, &["--testing-min-token-expiration-seconds", "1"]);
+        // What the controller manager's service-account and root-CA publisher controllers give
+        // every namespace: pods' token volumes need both, and these tests run no controller
+        // manager (one that starts later finds them there).
+        api.kubectl_ok(&["create", "serviceaccount", "default"]);
+        let ca = format!(
+            "--from-file=ca.crt={}",
+            api.dir.path().join("ca.crt").display()
+        );
+        api.kubectl_ok(&["create", "configmap", "kube-root-ca.crt", &ca]);
         let tmp = tempfile::tempdir().expect("tempdir");
         let cni_bin = cni_bin_dir(tmp.path());
         Cluster {

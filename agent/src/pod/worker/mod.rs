@@ -31,6 +31,7 @@ mod sources;
 mod start;
 mod stop;
 mod teardown;
+mod token_refresh;
 
 use act::{Actor, Scene};
 use probes::PodProbes;
@@ -172,8 +173,9 @@ impl Worker {
             probes: &probes,
         };
         self.reported.report(&self.ctx, &report, status).await?;
+        let tokens = token_refresh::refresh(&self.ctx, pod).await.unwrap_or(RESYNC);
         // Periodic resync refreshes configMap/secret volumes and catches anything missed.
-        Ok(done.wake.unwrap_or(RESYNC).min(RESYNC))
+        Ok(done.wake.unwrap_or(RESYNC).min(RESYNC).min(tokens))
     }
 
     /// Plans and acts until nothing is left to do now, re-observing after each round so the
@@ -225,7 +227,9 @@ impl Worker {
 
     async fn teardown(&mut self, pod: Option<&Pod>, why: Teardown) -> Result<(), SyncError> {
         self.probes.stop_all();
-        teardown::run(&self.ctx, &self.uid, pod, why).await
+        teardown::run(&self.ctx, &self.uid, pod, why).await?;
+        self.ctx.tokens.forget(&self.uid);
+        Ok(())
     }
 }
 

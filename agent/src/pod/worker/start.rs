@@ -53,9 +53,12 @@ async fn container_config(
     image_ref: &str,
 ) -> Result<cri::ContainerConfig, Waiting> {
     let (pod, container) = (start.pod, start.container);
-    let (env_sources, objects) = sources::fetch(&ctx.client, pod, container)
+    let (env_sources, mut objects) = sources::fetch(&ctx.client, pod, container)
         .await
         .map_err(|e| config_error(e.to_string()))?;
+    objects.tokens = super::token_refresh::fetch(ctx, pod)
+        .await
+        .map_err(config_error)?;
     let paths =
         volumes::prepare(&ctx.root, pod, &objects).map_err(|e| config_error(e.to_string()))?;
     let mut mounts =

@@ -115,6 +115,7 @@ fn fixture() -> Fixture {
         metrics: Arc::new(Metrics::new()),
         pods: RwLock::new(HashMap::new()),
         master_service: Default::default(),
+        tokens: Default::default(),
     });
     Fixture {
         cri,
