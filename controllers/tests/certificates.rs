@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use keelson_testing::{binary, free_port, run, Apiserver, ChildGuard};
+use keelson_testing::{binary, free_port, run, Apiserver, ChildGuard, Component};
 use rcgen::{CertificateParams, DistinguishedName, DnType, KeyPair};
 
 const KUBELET_CLIENT: &str = "kubernetes.io/kube-apiserver-client-kubelet";
@@ -40,6 +40,21 @@ impl Cluster {
         std::fs::write(&file, "jane-token,jane,u3,\"dev\"\n").unwrap();
         let api = Apiserver::start_with(&["--token-auth-file", file.to_str().unwrap()]);
         api.apply(BOOTSTRAP_SECRET);
+        // RBAC lets no plain user ask for certificates by default: jane is granted it.
+        api.kubectl_ok(&[
+            "create",
+            "clusterrole",
+            "csr-requester",
+            "--verb=create,get,list,watch",
+            "--resource=certificatesigningrequests.certificates.k8s.io",
+        ]);
+        api.kubectl_ok(&[
+            "create",
+            "clusterrolebinding",
+            "jane-csr",
+            "--clusterrole=csr-requester",
+            "--user=jane",
+        ]);
         Cluster {
             api,
             _tokens: tokens,
@@ -54,7 +69,7 @@ impl Cluster {
         let dir = self.api.dir.path();
         let mut cmd = Command::new(binary("keelson-controller-manager"));
         cmd.arg("--kubeconfig")
-            .arg(self.api.kubeconfig())
+            .arg(self.api.kubeconfig_of(Component::ControllerManager))
             .args([
                 "--metrics-bind-address",
                 &format!("127.0.0.1:{}", free_port()),

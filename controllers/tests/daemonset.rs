@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::process::Command;
 use std::time::Duration;
 
-use keelson_testing::{binary, eventually, free_port, Apiserver, ChildGuard};
+use keelson_testing::{binary, eventually, free_port, Apiserver, ChildGuard, Component};
 use serde_json::Value;
 
 const DS: &str = r#"apiVersion: apps/v1
@@ -38,7 +38,7 @@ impl Cluster {
         let metrics = format!("127.0.0.1:{}", free_port());
         let mut cmd = Command::new(binary("keelson-controller-manager"));
         cmd.arg("--kubeconfig")
-            .arg(api.kubeconfig())
+            .arg(api.kubeconfig_of(Component::ControllerManager))
             .args(["--metrics-bind-address", &metrics])
             // Nodes here have no agent renewing a Lease; keep node lifecycle out of the way.
             .arg("--node-monitor-grace-period=1h");

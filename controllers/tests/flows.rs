@@ -4,7 +4,7 @@
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use keelson_testing::{binary, free_port, metric_sum, run, Apiserver, ChildGuard};
+use keelson_testing::{binary, free_port, metric_sum, run, Apiserver, ChildGuard, Component};
 
 /// A keelson-apiserver with the controller manager and the scheduler against it.
 struct Cluster {
@@ -19,11 +19,15 @@ impl Cluster {
         let api = Apiserver::start();
         let mut daemons = Vec::new();
         let mut metrics = Vec::new();
-        for name in ["keelson-controller-manager", "keelson-scheduler"] {
+        // Each as itself, with what the bootstrap RBAC policy grants it.
+        for (name, who) in [
+            ("keelson-controller-manager", Component::ControllerManager),
+            ("keelson-scheduler", Component::Scheduler),
+        ] {
             let addr = format!("127.0.0.1:{}", free_port());
             let mut cmd = Command::new(binary(name));
             cmd.arg("--kubeconfig")
-                .arg(api.kubeconfig())
+                .arg(api.kubeconfig_of(who))
                 .args(["--metrics-bind-address", &addr]);
             if name == "keelson-controller-manager" {
                 // The test's Nodes renew no Lease: node lifecycle would mark them Unknown and

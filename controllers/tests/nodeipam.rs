@@ -5,14 +5,14 @@
 use std::process::Command;
 use std::time::Duration;
 
-use keelson_testing::{binary, free_port, metric_sum, run, Apiserver, ChildGuard};
+use keelson_testing::{binary, free_port, metric_sum, run, Apiserver, ChildGuard, Component};
 
 /// The controller manager with --allocate-node-cidrs, and where its /metrics is.
 fn controller_manager(api: &Apiserver, flags: &[&str]) -> (ChildGuard, String) {
     let metrics = format!("127.0.0.1:{}", free_port());
     let mut cmd = Command::new(binary("keelson-controller-manager"));
     cmd.arg("--kubeconfig")
-        .arg(api.kubeconfig())
+        .arg(api.kubeconfig_of(Component::ControllerManager))
         .args(["--metrics-bind-address", &metrics])
         .arg("--allocate-node-cidrs")
         .args(flags);
@@ -172,7 +172,7 @@ fn a_node_mask_shorter_than_the_cluster_prefix_is_refused_at_start() {
     let api = Apiserver::start();
     let out = Command::new(binary("keelson-controller-manager"))
         .arg("--kubeconfig")
-        .arg(api.kubeconfig())
+        .arg(api.kubeconfig_of(Component::ControllerManager))
         .args(["--allocate-node-cidrs", "--node-cidr-mask-size", "12"])
         .output()
         .unwrap();

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use keelson_testing::{binary, eventually, free_port, Apiserver, ChildGuard, Kubectl};
+use keelson_testing::{binary, eventually, free_port, Apiserver, ChildGuard, Component, Kubectl};
 use serde_json::Value;
 
 const NODE: &str = "n1";
@@ -24,7 +24,7 @@ impl Cluster {
         let api = Apiserver::start();
         let mut cmd = Command::new(binary("keelson-controller-manager"));
         cmd.arg("--kubeconfig")
-            .arg(api.kubeconfig())
+            .arg(api.kubeconfig_of(Component::ControllerManager))
             .args([
                 "--metrics-bind-address",
                 &format!("127.0.0.1:{}", free_port()),
@@ -36,10 +36,12 @@ impl Cluster {
         )];
         if scheduler {
             let mut cmd = Command::new(binary("keelson-scheduler"));
-            cmd.arg("--kubeconfig").arg(api.kubeconfig()).args([
-                "--metrics-bind-address",
-                &format!("127.0.0.1:{}", free_port()),
-            ]);
+            cmd.arg("--kubeconfig")
+                .arg(api.kubeconfig_of(Component::Scheduler))
+                .args([
+                    "--metrics-bind-address",
+                    &format!("127.0.0.1:{}", free_port()),
+                ]);
             let log = api.dir.path().join("scheduler.log");
             daemons.push(ChildGuard::spawn_logged(&mut cmd, &log));
         }

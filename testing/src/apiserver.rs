@@ -9,6 +9,27 @@ use crate::hosts::TestHost;
 use crate::kubectl::Kubectl;
 use crate::process::{eventually, ChildGuard};
 
+/// The components that run with an identity of their own (scripts/up issues each a kubeconfig).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Component {
+    ControllerManager,
+    Scheduler,
+    Proxy,
+    Ingress,
+}
+
+impl Component {
+    /// The user its client certificate names, as upstream (and the bootstrap policy) calls it.
+    pub fn user(self) -> &'static str {
+        match self {
+            Component::ControllerManager => "system:kube-controller-manager",
+            Component::Scheduler => "system:kube-scheduler",
+            Component::Proxy => "system:kube-proxy",
+            Component::Ingress => "keelson:ingress-controller",
+        }
+    }
+}
+
 pub struct Apiserver {
     child: Option<ChildGuard>,
     pub dir: tempfile::TempDir,
@@ -149,6 +170,12 @@ impl Apiserver {
             String::from_utf8_lossy(&done.stderr)
         );
         out
+    }
+
+    /// The kubeconfig `scripts/up` gives `component`: its own user, with what the bootstrap RBAC
+    /// policy grants it.
+    pub fn kubeconfig_of(&self, component: Component) -> PathBuf {
+        self.kubeconfig_for(component.user(), &[])
     }
 
     /// The admin bearer token.

@@ -14,7 +14,7 @@ pub mod process;
 pub mod require;
 pub mod tls;
 
-pub use apiserver::Apiserver;
+pub use apiserver::{Apiserver, Component};
 pub use bins::binary;
 pub use containerd::Containerd;
 pub use hosts::TestHost;
