@@ -41,7 +41,7 @@ fn claims(token: &str) -> Value {
     // base64url without padding, as standard base64.
     let part = token.split('.').nth(1).expect("a JWT");
     let mut text = part.replace('-', "+").replace('_', "/");
-    while text.len() % 4 != 0 {
+    while !text.len().is_multiple_of(4) {
         text.push('=');
     }
     let bytes = keelson_apimachinery::base64::decode(&text).expect("base64url");

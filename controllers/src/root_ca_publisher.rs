@@ -93,8 +93,10 @@ mod tests {
         let (data, up_to_date) = wanted("PEM", None);
         assert_eq!(data.get("ca.crt").map(String::as_str), Some("PEM"));
         assert!(!up_to_date);
-        let mut cm = ConfigMap::default();
-        cm.data = Some(data.clone());
+        let cm = ConfigMap {
+            data: Some(data.clone()),
+            ..Default::default()
+        };
         assert!(wanted("PEM", Some(&cm)).1);
         assert!(
             !wanted("OTHER", Some(&cm)).1,

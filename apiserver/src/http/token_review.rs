@@ -3,6 +3,7 @@
 
 use super::{json_value, App, Call};
 use crate::auth;
+use crate::object::set_path;
 use crate::status::{ApiError, ApiResult};
 use axum::response::Response;
 use http::{Method, StatusCode};
@@ -45,10 +46,10 @@ pub fn token_review(app: &App, call: &Call) -> ApiResult<Response> {
             let user = auth::with_authenticated(r.user);
             let mut info = json!({ "username": user.name, "groups": user.groups });
             if !user.uid.is_empty() {
-                info["uid"] = json!(user.uid);
+                set_path(&mut info, &["uid"], json!(user.uid));
             }
             if r.extra.as_object().is_some_and(|m| !m.is_empty()) {
-                info["extra"] = r.extra;
+                set_path(&mut info, &["extra"], r.extra);
             }
             json!({ "authenticated": true, "user": info, "audiences": r.audiences })
         }
