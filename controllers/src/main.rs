@@ -67,9 +67,10 @@ async fn main() -> anyhow::Result<()> {
             _ => None,
         },
         root_ca: match &opts.root_ca_file {
-            Some(path) => Some(std::fs::read_to_string(path).map_err(|e| {
-                anyhow::anyhow!("--root-ca-file {}: {e}", path.display())
-            })?),
+            Some(path) => Some(
+                std::fs::read_to_string(path)
+                    .map_err(|e| anyhow::anyhow!("--root-ca-file {}: {e}", path.display()))?,
+            ),
             None => None,
         },
     };

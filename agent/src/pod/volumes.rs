@@ -315,9 +315,12 @@ fn projected_files(
         }
         if let Some(t) = &src.service_account_token {
             let spec = super::tokens::TokenSpec::of(t);
-            let token = objects.tokens.get(&spec).ok_or_else(|| VolumeError::NoToken {
-                volume: volume.to_string(),
-            })?;
+            let token = objects
+                .tokens
+                .get(&spec)
+                .ok_or_else(|| VolumeError::NoToken {
+                    volume: volume.to_string(),
+                })?;
             files.insert(t.path.clone(), token.clone().into_bytes());
         }
     }
