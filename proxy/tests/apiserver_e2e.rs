@@ -13,7 +13,7 @@ use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use keelson_proxy::app::ProxyMode;
 use keelson_testing::process::wait_until;
-use keelson_testing::{free_port, Apiserver, ChildGuard};
+use keelson_testing::{free_port, Apiserver, ChildGuard, Component};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 
@@ -33,7 +33,7 @@ fn slice(pod2_ready: bool) -> EndpointSlice {
     .expect("slice")
 }
 
-/// The proxy binary against `api`, writing rules into the node test host; its log goes next to
+/// The proxy binary against `api` as system:kube-proxy, writing rules into the node test host; its log goes next to
 /// the API server's.
 fn start_proxy(api: &Apiserver, mode: ProxyMode, metrics_port: u16, hosts: &Hosts) -> ChildGuard {
     let mode = match mode {
@@ -42,7 +42,7 @@ fn start_proxy(api: &Apiserver, mode: ProxyMode, metrics_port: u16, hosts: &Host
     };
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_keelson-proxy"));
     cmd.arg("--kubeconfig")
-        .arg(api.kubeconfig())
+        .arg(api.kubeconfig_of(Component::Proxy))
         .args(["--hostname-override", "node", "--proxy-mode", mode])
         .args(["--cluster-cidr", "10.244.0.0/16"])
         .args(["--min-sync-period", "200ms"])
