@@ -205,15 +205,29 @@ async fn serve(cfg: &AgentConfig, node_ip: IpAddr, ctx: Arc<Context>) -> Result<
         node_ip.to_string(),
         "localhost".to_string(),
     ];
+    let client_ca = match &cfg.client_ca_file {
+        Some(path) => Some(server::auth::x509::ClientCa::load(path)?),
+        None => None,
+    };
     let tls = server::tls::server_config(
         cfg.tls_cert_file.as_deref(),
         cfg.tls_key_file.as_deref(),
         &names,
-        cfg.client_ca_file.as_deref(),
+        client_ca.as_ref(),
     )?;
+    let settings = server::auth::Settings {
+        node_name: cfg.node_name.clone(),
+        client_ca,
+        anonymous: cfg.anonymous_auth,
+        ttls: cfg.auth_cache,
+    };
+    let reviews = server::auth::review::ApiReviews {
+        client: ctx.client.clone(),
+    };
+    let auth = Arc::new(server::auth::PortAuth::new(settings, Arc::new(reviews)));
     let addr = SocketAddr::new(cfg.address, cfg.port);
     tracing::info!(%addr, "serving logs, healthz and metrics over HTTPS");
-    server::serve(addr, tls, server::router(ctx))
+    server::serve(addr, tls, server::router(ctx, auth))
         .await
         .map_err(|source| AgentError::Serve {
             addr: addr.to_string(),

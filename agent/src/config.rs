@@ -40,8 +40,12 @@ pub struct AgentConfig {
     pub port: u16,
     pub tls_cert_file: Option<PathBuf>,
     pub tls_key_file: Option<PathBuf>,
-    /// Require client certificates signed by this CA on port 10250.
+    /// Client certificates signed by this CA authenticate on port 10250.
     pub client_ca_file: Option<PathBuf>,
+    /// Requests without credentials on port 10250 are system:anonymous instead of 401.
+    pub anonymous_auth: bool,
+    /// How long port 10250 keeps TokenReview and SubjectAccessReview answers.
+    pub auth_cache: crate::server::auth::cache::Ttls,
     pub max_pods: u32,
     /// Container logs are rotated over this size, keeping this many files per container.
     pub container_log_max_size: u64,

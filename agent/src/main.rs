@@ -97,9 +97,27 @@ struct Flags {
     tls_cert_file: Option<PathBuf>,
     #[arg(long = "tls-private-key-file")]
     tls_private_key_file: Option<PathBuf>,
-    /// Require client certificates signed by this CA on the HTTPS port (default: no client auth).
+    /// Client certificates signed by this CA authenticate on the HTTPS port (user = CommonName,
+    /// groups = Organizations); without it only bearer tokens do (checked by TokenReview).
     #[arg(long = "client-ca-file")]
     client_ca_file: Option<PathBuf>,
+    /// Serve requests that carry no credentials on the HTTPS port as system:anonymous (still
+    /// authorized through the API server) instead of answering 401.
+    #[arg(long = "anonymous-auth", default_value_t = false, action = clap::ArgAction::Set,
+          num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    anonymous_auth: bool,
+    /// How long the HTTPS port keeps a TokenReview's answer.
+    #[arg(long = "authentication-token-webhook-cache-ttl", default_value = "2m",
+          value_parser = keelson_apimachinery::parse_duration)]
+    authentication_token_webhook_cache_ttl: std::time::Duration,
+    /// How long the HTTPS port keeps a SubjectAccessReview that allowed.
+    #[arg(long = "authorization-webhook-cache-authorized-ttl", default_value = "5m",
+          value_parser = keelson_apimachinery::parse_duration)]
+    authorization_webhook_cache_authorized_ttl: std::time::Duration,
+    /// How long the HTTPS port keeps a SubjectAccessReview that did not allow.
+    #[arg(long = "authorization-webhook-cache-unauthorized-ttl", default_value = "30s",
+          value_parser = keelson_apimachinery::parse_duration)]
+    authorization_webhook_cache_unauthorized_ttl: std::time::Duration,
     #[arg(long = "max-pods", default_value_t = 110)]
     max_pods: u32,
     /// Rotate a container's log when it grows over this size (a quantity such as 10Mi).
@@ -177,6 +195,12 @@ fn agent_config(flags: Flags) -> anyhow::Result<keelson_agent::AgentConfig> {
         tls_cert_file: flags.tls_cert_file,
         tls_key_file: flags.tls_private_key_file,
         client_ca_file: flags.client_ca_file,
+        anonymous_auth: flags.anonymous_auth,
+        auth_cache: keelson_agent::server::auth::cache::Ttls {
+            token: flags.authentication_token_webhook_cache_ttl,
+            authorized: flags.authorization_webhook_cache_authorized_ttl,
+            unauthorized: flags.authorization_webhook_cache_unauthorized_ttl,
+        },
         max_pods: flags.max_pods,
         container_log_max_size: keelson_agent::quantity::bytes(&flags.container_log_max_size)
             .and_then(|b| u64::try_from(b).ok())

@@ -112,7 +112,13 @@ start_node() {
   echo "==> containerd"
   local sock
   sock=$("$root/scripts/containerd/start" "$node" ${netns:+--netns "$netns"} --cni-conf-dir "$dir/cni/net.d" | tail -n 1)
+  # The agent's port 10250 accepts client certificates of the cluster CA (the API server's
+  # kubelet client certificate for kubectl logs): the CA the bootstrap kubeconfig trusts.
+  local client_ca="$dir/client-ca.crt"
+  kubectl config view --kubeconfig "$bootstrap" --raw \
+    -o jsonpath='{.clusters[0].cluster.certificate-authority-data}' | base64 -d >"$client_ca"
   start agent "$bin/keelson-agent" --bootstrap-kubeconfig "$bootstrap" --kubeconfig "$kubeconfig" \
+    --client-ca-file "$client_ca" \
     --cert-dir "$dir/pki" --root-dir "$dir/agent" --cni-conf-dir "$dir/cni/net.d" \
     --pod-log-dir "$logs/pods" --container-runtime-endpoint "$sock" --hostname-override "$node" \
     ${node_ip:+--node-ip "$node_ip"} --cluster-cidr "$cluster_cidr" "$@"

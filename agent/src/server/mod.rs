@@ -1,5 +1,6 @@
 //! HTTPS on port 10250: `/containerLogs/{ns}/{pod}/{container}` (what the apiserver's pods/log
-//! proxies to), `/healthz` and `/metrics`.
+//! proxies to), `/pods`, `/healthz` and `/metrics`; all but /healthz need a user the API server
+//! allows on this Node's subresources (`auth`).
 
 pub mod auth;
 pub mod logs;
@@ -25,7 +26,7 @@ use crate::pod::context::Context;
 use crate::pod::translate;
 use logs::LogOptions;
 
-pub fn router(ctx: Arc<Context>) -> Router {
+pub fn router(ctx: Arc<Context>, auth: Arc<auth::PortAuth>) -> Router {
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/metrics", get(metrics))
@@ -35,6 +36,7 @@ pub fn router(ctx: Arc<Context>) -> Router {
             get(container_logs),
         )
         .with_state(ctx)
+        .layer(axum::middleware::from_fn_with_state(auth, auth::require))
 }
 
 /// Connections open at once on port 10250 (KEELSON_MAX_OPEN_CONNECTIONS overrides it); its

@@ -6,6 +6,8 @@ use std::sync::Arc;
 
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
+use super::auth::x509::ClientCa;
+
 #[derive(Debug, thiserror::Error)]
 pub enum TlsError {
     #[error("reading {path}: {source}")]
@@ -24,13 +26,14 @@ pub enum TlsError {
     ClientCa { path: String, message: String },
 }
 
-/// With `client_ca`, clients must present a certificate signed by it (as the kubelet's
-/// --client-ca-file); without, anyone reaching the port may read logs and metrics.
+/// With `client_ca`, the handshake asks clients for a certificate (naming that CA) and lets
+/// them in with or without one; which certificates authenticate is decided per request
+/// (`auth::x509`), as the kubelet does, so that a bearer token still works beside them.
 pub fn server_config(
     cert_file: Option<&Path>,
     key_file: Option<&Path>,
     names: &[String],
-    client_ca: Option<&Path>,
+    client_ca: Option<&ClientCa>,
 ) -> Result<Arc<rustls::ServerConfig>, TlsError> {
     let (certs, key) = match (cert_file, key_file) {
         (Some(c), Some(k)) => load(c, k)?,
@@ -42,32 +45,13 @@ pub fn server_config(
         }
     };
     let provider = Arc::new(rustls::crypto::ring::default_provider());
-    let builder = rustls::ServerConfig::builder_with_provider(provider.clone())
+    let builder = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()?;
     let config = match client_ca {
         None => builder.with_no_client_auth().with_single_cert(certs, key)?,
-        Some(path) => {
-            let ca_error = |message: String| TlsError::ClientCa {
-                path: path.display().to_string(),
-                message,
-            };
-            let pem = std::fs::read(path).map_err(|e| ca_error(e.to_string()))?;
-            let mut roots = rustls::RootCertStore::empty();
-            for cert in rustls_pemfile::certs(&mut pem.as_slice()) {
-                roots
-                    .add(cert.map_err(|e| ca_error(e.to_string()))?)
-                    .map_err(|e| ca_error(e.to_string()))?;
-            }
-            let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
-                Arc::new(roots),
-                provider,
-            )
-            .build()
-            .map_err(|e| ca_error(e.to_string()))?;
-            builder
-                .with_client_cert_verifier(verifier)
-                .with_single_cert(certs, key)?
-        }
+        Some(ca) => builder
+            .with_client_cert_verifier(ca.handshake_verifier())
+            .with_single_cert(certs, key)?,
     };
     Ok(Arc::new(config))
 }
@@ -102,104 +86,136 @@ fn load(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::auth::x509::tests::TestCa;
+    use rcgen::ExtendedKeyUsagePurpose;
     use rustls::pki_types::ServerName;
     use tokio_rustls::{TlsAcceptor, TlsConnector};
 
     struct Pki {
         dir: tempfile::TempDir,
-        ca_cert: rcgen::Certificate,
-        issuer: rcgen::Issuer<'static, rcgen::KeyPair>,
+        ca: TestCa,
+        other: TestCa,
     }
 
+    /// The cluster CA, another CA, and a serving certificate for node-a (self-signed is enough:
+    /// the client below does not check it).
     fn pki() -> Pki {
         let dir = tempfile::tempdir().unwrap();
-        let ca_key = rcgen::KeyPair::generate().unwrap();
-        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
-        params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        let ca_cert = params.self_signed(&ca_key).unwrap();
-        std::fs::write(dir.path().join("ca.crt"), ca_cert.pem()).unwrap();
-        let issuer = rcgen::Issuer::new(params, ca_key);
-        let server_key = rcgen::KeyPair::generate().unwrap();
-        let server = rcgen::CertificateParams::new(vec!["node-a".to_string()])
-            .unwrap()
-            .signed_by(&server_key, &issuer)
-            .unwrap();
-        std::fs::write(dir.path().join("server.crt"), server.pem()).unwrap();
-        std::fs::write(dir.path().join("server.key"), server_key.serialize_pem()).unwrap();
+        let generated = rcgen::generate_simple_self_signed(vec!["node-a".to_string()]).unwrap();
+        std::fs::write(dir.path().join("server.crt"), generated.cert.pem()).unwrap();
+        let key = generated.signing_key.serialize_pem();
+        std::fs::write(dir.path().join("server.key"), key).unwrap();
         Pki {
+            ca: TestCa::new(dir.path(), "cluster-ca"),
+            other: TestCa::new(dir.path(), "other-ca"),
             dir,
-            ca_cert,
-            issuer,
         }
     }
 
+    /// Whether the handshake succeeds, and the client certificate the server then holds.
     async fn handshake(
         server: Arc<rustls::ServerConfig>,
-        pki: &Pki,
-        with_client_cert: bool,
-    ) -> bool {
-        let mut roots = rustls::RootCertStore::empty();
-        roots.add(pki.ca_cert.der().clone()).unwrap();
+        client_cert: Option<(Vec<u8>, rcgen::KeyPair)>,
+    ) -> (bool, Option<Vec<u8>>) {
         let builder = rustls::ClientConfig::builder_with_provider(Arc::new(
             rustls::crypto::ring::default_provider(),
         ))
         .with_safe_default_protocol_versions()
         .unwrap()
-        .with_root_certificates(roots);
-        let client = if with_client_cert {
-            let key = rcgen::KeyPair::generate().unwrap();
-            let cert = rcgen::CertificateParams::new(vec!["apiserver".to_string()])
-                .unwrap()
-                .signed_by(&key, &pki.issuer)
-                .unwrap();
-            builder
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(AnyServer));
+        let client = match client_cert {
+            Some((der, key)) => builder
                 .with_client_auth_cert(
-                    vec![cert.der().clone()],
+                    vec![CertificateDer::from(der)],
                     PrivateKeyDer::try_from(key.serialize_der()).unwrap(),
                 )
-                .unwrap()
-        } else {
-            builder.with_no_client_auth()
+                .unwrap(),
+            None => builder.with_no_client_auth(),
         };
         let (a, b) = tokio::io::duplex(64 * 1024);
-        let server_side =
-            tokio::spawn(async move { TlsAcceptor::from(server).accept(b).await.is_ok() });
+        let server_side = tokio::spawn(async move {
+            let stream = TlsAcceptor::from(server).accept(b).await.ok()?;
+            let peer = stream.get_ref().1.peer_certificates();
+            Some(peer.and_then(|c| c.first()).map(|c| c.to_vec()))
+        });
         let name = ServerName::try_from("node-a").unwrap();
         // The client stream stays open until the server is done (it writes session tickets last).
         let client_stream = TlsConnector::from(Arc::new(client)).connect(name, a).await;
-        let server_ok = server_side.await.unwrap();
-        let client_ok = client_stream.is_ok();
+        let server_saw = server_side.await.unwrap();
+        let ok = client_stream.is_ok() && server_saw.is_some();
         drop(client_stream);
-        client_ok && server_ok
+        (ok, server_saw.flatten())
     }
 
     #[tokio::test]
-    async fn client_ca_requires_a_signed_client_certificate() {
+    async fn a_client_ca_asks_for_certificates_and_lets_every_client_in() {
         let pki = pki();
         let p = |n: &str| pki.dir.path().join(n);
+        let (crt, key) = (p("server.crt"), p("server.key"));
         let names = ["node-a".to_string()];
-        let open =
-            server_config(Some(&p("server.crt")), Some(&p("server.key")), &names, None).unwrap();
-        assert!(
-            handshake(open, &pki, false).await,
-            "without a client CA anyone connects"
+        let usage = ExtendedKeyUsagePurpose::ClientAuth;
+        let open = server_config(Some(&crt), Some(&key), &names, None).unwrap();
+        let own = pki.ca.client("alice", &[], usage.clone());
+        let (ok, seen) = handshake(open, Some(own)).await;
+        assert!(ok, "without a client CA anyone connects");
+        assert_eq!(seen, None, "and no certificate is asked for");
+        let ca = ClientCa::load(&pki.ca.path).unwrap();
+        let strict = server_config(Some(&crt), Some(&key), &names, Some(&ca)).unwrap();
+        assert_eq!(handshake(strict.clone(), None).await, (true, None));
+        let own = pki.ca.client("alice", &[], usage.clone());
+        let own_der = own.0.clone();
+        assert_eq!(
+            handshake(strict.clone(), Some(own)).await,
+            (true, Some(own_der))
         );
-        let strict = server_config(
-            Some(&p("server.crt")),
-            Some(&p("server.key")),
-            &names,
-            Some(&p("ca.crt")),
-        )
-        .unwrap();
-        assert!(
-            !handshake(strict.clone(), &pki, false).await,
-            "no client certificate: refused"
+        // Judged per request, where it authenticates nobody (auth::x509's tests).
+        let foreign = pki.other.client("alice", &[], usage);
+        let foreign_der = foreign.0.clone();
+        assert_eq!(
+            handshake(strict, Some(foreign)).await,
+            (true, Some(foreign_der))
         );
-        assert!(
-            handshake(strict, &pki, true).await,
-            "a certificate from the CA: accepted"
-        );
-        let missing = server_config(None, None, &names, Some(&p("nope.crt"))).unwrap_err();
-        assert!(missing.to_string().contains("nope.crt"), "{missing}");
+    }
+
+    /// The test client trusts any serving certificate (only the client side is under test).
+    #[derive(Debug)]
+    struct AnyServer;
+
+    impl rustls::client::danger::ServerCertVerifier for AnyServer {
+        fn verify_server_cert(
+            &self,
+            _: &CertificateDer<'_>,
+            _: &[CertificateDer<'_>],
+            _: &ServerName<'_>,
+            _: &[u8],
+            _: rustls::pki_types::UnixTime,
+        ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
+            Ok(rustls::client::danger::ServerCertVerified::assertion())
+        }
+
+        fn verify_tls12_signature(
+            &self,
+            _: &[u8],
+            _: &CertificateDer<'_>,
+            _: &rustls::DigitallySignedStruct,
+        ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+            Ok(rustls::client::danger::HandshakeSignatureValid::assertion())
+        }
+
+        fn verify_tls13_signature(
+            &self,
+            _: &[u8],
+            _: &CertificateDer<'_>,
+            _: &rustls::DigitallySignedStruct,
+        ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+            Ok(rustls::client::danger::HandshakeSignatureValid::assertion())
+        }
+
+        fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+            rustls::crypto::ring::default_provider()
+                .signature_verification_algorithms
+                .supported_schemes()
+        }
     }
 }

@@ -45,6 +45,9 @@ pub struct Node {
     bootstrap: Option<PathBuf>,
     /// More agent flags, for the next `start_agent` (e.g. `--network-backend vxlan`).
     pub extra_args: Vec<String>,
+    /// --client-ca-file: the API server's CA, so that its kubelet client certificate
+    /// authenticates on port 10250 (kubectl logs).
+    client_ca: PathBuf,
     agent: Option<ChildGuard>,
     containerd: Containerd,
     pub host: TestHost,
@@ -78,6 +81,7 @@ impl Node {
             },
             bootstrap: join.bootstrap.clone(),
             extra_args: Vec::new(),
+            client_ca: cluster.api_dir().join("ca.crt"),
             dir,
             agent: None,
             containerd,
@@ -106,6 +110,7 @@ impl Node {
                 ]
             }))
             .args(["--node-ip", &self.ip])
+            .args(["--client-ca-file", &self.client_ca.display().to_string()])
             .args(
                 self.pod_cidr
                     .iter()
@@ -554,13 +559,34 @@ impl Cluster {
         events.into_iter().map(|(_, text)| text).collect()
     }
 
-    /// The first node's agent metrics.
+    /// The admin's bearer token (system:masters).
+    pub fn admin_token(&self) -> String {
+        self.api.token()
+    }
+
+    /// GET `path` on the first node's port 10250 with `token` (none: no credentials), from
+    /// inside the node: the body followed by " <status code>".
+    pub fn agent_get(&self, path: &str, token: Option<&str>) -> String {
+        let header = token.map(|t| format!("Authorization: Bearer {t}"));
+        match &header {
+            Some(h) => self.agent_curl(path, &["-H", h]),
+            None => self.agent_curl(path, &[]),
+        }
+    }
+
+    /// GET `path` on the first node's port 10250 with more curl arguments (e.g. --cert, --key).
+    pub fn agent_curl(&self, path: &str, extra: &[&str]) -> String {
+        let url = format!("https://127.0.0.1:10250{path}");
+        let mut args = vec!["-sk", "-m", "5", "-w", " %{http_code}"];
+        args.extend(extra);
+        args.push(&url);
+        self.on_node("curl", &args).unwrap_or_else(|e| e)
+    }
+
+    /// The first node's agent metrics (read with the admin's token).
     pub fn metrics(&self) -> String {
-        self.on_node(
-            "curl",
-            &["-sk", "-m", "5", "https://127.0.0.1:10250/metrics"],
-        )
-        .unwrap_or_default()
+        let answer = self.agent_get("/metrics", Some(&self.admin_token()));
+        answer.strip_suffix(" 200").unwrap_or_default().to_string()
     }
 }
 
