@@ -6,7 +6,7 @@ mod harness;
 use std::collections::BTreeSet;
 
 use harness::{backend, expect_warning, ingress, slice, Backends, Ingress, World, DEADLINE};
-use keelson_testing::eventually;
+use keelson_testing::{eventually, Component};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
@@ -486,7 +486,8 @@ fn sigterm_while_the_api_server_is_unreachable_exits_cleanly() {
     let world = World::start(&[]);
     let api = &world.api;
     // The same credentials, aimed at a port where nothing listens.
-    let kubeconfig = std::fs::read_to_string(api.kubeconfig()).unwrap().replace(
+    let own = api.kubeconfig_of(Component::Ingress);
+    let kubeconfig = std::fs::read_to_string(own).unwrap().replace(
         &format!("{}:{}", api.address, api.port),
         &format!("{}:{}", api.address, api.port + 1),
     );

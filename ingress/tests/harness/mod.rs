@@ -10,7 +10,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use keelson_testing::hosts::command_in;
-use keelson_testing::{require_root_and_tools, Apiserver, ChildGuard, TestHost};
+use keelson_testing::{require_root_and_tools, Apiserver, ChildGuard, Component, TestHost};
 use nix::sys::signal::kill;
 use nix::unistd::Pid;
 
@@ -47,9 +47,9 @@ impl World {
         }
     }
 
-    /// keelson-ingress in this world's host, with the admin kubeconfig.
+    /// keelson-ingress in this world's host, as keelson:ingress-controller.
     pub fn ingress(&self) -> Ingress {
-        Ingress::start(&self.host, &self.api.kubeconfig())
+        Ingress::start(&self.host, &self.api.kubeconfig_of(Component::Ingress))
     }
 }
 
