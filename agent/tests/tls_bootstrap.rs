@@ -161,6 +161,15 @@ fn a_node_joins_with_a_bootstrap_token_then_acts_as_itself_and_restarts_without_
             .then(|| pod["status"]["podIP"].as_str().unwrap_or("").to_string())
     });
     assert!(ip.starts_with(prefix), "pod IP {ip} not in {cidr}");
+    // Its port 10250 asks for TokenReviews and SubjectAccessReviews with the node's own
+    // credentials: the admin's token and the API server's certificate (kubectl logs) get in.
+    let pods = cluster.agent_get("/pods", Some(&cluster.admin_token()));
+    assert!(
+        pods.ends_with(" 200") && pods.contains("\"joined\""),
+        "{pods}"
+    );
+    assert_eq!(cluster.agent_get("/pods", None), "Unauthorized 401");
+    assert_eq!(cluster.kubectl(&["logs", "joined"]), Ok(String::new()));
 
     // Restart with the token gone: the agent keeps using its certificate, sends no new CSR, and
     // keeps writing its Node's Lease and status as system:node:<name>.
@@ -209,7 +218,8 @@ fn the_agent_waits_for_approval_writes_its_credentials_once_and_stops_when_denie
     let tmp = tempfile::tempdir().expect("tempdir");
     let path = |p: &Path| p.display().to_string();
     let mut cmd = std::process::Command::new(keelson_testing::binary("keelson-controller-manager"));
-    cmd.args(["--kubeconfig", &path(&api.kubeconfig())])
+    let own = api.kubeconfig_of(keelson_testing::Component::ControllerManager);
+    cmd.args(["--kubeconfig", &path(&own)])
         .args([
             "--metrics-bind-address",
             &format!("127.0.0.1:{}", keelson_testing::free_port()),
