@@ -17,7 +17,9 @@ use std::time::{Duration, Instant, SystemTime};
 use keelson_agent::cri::{self, Cri, GrpcCri};
 use keelson_agent::metrics::Metrics;
 use keelson_proto::runtime::v1 as proto;
-use keelson_testing::{binary, eventually, Apiserver, ChildGuard, Containerd, Kubectl, TestHost};
+use keelson_testing::{
+    binary, eventually, Apiserver, ChildGuard, Component, Containerd, Kubectl, TestHost,
+};
 use serde_json::Value;
 
 pub const CP_IP: &str = "172.31.255.1";
@@ -253,11 +255,12 @@ impl Cluster {
         self.api.dir.path()
     }
 
-    /// Starts keelson-controller-manager in the control-plane host with the admin kubeconfig and
-    /// `extra` flags.
+    /// Starts keelson-controller-manager in the control-plane host as itself
+    /// (system:kube-controller-manager) with `extra` flags.
     pub fn start_controller_manager(&mut self, extra: &[&str]) {
         let mut cmd = self.cp.command(binary("keelson-controller-manager"));
-        cmd.args(["--kubeconfig", &self.api.kubeconfig().display().to_string()])
+        let kubeconfig = self.api.kubeconfig_of(Component::ControllerManager);
+        cmd.args(["--kubeconfig", &kubeconfig.display().to_string()])
             .args(extra)
             .env("RUST_LOG", "keelson_controllers=debug");
         let log = self.tmp.path().join("controller-manager.log");
