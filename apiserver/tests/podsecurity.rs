@@ -104,3 +104,61 @@ fn workloads_and_warn_labels_give_warnings_not_refusals() {
         "got: {err}"
     );
 }
+
+#[test]
+fn a_stricter_enforce_label_names_the_pods_already_there_and_bad_labels_are_refused() {
+    let s = Apiserver::start();
+    s.apply(&namespace("team", ""));
+    let host = "  hostNetwork: true\n  containers:\n  - name: c\n    image: busybox\n";
+    for name in ["b", "a", "c"] {
+        s.apply(&pod("team", name, host));
+    }
+    s.apply(&pod("team", "p", PRIVILEGED));
+    s.apply(&pod("team", "fine", RESTRICTED));
+    let out = s.kubectl(&[
+        "label",
+        "ns",
+        "team",
+        "pod-security.kubernetes.io/enforce=baseline",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert_eq!(
+        stderr.lines().collect::<Vec<_>>(),
+        [
+            "Warning: existing pods in namespace \"team\" violate the new PodSecurity enforce level \"baseline:latest\"",
+            "Warning: a (and 2 other pods): host namespaces",
+            "Warning: p: privileged",
+        ]
+    );
+    // The pods stay; new ones are refused.
+    assert_eq!(
+        s.kubectl_ok(&["get", "pods", "-n", "team", "-o", "name"])
+            .lines()
+            .count(),
+        5
+    );
+    // The same level again checks nothing.
+    let out = s.kubectl(&[
+        "label",
+        "ns",
+        "team",
+        "--overwrite",
+        "pod-security.kubernetes.io/enforce=baseline",
+    ]);
+    assert!(String::from_utf8_lossy(&out.stderr).is_empty());
+
+    let out = s.kubectl(&[
+        "label",
+        "ns",
+        "team",
+        "--overwrite",
+        "pod-security.kubernetes.io/enforce=strict",
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("metadata.labels[pod-security.kubernetes.io/enforce]: Invalid value: \"strict\": must be one of privileged, baseline, restricted"),
+        "{stderr}"
+    );
+}

@@ -15,28 +15,27 @@ pub struct Finding {
 /// A check of the pod's metadata and spec; None when it passes.
 pub type Check = fn(&Value, &Value) -> Option<Finding>;
 
-/// Baseline checks that restricted keeps, in upstream's order (its files' order).
-pub const BASELINE: &[(u32, Check)] = &[
-    (0, app_armor),
-    (0, host_namespaces),
-    (0, host_ports),
-    (34, host_probes),
-    (0, privileged),
-    (0, proc_mount),
-    (0, se_linux),
-    (0, sysctls),
-    (0, windows_host_process),
+/// Baseline's checks in upstream's order (their IDs sorted, which is the order of the reasons in
+/// its messages), each with the minor version it appeared in and whether restricted replaces it
+/// with a stricter check of its own.
+pub const BASELINE: &[(u32, bool, Check)] = &[
+    (0, false, app_armor),
+    (0, true, capabilities_baseline),
+    (0, false, host_namespaces),
+    (0, true, host_path_volumes),
+    (0, false, host_ports),
+    (34, false, host_probes),
+    (0, false, privileged),
+    (0, false, proc_mount),
+    (0, false, se_linux),
+    (19, true, seccomp_baseline),
+    (0, false, sysctls),
+    (0, false, windows_host_process),
 ];
 
-/// Baseline checks that restricted replaces with stricter ones.
-pub const BASELINE_ONLY: &[(u32, Check)] = &[
-    (0, capabilities_baseline),
-    (0, host_path_volumes),
-    (19, seccomp_baseline),
-];
-
-/// What restricted adds. The number is the minor version each check appeared in (1.x), so an
-/// older pinned version (`enforce-version: v1.21`) skips what did not exist then.
+/// What restricted adds, after baseline's checks, in upstream's order. The number is the minor
+/// version each check appeared in (1.x), so an older pinned version (`enforce-version: v1.21`)
+/// skips what did not exist then.
 pub const RESTRICTED: &[(u32, Check)] = &[
     (8, allow_privilege_escalation),
     (22, capabilities_restricted),

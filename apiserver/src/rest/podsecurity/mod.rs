@@ -7,6 +7,7 @@
 //! findings have no audit annotations to go to (the audit log is at level Metadata).
 
 pub mod checks;
+mod namespace;
 
 use super::Api;
 use crate::object;
@@ -64,12 +65,15 @@ impl fmt::Display for LevelVersion {
     }
 }
 
-/// "latest" or "v1.N"; what cannot be read is latest (upstream's ParseVersion).
+/// The minor version of "v1.N" (N without leading zeros); None for "latest" and for what
+/// cannot be read, which upstream's ParseVersion also takes as latest.
 fn parse_version(s: &str) -> Option<u32> {
-    if s == "latest" {
+    let minor = s.strip_prefix("v1.")?;
+    let digits = !minor.is_empty() && minor.bytes().all(|b| b.is_ascii_digit());
+    if !digits || (minor.len() > 1 && minor.starts_with('0')) {
         return None;
     }
-    s.strip_prefix("v1.").and_then(|m| m.parse().ok())
+    minor.parse().ok()
 }
 
 /// The three modes of a namespace.
@@ -129,14 +133,22 @@ impl Policy {
 /// Every finding of the pod (its metadata and spec) at `lv`, in upstream's order.
 pub fn evaluate(lv: LevelVersion, meta: &Value, spec: &Value) -> Vec<Finding> {
     let minor = lv.minor.unwrap_or(u32::MAX);
-    let set: &[&[(u32, checks::Check)]] = match lv.level {
+    let restricted = match lv.level {
         Level::Privileged => return Vec::new(),
-        Level::Baseline => &[checks::BASELINE, checks::BASELINE_ONLY],
-        Level::Restricted => &[checks::BASELINE, checks::RESTRICTED],
+        Level::Baseline => false,
+        Level::Restricted => true,
     };
-    set.iter()
-        .flat_map(|checks| checks.iter())
-        .filter(|(since, _)| *since <= minor)
+    let baseline = checks::BASELINE
+        .iter()
+        .filter(|(_, replaced, _)| !(restricted && *replaced))
+        .map(|(since, _, check)| (since, check));
+    let more = checks::RESTRICTED
+        .iter()
+        .filter(|_| restricted)
+        .map(|(since, check)| (since, check));
+    baseline
+        .chain(more)
+        .filter(|(since, _)| **since <= minor)
         .filter_map(|(_, check)| check(meta, spec))
         .collect()
 }
@@ -161,28 +173,35 @@ fn namespace_policy(api: &Api, ns: &str) -> Option<Policy> {
     (!policy.is_privileged()).then_some(policy)
 }
 
-/// Refuses a new Pod that violates its namespace's enforce level. `name` is the name the
-/// request gave (empty with generateName), as upstream's message shows it.
+/// Refuses a new Pod that violates its namespace's enforce level, and a Namespace whose
+/// PodSecurity labels cannot be read. `name` is the name the request gave (empty with
+/// generateName), as upstream's message shows it.
 pub fn enforce_create(
     api: &Api,
     res: &Resource,
     ns: &str,
     name: &str,
-    pod: &Value,
+    obj: &Value,
 ) -> ApiResult<()> {
+    if res.kind == "Namespace" {
+        return namespace::check_labels(None, obj);
+    }
     if res.kind != "Pod" {
         return Ok(());
     }
     let Some(policy) = namespace_policy(api, ns) else {
         return Ok(());
     };
-    check_enforce(&policy, res, name, pod)
+    check_enforce(&policy, res, name, obj)
 }
 
-/// Refuses an update of a Pod whose images changed when the new Pod violates the enforce
-/// level; other updates of a Pod's spec cannot loosen its security (upstream's
-/// isSignificantPodUpdate).
+/// Refuses a Namespace update that makes its labels unreadable, and an update of a Pod whose
+/// images changed when the new Pod violates the enforce level; other updates of a Pod's spec
+/// cannot loosen its security (upstream's isSignificantPodUpdate).
 pub fn enforce_update(api: &Api, res: &Resource, old: &Value, new: &Value) -> ApiResult<()> {
+    if res.kind == "Namespace" {
+        return namespace::check_labels(Some(old), new);
+    }
     if res.kind != "Pod" || images(old) == images(new) {
         return Ok(());
     }
@@ -241,14 +260,17 @@ fn pod_part<'a>(kind: &str, obj: &'a Value) -> Option<&'a Value> {
     obj.pointer(template_path(kind)?)
 }
 
-/// Whether objects of `kind` hold a pod spec PodSecurity checks.
+/// Whether PodSecurity may warn about a write of `kind` (a pod spec, or a namespace's labels).
 pub fn has_pod_template(kind: &str) -> bool {
-    template_path(kind).is_some()
+    kind == "Namespace" || template_path(kind).is_some()
 }
 
 /// The `Warning:` texts for a written object: what its namespace's warn level finds in a
 /// Pod, or in a workload's pod template when it is new or changed (`old`).
 pub fn warnings(api: &Api, res: &Resource, old: Option<&Value>, new: &Value) -> Vec<String> {
+    if res.kind == "Namespace" {
+        return old.map_or_else(Vec::new, |o| namespace::existing_pods(api, o, new));
+    }
     let Some(pod) = pod_part(res.kind, new) else {
         return Vec::new();
     };

@@ -58,10 +58,10 @@ fn baseline_host_namespaces_ports_paths_and_capabilities() {
     });
     assert_eq!(
         message(BASELINE, spec),
-        "host namespaces (hostNetwork=true, hostIPC=true), \
-         hostPort (container \"a\" uses hostPorts 8080, 81), \
-         non-default capabilities (containers \"a\", \"b\" must not include \"NET_ADMIN\", \"NET_RAW\", \"SYS_ADMIN\" in securityContext.capabilities.add), \
-         hostPath volumes (volume \"root\")"
+        "non-default capabilities (containers \"a\", \"b\" must not include \"NET_ADMIN\", \"NET_RAW\", \"SYS_ADMIN\" in securityContext.capabilities.add), \
+         host namespaces (hostNetwork=true, hostIPC=true), \
+         hostPath volumes (volume \"root\"), \
+         hostPort (container \"a\" uses hostPorts 8080, 81)"
     );
 }
 
@@ -85,8 +85,8 @@ fn baseline_profiles_proc_mount_and_sysctls() {
         "forbidden AppArmor profile (container.apparmor.security.beta.kubernetes.io/c=\"unconfined\"), \
          procMount (container \"c\" must not set securityContext.procMount to \"Unmasked\"), \
          seLinuxOptions (pod set forbidden securityContext.seLinuxOptions: type \"spc_t\"; user may not be set), \
-         forbidden sysctls (kernel.msgmax), \
-         seccompProfile (pod must not set securityContext.seccompProfile.type to \"Unconfined\")"
+         seccompProfile (pod must not set securityContext.seccompProfile.type to \"Unconfined\"), \
+         forbidden sysctls (kernel.msgmax)"
     );
 }
 
