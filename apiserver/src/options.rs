@@ -98,6 +98,13 @@ pub struct Options {
     /// appended to this file; "-" writes to standard output. No audit log when unset.
     #[arg(long)]
     pub audit_log_path: Option<PathBuf>,
+    /// Megabytes the audit log may reach before it is renamed aside (NAME-TIME.EXT) and a new
+    /// one begins; 0 never rotates.
+    #[arg(long, default_value_t = 0)]
+    pub audit_log_maxsize: u64,
+    /// Rotated audit logs kept; 0 keeps them all.
+    #[arg(long, default_value_t = 0)]
+    pub audit_log_maxbackup: usize,
     /// How long an Event is kept after it was last seen, e.g. 1h, 30m, 90s, 1h30m (0: forever).
     #[arg(long, default_value = "1h", value_parser = duration)]
     pub event_ttl: Duration,

@@ -95,8 +95,13 @@ pub async fn run(opts: Options) -> Result<(), ServerError> {
     tracing::info!(%server, kubeconfig = %kubeconfig.display(), "serving");
     let authz = crate::auth::authorize::Authorizer::new(&opts.authorization_mode, &api.store);
     let metrics = crate::metrics::Metrics::default();
+    let rotation = crate::audit::Rotation {
+        max_bytes: opts.audit_log_maxsize.saturating_mul(1024 * 1024),
+        max_backups: opts.audit_log_maxbackup,
+    };
     let audit = crate::audit::Audit::start(
         opts.audit_log_path.as_deref(),
+        rotation,
         metrics.audit_events.clone(),
         metrics.audit_errors.clone(),
     )?;

@@ -7,8 +7,10 @@
 //! request held, and /metrics counts them (apiserver_audit_error_total{plugin="log"}).
 
 mod request;
+mod rotate;
 
 pub use request::{Answer, Asked, Pending};
+pub use rotate::Rotation;
 
 use prometheus_client::metrics::counter::Counter;
 use serde::Serialize;
@@ -107,9 +109,11 @@ pub struct Audit {
 }
 
 impl Audit {
-    /// Opens the log (appending; "-" is standard output) and starts its writer task.
+    /// Opens the log (appending; "-" is standard output), rotated as `rotation` says, and starts
+    /// its writer task.
     pub fn start(
         path: Option<&Path>,
+        rotation: Rotation,
         events: Counter,
         errors: Counter,
     ) -> Result<Audit, AuditError> {
@@ -123,7 +127,11 @@ impl Audit {
         let out: Box<dyn Write + Send> = if path == Path::new("-") {
             Box::new(std::io::stdout())
         } else {
-            Box::new(open(path)?)
+            let file = rotate::LogFile::open(path, rotation).map_err(|source| AuditError {
+                path: path.into(),
+                source,
+            })?;
+            Box::new(file)
         };
         let (tx, rx) = mpsc::channel(QUEUE);
         tokio::task::spawn_blocking({
@@ -153,19 +161,6 @@ impl Audit {
     }
 }
 
-fn open(path: &Path) -> Result<std::fs::File, AuditError> {
-    use std::os::unix::fs::OpenOptionsExt;
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .mode(0o600)
-        .open(path)
-        .map_err(|source| AuditError {
-            path: path.into(),
-            source,
-        })
-}
-
 /// The writer: one JSON line per event, flushed whenever the queue is empty, so the file is
 /// current when the server is idle and written in batches when it is busy.
 fn write_all(mut rx: mpsc::Receiver<Event>, out: Box<dyn Write + Send>, errors: Counter) {
@@ -173,12 +168,11 @@ fn write_all(mut rx: mpsc::Receiver<Event>, out: Box<dyn Write + Send>, errors: 
     while let Some(event) = rx.blocking_recv() {
         let mut next = Some(event);
         while let Some(e) = next {
-            let line = serde_json::to_vec(&e).unwrap_or_default();
-            if out
-                .write_all(&line)
-                .and_then(|_| out.write_all(b"\n"))
-                .is_err()
-            {
+            // One write per line: the buffer passes whole lines on, and the file rotates
+            // between them.
+            let mut line = serde_json::to_vec(&e).unwrap_or_default();
+            line.push(b'\n');
+            if out.write_all(&line).is_err() {
                 errors.inc();
             }
             next = rx.try_recv().ok();
