@@ -63,6 +63,7 @@ fn requests_are_logged_with_user_verb_object_and_code() {
         serde_json::json!({"resource": "configmaps", "namespace": "default", "name": "settings", "apiVersion": "v1"})
     );
     assert_eq!(create["responseStatus"]["code"], 201);
+    assert_eq!(create["annotations"]["authorization.k8s.io/decision"], "allow");
     assert_eq!(create["sourceIPs"], serde_json::json!(["127.0.0.1"]));
     assert!(
         create["userAgent"]
@@ -94,11 +95,13 @@ fn requests_are_logged_with_user_verb_object_and_code() {
     assert_eq!(refused["responseStatus"]["code"], 403);
     assert_eq!(refused["responseStatus"]["reason"], "Forbidden");
     assert_eq!(refused["user"]["uid"], "42");
+    assert_eq!(refused["annotations"]["authorization.k8s.io/decision"], "forbid");
 
     let unauthenticated = find(&log, "the 401", |e| e["responseStatus"]["code"] == 401);
     assert_eq!(unauthenticated["stage"], "ResponseStarted");
     assert_eq!(unauthenticated["user"], serde_json::json!({}));
     assert_eq!(unauthenticated["requestURI"], "/api/v1/pods");
+    assert!(unauthenticated.get("annotations").is_none(), "{unauthenticated}");
 
     // Every event was written; none dropped.
     assert!(s.metric("apiserver_audit_event_total") >= 4.0);

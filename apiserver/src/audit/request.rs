@@ -21,10 +21,12 @@ pub struct Pending {
     received: chrono::DateTime<chrono::Utc>,
 }
 
-/// What the request asked for: its verb (RBAC's) and the object it names, if any.
+/// What the request asked for: its verb (RBAC's) and the object it names, if any; and what
+/// the authorizer decided ("allow", "forbid"), once it has.
 pub struct Asked {
     pub verb: String,
     pub object: Option<ObjectRef>,
+    pub decision: Option<&'static str>,
 }
 
 impl Asked {
@@ -43,6 +45,7 @@ impl Asked {
         Asked {
             verb: verb.to_string(),
             object,
+            decision: None,
         }
     }
 }
@@ -161,10 +164,17 @@ impl Pending {
             response_status: status,
             request_received_timestamp: micro_time(self.received),
             stage_timestamp: micro_time(chrono::Utc::now()),
-            annotations: Default::default(),
+            annotations: asked
+                .decision
+                .map(|d| (DECISION_ANNOTATION, d.to_string()))
+                .into_iter()
+                .collect(),
         }
     }
 }
+
+/// The audit annotation upstream's authorization filter sets on every authorized request.
+const DECISION_ANNOTATION: &str = "authorization.k8s.io/decision";
 
 /// A handler's result, before it becomes a response.
 pub enum Answer {

@@ -128,10 +128,13 @@ async fn dispatch(State(app): State<Arc<App>>, req: Request) -> Response {
         Err(e) => (Bytes::new(), Some(e)),
     };
     let call = Call { head, body, user };
-    let answer = match unreadable {
-        Some(e) => Answer::Err(e),
+    let (answer, decision) = match unreadable {
+        Some(e) => (Answer::Err(e), None),
         None => serve(&app, &call, route, start).await,
     };
+    if let Some(a) = asked.as_mut() {
+        a.decision = decision;
+    }
     match (pending, asked) {
         (Some(p), Some(a)) => p.answered(&call.user, a, answer),
         _ => answer.into_response(),
@@ -139,9 +142,15 @@ async fn dispatch(State(app): State<Arc<App>>, req: Request) -> Response {
 }
 
 /// An authenticated request's answer: authorization, then its handler; counted in /metrics.
-async fn serve(app: &App, call: &Call, route: Option<Route>, start: Instant) -> Answer {
+/// Also the authorization decision, as the audit log names it ("allow" or "forbid").
+async fn serve(
+    app: &App,
+    call: &Call,
+    route: Option<Route>,
+    start: Instant,
+) -> (Answer, Option<&'static str>) {
     if let Err(e) = allowed(app, call, &route) {
-        return Answer::Err(e);
+        return (Answer::Err(e), Some("forbid"));
     }
     let labels = metric_labels(call.method(), &route, call.query());
     let answer = match handlers::handle(app, route, call).await {
@@ -155,7 +164,7 @@ async fn serve(app: &App, call: &Call, route: Option<Route>, start: Instant) -> 
         }
     };
     record(&app.metrics, labels, answer.status(), start);
-    answer
+    (answer, Some("allow"))
 }
 
 /// What the audit log says a request asked for: RBAC's verb and the object it names.
