@@ -193,3 +193,60 @@ fn node_restriction(
         None,
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn expiration_defaults_and_bounds_as_upstream() {
+        assert_eq!(expiration(&json!({}), 600, "sa").unwrap(), 3600);
+        assert_eq!(
+            expiration(&json!({"expirationSeconds": 600}), 600, "sa").unwrap(),
+            600
+        );
+        let e = expiration(&json!({"expirationSeconds": 60}), 600, "sa").unwrap_err();
+        assert_eq!(e.code, 422);
+        assert!(
+            e.message.contains(
+                "spec.expirationSeconds: Invalid value: 60: may not specify a duration less than 10 minutes"
+            ),
+            "{}",
+            e.message
+        );
+        let huge = json!({"expirationSeconds": (1_i64 << 32) + 1});
+        assert!(expiration(&huge, 600, "sa").is_err());
+    }
+
+    #[test]
+    fn nodes_get_tokens_only_for_their_own_pods() {
+        let node = |name: &str| User {
+            name: format!("system:node:{name}"),
+            uid: String::new(),
+            groups: vec![NODES_GROUP.into()],
+        };
+        let pod = Ref {
+            name: "p".into(),
+            uid: "u".into(),
+        };
+        let on = |n: &str| Ref {
+            name: n.into(),
+            uid: String::new(),
+        };
+        let n1 = node("n1");
+        assert!(node_restriction(&n1, "sa", true, Some(&pod), Some(&on("n1"))).is_ok());
+        let e = node_restriction(&n1, "sa", true, Some(&pod), Some(&on("n2"))).unwrap_err();
+        assert_eq!(
+            e.message,
+            "serviceaccounts \"sa\" is forbidden: node requested token bound to a pod scheduled on a different node"
+        );
+        let e = node_restriction(&n1, "sa", false, None, None).unwrap_err();
+        assert!(e.message.ends_with("node requested token not bound to a pod"));
+        let admin = User {
+            name: "admin".into(),
+            uid: String::new(),
+            groups: vec![],
+        };
+        assert!(node_restriction(&admin, "sa", false, None, None).is_ok());
+    }
+}
