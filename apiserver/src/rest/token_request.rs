@@ -241,7 +241,9 @@ mod tests {
             "serviceaccounts \"sa\" is forbidden: node requested token bound to a pod scheduled on a different node"
         );
         let e = node_restriction(&n1, "sa", false, None, None).unwrap_err();
-        assert!(e.message.ends_with("node requested token not bound to a pod"));
+        assert!(e
+            .message
+            .ends_with("node requested token not bound to a pod"));
         let admin = User {
             name: "admin".into(),
             uid: String::new(),
