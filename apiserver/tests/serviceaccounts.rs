@@ -108,6 +108,25 @@ fn created_token_authenticates_as_the_service_account_until_it_is_deleted() {
     assert_eq!(review["error"], "invalid bearer token");
     assert!(refused(&whoami(&s, &forged)));
 
+    // What the account may do is RBAC's: nothing, until a binding gives it view.
+    let err = k
+        .run(&["--token", token, "-n", "team", "get", "pods"])
+        .unwrap_err();
+    assert!(
+        err.contains("User \"system:serviceaccount:team:robot\" cannot list resource \"pods\""),
+        "{err}"
+    );
+    k.ok(&[
+        "-n",
+        "team",
+        "create",
+        "rolebinding",
+        "robot-view",
+        "--clusterrole=view",
+        "--serviceaccount=team:robot",
+    ]);
+    k.ok(&["--token", token, "-n", "team", "get", "pods"]);
+
     // TokenReview is found through discovery, as kubectl finds it.
     let resources = k.ok(&["api-resources", "--api-group=authentication.k8s.io"]);
     assert!(resources.contains("tokenreviews"), "{resources}");
@@ -287,4 +306,36 @@ fn on_loopback_the_kubernetes_service_has_no_endpoints() {
     assert_eq!(svc["spec"]["clusterIP"], "10.96.0.1");
     let out = s.kubectl(&["get", "endpointslice", "kubernetes"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("NotFound"));
+}
+
+#[test]
+fn a_node_gets_tokens_only_for_pods_bound_to_it() {
+    let s = server();
+    let k = kubectl(&s);
+    k.ok(&["create", "serviceaccount", "default"]);
+    for (pod, node) in [("mine", "n1"), ("theirs", "n2")] {
+        let yaml = format!("apiVersion: v1\nkind: Pod\nmetadata: {{name: {pod}}}\nspec:\n  nodeName: {node}\n  containers: [{{name: c, image: busybox}}]\n");
+        s.apply(&yaml);
+    }
+    let node = Kubectl::new(s.kubeconfig_for("system:node:n1", &["system:nodes"]));
+    let bound = |pod: &str| {
+        node.run(&[
+            "create",
+            "token",
+            "default",
+            "--bound-object-kind",
+            "Pod",
+            "--bound-object-name",
+            pod,
+        ])
+    };
+    let token = bound("mine").expect("a token for a pod on the node");
+    assert_eq!(claims(token.trim())["kubernetes.io"]["node"]["name"], "n1");
+    let err = bound("theirs").unwrap_err();
+    assert!(
+        err.contains("Forbidden") || err.contains("forbidden"),
+        "{err}"
+    );
+    let err = node.run(&["create", "token", "default"]).unwrap_err();
+    assert!(err.contains("forbidden"), "{err}");
 }
