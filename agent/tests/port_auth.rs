@@ -44,13 +44,10 @@ fn client_cert(dir: &Path, cn: &str, ca: Option<(&Path, &Path)>) -> (PathBuf, Pa
     (crt.into(), key.into())
 }
 
-fn with_cert(cert: &(PathBuf, PathBuf)) -> [String; 4] {
-    [
-        "--cert".into(),
-        cert.0.display().to_string(),
-        "--key".into(),
-        cert.1.display().to_string(),
-    ]
+/// GET `path` on the node's port 10250 presenting `cert` (certificate and key files).
+fn get_with_cert(cluster: &Cluster, path: &str, cert: &(PathBuf, PathBuf)) -> String {
+    let (crt, key) = (cert.0.display().to_string(), cert.1.display().to_string());
+    cluster.agent_curl(path, &["--cert", &crt, "--key", &key])
 }
 
 const NODE_PROXY_READER: &str = "apiVersion: rbac.authorization.k8s.io/v1
@@ -95,19 +92,15 @@ fn the_agents_port_needs_credentials_and_the_api_servers_permission() {
     let api_dir = cluster.api_dir();
     let tmp = cluster.tmp.path();
     let foreign = client_cert(tmp, "kube-apiserver-kubelet-client", None);
-    let foreign = with_cert(&foreign);
-    let foreign: Vec<&str> = foreign.iter().map(String::as_str).collect();
     assert_eq!(
-        cluster.agent_curl(logs, &foreign),
+        get_with_cert(&cluster, logs, &foreign),
         "Unauthorized 401",
         "another CA"
     );
     let cluster_ca = (api_dir.join("ca.crt"), api_dir.join("ca.key"));
     let mallory = client_cert(tmp, "mallory", Some((&cluster_ca.0, &cluster_ca.1)));
-    let mallory = with_cert(&mallory);
-    let mallory: Vec<&str> = mallory.iter().map(String::as_str).collect();
     assert_eq!(
-        cluster.agent_curl(logs, &mallory),
+        get_with_cert(&cluster, logs, &mallory),
         "Forbidden (user=mallory, verb=get, resource=nodes, subresource=proxy) 403",
         "the cluster CA's certificate authenticates; RBAC does not allow"
     );
@@ -115,9 +108,7 @@ fn the_agents_port_needs_credentials_and_the_api_servers_permission() {
         api_dir.join("apiserver-kubelet-client.crt"),
         api_dir.join("apiserver-kubelet-client.key"),
     );
-    let apiserver = with_cert(&apiserver);
-    let apiserver: Vec<&str> = apiserver.iter().map(String::as_str).collect();
-    assert_eq!(cluster.agent_curl(logs, &apiserver), "hello\n 200");
+    assert_eq!(get_with_cert(&cluster, logs, &apiserver), "hello\n 200");
 
     cluster
         .kubectl(&["create", "serviceaccount", "reader"])

@@ -95,10 +95,11 @@ mod tests {
         dir: tempfile::TempDir,
         ca: TestCa,
         other: TestCa,
+        /// The self-signed serving certificate, which the test client trusts.
+        server: CertificateDer<'static>,
     }
 
-    /// The cluster CA, another CA, and a serving certificate for node-a (self-signed is enough:
-    /// the client below does not check it).
+    /// The cluster CA, another CA, and a self-signed serving certificate for node-a.
     fn pki() -> Pki {
         let dir = tempfile::tempdir().unwrap();
         let generated = rcgen::generate_simple_self_signed(vec!["node-a".to_string()]).unwrap();
@@ -108,6 +109,7 @@ mod tests {
         Pki {
             ca: TestCa::new(dir.path(), "cluster-ca"),
             other: TestCa::new(dir.path(), "other-ca"),
+            server: generated.cert.der().clone(),
             dir,
         }
     }
@@ -115,15 +117,17 @@ mod tests {
     /// Whether the handshake succeeds, and the client certificate the server then holds.
     async fn handshake(
         server: Arc<rustls::ServerConfig>,
+        pki: &Pki,
         client_cert: Option<(Vec<u8>, rcgen::KeyPair)>,
     ) -> (bool, Option<Vec<u8>>) {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(pki.server.clone()).unwrap();
         let builder = rustls::ClientConfig::builder_with_provider(Arc::new(
             rustls::crypto::ring::default_provider(),
         ))
         .with_safe_default_protocol_versions()
         .unwrap()
-        .dangerous()
-        .with_custom_certificate_verifier(Arc::new(AnyServer));
+        .with_root_certificates(roots);
         let client = match client_cert {
             Some((der, key)) => builder
                 .with_client_auth_cert(
@@ -157,65 +161,24 @@ mod tests {
         let usage = ExtendedKeyUsagePurpose::ClientAuth;
         let open = server_config(Some(&crt), Some(&key), &names, None).unwrap();
         let own = pki.ca.client("alice", &[], usage.clone());
-        let (ok, seen) = handshake(open, Some(own)).await;
+        let (ok, seen) = handshake(open, &pki, Some(own)).await;
         assert!(ok, "without a client CA anyone connects");
         assert_eq!(seen, None, "and no certificate is asked for");
         let ca = ClientCa::load(&pki.ca.path).unwrap();
         let strict = server_config(Some(&crt), Some(&key), &names, Some(&ca)).unwrap();
-        assert_eq!(handshake(strict.clone(), None).await, (true, None));
+        assert_eq!(handshake(strict.clone(), &pki, None).await, (true, None));
         let own = pki.ca.client("alice", &[], usage.clone());
         let own_der = own.0.clone();
         assert_eq!(
-            handshake(strict.clone(), Some(own)).await,
+            handshake(strict.clone(), &pki, Some(own)).await,
             (true, Some(own_der))
         );
         // Judged per request, where it authenticates nobody (auth::x509's tests).
         let foreign = pki.other.client("alice", &[], usage);
         let foreign_der = foreign.0.clone();
         assert_eq!(
-            handshake(strict, Some(foreign)).await,
+            handshake(strict, &pki, Some(foreign)).await,
             (true, Some(foreign_der))
         );
-    }
-
-    /// The test client trusts any serving certificate (only the client side is under test).
-    #[derive(Debug)]
-    struct AnyServer;
-
-    impl rustls::client::danger::ServerCertVerifier for AnyServer {
-        fn verify_server_cert(
-            &self,
-            _: &CertificateDer<'_>,
-            _: &[CertificateDer<'_>],
-            _: &ServerName<'_>,
-            _: &[u8],
-            _: rustls::pki_types::UnixTime,
-        ) -> Result<rustls::client::danger::ServerCertVerified, rustls::Error> {
-            Ok(rustls::client::danger::ServerCertVerified::assertion())
-        }
-
-        fn verify_tls12_signature(
-            &self,
-            _: &[u8],
-            _: &CertificateDer<'_>,
-            _: &rustls::DigitallySignedStruct,
-        ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-            Ok(rustls::client::danger::HandshakeSignatureValid::assertion())
-        }
-
-        fn verify_tls13_signature(
-            &self,
-            _: &[u8],
-            _: &CertificateDer<'_>,
-            _: &rustls::DigitallySignedStruct,
-        ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
-            Ok(rustls::client::danger::HandshakeSignatureValid::assertion())
-        }
-
-        fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
-            rustls::crypto::ring::default_provider()
-                .signature_verification_algorithms
-                .supported_schemes()
-        }
     }
 }
