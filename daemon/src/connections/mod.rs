@@ -27,8 +27,9 @@ use tokio_rustls::TlsAcceptor;
 use accept::Acceptor;
 use first_bytes::FirstBytesDeadline;
 
-/// The DER leaf certificate a TLS client presented, already verified by the server's
-/// client certificate verifier (servers that request none never see one).
+/// The DER leaf certificate a TLS client presented, as far as the server's client certificate
+/// verifier checked it (servers that request none never see one). The API server's verifies the
+/// chain; the agent's only that the client holds the key, and judges the chain per request.
 #[derive(Clone, Debug)]
 pub struct PeerCertificate(pub Arc<Vec<u8>>);
 
