@@ -173,7 +173,9 @@ impl Worker {
             probes: &probes,
         };
         self.reported.report(&self.ctx, &report, status).await?;
-        let tokens = token_refresh::refresh(&self.ctx, pod).await.unwrap_or(RESYNC);
+        let tokens = token_refresh::refresh(&self.ctx, pod)
+            .await
+            .unwrap_or(RESYNC);
         // Periodic resync refreshes configMap/secret volumes and catches anything missed.
         Ok(done.wake.unwrap_or(RESYNC).min(RESYNC).min(tokens))
     }
