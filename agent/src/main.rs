@@ -214,3 +214,47 @@ fn agent_config(flags: Flags) -> anyhow::Result<keelson_agent::AgentConfig> {
         node_labels,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn parse(extra: &[&str]) -> Result<Flags, clap::Error> {
+        let base = ["keelson-agent", "--kubeconfig", "/k"];
+        Flags::try_parse_from(base.iter().chain(extra))
+    }
+
+    #[test]
+    fn port_auth_flags_default_as_the_kubelet_under_kubeadm() {
+        let f = parse(&[]).unwrap();
+        assert!(!f.anonymous_auth);
+        assert_eq!(
+            f.authentication_token_webhook_cache_ttl,
+            Duration::from_secs(120)
+        );
+        assert_eq!(
+            f.authorization_webhook_cache_authorized_ttl,
+            Duration::from_secs(300)
+        );
+        assert_eq!(
+            f.authorization_webhook_cache_unauthorized_ttl,
+            Duration::from_secs(30)
+        );
+        assert!(parse(&["--anonymous-auth"]).unwrap().anonymous_auth);
+        assert!(parse(&["--anonymous-auth=true"]).unwrap().anonymous_auth);
+        assert!(!parse(&["--anonymous-auth=false"]).unwrap().anonymous_auth);
+        let ttl = parse(&["--authorization-webhook-cache-unauthorized-ttl", "1s"]).unwrap();
+        assert_eq!(
+            ttl.authorization_webhook_cache_unauthorized_ttl,
+            Duration::from_secs(1)
+        );
+        let bad = parse(&["--authentication-token-webhook-cache-ttl", "soon"]).unwrap_err();
+        let bad = bad.to_string();
+        assert!(
+            bad.contains("--authentication-token-webhook-cache-ttl"),
+            "{bad}"
+        );
+        assert!(bad.contains("soon"), "{bad}");
+    }
+}
