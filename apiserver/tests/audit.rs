@@ -63,7 +63,10 @@ fn requests_are_logged_with_user_verb_object_and_code() {
         serde_json::json!({"resource": "configmaps", "namespace": "default", "name": "settings", "apiVersion": "v1"})
     );
     assert_eq!(create["responseStatus"]["code"], 201);
-    assert_eq!(create["annotations"]["authorization.k8s.io/decision"], "allow");
+    assert_eq!(
+        create["annotations"]["authorization.k8s.io/decision"],
+        "allow"
+    );
     assert_eq!(create["sourceIPs"], serde_json::json!(["127.0.0.1"]));
     assert!(
         create["userAgent"]
@@ -95,13 +98,19 @@ fn requests_are_logged_with_user_verb_object_and_code() {
     assert_eq!(refused["responseStatus"]["code"], 403);
     assert_eq!(refused["responseStatus"]["reason"], "Forbidden");
     assert_eq!(refused["user"]["uid"], "42");
-    assert_eq!(refused["annotations"]["authorization.k8s.io/decision"], "forbid");
+    assert_eq!(
+        refused["annotations"]["authorization.k8s.io/decision"],
+        "forbid"
+    );
 
     let unauthenticated = find(&log, "the 401", |e| e["responseStatus"]["code"] == 401);
     assert_eq!(unauthenticated["stage"], "ResponseStarted");
     assert_eq!(unauthenticated["user"], serde_json::json!({}));
     assert_eq!(unauthenticated["requestURI"], "/api/v1/pods");
-    assert!(unauthenticated.get("annotations").is_none(), "{unauthenticated}");
+    assert!(
+        unauthenticated.get("annotations").is_none(),
+        "{unauthenticated}"
+    );
 
     // Every event was written; none dropped.
     assert!(s.metric("apiserver_audit_event_total") >= 4.0);
@@ -125,4 +134,32 @@ fn a_watch_is_logged_when_it_starts_and_when_it_ends() {
     assert_eq!(started["auditID"], complete["auditID"]);
     assert_eq!(complete["responseStatus"]["code"], 200);
     assert!(complete["stageTimestamp"].as_str() >= started["stageTimestamp"].as_str());
+}
+
+#[test]
+fn pod_security_findings_of_the_audit_level_go_to_the_event() {
+    let tmp = tempfile::tempdir().unwrap();
+    let log = tmp.path().join("audit.log");
+    let s = Apiserver::start_with(&["--audit-log-path", log.to_str().unwrap()]);
+    s.kubectl_ok(&["create", "namespace", "watched"]);
+    s.kubectl_ok(&[
+        "label",
+        "namespace",
+        "watched",
+        "pod-security.kubernetes.io/audit=baseline",
+    ]);
+    s.apply("apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: watched}\nspec:\n  hostPID: true\n  containers: [{name: c, image: busybox}]\n");
+    let create = find(&log, "the pod's create", |e| {
+        e["verb"] == "create" && e["objectRef"]["resource"] == "pods"
+    });
+    let annotations = &create["annotations"];
+    assert_eq!(
+        annotations["pod-security.kubernetes.io/enforce-policy"],
+        "privileged:latest"
+    );
+    assert_eq!(
+        annotations["pod-security.kubernetes.io/audit-violations"],
+        "would violate PodSecurity \"baseline:latest\": host namespaces (hostPID=true)"
+    );
+    assert_eq!(annotations["authorization.k8s.io/decision"], "allow");
 }

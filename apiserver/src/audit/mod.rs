@@ -93,6 +93,11 @@ pub struct ResponseStatus {
     pub code: u16,
 }
 
+/// Audit annotations a handler found (PodSecurity's), handed to the event in the response's
+/// extensions.
+#[derive(Debug, Clone, Default)]
+pub struct Annotations(pub Vec<(&'static str, String)>);
+
 /// Upstream's MicroTime: RFC 3339 in UTC with microseconds.
 pub fn micro_time(t: chrono::DateTime<chrono::Utc>) -> String {
     t.format("%Y-%m-%dT%H:%M:%S%.6fZ").to_string()

@@ -103,7 +103,7 @@ impl Pending {
     /// Logs the answer to an authenticated request. A watch's stream is logged twice, as
     /// upstream does: ResponseStarted now and ResponseComplete when the stream ends.
     pub fn answered(self, user: &User, asked: Asked, answer: Answer) -> Response {
-        let (resp, status) = match answer {
+        let (mut resp, status) = match answer {
             Answer::Ok(resp) => {
                 let status = ResponseStatus {
                     code: resp.status().as_u16(),
@@ -116,8 +116,12 @@ impl Pending {
                 (e.into_response(), status)
             }
         };
+        let found = resp.extensions_mut().remove::<super::Annotations>();
         if asked.verb != "watch" || !resp.status().is_success() {
-            let event = self.event(Some(user), asked, status, "ResponseComplete");
+            let mut event = self.event(Some(user), asked, status, "ResponseComplete");
+            event
+                .annotations
+                .extend(found.into_iter().flat_map(|a| a.0));
             self.audit.log(event);
             return resp;
         }

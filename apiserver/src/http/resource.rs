@@ -122,11 +122,8 @@ impl<'a> Request<'a> {
         let mut obj = self.call.object()?;
         rest::certificates::set_requester(t.res.kind, &mut obj, &self.call.user);
         let e = rest::create(self.api(), t.res, &t.namespace, obj, self.dry_run).await?;
-        let warnings = rest::podsecurity::warnings(self.api(), t.res, None, &e.obj);
-        Ok(with_warnings(
-            self.object(e, StatusCode::CREATED)?,
-            &warnings,
-        ))
+        let review = rest::podsecurity::review(self.api(), t.res, None, &e.obj);
+        Ok(with_review(self.object(e, StatusCode::CREATED)?, review))
     }
 
     /// The stored object before a write of a Pod or workload, for PodSecurity's warnings
@@ -140,11 +137,11 @@ impl<'a> Request<'a> {
     /// The response for a written object, with PodSecurity's warnings about it.
     fn written(&self, e: Entry, old: Option<Entry>) -> ApiResult<Response> {
         let (api, res) = (self.api(), self.target.res);
-        let warnings = match old {
-            Some(old) => rest::podsecurity::warnings(api, res, Some(&old.obj), &e.obj),
-            None => Vec::new(),
+        let review = match old {
+            Some(old) => rest::podsecurity::review(api, res, Some(&old.obj), &e.obj),
+            None => Default::default(),
         };
-        Ok(with_warnings(self.object(e, StatusCode::OK)?, &warnings))
+        Ok(with_review(self.object(e, StatusCode::OK)?, review))
     }
 
     async fn bind(&self) -> ApiResult<Response> {
@@ -224,14 +221,18 @@ impl<'a> Request<'a> {
     }
 }
 
-/// Adds each warning as an HTTP `Warning: 299 - "text"` header, which kubectl prints as
-/// `Warning: text`.
-fn with_warnings(mut resp: Response, warnings: &[String]) -> Response {
-    for w in warnings {
+/// Adds PodSecurity's review to a response: each warning as an HTTP `Warning: 299 - "text"`
+/// header (kubectl prints `Warning: text`), its audit annotations for the audit log.
+fn with_review(mut resp: Response, review: rest::podsecurity::Review) -> Response {
+    for w in &review.warnings {
         let text = w.replace('\\', "\\\\").replace('"', "\\\"");
         if let Ok(v) = header::HeaderValue::from_str(&format!("299 - \"{text}\"")) {
             resp.headers_mut().append(header::WARNING, v);
         }
+    }
+    if !review.annotations.is_empty() {
+        let annotations = crate::audit::Annotations(review.annotations);
+        resp.extensions_mut().insert(annotations);
     }
     resp
 }

@@ -265,35 +265,64 @@ pub fn has_pod_template(kind: &str) -> bool {
     kind == "Namespace" || template_path(kind).is_some()
 }
 
-/// The `Warning:` texts for a written object: what its namespace's warn level finds in a
-/// Pod, or in a workload's pod template when it is new or changed (`old`).
-pub fn warnings(api: &Api, res: &Resource, old: Option<&Value>, new: &Value) -> Vec<String> {
+/// What PodSecurity says about a written object, beside letting it through.
+#[derive(Debug, Default, PartialEq)]
+pub struct Review {
+    /// `Warning:` texts: the warn level's findings, or the pods a new enforce level refuses.
+    pub warnings: Vec<String>,
+    /// Audit annotations, as upstream's: the enforce level a Pod passed, and the audit level's
+    /// findings.
+    pub annotations: Vec<(&'static str, String)>,
+}
+
+/// The review of a written object: a Pod, a workload's pod template when it is new or changed
+/// (`old`), or a namespace whose enforce level changed.
+pub fn review(api: &Api, res: &Resource, old: Option<&Value>, new: &Value) -> Review {
     if res.kind == "Namespace" {
-        return old.map_or_else(Vec::new, |o| namespace::existing_pods(api, o, new));
+        let warnings = old.map_or_else(Vec::new, |o| namespace::existing_pods(api, o, new));
+        return Review {
+            warnings,
+            annotations: Vec::new(),
+        };
     }
     let Some(pod) = pod_part(res.kind, new) else {
-        return Vec::new();
+        return Review::default();
     };
     let unchanged = old.and_then(|o| pod_part(res.kind, o)) == Some(pod);
     // A Pod's updates are checked only when they could loosen it (enforce_update).
     if unchanged || (res.kind == "Pod" && old.is_some_and(|o| images(o) == images(new))) {
-        return Vec::new();
+        return Review::default();
     }
     let Some(policy) = namespace_policy(api, object::namespace(new)) else {
-        return Vec::new();
+        return Review::default();
     };
     let meta = pod.get("metadata").unwrap_or(&Value::Null);
     let spec = pod.get("spec").unwrap_or(&Value::Null);
-    let findings = evaluate(policy.warn, meta, spec);
-    if findings.is_empty() {
-        return Vec::new();
+    let violates = |lv: LevelVersion| {
+        let findings = evaluate(lv, meta, spec);
+        (!findings.is_empty()).then(|| {
+            format!(
+                "would violate PodSecurity \"{lv}\": {}",
+                describe(&findings)
+            )
+        })
+    };
+    let mut annotations = Vec::new();
+    if res.kind == "Pod" {
+        annotations.push((ENFORCE_POLICY_ANNOTATION, policy.enforce.to_string()));
     }
-    vec![format!(
-        "would violate PodSecurity \"{}\": {}",
-        policy.warn,
-        describe(&findings)
-    )]
+    if let Some(v) = violates(policy.audit) {
+        annotations.push((AUDIT_VIOLATIONS_ANNOTATION, v));
+    }
+    Review {
+        warnings: violates(policy.warn).into_iter().collect(),
+        annotations,
+    }
 }
+
+/// Audit annotations upstream's plugin sets (audit events only; never on objects).
+const ENFORCE_POLICY_ANNOTATION: &str = "pod-security.kubernetes.io/enforce-policy";
+const AUDIT_VIOLATIONS_ANNOTATION: &str = "pod-security.kubernetes.io/audit-violations";
 
 #[cfg(test)]
 mod tests;
