@@ -42,7 +42,7 @@ pub fn handle(app: &App, rp: &ResourcePath, call: &Call) -> ApiResult<Response> 
     };
     let mut metadata = json!({ "creationTimestamp": null });
     if rp.res.namespaced {
-        metadata["namespace"] = json!(rp.namespace);
+        crate::object::set_path(&mut metadata, &["namespace"], json!(rp.namespace));
     }
     let review = json!({
         "kind": kind, "apiVersion": "authorization.k8s.io/v1",
@@ -150,7 +150,7 @@ fn access_review(app: &App, user: &User, spec: &Value, local: Option<&str>) -> A
     };
     let mut status = json!({ "allowed": allowed });
     if !reason.is_empty() {
-        status["reason"] = json!(reason);
+        crate::object::set_path(&mut status, &["reason"], json!(reason));
     }
     Ok(status)
 }

@@ -39,7 +39,7 @@ fn meta(name: &str, namespace: Option<&str>) -> Value {
         "annotations": { RBAC_AUTOUPDATE_ANNOTATION: "true" },
     });
     if let Some(ns) = namespace {
-        m["namespace"] = json!(ns);
+        crate::object::set_path(&mut m, &["namespace"], json!(ns));
     }
     m
 }
@@ -230,7 +230,7 @@ pub fn reconciled(existing: &Value, default: &Value) -> Option<Value> {
             }
         }
         if merged.len() != have.len() {
-            out[list] = json!(merged);
+            crate::object::set_path(&mut out, &[list], json!(merged));
             changed = true;
         }
     }

@@ -76,7 +76,7 @@ impl Rule {
             ("nonResourceURLs", &self.non_resource_urls),
         ] {
             if !list.is_empty() {
-                v[key] = json!(list);
+                crate::object::set_path(&mut v, &[key], json!(list));
             }
         }
         v
