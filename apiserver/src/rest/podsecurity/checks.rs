@@ -84,6 +84,11 @@ fn containers_named(names: &[String]) -> String {
     format!("{word} {}", join_quote(names))
 }
 
+/// `container "a" uses hostPort 80`: who (`n` of them) uses which of what.
+fn uses(who: String, n: usize, what: &str, values: &str) -> String {
+    format!("{who} {} {what} {values}", plural("uses", "use", n))
+}
+
 /// Init containers, containers, then ephemeral containers, as upstream visits them.
 fn containers(spec: &Value) -> impl Iterator<Item = &Value> {
     ["initContainers", "containers", "ephemeralContainers"]
@@ -176,13 +181,8 @@ fn host_ports(_meta: &Value, spec: &Value) -> Option<Finding> {
         return None;
     }
     let ports: Vec<String> = ports.into_iter().collect();
-    let detail = format!(
-        "{} {} {} {}",
-        containers_named(&bad),
-        plural("uses", "use", bad.len()),
-        plural("hostPort", "hostPorts", ports.len()),
-        ports.join(", ")
-    );
+    let what = plural("hostPort", "hostPorts", ports.len());
+    let detail = uses(containers_named(&bad), bad.len(), what, &ports.join(", "));
     finding("hostPort", detail)
 }
 
@@ -213,17 +213,12 @@ fn host_probes(_meta: &Value, spec: &Value) -> Option<Finding> {
         return None;
     }
     let bad: Vec<String> = bad.into_iter().collect();
-    let detail = format!(
-        "{} {} {} {}",
-        containers_named(&bad),
-        plural("uses", "use", bad.len()),
-        plural(
-            "probe or lifecycle host",
-            "probe or lifecycle hosts",
-            hosts.len()
-        ),
-        join_quote(&hosts)
+    let what = plural(
+        "probe or lifecycle host",
+        "probe or lifecycle hosts",
+        hosts.len(),
     );
+    let detail = uses(containers_named(&bad), bad.len(), what, &join_quote(&hosts));
     finding("probe or lifecycle host", detail)
 }
 
@@ -565,18 +560,17 @@ fn restricted_volumes(_meta: &Value, spec: &Value) -> Option<Finding> {
         let source = sources.first().map(|s| s.as_str()).unwrap_or("unknown");
         types.insert(source.to_string());
     }
-    let detail = format!(
-        "{} {} {} {} {}",
+    let volumes = format!(
+        "{} {}",
         plural("volume", "volumes", bad.len()),
-        join_quote(&bad),
-        plural("uses", "use", bad.len()),
-        plural(
-            "restricted volume type",
-            "restricted volume types",
-            types.len()
-        ),
-        join_quote(&types)
+        join_quote(&bad)
     );
+    let what = plural(
+        "restricted volume type",
+        "restricted volume types",
+        types.len(),
+    );
+    let detail = uses(volumes, bad.len(), what, &join_quote(&types));
     finding_if(!bad.is_empty(), "restricted volume types", detail)
 }
 
