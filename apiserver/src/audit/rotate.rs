@@ -24,7 +24,11 @@ pub struct LogFile {
 }
 
 impl LogFile {
+    /// Opens (or creates, with its folder, as upstream does) the log for appending.
     pub fn open(path: &Path, rotation: Rotation) -> std::io::Result<LogFile> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
         let file = open_append(path)?;
         let size = file.metadata()?.len();
         Ok(LogFile {
@@ -164,7 +168,7 @@ mod tests {
     #[test]
     fn no_size_never_rotates() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("audit.log");
+        let path = dir.path().join("new-folder/audit.log");
         let mut log = LogFile::open(&path, Rotation::default()).unwrap();
         for _ in 0..100 {
             log.write_all(&[b'x'; 100]).unwrap();
