@@ -163,3 +163,19 @@ fn pod_security_findings_of_the_audit_level_go_to_the_event() {
     );
     assert_eq!(annotations["authorization.k8s.io/decision"], "allow");
 }
+
+#[test]
+fn a_dash_writes_the_events_to_standard_output() {
+    let s = Apiserver::start_with(&["--audit-log-path", "-"]);
+    s.kubectl_ok(&["get", "namespaces"]);
+    // The server's standard output and error go to its log; only events are JSON lines.
+    let list = eventually("the list on stdout", Duration::from_secs(10), || {
+        s.log()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|e| e["verb"] == "list" && e["objectRef"]["resource"] == "namespaces")
+            .ok_or_else(|| s.log())
+    });
+    assert_eq!(list["kind"], "Event");
+    assert_eq!(list["responseStatus"]["code"], 200);
+}
