@@ -138,6 +138,17 @@ fn a_stricter_enforce_label_names_the_pods_already_there_and_bad_labels_are_refu
             .count(),
         5
     );
+    // An existing pod may still be labelled, but not given another image (upstream checks
+    // updates that could change what runs).
+    s.kubectl_ok(&["label", "pod", "p", "-n", "team", "x=y"]);
+    let err = s
+        .kubectl_cmd()
+        .run(&["set", "image", "pod/p", "-n", "team", "c=busybox:2"])
+        .unwrap_err();
+    assert!(
+        err.contains("pods \"p\" is forbidden: violates PodSecurity \"baseline:latest\": privileged (container \"c\" must not set securityContext.privileged=true)"),
+        "{err}"
+    );
     // The same level again checks nothing.
     let out = s.kubectl(&[
         "label",
