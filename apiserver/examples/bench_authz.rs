@@ -2,8 +2,8 @@
 //! authorization per request. Two servers on the same machine, one with the default
 //! --authorization-mode (Node,RBAC) and one with AlwaysAllow, each with user bob (not in
 //! system:masters) bound to `edit` in one namespace by a RoleBinding and 500 other users' bindings
-//! beside it; bob GETs one ConfigMap and creates ConfigMaps, alternating between the servers in
-//! rounds so both see the same machine load. Usage: bench_authz <admin-kubeconfig-rbac>
+//! beside it; bob GETs one ConfigMap and creates ConfigMaps, alternating between the servers
+//! request by request so both see the same machine load. Usage: bench_authz <admin-kubeconfig-rbac>
 //! <bob-kubeconfig-rbac> <admin-kubeconfig-allow> <bob-kubeconfig-allow>
 
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
@@ -13,8 +13,7 @@ use std::path::Path;
 use std::time::Instant;
 
 const NS: &str = "bench-authz";
-const ROUNDS: usize = 5;
-const PER_ROUND: usize = 1000;
+const REQUESTS: usize = 5000;
 
 fn figure(name: &str, value: f64, unit: &str, baseline: Option<(&str, f64)>) {
     let base = baseline
@@ -64,21 +63,16 @@ async fn prepare(admin: &kube::Client) {
         .await;
 }
 
-/// Microseconds of each of `PER_ROUND` sequential requests (GETs, or creates when `write`).
-async fn round(api: &Api<ConfigMap>, write: bool, tag: &str) -> Vec<f64> {
-    let mut out = Vec::with_capacity(PER_ROUND);
-    for i in 0..PER_ROUND {
-        let t = Instant::now();
-        if write {
-            let cm: ConfigMap =
-                from_json(serde_json::json!({ "metadata": { "name": format!("{tag}-{i}") } }));
-            api.create(&PostParams::default(), &cm).await.unwrap();
-        } else {
-            api.get("c").await.unwrap();
-        }
-        out.push(t.elapsed().as_secs_f64() * 1e6);
+/// Microseconds of one request (a GET, or a create when `write`).
+async fn request(api: &Api<ConfigMap>, write: bool, name: &str) -> f64 {
+    let t = Instant::now();
+    if write {
+        let cm: ConfigMap = from_json(serde_json::json!({ "metadata": { "name": name } }));
+        api.create(&PostParams::default(), &cm).await.unwrap();
+    } else {
+        api.get("c").await.unwrap();
     }
-    out
+    t.elapsed().as_secs_f64() * 1e6
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -98,11 +92,18 @@ async fn main() {
     // bob is let in by his RoleBinding, not by a group that is always allowed.
     rbac.get("c").await.unwrap();
     for (write, what) in [(false, "GET"), (true, "create")] {
-        eprintln!("authorization cost: {ROUNDS} rounds of {PER_ROUND} {what}s on each server...");
+        eprintln!("authorization cost: {REQUESTS} {what}s on each server, alternating...");
         let (mut on, mut off) = (Vec::new(), Vec::new());
-        for r in 0..ROUNDS {
-            on.extend(round(&rbac, write, &format!("r{r}")).await);
-            off.extend(round(&allow, write, &format!("r{r}")).await);
+        for i in 0..REQUESTS {
+            // Alternating per request, and which goes first, so drift and order cancel out.
+            let name = format!("c-{i}");
+            if i % 2 == 0 {
+                on.push(request(&rbac, write, &name).await);
+                off.push(request(&allow, write, &name).await);
+            } else {
+                off.push(request(&allow, write, &name).await);
+                on.push(request(&rbac, write, &name).await);
+            }
         }
         let (on, off) = (median(on), median(off));
         figure(

@@ -389,3 +389,102 @@ fn an_unknown_authorization_mode_is_refused_with_the_choices() {
         "{err}"
     );
 }
+
+#[test]
+fn a_namespace_admin_grants_only_what_they_hold() {
+    let (s, alice, _dir) = with_alice();
+    s.kubectl_ok(&[
+        "-n",
+        "prod",
+        "create",
+        "rolebinding",
+        "alice-admin",
+        "--clusterrole=admin",
+        "--user=alice",
+    ]);
+    // Within what admin holds: a binding to view, a role over Secrets.
+    alice.ok(&[
+        "-n",
+        "prod",
+        "create",
+        "rolebinding",
+        "bob-view",
+        "--clusterrole=view",
+        "--user=bob",
+    ]);
+    alice.ok(&[
+        "-n",
+        "prod",
+        "create",
+        "role",
+        "secrets",
+        "--verb=get,list",
+        "--resource=secrets",
+    ]);
+    // Beyond it: cluster-admin's "*", a role over Nodes, widening a role by a patch.
+    let err = stderr(&alice.output(&[
+        "-n",
+        "prod",
+        "create",
+        "rolebinding",
+        "me-root",
+        "--clusterrole=cluster-admin",
+        "--user=alice",
+    ]));
+    assert!(
+        err.contains(r#"rolebindings.rbac.authorization.k8s.io "me-root" is forbidden: user "alice" (groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held:"#)
+            && err.contains(r#"{APIGroups:["*"], Resources:["*"], Verbs:["*"]}"#),
+        "{err}"
+    );
+    let err = stderr(&alice.output(&[
+        "-n",
+        "prod",
+        "create",
+        "role",
+        "nodes",
+        "--verb=get",
+        "--resource=nodes",
+    ]));
+    assert!(
+        err.contains(r#"{APIGroups:[""], Resources:["nodes"], Verbs:["get"]}"#),
+        "{err}"
+    );
+    let err = stderr(&alice.output(&[
+        "-n",
+        "prod",
+        "patch",
+        "role",
+        "secrets",
+        "--type=json",
+        "-p",
+        r#"[{"op": "add", "path": "/rules/0/verbs/-", "value": "escalate"}]"#,
+    ]));
+    assert!(
+        err.contains("attempting to grant RBAC permissions not currently held"),
+        "{err}"
+    );
+    // In dev alice only views: no bindings at all.
+    let err = stderr(&alice.output(&[
+        "-n",
+        "dev",
+        "create",
+        "rolebinding",
+        "bob-view",
+        "--clusterrole=view",
+        "--user=bob",
+    ]));
+    assert!(
+        err.contains("cannot create resource \"rolebindings\""),
+        "{err}"
+    );
+    // The admin (system:masters) binds anything.
+    s.kubectl_ok(&[
+        "-n",
+        "prod",
+        "create",
+        "rolebinding",
+        "root",
+        "--clusterrole=cluster-admin",
+        "--user=carol",
+    ]);
+}

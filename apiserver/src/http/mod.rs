@@ -2,6 +2,7 @@
 
 mod access_review;
 mod discovery;
+mod escalation;
 mod handlers;
 pub mod kubelet_client;
 mod logs;
@@ -211,8 +212,8 @@ fn is_cluster_info(method: &Method, path: &str) -> bool {
     *method == Method::GET && path.trim_end_matches('/') == want
 }
 
-/// 403 unless the user may make this request (`auth::authorize`) and, for a node, NodeRestriction
-/// admits it.
+/// 403 unless the user may make this request (`auth::authorize`), NodeRestriction admits a
+/// node's write, and a role or binding written grants no more than its writer holds.
 fn allowed(app: &App, call: &Call, route: &Option<Route>) -> ApiResult<()> {
     let a = authorize::request_attributes(call.method().as_str(), route, call.path(), call.query());
     let forbidden = |message| {
@@ -223,7 +224,8 @@ fn allowed(app: &App, call: &Call, route: &Option<Route>) -> ApiResult<()> {
         ApiError::forbidden(message, resource)
     };
     authorize::authorize(&app.authz, &call.user, &a).map_err(forbidden)?;
-    node_restriction::admit(&call.user, &a, &(app, call)).map_err(forbidden)
+    node_restriction::admit(&call.user, &a, &(app, call)).map_err(forbidden)?;
+    escalation::check(app, call, &a).map_err(forbidden)
 }
 
 impl node_restriction::Lookup for (&App, &Call) {

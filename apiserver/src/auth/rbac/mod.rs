@@ -2,6 +2,7 @@
 //! users, groups and service accounts. `rule` matches one rule against a request; `index`
 //! finds the rules that apply to a user.
 
+pub mod escalation;
 pub mod index;
 pub mod rule;
 
