@@ -203,11 +203,11 @@ pub fn controller_roles() -> Vec<(&'static str, Vec<Rule>)> {
         ),
         (
             "service-account-controller",
-            with_events(vec![r(&["create"], CORE, &["serviceaccounts"])]),
+            with_events(vec![r(&["get", "create"], CORE, &["serviceaccounts"])]),
         ),
         (
             "root-ca-cert-publisher",
-            with_events(vec![r(&["create", "update"], CORE, &["configmaps"])]),
+            with_events(vec![r(&["get", "create", "update"], CORE, &["configmaps"])]),
         ),
     ]
 }

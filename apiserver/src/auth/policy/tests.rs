@@ -58,3 +58,174 @@ fn reconcile_adds_what_is_missing_and_keeps_edits() {
     fewer["subjects"] = json!([]);
     assert_eq!(reconciled(&fewer, &b).unwrap()["subjects"], b["subjects"]);
 }
+
+/// The API calls Keelson's components make (read from controllers/, scheduler/, ingress/,
+/// proxy/ and agent/), each allowed by the default policy to the identity it runs as.
+#[test]
+fn every_component_may_make_the_calls_it_makes() {
+    use crate::auth::authorize::{Attributes, ResourceAttributes};
+    use crate::auth::rbac::Index;
+    use crate::auth::User;
+    let objs = objects();
+    let index = Index::build(objs.iter().map(|(k, v)| (*k, v)));
+    let user = |name: &str, groups: &[&str]| User {
+        name: name.into(),
+        uid: String::new(),
+        groups: groups
+            .iter()
+            .map(|g| g.to_string())
+            .chain(["system:authenticated".into()])
+            .collect(),
+    };
+    let kcm = user("system:kube-controller-manager", &[]);
+    let scheduler = user("system:kube-scheduler", &[]);
+    let ingress = user("keelson:ingress-controller", &[]);
+    let proxy = user("system:kube-proxy", &[]);
+    let node_proxy = user("system:node:n1", &["system:nodes"]);
+    let bootstrap = user("system:bootstrap:abcdef", &["system:bootstrappers"]);
+    let apiserver = user("kube-apiserver-kubelet-client", &[]);
+    let calls: &[(&User, &str, &str, &str, &str, &str)] = &[
+        (&kcm, "watch", "apps", "deployments", "", ""),
+        (&kcm, "patch", "apps", "deployments", "status", "d"),
+        (&kcm, "create", "apps", "replicasets", "", "d"),
+        (&kcm, "patch", "apps", "replicasets", "status", "d"),
+        (&kcm, "create", "", "pods", "", "d"),
+        (&kcm, "delete", "", "pods", "", "d"),
+        (&kcm, "create", "", "pods", "eviction", "d"),
+        (&kcm, "patch", "", "pods", "status", "d"),
+        (&kcm, "patch", "", "nodes", "", ""),
+        (&kcm, "patch", "", "nodes", "status", ""),
+        (
+            &kcm,
+            "list",
+            "coordination.k8s.io",
+            "leases",
+            "",
+            "kube-node-lease",
+        ),
+        (
+            &kcm,
+            "create",
+            "discovery.k8s.io",
+            "endpointslices",
+            "",
+            "d",
+        ),
+        (&kcm, "patch", "discovery.k8s.io", "endpointslices", "", "d"),
+        (&kcm, "patch", "apps", "daemonsets", "status", "d"),
+        (
+            &kcm,
+            "patch",
+            "certificates.k8s.io",
+            "certificatesigningrequests",
+            "approval",
+            "",
+        ),
+        (
+            &kcm,
+            "patch",
+            "certificates.k8s.io",
+            "certificatesigningrequests",
+            "status",
+            "",
+        ),
+        (&kcm, "delete", "", "namespaces", "", ""),
+        (&kcm, "delete", "", "configmaps", "", "d"),
+        (&kcm, "get", "", "configmaps", "", "d"),
+        (&kcm, "update", "", "configmaps", "", "d"),
+        (&kcm, "create", "", "serviceaccounts", "", "d"),
+        (&kcm, "create", "", "events", "", "d"),
+        (&scheduler, "watch", "", "pods", "", ""),
+        (&scheduler, "watch", "", "nodes", "", ""),
+        (&scheduler, "create", "", "pods", "binding", "d"),
+        (&scheduler, "patch", "", "pods", "status", "d"),
+        (&ingress, "watch", "networking.k8s.io", "ingresses", "", ""),
+        (&ingress, "watch", "", "secrets", "", ""),
+        (
+            &ingress,
+            "watch",
+            "discovery.k8s.io",
+            "endpointslices",
+            "",
+            "",
+        ),
+        (
+            &ingress,
+            "patch",
+            "networking.k8s.io",
+            "ingresses",
+            "status",
+            "d",
+        ),
+        (&ingress, "create", "", "events", "", "d"),
+        (&proxy, "watch", "", "services", "", ""),
+        (
+            &proxy,
+            "watch",
+            "discovery.k8s.io",
+            "endpointslices",
+            "",
+            "",
+        ),
+        (&proxy, "watch", "", "nodes", "", ""),
+        (
+            &node_proxy,
+            "watch",
+            "discovery.k8s.io",
+            "endpointslices",
+            "",
+            "",
+        ),
+        (
+            &bootstrap,
+            "create",
+            "certificates.k8s.io",
+            "certificatesigningrequests",
+            "",
+            "",
+        ),
+        (
+            &bootstrap,
+            "watch",
+            "certificates.k8s.io",
+            "certificatesigningrequests",
+            "",
+            "",
+        ),
+        (&apiserver, "get", "", "nodes", "proxy", "n1"),
+        (&apiserver, "get", "", "nodes", "log", "n1"),
+    ];
+    for (who, verb, group, resource, sub, ns) in calls {
+        let a = Attributes {
+            verb,
+            resource: Some(ResourceAttributes {
+                group,
+                resource,
+                subresource: sub,
+                namespace: ns,
+                name: "x".into(),
+            }),
+            path: "",
+        };
+        assert!(
+            index.allows(who, &a).is_some(),
+            "{} {verb} {group}/{resource}/{sub} in {ns:?}",
+            who.name
+        );
+    }
+    // Nor more than that: the scheduler and the proxy read no Secrets, a bootstrap token no pods.
+    let secrets = Attributes {
+        verb: "get",
+        resource: Some(ResourceAttributes {
+            group: "",
+            resource: "secrets",
+            subresource: "",
+            namespace: "d",
+            name: "x".into(),
+        }),
+        path: "",
+    };
+    for who in [&scheduler, &proxy, &bootstrap, &node_proxy] {
+        assert!(index.allows(who, &secrets).is_none(), "{}", who.name);
+    }
+}
