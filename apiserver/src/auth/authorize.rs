@@ -9,6 +9,7 @@ use crate::http::Route;
 use crate::store::Store;
 use keelson_apimachinery::well_known::MASTERS_GROUP;
 use std::borrow::Cow;
+use std::sync::Arc;
 
 /// What a request asks to do, in RBAC's terms.
 #[derive(Debug, PartialEq)]
@@ -159,7 +160,7 @@ pub enum Decision {
 pub struct Authorizer {
     modes: Vec<Mode>,
     /// The RBAC objects and the pod graph; None when neither Node nor RBAC is on.
-    watched: Option<Watched>,
+    watched: Option<Arc<Watched>>,
     node_rules: Vec<Rule>,
 }
 
@@ -168,7 +169,11 @@ impl Authorizer {
         let needs_store = modes.iter().any(|m| matches!(m, Mode::Node | Mode::Rbac));
         Authorizer {
             modes: modes.to_vec(),
-            watched: needs_store.then(|| Watched::new(store.clone(), modes.contains(&Mode::Node))),
+            watched: needs_store.then(|| {
+                let w = Arc::new(Watched::new(store.clone(), modes.contains(&Mode::Node)));
+                w.keep_up();
+                w
+            }),
             node_rules: policy::roles::node(),
         }
     }
