@@ -144,3 +144,6 @@ impl Watched {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
