@@ -79,7 +79,30 @@ fn a_node_reads_only_the_secrets_and_config_maps_of_its_pods() {
     );
     // What every node reads.
     n1.ok(&["get", "nodes"]);
-    n1.ok(&["get", "pods", "-A"]);
+    // Pods: only its own, listed by the spec.nodeName field selector as the agent does.
+    let own = n1.ok(&[
+        "get",
+        "pods",
+        "-A",
+        "--field-selector",
+        "spec.nodeName=n1",
+        "-o",
+        "name",
+    ]);
+    assert_eq!(own.trim(), "pod/pod-n1");
+    n1.ok(&["get", "pod", "pod-n1"]);
+    forbidden(
+        n1.output(&["get", "pods", "-A"]),
+        "can only list/watch pods with spec.nodeName field selector",
+    );
+    forbidden(
+        n1.output(&["get", "pods", "-A", "--field-selector", "spec.nodeName=n2"]),
+        "pods is forbidden",
+    );
+    forbidden(
+        n1.output(&["get", "pod", "pod-n2"]),
+        "no relationship found",
+    );
     n1.ok(&["get", "services"]);
 }
 

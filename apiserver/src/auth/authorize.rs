@@ -29,6 +29,8 @@ pub struct ResourceAttributes<'a> {
     /// The object's name; for a list or watch, the name its `metadata.name` field selector
     /// names, as upstream's RequestInfo reads it (nodes watch single Secrets that way).
     pub name: Cow<'a, str>,
+    /// A list's or watch's field selector, decoded ("" when none).
+    pub field_selector: Cow<'a, str>,
 }
 
 /// The verb of a request as upstream's RequestInfo names it (`watch`: the query asks for one).
@@ -62,6 +64,7 @@ pub fn request_attributes<'a>(
                 subresource: "",
                 namespace: "",
                 name: Cow::Borrowed(""),
+                field_selector: Cow::Borrowed(""),
             }),
             path,
         };
@@ -94,9 +97,13 @@ pub fn request_attributes<'a>(
         ("DELETE", false) => "delete",
         _ => "unknown",
     };
-    let name = match (verb, collection) {
-        ("list" | "watch", true) => Cow::Owned(selected_name(query).unwrap_or_default()),
-        _ => Cow::Borrowed(rp.name.as_str()),
+    let selector = match (verb, collection) {
+        ("list" | "watch", true) => field_selector(query).unwrap_or_default(),
+        _ => String::new(),
+    };
+    let name = match selected_name(&selector) {
+        Some(n) => Cow::Owned(n.to_string()),
+        None => Cow::Borrowed(rp.name.as_str()),
     };
     Attributes {
         verb,
@@ -106,6 +113,7 @@ pub fn request_attributes<'a>(
             subresource: &rp.sub,
             namespace: &rp.namespace,
             name,
+            field_selector: Cow::Owned(selector),
         }),
         path,
     }
@@ -120,22 +128,30 @@ pub fn is_watch(query: &str) -> bool {
         .any(|kv| kv == "watch=true" || kv == "watch=1")
 }
 
-/// The name a `fieldSelector=metadata.name=x` (or `==x`) picks, if that is what it selects.
-fn selected_name(query: &str) -> Option<String> {
+/// The decoded `fieldSelector` of a query, if it has one.
+fn field_selector(query: &str) -> Option<String> {
     if !query.contains("fieldSelector") {
         return None;
     }
     let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query).ok()?;
-    let selector = pairs.into_iter().find(|(k, _)| k == "fieldSelector")?.1;
-    let mut terms = selector.split(',');
-    let term = terms.next()?;
-    if terms.next().is_some() {
+    pairs
+        .into_iter()
+        .find(|(k, _)| k == "fieldSelector")
+        .map(|(_, v)| v)
+}
+
+/// The value a selector of one term `field=value` (or `==`) requires of `field`.
+pub fn selector_value<'s>(selector: &'s str, field: &str) -> Option<&'s str> {
+    if selector.contains(',') {
         return None;
     }
-    let name = term
-        .strip_prefix("metadata.name==")
-        .or_else(|| term.strip_prefix("metadata.name="))?;
-    Some(name.to_string())
+    let rest = selector.strip_prefix(field)?;
+    rest.strip_prefix("==").or_else(|| rest.strip_prefix('='))
+}
+
+/// The name a `metadata.name=x` selector picks.
+fn selected_name(selector: &str) -> Option<&str> {
+    selector_value(selector, "metadata.name")
 }
 
 /// The authorizers `--authorization-mode` lists, asked in that order.

@@ -4,7 +4,7 @@
 //! upstream's NodeRules (the system:node ClusterRole), whose writes NodeRestriction admission
 //! limits to its own objects. The graph of pods bound to nodes is kept from the store's watch.
 
-use super::authorize::Attributes;
+use super::authorize::{selector_value, Attributes, ResourceAttributes};
 use super::rbac::Rule;
 use super::User;
 use keelson_apimachinery::well_known::NODES_GROUP;
@@ -70,6 +70,12 @@ impl Graph {
                 refs,
             },
         );
+    }
+
+    /// Whether pod `namespace/name` is bound to `node`.
+    pub fn has_pod(&self, node: &str, namespace: &str, name: &str) -> bool {
+        let key = format!("/core/pods/{namespace}/{name}");
+        self.pods.get(&key).is_some_and(|b| b.node == node)
     }
 
     pub fn has_edge(&self, node: &str, kind: Kind, namespace: &str, name: &str) -> bool {
@@ -203,6 +209,9 @@ pub fn authorize(
             };
         }
         match (r.group, r.resource, r.subresource) {
+            ("", "pods", "") if matches!(a.verb, "get" | "list" | "watch") => {
+                return pod_read(graph, node, a.verb, r);
+            }
             ("", "serviceaccounts", "token") => {
                 if a.verb != "create" || r.name.is_empty() {
                     return Err("can only create tokens for individual service accounts".into());
@@ -221,6 +230,27 @@ pub fn authorize(
     match rules.iter().any(|rule| rule.allows(a)) {
         true => allowed(),
         false => Err(String::new()),
+    }
+}
+
+/// Upstream's AuthorizeNodeWithSelectors: a node lists and watches only the pods bound to it
+/// (by the spec.nodeName field selector) and reads single pods only when bound to it.
+fn pod_read(
+    graph: &Graph,
+    node: &str,
+    verb: &str,
+    r: &ResourceAttributes,
+) -> Result<String, String> {
+    let own = selector_value(&r.field_selector, "spec.nodeName") == Some(node);
+    if verb != "get" && own {
+        return Ok(String::new());
+    }
+    if r.name.is_empty() {
+        return Err("can only list/watch pods with spec.nodeName field selector".into());
+    }
+    match graph.has_pod(node, r.namespace, &r.name) {
+        true => Ok(String::new()),
+        false => Err(no_relationship(node)),
     }
 }
 

@@ -139,6 +139,11 @@ fn access_review(app: &App, user: &User, spec: &Value, local: Option<&str>) -> A
                     subresource: text(r, "subresource"),
                     namespace,
                     name: Cow::Borrowed(text(r, "name")),
+                    field_selector: Cow::Borrowed(
+                        r.pointer("/fieldSelector/rawSelector")
+                            .and_then(Value::as_str)
+                            .unwrap_or(""),
+                    ),
                 }),
                 path: "",
             }

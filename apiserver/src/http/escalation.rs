@@ -38,6 +38,7 @@ pub fn check(app: &App, call: &Call, a: &Attributes) -> Result<(), String> {
                 subresource: "",
                 namespace: r.namespace,
                 name: Cow::Borrowed(name),
+                field_selector: std::borrow::Cow::Borrowed(""),
             }),
             path: "",
         };

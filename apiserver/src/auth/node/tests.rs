@@ -28,6 +28,7 @@ fn req<'a>(
             subresource: sub,
             namespace: ns,
             name: Cow::Borrowed(name),
+            field_selector: std::borrow::Cow::Borrowed(""),
         }),
         path: "",
     }
@@ -137,7 +138,10 @@ fn leases_and_node_rules() {
     assert!(lease("list", "kube-node-lease", "").is_err());
     let r = |verb, res, sub| authorize(&g, &rules, &n1, &req(verb, "", res, sub, "", ""));
     assert!(r("patch", "nodes", "status").is_ok());
-    assert!(r("watch", "pods", "").is_ok());
+    assert!(
+        r("watch", "pods", "").is_err(),
+        "only with its spec.nodeName selector"
+    );
     assert!(r("delete", "namespaces", "").is_err());
     assert!(r("create", "deployments", "").is_err());
     let not_a_node = User {
@@ -149,4 +153,34 @@ fn leases_and_node_rules() {
         authorize(&g, &rules, &not_a_node, &req("get", "", "pods", "", "", "")),
         Err(String::new())
     );
+}
+
+#[test]
+fn a_node_lists_and_reads_only_its_own_pods() {
+    let mut g = Graph::default();
+    g.set_pod("/core/pods/default/a", Some(&pod("a", "n1", "mine")));
+    g.set_pod("/core/pods/default/b", Some(&pod("b", "n2", "theirs")));
+    let rules = roles::node();
+    let n1 = node("n1");
+    let read = |verb, name, selector: &'static str| {
+        let mut a = req(verb, "", "pods", "", "default", name);
+        if let Some(r) = a.resource.as_mut() {
+            r.field_selector = Cow::Borrowed(selector);
+        }
+        authorize(&g, &rules, &n1, &a)
+    };
+    assert!(read("watch", "", "spec.nodeName=n1").is_ok());
+    assert!(read("list", "", "spec.nodeName==n1").is_ok());
+    assert_eq!(
+        read("list", "", ""),
+        Err("can only list/watch pods with spec.nodeName field selector".into())
+    );
+    assert!(read("list", "", "spec.nodeName=n2").is_err());
+    assert!(read("list", "", "spec.nodeName=n1,metadata.namespace=x").is_err());
+    assert!(read("get", "a", "").is_ok());
+    assert!(read("get", "b", "").is_err());
+    assert!(read("watch", "a", "metadata.name=a").is_ok());
+    // Writes go through the node rules (and NodeRestriction).
+    let status = req("patch", "", "pods", "status", "default", "b");
+    assert!(authorize(&g, &rules, &n1, &status).is_ok());
 }

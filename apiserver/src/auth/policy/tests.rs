@@ -204,6 +204,7 @@ fn every_component_may_make_the_calls_it_makes() {
                 subresource: sub,
                 namespace: ns,
                 name: "x".into(),
+                field_selector: std::borrow::Cow::Borrowed(""),
             }),
             path: "",
         };
@@ -222,6 +223,7 @@ fn every_component_may_make_the_calls_it_makes() {
             subresource: "",
             namespace: "d",
             name: "x".into(),
+            field_selector: std::borrow::Cow::Borrowed(""),
         }),
         path: "",
     };

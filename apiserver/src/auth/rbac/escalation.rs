@@ -32,6 +32,7 @@ pub fn uncovered(owner: &[Rule], servant: &[Rule]) -> Vec<Rule> {
                             subresource: sub,
                             namespace: "",
                             name: Cow::Borrowed(name),
+                            field_selector: std::borrow::Cow::Borrowed(""),
                         }),
                         path: "",
                     }

@@ -190,6 +190,7 @@ mod tests {
                 subresource: "",
                 namespace,
                 name: "x".into(),
+                field_selector: std::borrow::Cow::Borrowed(""),
             }),
             path: "",
         }

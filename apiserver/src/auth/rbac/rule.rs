@@ -148,6 +148,7 @@ mod tests {
                 subresource: sub,
                 namespace: "default",
                 name: name.into(),
+                field_selector: std::borrow::Cow::Borrowed(""),
             }),
             path: "",
         }

@@ -41,6 +41,7 @@ fn list_pods() -> Attributes<'static> {
             subresource: "",
             namespace: "dev",
             name: "".into(),
+            field_selector: std::borrow::Cow::Borrowed(""),
         }),
         path: "",
     }

@@ -44,6 +44,7 @@ fn req<'a>(
             subresource: sub,
             namespace: ns,
             name: Cow::Borrowed(name),
+            field_selector: std::borrow::Cow::Borrowed(""),
         }),
         path: "",
     }
