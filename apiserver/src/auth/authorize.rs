@@ -33,6 +33,31 @@ pub struct ResourceAttributes<'a> {
     pub field_selector: Cow<'a, str>,
 }
 
+impl<'a> Attributes<'a> {
+    /// A request on one resource with no field selector (what review requests and tests ask).
+    pub fn on_resource(
+        verb: &'a str,
+        group: &'a str,
+        resource: &'a str,
+        subresource: &'a str,
+        namespace: &'a str,
+        name: &'a str,
+    ) -> Attributes<'a> {
+        Attributes {
+            verb,
+            resource: Some(ResourceAttributes {
+                group,
+                resource,
+                subresource,
+                namespace,
+                name: Cow::Borrowed(name),
+                field_selector: Cow::Borrowed(""),
+            }),
+            path: "",
+        }
+    }
+}
+
 /// The verb of a request as upstream's RequestInfo names it (`watch`: the query asks for one).
 pub fn attributes<'a>(
     method: &str,

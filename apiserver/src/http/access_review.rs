@@ -7,6 +7,7 @@ use super::route::ResourcePath;
 use super::{json_value, App, Call};
 use crate::auth::authorize::{Attributes, Decision, ResourceAttributes};
 use crate::auth::User;
+use crate::object::strings;
 use crate::status::{ApiError, ApiResult};
 use axum::response::Response;
 use http::{Method, StatusCode};
@@ -49,18 +50,6 @@ pub fn handle(app: &App, rp: &ResourcePath, call: &Call) -> ApiResult<Response> 
         "metadata": metadata, "spec": spec, "status": status,
     });
     Ok(json_value(StatusCode::CREATED, &review))
-}
-
-fn strings(v: &Value, key: &str) -> Vec<String> {
-    v.get(key)
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(String::from)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn text<'a>(v: &'a Value, key: &str) -> &'a str {

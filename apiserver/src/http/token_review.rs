@@ -25,16 +25,7 @@ pub fn token_review(app: &App, call: &Call) -> ApiResult<Response> {
     })?;
     let spec = body.get("spec").cloned().unwrap_or(json!({}));
     let token = spec.get("token").and_then(Value::as_str).unwrap_or("");
-    let asked: Vec<String> = spec
-        .get("audiences")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(String::from)
-                .collect()
-        })
-        .unwrap_or_default();
+    let asked = crate::object::strings(&spec, "audiences");
     let keys = &app.service_accounts;
     let audiences = match asked.is_empty() {
         true => keys.api_audiences.clone(),

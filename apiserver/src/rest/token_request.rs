@@ -37,17 +37,10 @@ pub fn request_token(
     }
     let spec = body.get("spec").cloned().unwrap_or(json!({}));
     let seconds = expiration(&spec, keys.min_expiration_seconds, &t.name)?;
-    let audiences: Vec<String> = spec
-        .get("audiences")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(String::from)
-                .collect()
-        })
-        .filter(|a: &Vec<String>| !a.is_empty())
-        .unwrap_or_else(|| keys.api_audiences.clone());
+    let mut audiences = crate::object::strings(&spec, "audiences");
+    if audiences.is_empty() {
+        audiences = keys.api_audiences.clone();
+    }
     let bound = spec.get("boundObjectRef").filter(|b| !b.is_null());
     let (pod, node) = match bound {
         Some(b) => bound_pod(api, &t.namespace, &t.name, b)?,

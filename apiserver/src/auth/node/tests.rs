@@ -1,5 +1,4 @@
 use super::*;
-use crate::auth::authorize::ResourceAttributes;
 use crate::auth::policy::roles;
 use serde_json::json;
 use std::borrow::Cow;
@@ -20,18 +19,7 @@ fn req<'a>(
     ns: &'a str,
     name: &'a str,
 ) -> Attributes<'a> {
-    Attributes {
-        verb,
-        resource: Some(ResourceAttributes {
-            group,
-            resource,
-            subresource: sub,
-            namespace: ns,
-            name: Cow::Borrowed(name),
-            field_selector: std::borrow::Cow::Borrowed(""),
-        }),
-        path: "",
-    }
+    Attributes::on_resource(verb, group, resource, sub, ns, name)
 }
 
 fn pod(name: &str, node: &str, secret: &str) -> serde_json::Value {

@@ -196,18 +196,7 @@ fn every_component_may_make_the_calls_it_makes() {
         (&apiserver, "get", "", "nodes", "log", "n1"),
     ];
     for (who, verb, group, resource, sub, ns) in calls {
-        let a = Attributes {
-            verb,
-            resource: Some(ResourceAttributes {
-                group,
-                resource,
-                subresource: sub,
-                namespace: ns,
-                name: "x".into(),
-                field_selector: std::borrow::Cow::Borrowed(""),
-            }),
-            path: "",
-        };
+        let a = Attributes::on_resource(verb, group, resource, sub, ns, "x");
         assert!(
             index.allows(who, &a).is_some(),
             "{} {verb} {group}/{resource}/{sub} in {ns:?}",

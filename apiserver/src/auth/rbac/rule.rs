@@ -4,6 +4,7 @@
 //! those names; a non-resource URL ending in "*" covers every path under it.
 
 use crate::auth::authorize::Attributes;
+use crate::object::strings;
 use serde_json::{json, Value};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -13,18 +14,6 @@ pub struct Rule {
     pub resources: Vec<String>,
     pub resource_names: Vec<String>,
     pub non_resource_urls: Vec<String>,
-}
-
-fn strings(v: &Value, key: &str) -> Vec<String> {
-    v.get(key)
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(String::from)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 impl Rule {
@@ -131,7 +120,6 @@ fn url_matches(rule: &str, path: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::authorize::ResourceAttributes;
 
     fn res<'a>(
         verb: &'static str,
@@ -140,18 +128,7 @@ mod tests {
         sub: &'a str,
         name: &'a str,
     ) -> Attributes<'a> {
-        Attributes {
-            verb,
-            resource: Some(ResourceAttributes {
-                group,
-                resource,
-                subresource: sub,
-                namespace: "default",
-                name: name.into(),
-                field_selector: std::borrow::Cow::Borrowed(""),
-            }),
-            path: "",
-        }
+        Attributes::on_resource(verb, group, resource, sub, "default", name)
     }
 
     fn path<'a>(verb: &'static str, path: &'a str) -> Attributes<'a> {

@@ -1,7 +1,5 @@
 use super::*;
-use crate::auth::authorize::ResourceAttributes;
 use serde_json::json;
-use std::borrow::Cow;
 
 struct Fake {
     body: Option<Value>,
@@ -36,18 +34,7 @@ fn req<'a>(
     ns: &'a str,
     name: &'a str,
 ) -> Attributes<'a> {
-    Attributes {
-        verb,
-        resource: Some(ResourceAttributes {
-            group,
-            resource,
-            subresource: sub,
-            namespace: ns,
-            name: Cow::Borrowed(name),
-            field_selector: std::borrow::Cow::Borrowed(""),
-        }),
-        path: "",
-    }
+    Attributes::on_resource(verb, group, resource, sub, ns, name)
 }
 
 fn pods() -> Fake {
