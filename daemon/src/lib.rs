@@ -9,6 +9,7 @@ pub mod health;
 pub mod logging;
 pub mod signals;
 pub mod sync;
+pub mod x509;
 
 pub use client::{client, ClientError};
 pub use connections::{serve_connections, Connections, PeerCertificate, RemoteAddr};
@@ -16,3 +17,4 @@ pub use health::{counter, ready_now, serve_health_and_metrics, Health, HealthErr
 pub use logging::init_logging;
 pub use signals::{shutdown_signal, Shutdown};
 pub use sync::{reflect, Changes, SyncLoop};
+pub use x509::{subject_identity, SubjectIdentity};

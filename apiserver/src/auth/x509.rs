@@ -3,28 +3,14 @@
 //! authenticator reads them.
 
 use super::User;
-use x509_parser::prelude::{FromDer, X509Certificate};
 
 /// The user a verified leaf certificate (DER) names; None when it has no CommonName.
 pub fn user(der: &[u8]) -> Option<User> {
-    let (_, cert) = X509Certificate::from_der(der).ok()?;
-    let subject = cert.subject();
-    let name = subject
-        .iter_common_name()
-        .find_map(|cn| cn.as_str().ok())?
-        .to_string();
-    if name.is_empty() {
-        return None;
-    }
-    let groups = subject
-        .iter_organization()
-        .filter_map(|o| o.as_str().ok())
-        .map(String::from)
-        .collect();
+    let id = keelson_daemon::subject_identity(der)?;
     Some(User {
-        name,
+        name: id.user,
         uid: String::new(),
-        groups,
+        groups: id.groups,
     })
 }
 

@@ -11,7 +11,6 @@ use rustls::client::danger::HandshakeSignatureValid;
 use rustls::pki_types::{CertificateDer, UnixTime};
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
-use x509_parser::prelude::{FromDer, X509Certificate};
 
 use super::review::UserInfo;
 use crate::server::tls::TlsError;
@@ -63,21 +62,10 @@ impl ClientCa {
 
 /// CommonName and Organizations of a certificate's subject (None without a CommonName).
 fn user_of(der: &[u8]) -> Option<UserInfo> {
-    let (_, cert) = X509Certificate::from_der(der).ok()?;
-    let subject = cert.subject();
-    let name = subject
-        .iter_common_name()
-        .find_map(|cn| cn.as_str().ok())
-        .filter(|n| !n.is_empty())?
-        .to_string();
-    let groups = subject
-        .iter_organization()
-        .filter_map(|o| o.as_str().ok())
-        .map(String::from)
-        .collect();
+    let id = keelson_daemon::subject_identity(der)?;
     Some(UserInfo {
-        name,
-        groups,
+        name: id.user,
+        groups: id.groups,
         ..Default::default()
     })
 }
