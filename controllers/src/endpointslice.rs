@@ -55,21 +55,36 @@ fn resolve(pod: &Pod, target: Option<&IntOrString>, port: i32, protocol: &str) -
     }
 }
 
-fn endpoint(pod: &Pod) -> Option<Endpoint> {
+/// The conditions of a Pod's endpoint, as upstream's controller sets them: `serving` follows
+/// the Pod's Ready condition; `terminating` is set from the moment the Pod has a
+/// deletionTimestamp, and `ready` turns false then, so that proxies and ingress controllers stop
+/// sending new connections to it while it drains. A Service with publishNotReadyAddresses
+/// (peer discovery of StatefulSets) wants every address: its endpoints stay ready.
+pub fn conditions(svc: &Service, pod: &Pod) -> EndpointConditions {
+    let serving = is_ready(pod);
+    let terminating = pod.metadata.deletion_timestamp.is_some();
+    let publish_not_ready = svc
+        .spec
+        .as_ref()
+        .and_then(|s| s.publish_not_ready_addresses)
+        .unwrap_or(false);
+    EndpointConditions {
+        ready: Some(publish_not_ready || (serving && !terminating)),
+        serving: Some(serving),
+        terminating: Some(terminating),
+    }
+}
+
+fn endpoint(svc: &Service, pod: &Pod) -> Option<Endpoint> {
     let ip = pod
         .status
         .as_ref()?
         .pod_ip
         .clone()
         .filter(|ip| !ip.is_empty())?;
-    let terminating = pod.metadata.deletion_timestamp.is_some();
     Some(Endpoint {
         addresses: vec![ip],
-        conditions: Some(EndpointConditions {
-            ready: Some(is_ready(pod) && !terminating),
-            serving: Some(is_ready(pod)),
-            terminating: Some(terminating),
-        }),
+        conditions: Some(conditions(svc, pod)),
         node_name: pod.spec.as_ref().and_then(|s| s.node_name.clone()),
         target_ref: Some(ObjectReference {
             kind: Some("Pod".into()),
@@ -105,7 +120,7 @@ pub fn desired(svc: &Service, pods: &[Pod]) -> Vec<EndpointSlice> {
         .collect();
     selected.sort_by_key(|p| p.name_any());
     for pod in selected {
-        let Some(ep) = endpoint(pod) else {
+        let Some(ep) = endpoint(svc, pod) else {
             continue;
         };
         let mut set = Vec::new();
@@ -249,24 +264,69 @@ mod tests {
         );
     }
 
-    #[test]
-    fn terminating_pods_serve_but_are_not_ready_and_finished_pods_are_gone() {
-        let mut t = pod("a", true, "Running");
-        t.metadata.deletion_timestamp =
+    fn terminating(mut p: Pod) -> Pod {
+        p.metadata.deletion_timestamp =
             serde_json::from_value(serde_json::json!("2026-01-01T00:00:00Z")).unwrap();
+        p
+    }
+
+    /// (ready, serving, terminating) of the only endpoint of `svc` over `pod`.
+    fn conds(svc: &Service, pod: Pod) -> (Option<bool>, Option<bool>, Option<bool>) {
+        let slices = desired(svc, &[pod]);
+        let eps = slices[0].endpoints.as_ref().unwrap();
+        assert_eq!(eps.len(), 1);
+        let c = eps[0].conditions.clone().unwrap();
+        (c.ready, c.serving, c.terminating)
+    }
+
+    #[test]
+    fn endpoint_conditions_follow_readiness_and_deletion_as_upstream() {
+        let s = svc(serde_json::json!(8080));
+        let t = Some(true);
+        let f = Some(false);
+        assert_eq!(conds(&s, pod("a", true, "Running")), (t, t, f));
+        assert_eq!(conds(&s, pod("a", false, "Running")), (f, f, f));
+        // Deleted with a grace period: out of new traffic at once, still serving while it drains.
+        assert_eq!(conds(&s, terminating(pod("a", true, "Running"))), (f, t, t));
+        assert_eq!(
+            conds(&s, terminating(pod("a", false, "Running"))),
+            (f, f, t)
+        );
+    }
+
+    #[test]
+    fn publish_not_ready_addresses_keeps_every_endpoint_ready() {
+        let mut s = svc(serde_json::json!(8080));
+        s.spec.as_mut().unwrap().publish_not_ready_addresses = Some(true);
+        let t = Some(true);
+        let f = Some(false);
+        assert_eq!(conds(&s, pod("a", false, "Running")), (t, f, f));
+        assert_eq!(conds(&s, terminating(pod("a", true, "Running"))), (t, t, t));
+        assert_eq!(
+            conds(&s, terminating(pod("a", false, "Running"))),
+            (t, f, t)
+        );
+    }
+
+    #[test]
+    fn finished_pods_and_pods_without_an_ip_are_left_out() {
+        let mut no_ip = pod("new", false, "Pending");
+        no_ip.status.as_mut().unwrap().pod_ip = None;
         let slices = desired(
             &svc(serde_json::json!(8080)),
-            &[t, pod("done", true, "Succeeded")],
+            &[
+                terminating(pod("a", true, "Running")),
+                pod("done", true, "Succeeded"),
+                pod("oops", true, "Failed"),
+                no_ip,
+            ],
         );
-        let c = slices[0].endpoints.as_ref().unwrap()[0]
-            .conditions
-            .clone()
-            .unwrap();
-        assert_eq!(
-            (c.ready, c.serving, c.terminating),
-            (Some(false), Some(true), Some(true))
-        );
-        assert_eq!(slices[0].endpoints.as_ref().unwrap().len(), 1);
+        let names: Vec<_> = slices
+            .iter()
+            .flat_map(|s| s.endpoints.iter().flatten())
+            .filter_map(|e| e.target_ref.as_ref()?.name.clone())
+            .collect();
+        assert_eq!(names, ["a"]);
     }
 
     #[test]
