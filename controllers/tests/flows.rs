@@ -208,6 +208,70 @@ fn deployment_to_ready_pods_endpoints_rollout_and_cascade() {
     });
 }
 
+/// A Pod bound to node-a (so its deletion waits for that node's agent), a Service over it, and
+/// a second one with publishNotReadyAddresses (peer discovery).
+const API_POD: &str = "apiVersion: v1
+kind: Pod
+metadata: {name: api-0, labels: {app: api}}
+spec:
+  nodeName: node-a
+  terminationGracePeriodSeconds: 300
+  containers: [{name: api, image: busybox, ports: [{containerPort: 8080}]}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: api}
+spec: {selector: {app: api}, ports: [{port: 80, targetPort: 8080}]}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: api-peers}
+spec: {selector: {app: api}, publishNotReadyAddresses: true, ports: [{port: 80, targetPort: 8080}]}
+";
+
+/// "ready serving terminating" of the endpoints in the slices of `service`.
+fn endpoint_conditions(c: &Cluster, service: &str) -> Result<String, String> {
+    c.get(
+        &["endpointslices", "-l", &format!("kubernetes.io/service-name={service}")],
+        "{range .items[*].endpoints[*]}{.conditions.ready} {.conditions.serving} {.conditions.terminating}{end}",
+    )
+}
+
+#[test]
+fn graceful_pod_deletion_marks_its_endpoint_terminating_until_the_pod_is_gone() {
+    let c = Cluster::start();
+    c.api.apply(&node("node-a"));
+    c.api.apply(API_POD);
+    c.mark_ready("app=api");
+    for svc in ["api", "api-peers"] {
+        c.eventually(&format!("a ready endpoint of {svc}"), || {
+            endpoint_conditions(&c, svc).as_deref() == Ok("true true false")
+        });
+    }
+
+    // Deleted with its 300 s grace period: the Pod stays until its node confirms, but its
+    // endpoint leaves new traffic at once (ready=false) while it still serves and drains.
+    c.ok(&["delete", "pod", "api-0", "--wait=false"]);
+    c.eventually("the endpoint of api to turn terminating", || {
+        endpoint_conditions(&c, "api").as_deref() == Ok("false true true")
+    });
+    let deleting = c.jsonpath(&["pod", "api-0"], "{.metadata.deletionTimestamp}");
+    assert!(!deleting.is_empty(), "the pod is already gone");
+    // publishNotReadyAddresses: every address stays published as ready, terminating or not.
+    c.eventually(
+        "the endpoint of api-peers to stay ready while terminating",
+        || endpoint_conditions(&c, "api-peers").as_deref() == Ok("true true true"),
+    );
+
+    // Once the Pod is gone, so is its endpoint.
+    c.ok(&["delete", "pod", "api-0", "--grace-period=0", "--force"]);
+    for svc in ["api", "api-peers"] {
+        c.eventually(&format!("no endpoint left in {svc}"), || {
+            endpoint_conditions(&c, svc).as_deref() == Ok("")
+        });
+    }
+}
+
 #[test]
 fn namespace_deletion_empties_then_removes_it() {
     let c = Cluster::start();
