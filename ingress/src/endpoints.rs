@@ -1,12 +1,16 @@
 //! Backends: an Ingress's Service backend -> the Service port -> ready pod addresses from the
 //! Service's EndpointSlices (pod IPs directly, not the ClusterIP). Pure.
+//!
+//! Which endpoints take requests follows ingress-nginx: `ready` true or unset, and never one that
+//! is `terminating` (even while still `serving`), so a pod going away gets no new request from
+//! the next reload on; an address listed by several slices is used once.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Service, ServicePort};
-use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::discovery::v1::{EndpointConditions, EndpointSlice};
 use k8s_openapi::api::networking::v1::{IngressBackend, IngressServiceBackend};
 
 use crate::model::{Inputs, Target, SERVICE_NAME_LABEL};
@@ -73,8 +77,7 @@ impl<'a> Resolver<'a> {
                 continue;
             };
             for ep in slice.endpoints.iter().flatten() {
-                // An unknown condition counts as ready, as the API documents.
-                if ep.conditions.as_ref().and_then(|c| c.ready) == Some(false) {
+                if !takes_requests(ep.conditions.as_ref()) {
                     continue;
                 }
                 for a in &ep.addresses {
@@ -86,6 +89,18 @@ impl<'a> Resolver<'a> {
         }
         out.into_iter().collect()
     }
+}
+
+/// Whether new requests may go to an endpoint with these conditions. An unknown `ready` counts
+/// as ready, as the API documents. `terminating` drops it whatever `ready` says: a controller
+/// that leaves `ready` unset or true on a terminating pod must not keep it in nginx until the pod
+/// is gone. `serving` (a terminating pod still answering) is for kube-proxy's fallback when no
+/// endpoint is left; ingress-nginx sends no new request there, and neither does this.
+pub fn takes_requests(conditions: Option<&EndpointConditions>) -> bool {
+    let Some(c) = conditions else {
+        return true;
+    };
+    c.ready != Some(false) && c.terminating != Some(true)
 }
 
 fn service_port<'s>(
@@ -130,4 +145,55 @@ fn upstream_name(ns: &str, svc: &IngressServiceBackend) -> String {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn conditions(
+        ready: Option<bool>,
+        serving: Option<bool>,
+        terminating: Option<bool>,
+    ) -> Option<EndpointConditions> {
+        Some(EndpointConditions {
+            ready,
+            serving,
+            terminating,
+        })
+    }
+
+    #[test]
+    fn ready_or_unknown_endpoints_take_requests() {
+        assert!(takes_requests(None));
+        assert!(takes_requests(conditions(None, None, None).as_ref()));
+        assert!(takes_requests(conditions(Some(true), None, None).as_ref()));
+        let settled = conditions(Some(true), Some(true), Some(false));
+        assert!(takes_requests(settled.as_ref()));
+        // Not ready (a failing readiness probe) and not terminating: out until ready again.
+        assert!(!takes_requests(
+            conditions(Some(false), None, None).as_ref()
+        ));
+        let unready = conditions(Some(false), Some(false), Some(false));
+        assert!(!takes_requests(unready.as_ref()));
+    }
+
+    #[test]
+    fn terminating_endpoints_never_take_new_requests() {
+        // What the endpointslice controller writes for a pod with a deletionTimestamp that
+        // still passes its readiness probe: serving, but going away.
+        let draining = conditions(Some(false), Some(true), Some(true));
+        assert!(!takes_requests(draining.as_ref()));
+        assert!(!takes_requests(
+            conditions(Some(false), Some(false), Some(true)).as_ref()
+        ));
+        // Dropped even when `ready` was left unset or true.
+        assert!(!takes_requests(
+            conditions(None, Some(true), Some(true)).as_ref()
+        ));
+        assert!(!takes_requests(conditions(None, None, Some(true)).as_ref()));
+        assert!(!takes_requests(
+            conditions(Some(true), Some(true), Some(true)).as_ref()
+        ));
+    }
 }

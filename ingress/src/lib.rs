@@ -13,5 +13,6 @@ pub mod metrics;
 pub mod model;
 pub mod nginx;
 pub mod render;
+pub mod retry;
 pub mod tls;
 pub mod worker;

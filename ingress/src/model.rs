@@ -10,6 +10,7 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{HTTPIngressPath, Ingress, IngressClass};
 
 use crate::endpoints::Resolver;
+use crate::retry;
 use crate::tls::{self, Cert};
 
 pub const DEFAULT_CLASS_ANNOTATION: &str = "ingressclass.kubernetes.io/is-default-class";
@@ -58,6 +59,8 @@ pub struct Location {
     /// `namespace/name` of the Ingress the rule came from (a comment in the config).
     pub ingress: String,
     pub body_size: Option<String>,
+    /// Retry and connect settings from the Ingress's annotations: (nginx directive, value).
+    pub proxy: Vec<(&'static str, String)>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -212,6 +215,8 @@ impl ModelBuilder {
         let source = format!("{ns}/{name}");
         let body_size = annotation(ing, BODY_SIZE_ANNOTATION).map(str::to_string);
         let no_ssl_redirect = annotation(ing, SSL_REDIRECT_ANNOTATION) == Some("false");
+        // check_values already refused an Ingress with a bad value.
+        let proxy = retry::directives(ing).unwrap_or_default();
         let default = spec
             .default_backend
             .as_ref()
@@ -240,6 +245,7 @@ impl ModelBuilder {
                     target,
                     ingress: source.clone(),
                     body_size: body_size.clone(),
+                    proxy: proxy.clone(),
                 });
             }
         }
@@ -277,7 +283,7 @@ fn check_values(ing: &Ingress) -> Result<(), String> {
             ));
         }
     }
-    Ok(())
+    retry::directives(ing).map(drop)
 }
 
 /// nginx's size syntax: digits and an optional k, m or g (either case).

@@ -203,6 +203,10 @@ impl Nginx for NginxProcess {
         let conf = self.conf_path();
         fs::rename(&candidate, &conf).map_err(|e| NginxError::io("rename into place", &conf, e))?;
         if self.running() {
+            // A graceful reload: on SIGHUP the master starts new workers with the new text and
+            // asks the old ones to stop accepting and exit once their requests (to endpoints
+            // now dropped, too) have finished, so an endpoint change loses no request in
+            // flight. The listening sockets are the master's and never close.
             self.signal(Signal::SIGHUP)?;
         } else {
             self.start()?;

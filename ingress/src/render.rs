@@ -6,6 +6,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 
 use crate::model::{Location, Match, Model, Server, Target, Upstream};
+use crate::retry;
 
 /// Where nginx listens and keeps its files.
 #[derive(Clone, Debug)]
@@ -36,6 +37,7 @@ pub fn render(model: &Model, opts: &RenderOptions) -> String {
         let _ = writeln!(out, "    {directive} {dir}/tmp/{sub};");
     }
     out.push_str(HTTP_COMMON);
+    out.push_str(retry::DEFAULTS);
     for u in &model.upstreams {
         upstream(&mut out, u);
     }
@@ -57,8 +59,6 @@ const HTTP_COMMON: &str = "    server_tokens off;
     proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;
     proxy_set_header X-Forwarded-Proto $scheme;
     proxy_set_header X-Forwarded-Host $host;
-    proxy_connect_timeout 5s;
-    proxy_next_upstream error timeout;
 ";
 
 fn listen_address(ip: IpAddr, port: u16) -> String {
@@ -160,6 +160,9 @@ fn location<'a>(out: &mut String, loc: &Location, mut all: impl Iterator<Item = 
         let _ = writeln!(out, "        location {p} {{");
         if let Some(size) = &loc.body_size {
             let _ = writeln!(out, "            client_max_body_size {size};");
+        }
+        for (directive, value) in &loc.proxy {
+            let _ = writeln!(out, "            {directive} {value};");
         }
         target(out, &loc.target);
         out.push_str("        }\n");

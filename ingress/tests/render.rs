@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use keelson_ingress::model::{self, Inputs, Model, Target};
 use keelson_ingress::render::{render, RenderOptions};
+use keelson_ingress::retry;
 use serde::de::DeserializeOwned;
 use serde_json::{json, Value};
 
@@ -414,6 +415,152 @@ fn unsafe_annotation_values_never_reach_the_config() {
     }
 }
 
+/// A slice of web's `http` port with endpoints given their conditions whole.
+fn slice_with_conditions(
+    name: &str,
+    eps: &[(&str, Value)],
+) -> Arc<k8s_openapi::api::discovery::v1::EndpointSlice> {
+    let endpoints: Vec<Value> = eps
+        .iter()
+        .map(|(a, c)| json!({"addresses": [a], "conditions": c}))
+        .collect();
+    obj(json!({
+        "metadata": {"name": name, "namespace": "default", "labels": {model::SERVICE_NAME_LABEL: "web"}},
+        "addressType": "IPv4", "endpoints": endpoints,
+        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}]
+    }))
+}
+
+#[test]
+fn terminating_endpoints_are_left_out_and_each_address_used_once() {
+    let mut inputs = cluster(vec![web_ingress()]);
+    inputs.slices.push(slice_with_conditions(
+        "web-b",
+        &[
+            // Also in web-a: one server line, not two (twice the share of requests).
+            ("10.0.0.2", json!({"ready": true})),
+            (
+                "10.0.0.3",
+                json!({"ready": true, "serving": true, "terminating": false}),
+            ),
+            // Going away while still answering: the endpointslice controller's words for a
+            // deleted pod, and the same with `ready` left unset or true.
+            (
+                "10.0.0.4",
+                json!({"ready": false, "serving": true, "terminating": true}),
+            ),
+            ("10.0.0.5", json!({"serving": true, "terminating": true})),
+            ("10.0.0.6", json!({"ready": true, "terminating": true})),
+            ("10.0.0.7", json!({})),
+        ],
+    ));
+    let m = model::build(&inputs, OURS);
+    let web = m
+        .upstreams
+        .iter()
+        .find(|u| u.name == "default_web_http")
+        .expect("web upstream");
+    let eps: Vec<String> = web.endpoints.iter().map(|e| e.to_string()).collect();
+    assert_eq!(
+        eps,
+        [
+            "10.0.0.1:8080",
+            "10.0.0.2:8080",
+            "10.0.0.3:8080",
+            "10.0.0.7:8080"
+        ]
+    );
+    let text = render(&m, &opts());
+    assert_eq!(text.matches("server 10.0.0.2:8080;").count(), 1, "{text}");
+    for gone in ["10.0.0.4", "10.0.0.5", "10.0.0.6"] {
+        assert!(!text.contains(gone), "{gone} is terminating:\n{text}");
+    }
+
+    // The last endpoint terminating leaves no upstream: 503, not a request to a dying pod.
+    let mut inputs = cluster(vec![web_ingress()]);
+    inputs.slices.retain(|s| {
+        s.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(model::SERVICE_NAME_LABEL))
+            .map(String::as_str)
+            != Some("web")
+    });
+    let draining = json!({"ready": false, "serving": true, "terminating": true});
+    inputs
+        .slices
+        .push(slice_with_conditions("web-c", &[("10.0.0.4", draining)]));
+    let m = model::build(&inputs, OURS);
+    let s = server(&m, Some("web.example.test"));
+    let root = s.locations.iter().find(|l| l.path == "/").expect("/");
+    assert_eq!(root.target, Target::Unavailable);
+}
+
+fn retry_annotations() -> std::collections::BTreeMap<String, String> {
+    [
+        (retry::NEXT_UPSTREAM_ANNOTATION, "error timeout http_502"),
+        (retry::NEXT_UPSTREAM_TRIES_ANNOTATION, "5"),
+        (retry::NEXT_UPSTREAM_TIMEOUT_ANNOTATION, "10"),
+        (retry::CONNECT_TIMEOUT_ANNOTATION, "2"),
+    ]
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .into()
+}
+
+#[test]
+fn retries_follow_ingress_nginx_defaults_and_annotations() {
+    let text = render(&model::build(&cluster(vec![web_ingress()]), OURS), &opts());
+    // ingress-nginx's ConfigMap defaults, for every location.
+    let http = text.split("server {").next().unwrap();
+    for d in [
+        "proxy_next_upstream error timeout;",
+        "proxy_next_upstream_tries 3;",
+        "proxy_next_upstream_timeout 0;",
+        "proxy_connect_timeout 5s;",
+    ] {
+        assert!(http.contains(d), "missing {d} in the http block:\n{text}");
+    }
+    // nginx's default: a non-idempotent request is not passed on once sent.
+    assert!(!text.contains("non_idempotent"), "{text}");
+
+    let mut ing = (*web_ingress()).clone();
+    ing.metadata.annotations = Some(retry_annotations());
+    let m = model::build(&cluster(vec![Arc::new(ing.clone())]), OURS);
+    assert!(m.rejected.is_empty(), "{:?}", m.rejected);
+    let text = render(&m, &opts());
+    let web = text.split("server_name web.example.test;").nth(1).unwrap();
+    for d in [
+        "proxy_next_upstream error timeout http_502;",
+        "proxy_next_upstream_tries 5;",
+        "proxy_next_upstream_timeout 10s;",
+        "proxy_connect_timeout 2s;",
+    ] {
+        // Both of web's paths (`/` and `/api` twice: `= /api` and `/api/`).
+        assert_eq!(web.matches(d).count(), 3, "{d}:\n{text}");
+    }
+
+    // A value nginx must not be given leaves the Ingress out, named in its Event.
+    ing.metadata.annotations = Some(
+        [(
+            retry::NEXT_UPSTREAM_TRIES_ANNOTATION.to_string(),
+            "3; include /etc/passwd".to_string(),
+        )]
+        .into(),
+    );
+    let m = model::build(&cluster(vec![Arc::new(ing)]), OURS);
+    let text = render(&m, &opts());
+    assert!(!text.contains("passwd"), "{text}");
+    assert_eq!(m.rejected.len(), 1, "{:?}", m.rejected);
+    assert_eq!(m.rejected[0].reason, "BadConfig");
+    assert!(
+        m.rejected[0]
+            .message
+            .starts_with(retry::NEXT_UPSTREAM_TRIES_ANNOTATION),
+        "{}",
+        m.rejected[0].message
+    );
+}
+
 #[test]
 fn wildcard_host_covers_exactly_one_label() {
     let ing = ingress(
@@ -473,15 +620,19 @@ fn rendered_config_passes_real_nginx_test() {
         Some("keelson"),
         json!({"defaultBackend": {"service": {"name": "empty", "port": {"name": "http"}}}, "rules": [rule(None, json!([path("/e", "Exact", "web", json!({"name": "http"}))]))]}),
     );
-    let wildcard = ingress(
+    let mut wildcard = (*ingress(
         "w",
         Some("keelson"),
         json!({"rules": [rule(Some("*.example.test"), json!([path("/", "Prefix", "web", json!({"name": "http"}))]))]}),
-    );
+    ))
+    .clone();
+    // Every retry setting, so nginx judges the directives they become too.
+    wildcard.metadata.annotations = Some(retry_annotations());
     let text = render(
-        &model::build(&cluster(vec![web_ingress(), ing, wildcard]), OURS),
+        &model::build(&cluster(vec![web_ingress(), ing, Arc::new(wildcard)]), OURS),
         &o,
     );
+    assert!(text.contains("proxy_next_upstream_timeout 10s;"), "{text}");
     let conf = dir.path().join("nginx.conf");
     std::fs::write(&conf, &text).unwrap();
     let out = std::process::Command::new("nginx")
