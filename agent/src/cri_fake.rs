@@ -24,6 +24,9 @@ pub struct FakeCri {
     calls: Mutex<Vec<String>>,
     /// Images whose pull fails with "not found".
     pub missing_images: Mutex<HashSet<String>>,
+    /// ExecSync answers by command (joined with spaces): the exit code, and how long the
+    /// command runs first. Other commands exit 0 at once.
+    pub exec_answers: Mutex<HashMap<String, (i32, std::time::Duration)>>,
 }
 
 fn now_ns() -> i64 {
@@ -313,8 +316,21 @@ impl Cri for FakeCri {
         cmd: Vec<String>,
         _: i64,
     ) -> CriResult<cri::ExecSyncResponse> {
-        self.log(format!("ExecSync {id} {}", cmd.join(" ")));
-        Ok(cri::ExecSyncResponse::default())
+        let cmd = cmd.join(" ");
+        self.log(format!("ExecSync {id} {cmd}"));
+        let answer = self
+            .exec_answers
+            .lock()
+            .ok()
+            .and_then(|a| a.get(&cmd).copied());
+        let Some((exit_code, takes)) = answer else {
+            return Ok(cri::ExecSyncResponse::default());
+        };
+        tokio::time::sleep(takes).await;
+        Ok(cri::ExecSyncResponse {
+            exit_code,
+            ..Default::default()
+        })
     }
 
     async fn reopen_container_log(&self, id: &str) -> CriResult<()> {

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Container, Probe};
+use k8s_openapi::api::core::v1::{Container, HTTPGetAction, HTTPHeader, Probe};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -63,6 +63,43 @@ pub enum ProbeError {
     NoHandler,
     #[error("httpGet {field} {value:?} has control characters; not sent")]
     ControlCharacters { field: &'static str, value: String },
+    #[error("httpGet header name {0:?} is not an HTTP token; not sent")]
+    HeaderName(String),
+    #[error("httpGet scheme {0:?} is not supported by this agent (HTTP only)")]
+    Scheme(String),
+}
+
+/// Where an httpGet handler (of a probe or a lifecycle hook) sends its request, resolved against
+/// its container (named ports) and pod (the address when `host` is empty).
+#[derive(Clone, Debug, PartialEq)]
+pub struct HttpTarget {
+    pub host: String,
+    pub port: u16,
+    pub path: String,
+    pub headers: Vec<HTTPHeader>,
+}
+
+impl HttpTarget {
+    pub fn of(
+        http: &HTTPGetAction,
+        container: &Container,
+        pod_ip: &str,
+    ) -> Result<HttpTarget, ProbeError> {
+        match http.scheme.as_deref() {
+            None | Some("HTTP") => {}
+            Some(other) => return Err(ProbeError::Scheme(other.to_string())),
+        }
+        Ok(HttpTarget {
+            host: http
+                .host
+                .clone()
+                .filter(|h| !h.is_empty())
+                .unwrap_or_else(|| pod_ip.to_string()),
+            port: resolve_port(&http.port, container)?,
+            path: http.path.clone().unwrap_or_else(|| "/".into()),
+            headers: http.http_headers.clone().unwrap_or_default(),
+        })
+    }
 }
 
 /// Runs one probe once. Errors count as failures; the error says why (for events and logs).
@@ -81,9 +118,8 @@ pub async fn probe_once(
             .unwrap_or_else(|| pod_ip.to_string())
     };
     if let Some(http) = &probe.http_get {
-        let port = resolve_port(&http.port, container)?;
-        let path = http.path.clone().unwrap_or_else(|| "/".into());
-        return http_probe(&host_or_pod(&http.host), port, &path, timeout).await;
+        let target = HttpTarget::of(http, container, pod_ip)?;
+        return http_probe(&target, timeout).await;
     }
     if let Some(tcp) = &probe.tcp_socket {
         let port = resolve_port(&tcp.port, container)?;
@@ -113,15 +149,15 @@ pub async fn probe_once(
 }
 
 /// An HTTP GET that succeeds with a 2xx or 3xx answer within `timeout`.
-async fn http_probe(
-    host: &str,
-    port: u16,
-    path: &str,
-    timeout: Duration,
-) -> Result<(), ProbeError> {
-    let code = tokio::time::timeout(timeout, http_get(host, port, path))
+async fn http_probe(target: &HttpTarget, timeout: Duration) -> Result<(), ProbeError> {
+    let code = tokio::time::timeout(timeout, http_get(target))
         .await
-        .map_err(|_| ProbeError::HttpTimeout(format!("{host}:{port}{path}")))??;
+        .map_err(|_| {
+            let HttpTarget {
+                host, port, path, ..
+            } = target;
+            ProbeError::HttpTimeout(format!("{host}:{port}{path}"))
+        })??;
     if (200..400).contains(&code) {
         Ok(())
     } else {
@@ -147,10 +183,11 @@ fn resolve_port(port: &IntOrString, container: &Container) -> Result<u16, ProbeE
 }
 
 /// A minimal HTTP/1.1 GET: the status code of the answer.
-pub async fn http_get(host: &str, port: u16, path: &str) -> Result<u16, ProbeError> {
+pub async fn http_get(target: &HttpTarget) -> Result<u16, ProbeError> {
     // Checked before connecting: a probe must never carry a second request or extra headers
     // from the pod spec into the host's network namespace.
-    let request = http_request(host, port, path)?;
+    let request = http_request(target)?;
+    let (host, port) = (target.host.as_str(), target.port);
     let mut stream =
         TcpStream::connect((host, port))
             .await
@@ -182,8 +219,11 @@ pub async fn http_get(host: &str, port: u16, path: &str) -> Result<u16, ProbeErr
 }
 
 /// The request bytes of a probe. Control characters (CR and LF above all) are refused; a space
-/// or non-ASCII byte in the path is percent-encoded, as the kubelet's URL building does.
-pub fn http_request(host: &str, port: u16, path: &str) -> Result<String, ProbeError> {
+/// or non-ASCII byte in the path is percent-encoded, as the kubelet's URL building does. The
+/// spec's headers are sent as given; a Host, User-Agent or Accept among them replaces the
+/// default one, as the kubelet's request building does.
+pub fn http_request(target: &HttpTarget) -> Result<String, ProbeError> {
+    let (host, port, path) = (target.host.as_str(), target.port, target.path.as_str());
     let control = |field: &'static str, value: &str| {
         if value.chars().any(char::is_control) {
             Err(ProbeError::ControlCharacters {
@@ -202,18 +242,55 @@ pub fn http_request(host: &str, port: u16, path: &str) -> Result<String, ProbeEr
             value: host.to_string(),
         });
     }
-    let mut target = String::with_capacity(path.len() + 1);
+    let mut target_path = String::with_capacity(path.len() + 1);
     if !path.starts_with('/') {
-        target.push('/');
+        target_path.push('/');
     }
     for b in path.bytes() {
         if b == b' ' || !b.is_ascii() {
-            target.push_str(&format!("%{b:02X}"));
+            target_path.push_str(&format!("%{b:02X}"));
         } else {
-            target.push(char::from(b));
+            target_path.push(char::from(b));
         }
     }
-    Ok(format!("GET {target} HTTP/1.1\r\nHost: {host}:{port}\r\nUser-Agent: keelson-probe/1.0\r\nConnection: close\r\n\r\n"))
+    let mut request = format!("GET {target_path} HTTP/1.1\r\n");
+    let given = |name: &str| {
+        target
+            .headers
+            .iter()
+            .any(|h| h.name.eq_ignore_ascii_case(name))
+    };
+    for (name, value) in [
+        ("Host", format!("{host}:{port}")),
+        ("User-Agent", "keelson-probe/1.0".to_string()),
+        ("Accept", "*/*".to_string()),
+    ] {
+        if !given(name) {
+            request.push_str(&format!("{name}: {value}\r\n"));
+        }
+    }
+    for h in &target.headers {
+        header(&h.name, &h.value)?;
+        request.push_str(&format!("{}: {}\r\n", h.name, h.value));
+    }
+    request.push_str("Connection: close\r\n\r\n");
+    Ok(request)
+}
+
+/// Refuses a header whose name is not an HTTP token or whose value has control characters
+/// (a tab is allowed, as in HTTP).
+fn header(name: &str, value: &str) -> Result<(), ProbeError> {
+    let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if name.is_empty() || !name.chars().all(token) {
+        return Err(ProbeError::HeaderName(name.to_string()));
+    }
+    if value.chars().any(|c| c.is_control() && c != '\t') {
+        return Err(ProbeError::ControlCharacters {
+            field: "header",
+            value: value.to_string(),
+        });
+    }
+    Ok(())
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -435,11 +512,20 @@ impl Drop for Probers {
 mod tests {
     use super::*;
 
+    fn at(host: &str, port: u16, path: &str) -> HttpTarget {
+        HttpTarget {
+            host: host.into(),
+            port,
+            path: path.into(),
+            headers: vec![],
+        }
+    }
+
     #[test]
     fn the_request_line_takes_the_path_as_one_token() {
-        let r = http_request("10.0.0.5", 8080, "/healthz?x=1").unwrap();
+        let r = http_request(&at("10.0.0.5", 8080, "/healthz?x=1")).unwrap();
         assert!(r.starts_with("GET /healthz?x=1 HTTP/1.1\r\nHost: 10.0.0.5:8080\r\n"));
-        let r = http_request("10.0.0.5", 80, "ready now/é").unwrap();
+        let r = http_request(&at("10.0.0.5", 80, "ready now/é")).unwrap();
         assert!(r.starts_with("GET /ready%20now/%C3%A9 HTTP/1.1\r\n"), "{r}");
     }
 
@@ -454,14 +540,33 @@ mod tests {
         ] {
             assert!(
                 matches!(
-                    http_request("10.0.0.5", 80, path),
+                    http_request(&at("10.0.0.5", 80, path)),
                     Err(ProbeError::ControlCharacters { field: "path", .. })
                 ),
                 "{path:?}"
             );
         }
         for host in ["10.0.0.5\r\nX-Injected: 1", "a b"] {
-            assert!(http_request(host, 80, "/").is_err(), "{host:?}");
+            assert!(http_request(&at(host, 80, "/")).is_err(), "{host:?}");
+        }
+    }
+
+    #[test]
+    fn spec_headers_are_sent_and_replace_the_defaults() {
+        let header = |name: &str, value: &str| HTTPHeader {
+            name: name.into(),
+            value: value.into(),
+        };
+        let mut t = at("10.0.0.5", 80, "/");
+        t.headers = vec![header("Host", "example.test"), header("X-Drain", "1")];
+        let r = http_request(&t).unwrap();
+        assert!(r.contains("\r\nHost: example.test\r\n"), "{r}");
+        assert!(!r.contains("10.0.0.5"), "{r}");
+        assert!(r.contains("\r\nX-Drain: 1\r\n"), "{r}");
+        assert!(r.contains("\r\nUser-Agent: keelson-probe/1.0\r\n"), "{r}");
+        for (name, value) in [("X\r\nEvil", "1"), ("X-A", "1\r\nEvil: 2"), ("", "1")] {
+            t.headers = vec![header(name, value)];
+            assert!(http_request(&t).is_err(), "{name:?}: {value:?}");
         }
     }
 
@@ -470,9 +575,13 @@ mod tests {
     async fn a_refused_probe_sends_nothing() {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
-        let err = http_get("127.0.0.1", port, "/x HTTP/1.1\r\nHost: evil\r\n\r\nGET /y")
-            .await
-            .unwrap_err();
+        let err = http_get(&at(
+            "127.0.0.1",
+            port,
+            "/x HTTP/1.1\r\nHost: evil\r\n\r\nGET /y",
+        ))
+        .await
+        .unwrap_err();
         assert!(err.to_string().contains("control characters"), "{err}");
         // A good probe afterwards is the first connection the listener sees.
         let server = tokio::spawn(async move {
@@ -484,7 +593,7 @@ mod tests {
                 .unwrap();
             String::from_utf8_lossy(&buf[..n]).into_owned()
         });
-        assert_eq!(http_get("127.0.0.1", port, "/ok").await.unwrap(), 204);
+        assert_eq!(http_get(&at("127.0.0.1", port, "/ok")).await.unwrap(), 204);
         let seen = server.await.unwrap();
         assert!(seen.starts_with("GET /ok HTTP/1.1\r\n"), "{seen}");
     }

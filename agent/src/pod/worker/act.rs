@@ -174,12 +174,14 @@ impl Actor {
         let spec = decide::find_container(pod, name, false).cloned();
         let ip = scene.observed.pod_ip();
         let (cri, killing, poke) = (ctx.cri.clone(), self.killing.clone(), self.poke.clone());
+        let (events, pod) = (ctx.events.clone(), pod.clone());
         tokio::spawn(async move {
             let target = Stop {
                 spec: spec.as_ref(),
                 id: &id,
                 pod_ip: &ip,
                 grace,
+                report: Some((&events, &pod)),
             };
             if let Err(e) = stop::container(cri.as_ref(), target).await {
                 tracing::warn!(container = %id, error = %e, "stopping container failed");

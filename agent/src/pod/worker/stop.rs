@@ -3,10 +3,16 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Container, Pod, Probe};
+use k8s_openapi::api::core::v1::{Container, LifecycleHandler, Pod};
+use tokio::time::Instant;
 
 use crate::cri::{Cri, CriResult};
-use crate::pod::probe;
+use crate::pod::events::{Kind, Recorder};
+use crate::pod::probe::{self, HttpTarget, ProbeError};
+
+/// The shortest time a container gets between SIGTERM and SIGKILL, whatever the hook took or
+/// the grace period says (the kubelet's minimumGracePeriodInSeconds).
+pub const MINIMUM_GRACE_SECONDS: i64 = 2;
 
 /// A running container to stop.
 pub struct Stop<'a> {
@@ -14,16 +20,56 @@ pub struct Stop<'a> {
     pub spec: Option<&'a Container>,
     pub id: &'a str,
     pub pod_ip: &'a str,
-    /// Seconds the container has to exit after SIGTERM.
+    /// The pod's grace period in seconds: the hook and SIGTERM-to-SIGKILL share it.
     pub grace: i64,
+    /// Where a failed hook is reported (a FailedPreStopHook event on the pod).
+    pub report: Option<(&'a Recorder, &'a Pod)>,
 }
 
-/// Runs the preStop hook (if any), then stops the container.
+/// Why a preStop hook failed.
+#[derive(Debug, thiserror::Error)]
+pub enum HookError {
+    #[error(transparent)]
+    Handler(#[from] ProbeError),
+    #[error("tcpSocket is not supported as a lifecycle handler")]
+    TcpSocket,
+    #[error("the hook has no handler (exec, httpGet or sleep)")]
+    NoHandler,
+    #[error("did not complete within the grace period of {0}s")]
+    TimedOut(i64),
+}
+
+/// Runs the preStop hook (if any), then stops the container with what is left of the grace
+/// period. A hook that fails or times out is reported; the container is stopped anyway.
 pub async fn container(cri: &dyn Cri, stop: Stop<'_>) -> CriResult<()> {
-    if let Some(spec) = stop.spec {
-        pre_stop(cri, spec, stop.id, stop.pod_ip, stop.grace).await;
+    let mut grace = stop.grace;
+    let hook = stop
+        .spec
+        .and_then(|c| c.lifecycle.as_ref()?.pre_stop.as_ref().map(|h| (c, h)));
+    // As the kubelet: no time left, no hook.
+    if let Some((spec, handler)) = hook.filter(|_| grace > 0) {
+        let started = Instant::now();
+        let budget = Duration::from_secs(u64::try_from(grace).unwrap_or(0));
+        let ran = match tokio::time::timeout(budget, run_hook(cri, handler, spec, &stop)).await {
+            Ok(ran) => ran,
+            Err(_) => Err(HookError::TimedOut(grace)),
+        };
+        let took = started.elapsed();
+        tracing::info!(container = %spec.name, ?took, ok = ran.is_ok(), "preStop hook ran");
+        if let Err(why) = ran {
+            report_failure(&stop, &spec.name, &why);
+        }
+        grace = grace_after_hook(grace, took);
     }
-    cri.stop_container(stop.id, stop.grace).await
+    cri.stop_container(stop.id, grace.max(MINIMUM_GRACE_SECONDS))
+        .await
+}
+
+/// What is left of the grace period once the hook took `took`: whole seconds, as the kubelet
+/// counts them, and never under the minimum.
+pub fn grace_after_hook(grace: i64, took: Duration) -> i64 {
+    let took = i64::try_from(took.as_secs()).unwrap_or(i64::MAX);
+    grace.saturating_sub(took).max(MINIMUM_GRACE_SECONDS)
 }
 
 /// The pod's grace period: the deletion's, else the spec's, else 30 s.
@@ -39,36 +85,67 @@ pub fn grace_seconds(pod: &Pod) -> i64 {
         .max(0)
 }
 
-/// preStop hook (exec, httpGet, tcpSocket or sleep), bounded by the grace period.
-async fn pre_stop(cri: &dyn Cri, container: &Container, id: &str, pod_ip: &str, grace: i64) {
-    let Some(handler) = container
-        .lifecycle
-        .as_ref()
-        .and_then(|l| l.pre_stop.clone())
-    else {
-        return;
-    };
-    let budget = Duration::from_secs(u64::try_from(grace.max(1)).unwrap_or(30));
-    if let Some(sleep) = handler.sleep.as_ref() {
-        tokio::time::sleep(
-            Duration::from_secs(u64::try_from(sleep.seconds.max(0)).unwrap_or(0)).min(budget),
-        )
-        .await;
-        return;
+/// One preStop handler: sleep, exec through CRI ExecSync, or an HTTP GET as a probe sends it
+/// (any answer counts as done, as the kubelet's lifecycle handler).
+async fn run_hook(
+    cri: &dyn Cri,
+    handler: &LifecycleHandler,
+    spec: &Container,
+    stop: &Stop<'_>,
+) -> Result<(), HookError> {
+    if let Some(sleep) = &handler.sleep {
+        let seconds = u64::try_from(sleep.seconds).unwrap_or(0);
+        tokio::time::sleep(Duration::from_secs(seconds)).await;
+        return Ok(());
     }
-    // The hook's handlers are those of a probe: run it as one, once.
-    let probe = Probe {
-        exec: handler.exec.clone(),
-        http_get: handler.http_get.clone(),
-        tcp_socket: handler.tcp_socket.clone(),
-        timeout_seconds: Some(i32::try_from(grace.max(1)).unwrap_or(30)),
-        ..Default::default()
+    if let Some(exec) = &handler.exec {
+        let command = exec.command.clone().unwrap_or_default();
+        // The hook is bounded by the grace period around it; the runtime's own timeout is the same.
+        let answer = cri.exec_sync(stop.id, command, stop.grace).await;
+        let answer = answer.map_err(ProbeError::from)?;
+        if answer.exit_code != 0 {
+            return Err(HookError::Handler(ProbeError::ExitCode {
+                code: answer.exit_code,
+                stdout: String::from_utf8_lossy(&answer.stdout).into_owned(),
+            }));
+        }
+        return Ok(());
+    }
+    if let Some(http) = &handler.http_get {
+        let target = HttpTarget::of(http, spec, stop.pod_ip)?;
+        probe::http_get(&target).await?;
+        return Ok(());
+    }
+    if handler.tcp_socket.is_some() {
+        return Err(HookError::TcpSocket);
+    }
+    Err(HookError::NoHandler)
+}
+
+/// The FailedPreStopHook event. As the kubelet, a failed handler's output stays out of the
+/// event (it may hold secrets) and goes to the agent's log.
+fn report_failure(stop: &Stop<'_>, name: &str, why: &HookError) {
+    tracing::warn!(container = %name, error = %why, "preStop hook failed");
+    let Some((events, pod)) = stop.report else {
+        return;
     };
-    let result = tokio::time::timeout(
-        budget,
-        probe::probe_once(&probe, container, pod_ip, id, cri),
-    )
-    .await
-    .map(|ran| ran.map_err(|e| e.to_string()));
-    tracing::info!(container = %container.name, ?result, "preStop hook ran");
+    let message = match why {
+        HookError::TimedOut(_) => format!("PreStopHook {why}"),
+        _ => "PreStopHook failed".to_string(),
+    };
+    events.pod(pod, Some(name), Kind::Warning, "FailedPreStopHook", message);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hook_time_comes_off_the_grace_period_down_to_two_seconds() {
+        assert_eq!(grace_after_hook(30, Duration::from_millis(3900)), 27);
+        assert_eq!(grace_after_hook(30, Duration::ZERO), 30);
+        assert_eq!(grace_after_hook(5, Duration::from_secs(4)), 2);
+        assert_eq!(grace_after_hook(5, Duration::from_secs(60)), 2);
+        assert_eq!(grace_after_hook(0, Duration::ZERO), 2);
+    }
 }

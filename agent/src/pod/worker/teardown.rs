@@ -72,6 +72,7 @@ async fn stop_containers(
             id: &c.id,
             pod_ip: &pod_ip,
             grace,
+            report: pod.map(|p| (&ctx.events, p)),
         };
         stops.push(stop::container(ctx.cri.as_ref(), target));
     }

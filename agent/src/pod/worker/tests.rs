@@ -349,3 +349,201 @@ async fn image_pull_secrets_authenticate_the_pull() {
         "{calls:?}"
     );
 }
+
+/// A running pod of these containers (all of one image) with this grace period, then marked
+/// deleted with the same grace.
+async fn running_then_deleted(f: &Fixture, containers: serde_json::Value, grace: i64) -> Pod {
+    let mut p: Pod = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "web", "namespace": "default", "uid": "uid-1"},
+        "spec": {"nodeName": "node-a", "terminationGracePeriodSeconds": grace, "containers": containers}
+    }))
+    .unwrap();
+    worker(f).sync(&p).await.unwrap();
+    assert_eq!(
+        f.cri.running_containers(),
+        p.spec.as_ref().unwrap().containers.len()
+    );
+    f.cri.take_calls();
+    p.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
+        k8s_openapi::jiff::Timestamp::now(),
+    ));
+    p.metadata.deletion_grace_period_seconds = Some(grace);
+    p
+}
+
+/// The runtime calls that change something, with their arguments (StopContainer's timeout).
+fn changes(f: &Fixture) -> Vec<String> {
+    f.cri
+        .take_calls()
+        .into_iter()
+        .filter(|c| !c.starts_with("List"))
+        .collect()
+}
+
+fn position(calls: &[String], call: &str) -> usize {
+    calls
+        .iter()
+        .position(|c| c == call)
+        .unwrap_or_else(|| panic!("no {call:?} in {calls:?}"))
+}
+
+/// The reasons and messages of the events posted so far.
+async fn events(requests: &Requests) -> Vec<(String, String)> {
+    // Events are sent in the background.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    requests
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(m, p, _)| m == "POST" && p.ends_with("/events"))
+        .map(|(_, _, b)| {
+            let s = |k: &str| b[k].as_str().unwrap_or_default().to_string();
+            (s("reason"), s("message"))
+        })
+        .collect()
+}
+
+#[tokio::test(start_paused = true)]
+async fn deletion_runs_each_hook_before_its_stop_in_parallel_and_the_sandbox_last() {
+    let f = fixture();
+    let image = "registry.test/app:1";
+    let p = running_then_deleted(
+        &f,
+        serde_json::json!([
+            {"name": "slow", "image": image, "lifecycle": {"preStop": {"sleep": {"seconds": 3}}}},
+            {"name": "quick", "image": image},
+            {"name": "drain", "image": image, "lifecycle": {"preStop": {"exec": {"command": ["drain"]}}}}
+        ]),
+        30,
+    )
+    .await;
+    let started = tokio::time::Instant::now();
+    worker(&f)
+        .teardown(Some(&p), Teardown::Deleted)
+        .await
+        .unwrap();
+    // Containers are c2 (slow), c3 (quick), c4 (drain), in the sandbox sb1.
+    let calls = changes(&f);
+    assert_eq!(
+        started.elapsed().as_secs(),
+        3,
+        "the hooks ran side by side: {calls:?}"
+    );
+    // The 3 s sleep comes off slow's grace period; the others get all of it.
+    let slow = position(&calls, "StopContainer c2 27");
+    let quick = position(&calls, "StopContainer c3 30");
+    let drain = position(&calls, "StopContainer c4 30");
+    assert!(position(&calls, "ExecSync c4 drain") < drain, "{calls:?}");
+    assert!(
+        quick < slow && drain < slow,
+        "no container waits for another's hook: {calls:?}"
+    );
+    let sandbox = position(&calls, "StopPodSandbox sb1");
+    assert!(
+        slow < sandbox && quick < sandbox && drain < sandbox,
+        "the network goes last: {calls:?}"
+    );
+    assert!(events(&f.requests)
+        .await
+        .iter()
+        .all(|(reason, _)| reason != "FailedPreStopHook"));
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_failed_or_stuck_hook_is_reported_and_the_container_stopped_anyway() {
+    let f = fixture();
+    let image = "registry.test/app:1";
+    f.cri.exec_answers.lock().unwrap().extend([
+        ("fail".to_string(), (1, Duration::ZERO)),
+        ("hang".to_string(), (0, Duration::from_secs(600))),
+    ]);
+    let p = running_then_deleted(
+        &f,
+        serde_json::json!([
+            {"name": "failing", "image": image, "lifecycle": {"preStop": {"exec": {"command": ["fail"]}}}},
+            {"name": "stuck", "image": image, "lifecycle": {"preStop": {"exec": {"command": ["hang"]}}}}
+        ]),
+        5,
+    )
+    .await;
+    let started = tokio::time::Instant::now();
+    worker(&f)
+        .teardown(Some(&p), Teardown::Deleted)
+        .await
+        .unwrap();
+    assert_eq!(
+        started.elapsed().as_secs(),
+        5,
+        "the stuck hook is cut at the grace period"
+    );
+    let calls = changes(&f);
+    let failing = position(&calls, "StopContainer c2 5");
+    // Its hook used the whole grace period: it still gets the 2 s minimum.
+    let stuck = position(&calls, "StopContainer c3 2");
+    assert!(failing.max(stuck) < position(&calls, "StopPodSandbox sb1"));
+    assert_eq!(f.cri.running_containers(), 0);
+    let failed: Vec<String> = events(&f.requests)
+        .await
+        .into_iter()
+        .filter(|(reason, _)| reason == "FailedPreStopHook")
+        .map(|(_, message)| message)
+        .collect();
+    assert_eq!(failed.len(), 2, "{failed:?}");
+    assert!(
+        failed.contains(&"PreStopHook failed".to_string()),
+        "{failed:?}"
+    );
+    assert!(
+        failed
+            .iter()
+            .any(|m| m.contains("did not complete within the grace period of 5s")),
+        "{failed:?}"
+    );
+}
+
+/// An httpGet hook reaches its server, with the spec's path and headers, before the container
+/// is stopped: the second the server takes comes off the grace period.
+#[tokio::test]
+async fn an_http_get_hook_is_sent_before_the_stop() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let server = tokio::spawn(async move {
+        let (mut conn, _) = listener.accept().await.unwrap();
+        let mut buf = vec![0u8; 2048];
+        let n = conn.read(&mut buf).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(1100)).await;
+        // Any answer will do, as for the kubelet's hooks: a 500 is not a failure.
+        conn.write_all(b"HTTP/1.1 500 Busy\r\nContent-Length: 0\r\n\r\n")
+            .await
+            .unwrap();
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    });
+    let f = fixture();
+    let hook = serde_json::json!({"httpGet": {"host": "127.0.0.1", "port": port, "path": "/drain",
+        "httpHeaders": [{"name": "X-Drain", "value": "now"}]}});
+    let p = running_then_deleted(
+        &f,
+        serde_json::json!([{"name": "app", "image": "registry.test/app:1", "lifecycle": {"preStop": hook}}]),
+        10,
+    )
+    .await;
+    worker(&f)
+        .teardown(Some(&p), Teardown::Deleted)
+        .await
+        .unwrap();
+    let seen = server.await.unwrap();
+    assert!(seen.starts_with("GET /drain HTTP/1.1\r\n"), "{seen}");
+    assert!(seen.contains("\r\nX-Drain: now\r\n"), "{seen}");
+    let calls = changes(&f);
+    assert!(
+        position(&calls, "StopContainer c2 9") < position(&calls, "StopPodSandbox sb1"),
+        "{calls:?}"
+    );
+    assert!(events(&f.requests)
+        .await
+        .iter()
+        .all(|(reason, _)| reason != "FailedPreStopHook"));
+}
