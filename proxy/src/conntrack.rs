@@ -1,11 +1,31 @@
 //! UDP has no connection teardown: a conntrack entry keeps sending datagrams to an endpoint
 //! that went away (or keeps the "rejected" state of a service that gained endpoints) until it
 //! times out. After a sync the stale entries are deleted with `conntrack -D`.
+//!
+//! As kube-proxy does, an endpoint that only turns terminating keeps its flows while it still
+//! serves: new flows go to ready endpoints, existing ones finish on the draining pod. They are
+//! deleted once the endpoint is removed or stops serving. TCP flows are never touched.
 
 use std::collections::BTreeSet;
+use std::net::Ipv4Addr;
 
 use crate::exec::Runner;
-use crate::model::{Protocol, ProxyModel, ServicePort};
+use crate::model::{Endpoint, Protocol, ProxyModel, ServicePort};
+
+/// Whether traffic may flow to the endpoint: serving (ready, or terminating and still serving).
+/// A ready endpoint counts even if a slice says it is not serving, since rules send to it.
+fn carries_traffic(ep: &Endpoint) -> bool {
+    ep.serving || ep.ready
+}
+
+/// The (ip, port) of the endpoints of `sp` that may carry traffic.
+fn live(sp: Option<&ServicePort>) -> BTreeSet<(Ipv4Addr, u16)> {
+    sp.into_iter()
+        .flat_map(|s| &s.endpoints)
+        .filter(|e| carries_traffic(e))
+        .map(|e| (e.ip, e.port))
+        .collect()
+}
 
 /// Arguments of each `conntrack -D` call needed after moving from `old` to `new`.
 pub fn stale_udp_flows(old: &ProxyModel, new: &ProxyModel) -> Vec<Vec<String>> {
@@ -15,12 +35,9 @@ pub fn stale_udp_flows(old: &ProxyModel, new: &ProxyModel) -> Vec<Vec<String>> {
         .iter()
         .filter(|(n, _)| n.protocol == Protocol::Udp)
     {
-        let new_sp = new.services.get(name);
-        let kept: BTreeSet<_> = new_sp
-            .map(|s| s.used_endpoints().into_iter().map(|e| e.ip).collect())
-            .unwrap_or_default();
-        for ep in old_sp.used_endpoints() {
-            if kept.contains(&ep.ip) {
+        let kept = live(new.services.get(name));
+        for ep in old_sp.endpoints.iter().filter(|e| carries_traffic(e)) {
+            if kept.contains(&(ep.ip, ep.port)) {
                 continue;
             }
             for dst in destinations(old_sp) {
@@ -42,11 +59,8 @@ pub fn stale_udp_flows(old: &ProxyModel, new: &ProxyModel) -> Vec<Vec<String>> {
         .iter()
         .filter(|(n, _)| n.protocol == Protocol::Udp)
     {
-        let had = old
-            .services
-            .get(name)
-            .is_some_and(|s| !s.used_endpoints().is_empty());
-        if had || new_sp.used_endpoints().is_empty() {
+        let had = !live(old.services.get(name)).is_empty();
+        if had || live(Some(new_sp)).is_empty() {
             continue;
         }
         for dst in destinations(new_sp) {
@@ -97,6 +111,17 @@ mod tests {
     use std::collections::BTreeMap;
 
     fn model(eps: &[&str], proto: Protocol) -> ProxyModel {
+        with_conditions(eps, proto, true, true, false)
+    }
+
+    /// A model whose endpoints all have the given ready, serving and terminating conditions.
+    fn with_conditions(
+        eps: &[&str],
+        proto: Protocol,
+        ready: bool,
+        serving: bool,
+        terminating: bool,
+    ) -> ProxyModel {
         let name = ServicePortName {
             namespace: "default".into(),
             name: "dns".into(),
@@ -117,9 +142,9 @@ mod tests {
                 .map(|ip| Endpoint {
                     ip: ip.parse().unwrap(),
                     port: 5353,
-                    ready: true,
-                    serving: true,
-                    terminating: false,
+                    ready,
+                    serving,
+                    terminating,
                     local: false,
                 })
                 .collect(),
@@ -157,6 +182,71 @@ mod tests {
         let text: Vec<String> = flows.iter().map(|f| f.join(" ")).collect();
         assert_eq!(
             text,
+            [
+                "-D -p udp --orig-dst 10.96.0.53",
+                "-D -p udp --orig-port-dst 30053"
+            ]
+        );
+    }
+
+    /// The old model's endpoints, the second one with new conditions.
+    fn second_becomes(old: &ProxyModel, ready: bool, serving: bool, term: bool) -> ProxyModel {
+        let mut new = old.clone();
+        for sp in new.services.values_mut() {
+            let ep = &mut sp.endpoints[1];
+            (ep.ready, ep.serving, ep.terminating) = (ready, serving, term);
+        }
+        new
+    }
+
+    fn text(flows: Vec<Vec<String>>) -> Vec<String> {
+        flows.iter().map(|f| f.join(" ")).collect()
+    }
+
+    #[test]
+    fn terminating_endpoint_keeps_its_udp_flows_while_it_serves() {
+        let old = model(&["10.244.1.2", "10.244.1.3"], Protocol::Udp);
+        // Deleted with a grace period: out of new flows (the rules' business), but the flows it
+        // has go on while it drains.
+        let draining = second_becomes(&old, false, true, true);
+        assert!(stale_udp_flows(&old, &draining).is_empty());
+        // Removed from the slice: its flows go.
+        let gone = model(&["10.244.1.2"], Protocol::Udp);
+        assert_eq!(
+            text(stale_udp_flows(&draining, &gone)),
+            [
+                "-D -p udp --orig-dst 10.96.0.53 --dst-nat 10.244.1.3",
+                "-D -p udp --orig-port-dst 30053 --dst-nat 10.244.1.3",
+            ]
+        );
+        // Stops serving while terminating (or fails readiness): its flows go too.
+        for (ready, term) in [(false, true), (false, false)] {
+            let stopped = second_becomes(&old, ready, false, term);
+            assert_eq!(
+                text(stale_udp_flows(&old, &stopped)),
+                [
+                    "-D -p udp --orig-dst 10.96.0.53 --dst-nat 10.244.1.3",
+                    "-D -p udp --orig-port-dst 30053 --dst-nat 10.244.1.3",
+                ]
+            );
+        }
+    }
+
+    #[test]
+    fn only_terminating_endpoints_count_as_live_for_rejected_flows() {
+        // Only draining endpoints (the fallback that still answers): no rejected state to clear
+        // when a ready one arrives, and the draining one's flows stay.
+        let draining = with_conditions(&["10.244.1.3"], Protocol::Udp, false, true, true);
+        let mut both = model(&["10.244.1.2", "10.244.1.3"], Protocol::Udp);
+        for sp in both.services.values_mut() {
+            let ep = &mut sp.endpoints[1];
+            (ep.ready, ep.terminating) = (false, true);
+        }
+        assert!(stale_udp_flows(&draining, &both).is_empty());
+        // Nothing serving before (unready only): the service's flows without DNAT are cleared.
+        let unready = with_conditions(&["10.244.1.3"], Protocol::Udp, false, false, false);
+        assert_eq!(
+            text(stale_udp_flows(&unready, &both)),
             [
                 "-D -p udp --orig-dst 10.96.0.53",
                 "-D -p udp --orig-port-dst 30053"

@@ -190,7 +190,8 @@ pub fn slice_info(slice: &EndpointSlice) -> Option<SliceInfo> {
         .flatten()
         .map(|ep| {
             let cond = ep.conditions.clone().unwrap_or_default();
-            // The API says an unset ready/serving condition means "true".
+            // The API says an unset ready or serving condition means "true" (and kube-proxy
+            // reads them so), an unset terminating one "false".
             let ready = cond.ready.unwrap_or(true);
             SliceEndpoint {
                 ips: ep
@@ -200,7 +201,7 @@ pub fn slice_info(slice: &EndpointSlice) -> Option<SliceInfo> {
                     .filter(|ip| routable(*ip, slice))
                     .collect(),
                 ready,
-                serving: cond.serving.unwrap_or(ready),
+                serving: cond.serving.unwrap_or(true),
                 terminating: cond.terminating.unwrap_or(false),
                 node_name: ep.node_name.clone(),
             }

@@ -216,3 +216,89 @@ impl ProxyModel {
         changed
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An endpoint 10.244.0.<n>:8080 with (ready, serving, terminating) and locality.
+    fn ep(n: u8, (ready, serving, terminating): (bool, bool, bool), local: bool) -> Endpoint {
+        Endpoint {
+            ip: Ipv4Addr::new(10, 244, 0, n),
+            port: 8080,
+            ready,
+            serving,
+            terminating,
+            local,
+        }
+    }
+
+    const READY: (bool, bool, bool) = (true, true, false);
+    const DRAINING: (bool, bool, bool) = (false, true, true);
+    const STOPPED: (bool, bool, bool) = (false, false, true);
+    const UNREADY: (bool, bool, bool) = (false, false, false);
+
+    fn port(endpoints: Vec<Endpoint>) -> ServicePort {
+        ServicePort {
+            name: ServicePortName {
+                namespace: "default".into(),
+                name: "web".into(),
+                port_name: String::new(),
+                protocol: Protocol::Tcp,
+            },
+            cluster_ip: Ipv4Addr::new(10, 96, 0, 10),
+            port: 80,
+            node_port: None,
+            external_ips: Vec::new(),
+            affinity_timeout: None,
+            internal_local: false,
+            external_local: false,
+            endpoints,
+        }
+    }
+
+    fn last_octets(eps: Vec<&Endpoint>) -> Vec<u8> {
+        eps.iter().map(|e| e.ip.octets()[3]).collect()
+    }
+
+    #[test]
+    fn terminating_endpoints_get_no_new_connections_while_any_is_ready() {
+        // A rolling update: pod 1 is draining, pod 2 is ready, pod 3 not ready yet.
+        let sp = port(vec![
+            ep(1, DRAINING, true),
+            ep(2, READY, true),
+            ep(3, UNREADY, true),
+        ]);
+        assert_eq!(last_octets(sp.cluster_endpoints()), [2]);
+        assert_eq!(last_octets(sp.used_endpoints()), [2]);
+    }
+
+    #[test]
+    fn without_ready_endpoints_the_serving_terminating_ones_answer() {
+        // The last replica is deleted: it still answers until it stops serving.
+        let sp = port(vec![
+            ep(1, DRAINING, false),
+            ep(2, STOPPED, false),
+            ep(3, UNREADY, false),
+        ]);
+        assert_eq!(last_octets(sp.cluster_endpoints()), [1]);
+        assert!(sp.has_endpoints());
+        // Once it stops serving, nothing is left: connections are rejected.
+        let sp = port(vec![ep(2, STOPPED, false), ep(3, UNREADY, false)]);
+        assert!(sp.cluster_endpoints().is_empty());
+        assert!(!sp.has_endpoints());
+    }
+
+    #[test]
+    fn local_policy_falls_back_to_local_terminating_endpoints() {
+        // Ready only on another node; this node's pod is draining: Local traffic stays on this
+        // node (kube-proxy's choice), Cluster traffic goes to the ready one.
+        let mut sp = port(vec![ep(1, DRAINING, true), ep(2, READY, false)]);
+        sp.internal_local = true;
+        assert_eq!(last_octets(sp.internal_endpoints()), [1]);
+        assert_eq!(last_octets(sp.cluster_endpoints()), [2]);
+        // With a ready local endpoint too, the draining one gets nothing new.
+        sp.endpoints.push(ep(3, READY, true));
+        assert_eq!(last_octets(sp.internal_endpoints()), [3]);
+    }
+}

@@ -133,3 +133,46 @@ fn load_balancer_ingress_ips_are_served_like_external_ips() {
     );
     assert_eq!(ext.node_port, Some(30443));
 }
+
+/// Conditions left unset in a slice read as the API documents (and kube-proxy reads them):
+/// ready and serving true, terminating false.
+#[test]
+fn unset_conditions_read_as_the_api_says() {
+    use k8s_openapi::api::core::v1::Service;
+    use k8s_openapi::api::discovery::v1::EndpointSlice;
+    let svc: Service = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {"clusterIP": "10.96.0.10", "ports": [{"port": 80}]}
+    }))
+    .expect("service");
+    let slice = |endpoints: serde_json::Value| -> EndpointSlice {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "web-1", "namespace": "default",
+                         "labels": {"kubernetes.io/service-name": "web"}},
+            "addressType": "IPv4",
+            "ports": [{"name": "", "port": 8080, "protocol": "TCP"}],
+            "endpoints": endpoints
+        }))
+        .expect("slice")
+    };
+    let selected = |s: &EndpointSlice| {
+        let m = keelson_proxy::from_k8s::build_model("node", None, &[&svc], &[s]);
+        addrs(port(&m, "web", "").cluster_endpoints())
+    };
+    // No conditions at all: ready. A terminating endpoint with serving unset is serving, so it
+    // answers once no ready one is left; an unready, not terminating one never does.
+    let terminating = json_ep(
+        "10.244.1.2",
+        serde_json::json!({"ready": false, "terminating": true}),
+    );
+    let unready = json_ep("10.244.1.3", serde_json::json!({"ready": false}));
+    let plain = serde_json::json!({"addresses": ["10.244.1.4"]});
+    let all = slice(serde_json::json!([terminating, unready, plain]));
+    assert_eq!(selected(&all), ["10.244.1.4:8080"]);
+    let draining = slice(serde_json::json!([terminating, unready]));
+    assert_eq!(selected(&draining), ["10.244.1.2:8080"]);
+}
+
+fn json_ep(ip: &str, conditions: serde_json::Value) -> serde_json::Value {
+    serde_json::json!({"addresses": [ip], "conditions": conditions})
+}
