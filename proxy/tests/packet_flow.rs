@@ -262,16 +262,7 @@ fn affinity_unready_and_udp_conntrack(mode: ProxyMode) {
     assert_eq!(sticky.len(), 1, "affinity broken: {sticky:?}");
     assert!(sticky.keys().all(|k| k.starts_with("pod")), "{sticky:?}");
 
-    // One UDP socket, so one conntrack entry, that reached pod2 before the endpoint change
-    // (opened in the client host, it stays there whichever thread uses it). Retried until pod2
-    // answered, so that removing pod2 must change the path.
-    let flow = e.hosts.client.run_in(|| {
-        (0..51).find_map(|_| {
-            let s = std::net::UdpSocket::bind("0.0.0.0:0").expect("bind");
-            (udp_on(&s, addr(DNS, 53)).ok()? == "pod2").then_some(s)
-        })
-    });
-    let flow = flow.expect("could not get a UDP flow to pod2");
+    let flow = udp_flow_to_pod2(&e.hosts);
 
     let mut m = model(false);
     // pod2 also leaves the UDP service.
@@ -291,6 +282,43 @@ fn affinity_unready_and_udp_conntrack(mode: ProxyMode) {
         Some(&50),
         "unready pod2 still got connections: {hits:?}"
     );
+}
+
+/// One UDP socket, so one conntrack entry, that reached pod2 before an endpoint change
+/// (opened in the client host, it stays there whichever thread uses it). Retried until pod2
+/// answered, so that a change of pod2 must change the path if the entry goes.
+fn udp_flow_to_pod2(hosts: &Hosts) -> std::net::UdpSocket {
+    let flow = hosts.client.run_in(|| {
+        (0..51).find_map(|_| {
+            let s = std::net::UdpSocket::bind("0.0.0.0:0").expect("bind");
+            (udp_on(&s, addr(DNS, 53)).ok()? == "pod2").then_some(s)
+        })
+    });
+    flow.expect("could not get a UDP flow to pod2")
+}
+
+/// pod2 is deleted with a grace period (its endpoints turn terminating, still serving): from
+/// the next sync on, new TCP connections and new UDP flows go to pod1 only, while pod2's
+/// existing UDP flow goes on to pod2 (its conntrack entry is left alone, as kube-proxy does).
+fn terminating_drains(mode: ProxyMode) {
+    let e = env();
+    let mut p = proxier(mode, IptablesVariant::Nft, &e.hosts);
+    p.sync(model(true), true).expect("sync");
+    let flow = udp_flow_to_pod2(&e.hosts);
+
+    let mut m = model(true);
+    for ep in m.services.values_mut().flat_map(|s| s.endpoints.iter_mut()) {
+        if ep.ip.to_string() == POD_IPS[1] {
+            (ep.ready, ep.serving, ep.terminating) = (false, true, true);
+        }
+    }
+    p.sync(m, false).expect("partial sync");
+    let after = udp_on(&flow, addr(DNS, 53)).unwrap_or_else(|e| format!("error: {e}"));
+    assert_eq!(after, "pod2", "the draining pod's UDP flow was cut");
+    let tcp = tcp_hits(&e.hosts.client, addr(WEB, 80), 40);
+    assert_eq!(tcp.get("pod1"), Some(&40), "new connections: {tcp:?}");
+    let udp = answers(&e.hosts.client, addr(DNS, 53), 20, udp_once);
+    assert_eq!(udp.get("pod1"), Some(&20), "new UDP flows: {udp:?}");
 }
 
 /// Runs the sync loop (canary every second) in the background until dropped.
@@ -412,6 +440,7 @@ both_backends! {
     node_port_from_another_host => node_port_from_other_host;
     hairpin_and_immediate_reject => hairpin_and_reject;
     affinity_keeps_client_unready_stops_udp_conntrack_cleared => affinity_unready_and_udp_conntrack;
+    terminating_endpoint_gets_nothing_new_and_keeps_its_udp_flow => terminating_drains;
     external_flush_is_repaired_within_5s => flush_restored;
     restart_writes_the_same_rules => restart_same_rules;
 }
