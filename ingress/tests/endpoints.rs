@@ -6,14 +6,16 @@
 mod harness;
 
 use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
 
 use harness::{backend, ingress, Backends, Ingress, World, DEADLINE};
-use keelson_testing::eventually;
+use keelson_testing::{eventually, require_root_and_tools};
 
 const HOST: &str = "web.example.test";
 
-/// Class `keelson`, Service web and its EndpointSlice: `(address, conditions as YAML)`.
-fn cluster(port: u16, endpoints: &[(String, &str)]) -> String {
+/// Class `keelson`, Service web, its EndpointSlice (`(address, conditions as YAML)`) and an
+/// Ingress for it with `annotations` (YAML mapping entries).
+fn cluster(port: u16, endpoints: &[(String, &str)], annotations: &str) -> String {
     format!(
         r#"
 apiVersion: networking.k8s.io/v1
@@ -31,7 +33,13 @@ spec: {{ports: [{{name: http, port: 80, targetPort: {port}}}]}}
 {}
 "#,
         web_slice(port, endpoints),
-        ingress("web", "keelson", HOST, "", &[("/", "web", "{name: http}")]),
+        ingress(
+            "web",
+            "keelson",
+            HOST,
+            annotations,
+            &[("/", "web", "{name: http}")]
+        ),
     )
 }
 
@@ -70,7 +78,7 @@ fn terminating_endpoints_get_no_new_request() {
     let [a, b, c] = [0, 1, 2].map(|i| Backends::ip(i).to_string());
     let ready = "{ready: true, serving: true, terminating: false}";
     let all_ready = [(a.clone(), ready), (b.clone(), ready), (c.clone(), ready)];
-    world.api.apply(&cluster(port, &all_ready));
+    world.api.apply(&cluster(port, &all_ready, ""));
     let ing = world.ingress();
     let mut seen = BTreeSet::new();
     eventually("all three pods answer", DEADLINE, || {
@@ -130,16 +138,10 @@ fn a_refused_endpoint_costs_no_request() {
     world.api.apply(&cluster(
         port,
         &[(a.clone(), ready), (gone.to_string(), ready)],
+        "",
     ));
     let ing = world.ingress();
-    eventually("both endpoints in nginx.conf", DEADLINE, || {
-        let conf = nginx_conf(&ing);
-        let both = [&a, gone]
-            .iter()
-            .all(|ip| conf.contains(&format!("server {ip}:{port};")));
-        both.then_some(())
-            .ok_or_else(|| format!("{conf}\nlog:\n{}", ing.log()))
-    });
+    wait_for_servers(&ing, port, &[&a, gone]);
 
     let got = answers(&ing, 40);
     assert!(got.iter().all(|w| w == "web-a"), "{got:?}");
@@ -160,4 +162,66 @@ fn a_refused_endpoint_costs_no_request() {
         errors.contains("Connection refused") && errors.contains(gone),
         "nginx never tried {gone}; error.log:\n{errors}"
     );
+}
+
+#[test]
+fn a_silent_endpoint_costs_a_connect_timeout_not_a_request() {
+    require_root_and_tools(&["nft"]);
+    let world = World::start(&["web-a"]);
+    let port = world.backends.port;
+    let a = Backends::ip(0).to_string();
+    // An address whose packets vanish (a node gone off the network): connecting never
+    // completes, so only proxy_connect_timeout ends the attempt. The rule dies with the host.
+    let silent = "10.250.0.98";
+    world
+        .host
+        .ip(&["addr", "add", &format!("{silent}/32"), "dev", "lo"]);
+    world.host.sh_ok(&format!(
+        "nft -f - <<'EOF'\ntable inet silent {{\n  chain out {{\n    type filter hook output priority 0;\n    ip daddr {silent} drop\n  }}\n}}\nEOF"
+    ));
+    let ready = "{ready: true}";
+    // 1 s instead of the default 5 s, through ingress-nginx's annotation.
+    world.api.apply(&cluster(
+        port,
+        &[(a.clone(), ready), (silent.to_string(), ready)],
+        r#"nginx.ingress.kubernetes.io/proxy-connect-timeout: "1""#,
+    ));
+    let ing = world.ingress();
+    wait_for_servers(&ing, port, &[&a, silent]);
+    assert!(
+        nginx_conf(&ing).contains("proxy_connect_timeout 1s;"),
+        "{}",
+        nginx_conf(&ing)
+    );
+
+    let mut slowest = Duration::ZERO;
+    for _ in 0..10 {
+        let start = Instant::now();
+        let who = backend(&ing, HOST, "/");
+        slowest = slowest.max(start.elapsed());
+        assert_eq!(who.as_deref(), Ok("web-a"));
+    }
+    // One connect timeout at most per request (then nginx leaves the endpoint alone for a
+    // while): far from the 5 s default, which the annotation replaced.
+    assert!(
+        slowest < Duration::from_secs(4),
+        "slowest answer {slowest:?}"
+    );
+    let errors = std::fs::read_to_string(ing.conf_dir().join("logs/error.log")).unwrap_or_default();
+    assert!(
+        errors.contains("timed out") && errors.contains(silent),
+        "nginx never tried {silent}; error.log:\n{errors}"
+    );
+}
+
+/// Waits until nginx.conf lists every one of `ips` on `port`.
+fn wait_for_servers(ing: &Ingress, port: u16, ips: &[&str]) {
+    eventually("the endpoints in nginx.conf", DEADLINE, || {
+        let conf = nginx_conf(ing);
+        let all = ips
+            .iter()
+            .all(|ip| conf.contains(&format!("server {ip}:{port};")));
+        all.then_some(())
+            .ok_or_else(|| format!("{conf}\nlog:\n{}", ing.log()))
+    });
 }
