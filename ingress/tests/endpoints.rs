@@ -214,14 +214,18 @@ fn a_silent_endpoint_costs_a_connect_timeout_not_a_request() {
     );
 }
 
-/// Waits until nginx.conf lists every one of `ips` on `port`.
+/// Waits until nginx.conf lists every one of `ips` on `port` and nginx answers. The file is in
+/// place a moment before a first nginx listens; the question goes to an unknown host (404 from
+/// the default server), so no endpoint is tried before the test's own requests.
 fn wait_for_servers(ing: &Ingress, port: u16, ips: &[&str]) {
-    eventually("the endpoints in nginx.conf", DEADLINE, || {
+    eventually("the endpoints in nginx.conf, served", DEADLINE, || {
         let conf = nginx_conf(ing);
         let all = ips
             .iter()
             .all(|ip| conf.contains(&format!("server {ip}:{port};")));
-        all.then_some(())
-            .ok_or_else(|| format!("{conf}\nlog:\n{}", ing.log()))
+        let answers = ing.get("unknown.example.test", "/").map(|(s, _)| s);
+        (all && answers == Some(404))
+            .then_some(())
+            .ok_or_else(|| format!("{answers:?}\n{conf}\nlog:\n{}", ing.log()))
     });
 }
