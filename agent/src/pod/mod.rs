@@ -10,6 +10,7 @@ pub mod log_rotation;
 pub mod manager;
 pub mod observed;
 pub mod probe;
+mod probe_tls;
 pub mod pull_secrets;
 pub mod qos;
 pub mod service_env;

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Container, HTTPGetAction, HTTPHeader, Probe};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
@@ -65,8 +65,10 @@ pub enum ProbeError {
     ControlCharacters { field: &'static str, value: String },
     #[error("httpGet header name {0:?} is not an HTTP token; not sent")]
     HeaderName(String),
-    #[error("httpGet scheme {0:?} is not supported by this agent (HTTP only)")]
+    #[error("httpGet scheme {0:?} is neither HTTP nor HTTPS")]
     Scheme(String),
+    #[error("TLS with {addr}: {message}")]
+    Tls { addr: String, message: String },
 }
 
 /// Where an httpGet handler (of a probe or a lifecycle hook) sends its request, resolved against
@@ -77,6 +79,8 @@ pub struct HttpTarget {
     pub port: u16,
     pub path: String,
     pub headers: Vec<HTTPHeader>,
+    /// HTTPS (the certificate is not verified, as the kubelet's).
+    pub tls: bool,
 }
 
 impl HttpTarget {
@@ -85,10 +89,11 @@ impl HttpTarget {
         container: &Container,
         pod_ip: &str,
     ) -> Result<HttpTarget, ProbeError> {
-        match http.scheme.as_deref() {
-            None | Some("HTTP") => {}
+        let tls = match http.scheme.as_deref() {
+            None | Some("HTTP") => false,
+            Some("HTTPS") => true,
             Some(other) => return Err(ProbeError::Scheme(other.to_string())),
-        }
+        };
         Ok(HttpTarget {
             host: http
                 .host
@@ -98,6 +103,7 @@ impl HttpTarget {
             port: resolve_port(&http.port, container)?,
             path: http.path.clone().unwrap_or_else(|| "/".into()),
             headers: http.http_headers.clone().unwrap_or_default(),
+            tls,
         })
     }
 }
@@ -188,13 +194,32 @@ pub async fn http_get(target: &HttpTarget) -> Result<u16, ProbeError> {
     // from the pod spec into the host's network namespace.
     let request = http_request(target)?;
     let (host, port) = (target.host.as_str(), target.port);
-    let mut stream =
+    let stream =
         TcpStream::connect((host, port))
             .await
             .map_err(|source| ProbeError::HttpConnect {
                 addr: format!("{host}:{port}"),
                 source,
             })?;
+    let code = if target.tls {
+        let stream = super::probe_tls::connect(host, stream)
+            .await
+            .map_err(|message| ProbeError::Tls {
+                addr: format!("{host}:{port}"),
+                message,
+            })?;
+        status_code(stream, &request).await?
+    } else {
+        status_code(stream, &request).await?
+    };
+    code.ok_or_else(|| ProbeError::MalformedAnswer(format!("{host}:{port}")))
+}
+
+/// Sends the request and reads the status code of the answer (None if it is not HTTP).
+async fn status_code<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
+    request: &str,
+) -> Result<Option<u16>, ProbeError> {
     stream
         .write_all(request.as_bytes())
         .await
@@ -212,10 +237,7 @@ pub async fn http_get(target: &HttpTarget) -> Result<u16, ProbeError> {
         read += n;
     }
     let text = String::from_utf8_lossy(head.get(..read).unwrap_or(&head));
-    text.split_whitespace()
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .ok_or_else(|| ProbeError::MalformedAnswer(format!("{host}:{port}")))
+    Ok(text.split_whitespace().nth(1).and_then(|c| c.parse().ok()))
 }
 
 /// The request bytes of a probe. Control characters (CR and LF above all) are refused; a space
@@ -518,6 +540,7 @@ mod tests {
             port,
             path: path.into(),
             headers: vec![],
+            tls: false,
         }
     }
 
@@ -568,6 +591,34 @@ mod tests {
             t.headers = vec![header(name, value)];
             assert!(http_request(&t).is_err(), "{name:?}: {value:?}");
         }
+    }
+
+    /// HTTPS against a self-signed certificate: answered, as the kubelet's probe would be.
+    #[tokio::test]
+    async fn https_is_spoken_whatever_the_certificate() {
+        let names = ["127.0.0.1".to_string()];
+        let config = crate::server::tls::server_config(None, None, &names, None).unwrap();
+        let acceptor = tokio_rustls::TlsAcceptor::from(config);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let server = tokio::spawn(async move {
+            let (tcp, _) = listener.accept().await.unwrap();
+            let mut tls = acceptor.accept(tcp).await.unwrap();
+            let mut buf = vec![0u8; 1024];
+            let n = tls.read(&mut buf).await.unwrap();
+            tls.write_all(b"HTTP/1.1 201 Created\r\n\r\n")
+                .await
+                .unwrap();
+            tls.shutdown().await.unwrap();
+            String::from_utf8_lossy(&buf[..n]).into_owned()
+        });
+        let mut target = at("127.0.0.1", port, "/secure");
+        target.tls = true;
+        assert_eq!(http_get(&target).await.unwrap(), 201);
+        assert!(server
+            .await
+            .unwrap()
+            .starts_with("GET /secure HTTP/1.1\r\n"));
     }
 
     /// A real listener: the refused probe fails and nothing reaches the socket.
