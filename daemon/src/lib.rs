@@ -1,7 +1,8 @@
 //! What every Keelson daemon that is an API client shares (controller manager, scheduler,
 //! ingress, proxy, agent): the client from a kubeconfig, logging, signal handling, the
-//! /healthz + /readyz + /metrics endpoint, the "stores changed -> debounced sync" loop, and the
-//! hardened accept loop of the HTTPS servers (API server, agent).
+//! /healthz + /readyz + /metrics endpoint, the "stores changed -> debounced sync" loop, the
+//! hardened accept loop of the HTTPS servers (API server, agent), and the TLS client that takes
+//! any server certificate (the agent's probes, the API server's connections to agents).
 
 pub mod client;
 pub mod connections;
@@ -9,6 +10,7 @@ pub mod health;
 pub mod logging;
 pub mod signals;
 pub mod sync;
+pub mod tls_insecure;
 pub mod x509;
 
 pub use client::{client, ClientError};
@@ -17,4 +19,5 @@ pub use health::{counter, ready_now, serve_health_and_metrics, Health, HealthErr
 pub use logging::init_logging;
 pub use signals::{shutdown_signal, Shutdown};
 pub use sync::{reflect, Changes, SyncLoop};
+pub use tls_insecure::any_server_certificate;
 pub use x509::{subject_identity, SubjectIdentity};

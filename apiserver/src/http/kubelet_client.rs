@@ -5,10 +5,7 @@
 //! without --kubelet-certificate-authority, the node's serving certificate is not verified.
 
 use crate::certs::{self, CertError};
-use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
-use rustls::crypto::WebPkiSupportedAlgorithms;
-use rustls::pki_types::{CertificateDer as Cert, ServerName, UnixTime};
-use rustls::{DigitallySignedStruct as Dss, SignatureScheme};
+use rustls::pki_types::ServerName;
 use std::path::Path;
 use std::sync::Arc;
 use tokio::net::TcpStream;
@@ -50,12 +47,8 @@ impl KubeletClient {
             (None, None, None) => None,
             _ => return Err(KubeletClientError::OnlyOne),
         };
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let verifier = AnyNodeCertificate(provider.signature_verification_algorithms);
-        let builder = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()?
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(verifier));
+        // Agents serve self-signed certificates; the handshake's signature is still checked.
+        let builder = keelson_daemon::any_server_certificate()?;
         let config = match files {
             None => builder.with_no_client_auth(),
             Some((cert, key)) => {
@@ -95,38 +88,6 @@ fn read(path: &Path) -> Result<String, KubeletClientError> {
         path: path.display().to_string(),
         message: e.to_string(),
     })
-}
-
-/// Accepts the node's certificate whatever signed it (agents serve self-signed ones), but
-/// still checks that the handshake is signed with that certificate's key.
-#[derive(Debug)]
-struct AnyNodeCertificate(WebPkiSupportedAlgorithms);
-
-type Signature = Result<HandshakeSignatureValid, rustls::Error>;
-
-impl ServerCertVerifier for AnyNodeCertificate {
-    fn verify_server_cert(
-        &self,
-        _: &Cert<'_>,
-        _: &[Cert<'_>],
-        _: &ServerName<'_>,
-        _: &[u8],
-        _: UnixTime,
-    ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
-    }
-
-    fn verify_tls12_signature(&self, msg: &[u8], cert: &Cert<'_>, dss: &Dss) -> Signature {
-        rustls::crypto::verify_tls12_signature(msg, cert, dss, &self.0)
-    }
-
-    fn verify_tls13_signature(&self, msg: &[u8], cert: &Cert<'_>, dss: &Dss) -> Signature {
-        rustls::crypto::verify_tls13_signature(msg, cert, dss, &self.0)
-    }
-
-    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.supported_schemes()
-    }
 }
 
 #[cfg(test)]
