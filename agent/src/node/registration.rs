@@ -15,6 +15,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 
 use super::machine;
+use crate::conditions;
 use crate::cri::Cri;
 
 #[derive(Clone, Debug)]
@@ -315,21 +316,12 @@ pub async fn status_loop(
 async fn overwritten(client: &kube::Client, node: &str, posted: &NodeStatus) -> bool {
     let api: Api<Node> = Api::all(client.clone());
     match api.get_status(node).await {
-        Ok(n) => condition_states(n.status.as_ref()) != condition_states(Some(posted)),
+        Ok(n) => {
+            let read = n.status.as_ref().and_then(|s| s.conditions.as_deref());
+            conditions::states(read) != conditions::states(posted.conditions.as_deref())
+        }
         Err(_) => false,
     }
-}
-
-/// Type and status of each condition, sorted. Pure.
-fn condition_states(status: Option<&NodeStatus>) -> Vec<(String, String)> {
-    let mut states: Vec<(String, String)> = status
-        .and_then(|s| s.conditions.as_ref())
-        .into_iter()
-        .flatten()
-        .map(|c| (c.type_.clone(), c.status.clone()))
-        .collect();
-    states.sort();
-    states
 }
 
 /// Ready, and the Ready message when not: the agent's own reason first, then the runtime's
@@ -352,33 +344,8 @@ async fn readiness(cri: &dyn Cri, agent_reason: Option<String>) -> (bool, String
 
 #[cfg(test)]
 mod tests {
-    use super::{condition_states, node_images};
-    use k8s_openapi::api::core::v1::{NodeCondition, NodeStatus};
+    use super::node_images;
     use keelson_proto::runtime::v1 as cri;
-
-    #[test]
-    fn conditions_set_unknown_by_node_lifecycle_differ_from_the_posted_ones() {
-        let status = |ready: &str, heartbeat: Option<&str>| NodeStatus {
-            conditions: Some(vec![NodeCondition {
-                type_: "Ready".into(),
-                status: ready.into(),
-                reason: heartbeat.map(String::from),
-                ..Default::default()
-            }]),
-            ..Default::default()
-        };
-        let posted = status("True", Some("KubeletReady"));
-        // Other fields (here the reason) do not count; the states do.
-        assert_eq!(
-            condition_states(Some(&posted)),
-            condition_states(Some(&status("True", None)))
-        );
-        assert_ne!(
-            condition_states(Some(&posted)),
-            condition_states(Some(&status("Unknown", Some("NodeStatusUnknown"))))
-        );
-        assert_ne!(condition_states(Some(&posted)), condition_states(None));
-    }
 
     #[test]
     fn images_largest_first_with_digests_and_tags() {

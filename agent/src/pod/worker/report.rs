@@ -8,6 +8,7 @@ use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
 
 use super::{pod_key, SyncError};
+use crate::conditions;
 use crate::pod::context::Context;
 use crate::pod::decide::Waiting;
 use crate::pod::events::Kind;
@@ -145,7 +146,8 @@ impl Reported {
         status: PodStatus,
     ) -> Result<(), SyncError> {
         let written = self.status.as_ref() == Some(&status)
-            && condition_states(pod.status.as_ref()) == condition_states(Some(&status));
+            && conditions::states(pod.status.as_ref().and_then(|s| s.conditions.as_deref()))
+                == conditions::states(status.conditions.as_deref());
         if pod.status.as_ref() == Some(&status) || written {
             return Ok(());
         }
@@ -171,16 +173,4 @@ impl Reported {
             }),
         }
     }
-}
-
-/// Type and status of each pod condition, sorted. Pure.
-fn condition_states(status: Option<&PodStatus>) -> Vec<(String, String)> {
-    let mut states: Vec<(String, String)> = status
-        .and_then(|s| s.conditions.as_ref())
-        .into_iter()
-        .flatten()
-        .map(|c| (c.type_.clone(), c.status.clone()))
-        .collect();
-    states.sort();
-    states
 }
