@@ -1,8 +1,7 @@
 //! Container rules (validateContainers, validateInitContainers, probes, resources).
 
-use super::field_checks::{
-    int_field, int_or_name_port, name_check, non_negative, one_of, PROTOCOLS,
-};
+use super::field_checks::{int_field, name_check, non_negative, one_of, PROTOCOLS};
+use super::lifecycle::{handler, lifecycle, PROBE_HANDLERS};
 use crate::cause::Cause;
 use crate::json::{items, map_at, str_at};
 use crate::path::Path;
@@ -17,14 +16,21 @@ pub(crate) enum Role {
     Init,
 }
 
+/// What a container's rules need to know of its pod.
+pub(crate) struct PodFacts<'a> {
+    pub volumes: &'a HashSet<String>,
+    pub host_network: bool,
+    /// terminationGracePeriodSeconds (defaulted before validation).
+    pub grace_period: i64,
+}
+
 const QUANTITY_MSG: &str = "must match the regex ^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$";
 
 pub(crate) fn container(
     c: &Value,
     path: &Path,
     role: Role,
-    volumes: &HashSet<String>,
-    host_network: bool,
+    pod: &PodFacts,
     seen: &mut HashSet<String>,
     out: &mut Vec<Cause>,
 ) {
@@ -54,9 +60,9 @@ pub(crate) fn container(
     );
     let policies = ["File", "FallbackToLogsOnError"];
     one_of(c, "terminationMessagePolicy", &policies, true, path, out);
-    ports(c, &path.child("ports"), host_network, out);
+    ports(c, &path.child("ports"), pod.host_network, out);
     env(c, &path.child("env"), out);
-    volume_mounts(c, &path.child("volumeMounts"), volumes, out);
+    volume_mounts(c, &path.child("volumeMounts"), pod.volumes, out);
     resources(c, &path.child("resources"), out);
     let sidecar = role == Role::Init && str_at(c, "restartPolicy") == "Always";
     match role {
@@ -76,6 +82,14 @@ pub(crate) fn container(
             out.push(Cause::forbidden(path.child(key), msg));
         } else {
             probe(probe_value, key != "readinessProbe", &path.child(key), out);
+        }
+    }
+    if let Some(l) = c.get("lifecycle").filter(|v| !v.is_null()) {
+        if role == Role::Init && !sidecar {
+            let msg = "may not be set for init containers without restartPolicy=Always";
+            out.push(Cause::forbidden(path.child("lifecycle"), msg));
+        } else {
+            lifecycle(l, pod.grace_period, &path.child("lifecycle"), out);
         }
     }
 }
@@ -171,7 +185,7 @@ fn sub_paths(m: &Value, p: &Path, out: &mut Vec<Cause>) {
 
 /// The request an HTTP probe makes from the node: the path must be an absolute URL path and no
 /// part may carry control characters (CR/LF would inject headers or whole requests).
-fn http_get(h: &Value, hp: &Path, out: &mut Vec<Cause>) {
+pub(crate) fn http_get(h: &Value, hp: &Path, out: &mut Vec<Cause>) {
     one_of(h, "scheme", &["HTTP", "HTTPS"], false, hp, out);
     let path = str_at(h, "path");
     if !path.is_empty() && !path.starts_with('/') {
@@ -236,18 +250,7 @@ fn resources(c: &Value, path: &Path, out: &mut Vec<Cause>) {
 }
 
 fn probe(p: &Value, success_must_be_one: bool, path: &Path, out: &mut Vec<Cause>) {
-    let handlers: Vec<&str> = ["exec", "httpGet", "tcpSocket", "grpc"]
-        .into_iter()
-        .filter(|k| p.get(*k).is_some_and(|v| !v.is_null()))
-        .collect();
-    match handlers.as_slice() {
-        [] => out.push(Cause::required(path, "must specify a handler type")),
-        [_, second, ..] => out.push(Cause::forbidden(
-            path.child(second),
-            "may not specify more than 1 handler type",
-        )),
-        [_] => {}
-    }
+    handler(p, PROBE_HANDLERS, path, out);
     for key in [
         "initialDelaySeconds",
         "timeoutSeconds",
@@ -266,19 +269,6 @@ fn probe(p: &Value, success_must_be_one: bool, path: &Path, out: &mut Vec<Cause>
                     "must be 1",
                 ));
             }
-        }
-    }
-    for handler in ["httpGet", "tcpSocket"] {
-        let Some(h) = p.get(handler).filter(|v| v.is_object()) else {
-            continue;
-        };
-        let hp = path.child(handler);
-        match h.get("port") {
-            None | Some(Value::Null) => out.push(Cause::required(hp.child("port"), "")),
-            port => int_or_name_port(port, &hp.child("port"), out),
-        }
-        if handler == "httpGet" {
-            http_get(h, &hp, out);
         }
     }
 }

@@ -5,6 +5,7 @@ mod certificates;
 mod container;
 mod core;
 mod field_checks;
+mod lifecycle;
 mod meta;
 mod network;
 mod pod;

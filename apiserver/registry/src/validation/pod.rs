@@ -1,6 +1,6 @@
 //! Pod and pod spec rules (ValidatePodSpec, ValidatePodUpdate).
 
-use super::container::{container, Role};
+use super::container::{container, PodFacts, Role};
 use super::field_checks::{int_field, labels, name_check, one_of};
 use crate::cause::Cause;
 use crate::json::{bool_at, items, str_at};
@@ -56,7 +56,14 @@ pub(crate) fn pod(obj: &Value, old: Option<&Value>, out: &mut Vec<Cause>) {
 
 pub(crate) fn pod_spec(spec: &Value, path: &Path, out: &mut Vec<Cause>) {
     let volumes = volumes(spec, path, out);
-    let host_network = bool_at(spec, "hostNetwork");
+    let pod = PodFacts {
+        volumes: &volumes,
+        host_network: bool_at(spec, "hostNetwork"),
+        grace_period: spec
+            .get("terminationGracePeriodSeconds")
+            .and_then(Value::as_i64)
+            .unwrap_or(30),
+    };
     let mut seen = HashSet::new();
     if items(spec, "containers").is_empty() {
         out.push(Cause::required(path.child("containers"), ""));
@@ -67,7 +74,7 @@ pub(crate) fn pod_spec(spec: &Value, path: &Path, out: &mut Vec<Cause>) {
     ] {
         for (i, c) in items(spec, key).iter().enumerate() {
             let p = path.child(key).index(i);
-            container(c, &p, role, &volumes, host_network, &mut seen, out);
+            container(c, &p, role, &pod, &mut seen, out);
         }
     }
     one_of(

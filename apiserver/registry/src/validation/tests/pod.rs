@@ -94,6 +94,43 @@ fn pod_resources_probes_and_env() {
 }
 
 #[test]
+fn lifecycle_hooks_have_one_handler_and_sleep_within_the_grace_period() {
+    let hooks = |pre_stop: Value| {
+        json!({"name": "c", "image": "x:1", "lifecycle": {"preStop": pre_stop,
+            "postStart": {"exec": {"command": []}, "httpGet": {"port": 80}}}})
+    };
+    let p = pod(json!({"terminationGracePeriodSeconds": 10,
+        "containers": [hooks(json!({"sleep": {"seconds": 11}})),
+            json!({"name": "ok", "image": "x:1",
+                "lifecycle": {"preStop": {"sleep": {"seconds": 10}}}}),
+            json!({"name": "zero", "image": "x:1",
+                "lifecycle": {"preStop": {"sleep": {"seconds": 0}}}})],
+        "initContainers": [{"name": "init", "image": "x:1",
+            "lifecycle": {"preStop": {"sleep": {"seconds": 1}}}}]}));
+    let c = causes("Pod", p);
+    let find = |f: &str| c.iter().find(|c| c.field == f).map(|c| c.message.clone());
+    let too_long = "Invalid value: 11: must be greater than 0 and less than terminationGracePeriodSeconds (10)";
+    assert_eq!(
+        find("spec.containers[0].lifecycle.preStop.sleep").as_deref(),
+        Some(too_long)
+    );
+    assert!(find("spec.containers[2].lifecycle.preStop.sleep").is_some());
+    assert_eq!(
+        find("spec.containers[0].lifecycle.postStart.httpGet").as_deref(),
+        Some("Forbidden: may not specify more than 1 handler type")
+    );
+    assert_eq!(
+        find("spec.containers[0].lifecycle.postStart.exec.command").as_deref(),
+        Some("Required value")
+    );
+    assert_eq!(
+        find("spec.initContainers[0].lifecycle").as_deref(),
+        Some("Forbidden: may not be set for init containers without restartPolicy=Always")
+    );
+    assert_eq!(c.len(), 5, "{c:?}");
+}
+
+#[test]
 fn pod_update_allows_only_image_changes() {
     let mut old = pod(json!({"nodeName": "n1", "containers": [{"name": "c", "image": "x:1"}]}));
     apply_defaults("Pod", &mut old);
