@@ -350,3 +350,48 @@ fn ip_masq_leaves_the_cluster_cidr_alone() {
         "a pod in the cluster CIDR sees the client pod; outside, the node's address"
     );
 }
+
+/// How a TCP connect from `from` to `to` ends: Ok, or the kind of error.
+fn connect_result(from: &TestHost, to: String) -> Result<(), std::io::ErrorKind> {
+    from.run_in(move || {
+        let addr = to.parse().expect("socket address");
+        TcpStream::connect_timeout(&addr, Duration::from_secs(3))
+            .map(|_| ())
+            .map_err(|e| e.kind())
+    })
+}
+
+#[test]
+fn a_deleted_pods_address_is_unreachable_at_once_until_handed_out_again() {
+    let f = fixture();
+    let (a, b) = (TestHost::create("a"), TestHost::create("b"));
+    // One address in the range, so the next pod is given the same one.
+    let c = conf(
+        &f,
+        "10.77.9.0/24",
+        json!({"ipam": {"type": "keelson-ipam", "subnet": "10.77.9.0/24",
+            "rangeStart": "10.77.9.7", "rangeEnd": "10.77.9.7", "dataDir": f.data.path()}}),
+    );
+    add(&f, "ctr-a", &a, &c);
+    let server = echo_server(&a, "10.77.9.7:7005".into());
+    tcp_roundtrip(&f.host, "10.77.9.7:7005".into()).expect("host -> pod");
+    server.join().expect("server");
+
+    Call::new(&keelson_bin(), &f.host, "DEL", "ctr-a")
+        .netns(&a)
+        .run(&c.to_string())
+        .expect_ok();
+    // Without the mark a connect would wait for ARP, then fail after seconds (or time out).
+    assert_eq!(
+        connect_result(&f.host, "10.77.9.7:7005".into()),
+        Err(std::io::ErrorKind::HostUnreachable)
+    );
+    let routes = f.host.ip(&["route", "show", "proto", "251"]);
+    assert_eq!(routes.trim(), "unreachable 10.77.9.7");
+
+    add(&f, "ctr-b", &b, &c);
+    assert_eq!(f.host.ip(&["route", "show", "proto", "251"]), "");
+    let server = echo_server(&b, "10.77.9.7:7006".into());
+    tcp_roundtrip(&f.host, "10.77.9.7:7006".into()).expect("host -> the new pod");
+    server.join().expect("server");
+}

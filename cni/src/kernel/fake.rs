@@ -4,6 +4,7 @@
 
 use ipnetwork::IpNetwork;
 use std::io;
+use std::net::IpAddr;
 
 use super::{Kernel, LinkDetails, RouteDetails, Side, Veth};
 
@@ -46,6 +47,8 @@ pub struct FakeKernel {
     pub container: Option<FakeNs>,
     pub journal: Vec<String>,
     pub forwarding: (bool, bool),
+    /// Addresses marked unreachable in the host.
+    pub unreachable: Vec<IpAddr>,
     fail: Option<(String, i32)>,
     next_index: u32,
 }
@@ -68,6 +71,7 @@ impl FakeKernel {
             container: Some(FakeNs::default()),
             journal: Vec::new(),
             forwarding: (false, false),
+            unreachable: Vec::new(),
             fail: None,
             next_index: 1,
         };
@@ -253,6 +257,21 @@ impl Kernel for FakeKernel {
         }
         ns.routes.push(r.clone());
         Ok(())
+    }
+
+    fn mark_unreachable(&mut self, ip: IpAddr) -> io::Result<()> {
+        self.change(format!("mark_unreachable {ip}"))?;
+        if !self.unreachable.contains(&ip) {
+            self.unreachable.push(ip);
+        }
+        Ok(())
+    }
+
+    fn clear_unreachable(&mut self, ip: IpAddr) -> io::Result<bool> {
+        self.change(format!("clear_unreachable {ip}"))?;
+        let before = self.unreachable.len();
+        self.unreachable.retain(|have| *have != ip);
+        Ok(self.unreachable.len() != before)
     }
 
     fn delete_link(&mut self, side: Side, name: &str) -> io::Result<bool> {

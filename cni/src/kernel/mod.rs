@@ -10,6 +10,7 @@ pub mod rtnl;
 
 use ipnetwork::IpNetwork;
 use std::io;
+use std::net::IpAddr;
 
 pub use crate::netlink::link::LinkDetails;
 pub use crate::netlink::route::RouteDetails;
@@ -59,6 +60,12 @@ pub trait Kernel {
     fn retire(&mut self, index: u32) -> io::Result<()>;
     /// Deletes the retired links: from a detached child when it can, otherwise at once.
     fn reap_retired(&mut self) -> io::Result<()>;
+    /// Marks in the host an address that no pod has any more as `unreachable`, so that a client
+    /// still sending to it (a proxy or an ingress whose rules lag behind) fails at once and
+    /// tries elsewhere, instead of waiting seconds for ARP or a connect timeout.
+    fn mark_unreachable(&mut self, ip: IpAddr) -> io::Result<()>;
+    /// Removes that mark; Ok(false) when there was none.
+    fn clear_unreachable(&mut self, ip: IpAddr) -> io::Result<bool>;
     /// Turns on forwarding in the host for the families asked for.
     fn ensure_forwarding(&mut self, v4: bool, v6: bool) -> io::Result<()>;
 }

@@ -4,6 +4,7 @@
 use std::io;
 
 use ipnetwork::IpNetwork;
+use std::net::IpAddr;
 
 use super::{Kernel, LinkDetails, RouteDetails, Side, Veth};
 use crate::error::{code, CniError, Result};
@@ -152,6 +153,14 @@ impl Kernel for Rtnl {
 
     fn add_route(&mut self, side: Side, r: &RouteDetails) -> io::Result<()> {
         route::add(self.nl(side)?, r)
+    }
+
+    fn mark_unreachable(&mut self, ip: IpAddr) -> io::Result<()> {
+        route::replace_unreachable(self.nl(Side::Host)?, ip)
+    }
+
+    fn clear_unreachable(&mut self, ip: IpAddr) -> io::Result<bool> {
+        route::delete_unreachable(self.nl(Side::Host)?, ip)
     }
 
     fn delete_link(&mut self, side: Side, name: &str) -> io::Result<bool> {

@@ -195,3 +195,41 @@ pub fn list_tagged(nl: &mut Netlink, proto: u8) -> io::Result<Vec<TaggedRoute>> 
     }
     Ok(out)
 }
+
+/// Route protocol number of the plugin's `unreachable` routes (`ip route show proto 251`).
+pub const UNREACHABLE_PROTO: u8 = 251;
+
+fn unreachable_message(ip: IpAddr) -> RouteMessage {
+    let mut msg = RouteMessage::default();
+    let (family, len) = match ip {
+        IpAddr::V4(_) => (AddressFamily::Inet, 32),
+        IpAddr::V6(_) => (AddressFamily::Inet6, 128),
+    };
+    msg.header.address_family = family;
+    msg.header.destination_prefix_length = len;
+    msg.header.table = RouteHeader::RT_TABLE_MAIN;
+    msg.header.protocol = RouteProtocol::from(UNREACHABLE_PROTO);
+    msg.header.scope = RouteScope::Universe;
+    msg.header.kind = RouteType::Unreachable;
+    msg.attributes
+        .push(RouteAttribute::Destination(route_address(ip)));
+    msg
+}
+
+/// `ip route replace unreachable <ip> proto 251`.
+pub fn replace_unreachable(nl: &mut Netlink, ip: IpAddr) -> io::Result<()> {
+    nl.request(
+        RouteNetlinkMessage::NewRoute(unreachable_message(ip)),
+        NLM_F_CREATE | NLM_F_REPLACE,
+    )
+}
+
+/// `ip route del unreachable <ip> proto 251`: only that route, never a route someone else made
+/// for the address; Ok(false) when there was none.
+pub fn delete_unreachable(nl: &mut Netlink, ip: IpAddr) -> io::Result<bool> {
+    match nl.request(RouteNetlinkMessage::DelRoute(unreachable_message(ip)), 0) {
+        Ok(()) => Ok(true),
+        Err(e) if super::is_not_found(&e) => Ok(false),
+        Err(e) => Err(e),
+    }
+}

@@ -95,6 +95,13 @@ impl Attempt<'_> {
         if ipres.ips.is_empty() {
             return Err(CniError::config("IPAM returned no addresses"));
         }
+        // A pod that had one of these addresses before left it marked unreachable (see DEL).
+        for ip in &ipres.ips {
+            let ip = ip.address.ip();
+            self.kernel.clear_unreachable(ip).map_err(nl_err(format!(
+                "cannot remove the unreachable route of {ip}"
+            )))?;
+        }
         Ok(ipres)
     }
 

@@ -29,13 +29,50 @@ pub fn del_with(node: Node, ipam: &IpamBackend, req: &Request) -> Result<()> {
     let Request { env, conf, stdin } = *req;
     let Node { kernel, fw } = node;
     let hints = conf.prev_ips();
+    // Only the addresses still on the container's interface are this attachment's for sure: a
+    // repeated DEL may come after its addresses went to another pod.
+    let leaving = if conf.gateway_on_bridge() {
+        container_addresses(kernel, env)
+    } else {
+        Vec::new()
+    };
     // Interface and rules go first, the addresses last: a DEL killed half-way must not leave
     // a working interface whose address was already handed to someone else.
     remove_interfaces(kernel, env, conf)?;
+    // Marked before the release, so that no ADD can be handed an address and then see it marked.
+    for ip in leaving {
+        if let Err(e) = kernel.mark_unreachable(ip) {
+            tracing::warn!(%ip, error = %e, "cannot mark the address unreachable");
+        }
+    }
     if conf.ip_masq {
         remove_masq_rules(conf, env, &hints, fw)?;
     }
     ipam.del(env, stdin, &hints)
+}
+
+/// The addresses on the container's interface, when its namespace and interface still exist.
+fn container_addresses(kernel: &mut dyn Kernel, env: &CniEnv) -> Vec<IpAddr> {
+    if !kernel.has_container() {
+        return Vec::new();
+    }
+    let found = kernel.link(Side::Container, &env.ifname).and_then(|link| {
+        let Some(link) = link else {
+            return Ok(Vec::new());
+        };
+        let all = kernel.addresses(Side::Container)?;
+        Ok(all
+            .into_iter()
+            .filter(|(index, _)| *index == link.index)
+            .map(|(_, net)| net.ip())
+            // The kernel's own fe80:: address is no one else's to reach.
+            .filter(|ip| !matches!(ip, IpAddr::V6(v6) if v6.is_unicast_link_local()))
+            .collect())
+    });
+    found.unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "cannot read the container's addresses");
+        Vec::new()
+    })
 }
 
 fn remove_interfaces(kernel: &mut dyn Kernel, env: &CniEnv, conf: &NetConf) -> Result<()> {

@@ -266,6 +266,51 @@ fn del_retires_the_pair_then_releases_and_is_idempotent() {
 }
 
 #[test]
+fn del_marks_the_address_unreachable_until_an_add_is_given_it_again() {
+    let mut n = node(json!({}));
+    // One address to hand out, so the next pod gets the same one.
+    let mut conf: Value = serde_json::from_slice(&n.stdin).expect("json");
+    conf["ipam"]["rangeStart"] = json!("10.77.0.2");
+    conf["ipam"]["rangeEnd"] = json!("10.77.0.2");
+    n.stdin = conf.to_string().into_bytes();
+    n.conf = NetConf::parse(&n.stdin).expect("valid configuration");
+    let a = env("ctr-a", "eth0");
+    let ip = n.add(&a).expect("ADD").ips[0].address.ip();
+    n.del(&a).expect("DEL");
+    assert_eq!(n.kernel.unreachable, [ip]);
+    let marked = n
+        .kernel
+        .journal
+        .iter()
+        .position(|j| j.starts_with("mark_unreachable"));
+    let retired = n
+        .kernel
+        .journal
+        .iter()
+        .position(|j| j.starts_with("retire"));
+    assert!(retired < marked, "{:?}", n.kernel.journal);
+
+    let b = env("ctr-b", "eth0");
+    let again = n.add(&b).expect("ADD of another pod").ips[0].address.ip();
+    assert_eq!(again, ip);
+    assert!(n.kernel.unreachable.is_empty());
+    // A repeated DEL of the first pod (the runtime calls DEL again after removing its
+    // namespace; the fake has one container namespace) leaves the new owner's address alone.
+    n.kernel.container = None;
+    n.del(&a).expect("repeated DEL");
+    assert!(n.kernel.unreachable.is_empty());
+}
+
+#[test]
+fn del_on_a_bridge_without_the_gateway_marks_nothing() {
+    let mut n = node(json!({"isGateway": false}));
+    let a = env("ctr-a", "eth0");
+    n.add(&a).expect("ADD");
+    n.del(&a).expect("DEL");
+    assert!(n.kernel.unreachable.is_empty());
+}
+
+#[test]
 fn del_with_sync_delete_deletes_at_once() {
     let mut n = node(json!({"syncDelete": true}));
     let e = env("ctr-a", "eth0");
