@@ -1,8 +1,9 @@
 //! Label and field selectors, the patch formats (strategic merge, merge, JSON patch), name and
-//! label validation, quantities, protobuf bodies, base64 `[]byte`, and well-known names.
+//! label validation, quantities, protobuf bodies, base64 `[]byte`, well-known names, and which
+//! tolerations match which taints.
 //!
-//! Pure functions over `serde_json::Value`: the API server parses request parameters and bodies,
-//! calls into this crate, and maps the errors to Kubernetes `Status` responses.
+//! Pure functions, mostly over `serde_json::Value`: the API server parses request parameters and
+//! bodies, calls into this crate, and maps the errors to Kubernetes `Status` responses.
 
 // No panic reachable from a request: it drops the connection and can leave undeletable objects.
 #![cfg_attr(
@@ -18,6 +19,7 @@ pub mod labels;
 pub mod patch;
 pub mod protobuf;
 pub mod quantity;
+pub mod taints;
 pub mod validation;
 pub mod well_known;
 

@@ -1,27 +1,14 @@
 //! Filters: can this Pod run on this node? Each returns the reason it cannot, in upstream's words.
 
 use crate::node_info::{host_ports, NodeInfo};
-use k8s_openapi::api::core::v1::{Node, Pod, Taint, Toleration};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use keelson_apimachinery::taints::tolerates;
 
 fn ready(node: &Node) -> bool {
     node.status
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
         .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-}
-
-fn tolerates(tolerations: &[Toleration], taint: &Taint) -> bool {
-    tolerations.iter().any(|t| {
-        let effect_ok = t
-            .effect
-            .as_deref()
-            .is_none_or(|e| e.is_empty() || e == taint.effect);
-        let key_ok = t.key.as_deref().is_none_or(|k| k.is_empty())
-            || t.key.as_deref() == Some(taint.key.as_str());
-        let value_ok = t.operator.as_deref() == Some("Exists")
-            || t.value.as_deref().unwrap_or("") == taint.value.as_deref().unwrap_or("");
-        effect_ok && key_ok && value_ok
-    })
 }
 
 /// Why `pod` cannot go to `info`'s node, or None when it fits.
@@ -41,7 +28,7 @@ pub fn unfit(pod: &Pod, requests: (f64, f64), info: &NodeInfo) -> Option<&'stati
         .unwrap_or_default()
         .iter()
         .filter(|t| t.effect == "NoSchedule" || t.effect == "NoExecute")
-        .any(|t| !tolerates(tolerations, t))
+        .any(|taint| !tolerations.iter().any(|t| tolerates(t, taint)))
     {
         return Some("node(s) had untolerated taint");
     }

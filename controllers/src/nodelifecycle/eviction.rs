@@ -6,21 +6,8 @@ use k8s_openapi::api::core::v1::{Pod, Taint, Toleration};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use std::collections::HashMap;
 
-/// Does `t` tolerate `taint`? (upstream's ToleratesTaint: an empty key with Exists matches every
-/// taint, an empty effect every effect.)
-pub fn tolerates(t: &Toleration, taint: &Taint) -> bool {
-    let effect_ok = t
-        .effect
-        .as_deref()
-        .is_none_or(|e| e.is_empty() || e == taint.effect);
-    let key_ok =
-        t.key.as_deref().is_none_or(|k| k.is_empty()) || t.key.as_deref() == Some(&*taint.key);
-    let value_ok = match t.operator.as_deref() {
-        Some("Exists") => true,
-        _ => t.value.as_deref().unwrap_or("") == taint.value.as_deref().unwrap_or(""),
-    };
-    effect_ok && key_ok && value_ok
-}
+// Re-exported: the DaemonSet controller imports it from here.
+pub use keelson_apimachinery::taints::tolerates;
 
 /// When a pod with `tolerations` must leave a node with `taints`; None when it may stay.
 /// `added` tells when each taint was put on (its timeAdded, or when we first saw it).

@@ -30,26 +30,6 @@ fn names(e: &Evictions) -> Vec<String> {
 }
 
 #[test]
-fn toleration_matching_follows_upstream() {
-    let t: Toleration =
-        serde_json::from_value(serde_json::json!({ "operator": "Exists" })).unwrap();
-    assert!(
-        tolerates(&t, &taint("anything", "NoExecute")),
-        "empty key with Exists tolerates all"
-    );
-    let t: Toleration = serde_json::from_value(
-        serde_json::json!({ "key": "gpu", "operator": "Equal", "value": "yes", "effect": "NoSchedule" }),
-    )
-    .unwrap();
-    let mut gpu = taint("gpu", "NoSchedule");
-    assert!(!tolerates(&t, &gpu), "value differs");
-    gpu.value = Some("yes".into());
-    assert!(tolerates(&t, &gpu));
-    gpu.effect = "NoExecute".into();
-    assert!(!tolerates(&t, &gpu), "effect differs");
-}
-
-#[test]
 fn untolerated_goes_at_once_tolerated_after_its_seconds_from_time_added() {
     let taints = [taint(UNREACHABLE_TAINT, "NoExecute")];
     let pods = [
