@@ -3,10 +3,13 @@
 //! `enableServiceLinks` says: in-cluster clients (kubectl, kube-rs, client-go) find the API
 //! server through it.
 
-use std::time::{Duration, Instant};
+use std::future::Future;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Service;
-use tokio::sync::Mutex;
+// tokio's clock, so that tests can move it.
+use tokio::time::Instant;
 
 /// How long the `kubernetes` Service is reused before it is read again: it changes only when
 /// the API server's address does, and a pod burst should not cost one GET per container.
@@ -86,24 +89,45 @@ pub struct MasterService {
 impl MasterService {
     /// Empty when the Service cannot be read (an API server without it, or a brief outage):
     /// the pod still starts, as the kubelet starts it without links it cannot resolve.
-    pub async fn env(&self, client: &kube::Client) -> Vec<(String, String)> {
-        let mut cached = self.cached.lock().await;
-        if let Some((at, env)) = cached.as_ref() {
+    pub async fn env(&self, client: &kube::Client) -> Env {
+        let api = kube::Api::<Service>::namespaced(client.clone(), "default");
+        self.env_from(|| async move { api.get_opt("kubernetes").await })
+            .await
+    }
+
+    /// The kept variables while fresh, else `read`'s, kept. The lock is not held while reading:
+    /// every container start asks, and one slow GET must not hold the others up (misses at the
+    /// same time may each read; the last to finish is kept). A failed read gives the last ones.
+    async fn env_from<F, Fut, E>(&self, read: F) -> Env
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<Option<Service>, E>>,
+        E: std::fmt::Display,
+    {
+        if let Some((at, env)) = self.lock().as_ref() {
             if at.elapsed() < MASTER_SERVICE_TTL {
                 return env.clone();
             }
         }
-        let api = kube::Api::<Service>::namespaced(client.clone(), "default");
-        let env = match api.get_opt("kubernetes").await {
+        let env = match read().await {
             Ok(Some(svc)) => service_env(&svc),
             Ok(None) => Vec::new(),
             Err(e) => {
                 tracing::debug!(error = %e, "reading Service default/kubernetes");
-                return cached.as_ref().map(|(_, e)| e.clone()).unwrap_or_default();
+                return self
+                    .lock()
+                    .as_ref()
+                    .map(|(_, env)| env.clone())
+                    .unwrap_or_default();
             }
         };
-        *cached = Some((Instant::now(), env.clone()));
+        *self.lock() = Some((Instant::now(), env.clone()));
         env
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Option<(Instant, Env)>> {
+        // Nothing can panic while holding it; a poisoned cache is still a valid one.
+        self.cached.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -171,5 +195,55 @@ mod tests {
                 ),
             ]
         );
+    }
+
+    type Read = Result<Option<Service>, String>;
+
+    fn kubernetes(ip: &str) -> Read {
+        Ok(Some(service(
+            "kubernetes",
+            ip,
+            serde_json::json!([{"name": "https", "port": 443}]),
+        )))
+    }
+
+    fn host(env: &Env) -> Option<&str> {
+        env.iter()
+            .find(|(k, _)| k == "KUBERNETES_SERVICE_HOST")
+            .map(|(_, v)| v.as_str())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_service_is_read_again_after_30_seconds_and_kept_through_a_failed_read() {
+        let master = MasterService::default();
+        let env = master.env_from(|| async { kubernetes("10.96.0.1") }).await;
+        assert_eq!(host(&env), Some("10.96.0.1"));
+        tokio::time::advance(Duration::from_secs(29)).await;
+        let env = master.env_from(|| async { kubernetes("10.96.0.2") }).await;
+        assert_eq!(host(&env), Some("10.96.0.1"), "kept for 30 s");
+        tokio::time::advance(Duration::from_secs(1)).await;
+        let env = master.env_from(|| async { kubernetes("10.96.0.2") }).await;
+        assert_eq!(host(&env), Some("10.96.0.2"), "read again");
+        tokio::time::advance(MASTER_SERVICE_TTL).await;
+        let failed = || async { Read::Err("connection refused".into()) };
+        assert_eq!(host(&master.env_from(failed).await), Some("10.96.0.2"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_slow_read_does_not_hold_up_other_container_starts() {
+        let master = MasterService::default();
+        let slow = master.env_from(std::future::pending::<Read>);
+        let other = master.env_from(|| async { kubernetes("10.96.0.1") });
+        let raced = tokio::time::timeout(Duration::from_secs(10), async {
+            tokio::select! {
+                biased;
+                _ = slow => None,
+                env = other => Some(env),
+            }
+        });
+        let env = raced
+            .await
+            .expect("the second start waited for the first one's read");
+        assert_eq!(host(&env.unwrap()), Some("10.96.0.1"));
     }
 }
