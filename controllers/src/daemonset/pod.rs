@@ -1,9 +1,9 @@
 //! A DaemonSet's Pod for one node, and whether a node should run one. Pure.
 
-use crate::nodelifecycle::eviction::tolerates;
 use crate::pods::owner_ref;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Node, Pod, PodSpec, Toleration};
+use keelson_apimachinery::taints::tolerates;
 use keelson_apimachinery::well_known::{
     CONTROLLER_REVISION_HASH_LABEL, DISK_PRESSURE_TAINT, MEMORY_PRESSURE_TAINT,
     NETWORK_UNAVAILABLE_TAINT, NOT_READY_TAINT, PID_PRESSURE_TAINT, POD_TEMPLATE_GENERATION_LABEL,

@@ -6,8 +6,7 @@ use k8s_openapi::api::core::v1::{Pod, Taint, Toleration};
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use std::collections::HashMap;
 
-// Re-exported: the DaemonSet controller imports it from here.
-pub use keelson_apimachinery::taints::tolerates;
+use keelson_apimachinery::taints::tolerates;
 
 /// When a pod with `tolerations` must leave a node with `taints`; None when it may stay.
 /// `added` tells when each taint was put on (its timeAdded, or when we first saw it).
