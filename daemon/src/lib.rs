@@ -6,6 +6,7 @@
 
 pub mod client;
 pub mod connections;
+pub mod events;
 pub mod health;
 pub mod logging;
 pub mod signals;
