@@ -15,7 +15,8 @@ use k8s_openapi::api::core::v1::{Node, Pod};
 use keelson_daemon::{reflect, Changes, Shutdown, SyncLoop};
 use kube::api::Api;
 use kube::runtime::watcher;
-use std::collections::BTreeMap;
+use std::borrow::Cow;
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,7 +26,7 @@ pub const SCHEDULER_NAME: &str = "default-scheduler";
 /// The node for `pod`, or upstream's "0/N nodes are available: ..." message.
 pub fn pick(pod: &Pod, nodes: &[NodeInfo]) -> Result<usize, String> {
     let req = node_info::requests(pod);
-    let mut reasons: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut reasons: HashMap<Cow<'static, str>, usize> = HashMap::new();
     let mut best: Option<(f64, usize)> = None;
     for (i, info) in nodes.iter().enumerate() {
         match filter::unfit(pod, req, info) {
@@ -38,10 +39,38 @@ pub fn pick(pod: &Pod, nodes: &[NodeInfo]) -> Result<usize, String> {
             }
         }
     }
-    best.map(|(_, i)| i).ok_or_else(|| {
-        let why: Vec<String> = reasons.iter().map(|(r, n)| format!("{n} {r}")).collect();
-        format!("0/{} nodes are available: {}.", nodes.len(), why.join(", "))
-    })
+    match best {
+        Some((_, i)) => Ok(i),
+        None if nodes.is_empty() => Err("no nodes available to schedule pods".into()),
+        None => Err(unschedulable_message(nodes.len(), &reasons)),
+    }
+}
+
+/// Upstream's FitError text: the filters' reasons counted over nodes, then what preemption
+/// found. Keelson does not preempt, which reads as upstream's "no victims found" for the
+/// nodes where preemption could have helped. The doubled final period is upstream's too.
+fn unschedulable_message(nodes: usize, reasons: &HashMap<Cow<'static, str>, usize>) -> String {
+    let mut preemption: HashMap<Cow<'static, str>, usize> = HashMap::new();
+    for (reason, n) in reasons {
+        let why = if filter::preemption_could_help(reason) {
+            "No preemption victims found for incoming pod"
+        } else {
+            "Preemption is not helpful for scheduling"
+        };
+        *preemption.entry(Cow::Borrowed(why)).or_default() += n;
+    }
+    format!(
+        "0/{nodes} nodes are available: {}. preemption: 0/{nodes} nodes are available: {}..",
+        histogram(reasons),
+        histogram(&preemption)
+    )
+}
+
+/// "COUNT REASON" entries sorted as strings, as upstream sorts them.
+fn histogram(reasons: &HashMap<Cow<'static, str>, usize>) -> String {
+    let mut lines: Vec<String> = reasons.iter().map(|(r, n)| format!("{n} {r}")).collect();
+    lines.sort();
+    lines.join(", ")
 }
 
 fn pending(p: &Pod) -> bool {
@@ -147,7 +176,7 @@ mod tests {
             ),
         ];
         let err = pick(&pod("2", None, "o"), &nodes).unwrap_err();
-        assert_eq!(err, "0/3 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint, 1 node(s) were not ready.");
+        assert_eq!(err, "0/3 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint {gpu: }, 1 node(s) were not ready. preemption: 0/3 nodes are available: 1 No preemption victims found for incoming pod, 2 Preemption is not helpful for scheduling..");
     }
 
     #[test]
@@ -186,7 +215,7 @@ mod tests {
         nodes[0].add(&pod("1500m", None, "a"));
         assert_eq!(
             pick(&pod("1", None, "b"), &nodes),
-            Err("0/1 nodes are available: 1 Insufficient cpu.".into())
+            Err("0/1 nodes are available: 1 Insufficient cpu. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod..".into())
         );
         assert_eq!(pick(&pod("500m", None, "b"), &nodes), Ok(0));
         let mut web = pod("100m", None, "c");
@@ -197,7 +226,7 @@ mod tests {
         nodes[0].add(&web);
         assert_eq!(
             pick(&web, &nodes),
-            Err("0/1 nodes are available: 1 node(s) didn't have free ports for the requested pod ports.".into())
+            Err("0/1 nodes are available: 1 node(s) didn't have free ports for the requested pod ports. preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod..".into())
         );
     }
 

@@ -2,12 +2,15 @@
 //! Binding sent for it, and the "unschedulable" condition when none fits.
 
 use k8s_openapi::api::core::v1::{Node, Pod};
+use keelson_daemon::events::{EventType, Recorder, Reporter};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::Store;
 use kube::ResourceExt;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio::sync::Semaphore;
+use tokio::time::Instant;
 
 use crate::{metrics, pending, pick, NodeInfo};
 
@@ -17,8 +20,10 @@ pub(crate) struct State {
     nodes: Store<Node>,
     /// Pods bound (or being bound) by this scheduler that the Pod store does not show yet.
     assumed: Mutex<HashMap<String, (Pod, String)>>,
-    /// The last "unschedulable" message written per Pod, so it is not written again.
-    reported: Mutex<HashMap<String, String>>,
+    /// Per Pod: the last "unschedulable" condition message written (so it is not written
+    /// again) and when the last FailedScheduling Event was.
+    reported: Mutex<HashMap<String, Reported>>,
+    events: Recorder,
     binds: Arc<Semaphore>,
     metrics: metrics::Metrics,
 }
@@ -26,14 +31,23 @@ pub(crate) struct State {
 impl State {
     /// At most this many Binding requests are in flight at once.
     const CONCURRENT_BINDS: usize = 32;
+    /// Upstream's longest back-off between attempts at an unschedulable Pod.
+    const FAILED_EVENT_EVERY: Duration = Duration::from_secs(10);
 
     pub(crate) fn new(client: kube::Client, pods: Store<Pod>, nodes: Store<Node>) -> State {
         State {
-            client,
+            client: client.clone(),
             pods,
             nodes,
             assumed: Mutex::new(HashMap::new()),
             reported: Mutex::new(HashMap::new()),
+            events: Recorder::new(
+                client.clone(),
+                Reporter {
+                    component: crate::SCHEDULER_NAME.into(),
+                    host: None,
+                },
+            ),
             binds: Arc::new(Semaphore::new(Self::CONCURRENT_BINDS)),
             metrics: metrics::Metrics::default(),
         }
@@ -64,6 +78,10 @@ impl State {
             .filter_map(|p| p.uid())
             .collect();
         assumed.retain(|uid, _| still_pending.contains(uid));
+        self.reported
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|uid, _| still_pending.contains(uid));
         for p in pods
             .iter()
             .filter(|p| p.metadata.deletion_timestamp.is_none())
@@ -139,6 +157,13 @@ impl State {
             Ok(_) => {
                 self.metrics.scheduled.inc();
                 tracing::debug!(pod = %pod.name_any(), node, "bound");
+                let message = format!(
+                    "Successfully assigned {}/{} to {node}",
+                    pod.namespace().unwrap_or_default(),
+                    pod.name_any()
+                );
+                self.events
+                    .publish(pod, EventType::Normal, "Scheduled", message);
             }
             Err(e) => {
                 tracing::warn!(pod = %pod.name_any(), node, error = %e, "binding failed; will retry");
@@ -150,16 +175,34 @@ impl State {
         }
     }
 
-    /// Sets PodScheduled=False (reason Unschedulable) with the message, once per message.
+    /// A FailedScheduling Event for each attempt (at most one per FAILED_EVENT_EVERY per Pod,
+    /// as upstream's back-off spaces attempts; repeats are counted into one Event by the
+    /// recorder), and PodScheduled=False (reason Unschedulable) once per message.
     async fn unschedulable(&self, pod: &Pod, message: String) {
         let uid = pod.uid().unwrap_or_default();
-        if self
-            .reported
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(&uid)
-            == Some(&message)
-        {
+        let (event_due, condition_due) = {
+            let mut reported = self.reported.lock().unwrap_or_else(|p| p.into_inner());
+            let r = reported.get(&uid);
+            let condition_due = r.is_none_or(|r| r.condition != message);
+            let event_due =
+                condition_due || r.is_none_or(|r| r.event_at.elapsed() >= Self::FAILED_EVENT_EVERY);
+            if event_due {
+                let condition = r.map(|r| r.condition.clone()).unwrap_or_default();
+                reported.insert(
+                    uid.clone(),
+                    Reported {
+                        condition,
+                        event_at: Instant::now(),
+                    },
+                );
+            }
+            (event_due, condition_due)
+        };
+        if event_due {
+            self.events
+                .publish(pod, EventType::Warning, "FailedScheduling", message.clone());
+        }
+        if !condition_due {
             return;
         }
         self.metrics.unschedulable.inc();
@@ -178,14 +221,24 @@ impl State {
             .await
         {
             Ok(_) => {
-                self.reported
+                if let Some(r) = self
+                    .reported
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
-                    .insert(uid, message);
+                    .get_mut(&uid)
+                {
+                    r.condition = message;
+                }
             }
             Err(e) => {
                 tracing::warn!(pod = %pod.name_any(), error = %e, "could not report unschedulable")
             }
         }
     }
+}
+
+/// What the scheduler last told about an unschedulable Pod.
+pub(crate) struct Reported {
+    condition: String,
+    event_at: Instant,
 }
