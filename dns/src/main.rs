@@ -1,0 +1,3 @@
+//! keelson-dns: flags in, library out (the server comes in the next change).
+
+fn main() {}
