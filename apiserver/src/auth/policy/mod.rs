@@ -97,6 +97,7 @@ pub fn cluster_roles() -> Vec<(String, Vec<Rule>)> {
             controllers::kube_controller_manager(),
         ),
         ("keelson:ingress-controller", roles::ingress_controller()),
+        ("system:coredns", roles::coredns()),
     ]
     .into_iter()
     .map(|(n, r)| (n.to_string(), r))
@@ -138,6 +139,14 @@ fn cluster_role_bindings() -> Vec<(String, String, Vec<Subject>)> {
         (
             "keelson:ingress-controller",
             vec![user("keelson:ingress-controller")],
+        ),
+        // keelson-dns runs as system:kube-dns (scripts/up); CoreDNS as upstream's account.
+        (
+            "system:coredns",
+            vec![
+                user("system:kube-dns"),
+                ("ServiceAccount", "kube-system/coredns".to_string()),
+            ],
         ),
     ]
     .into_iter()

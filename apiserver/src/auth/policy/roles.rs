@@ -349,6 +349,23 @@ pub fn node_proxier() -> Vec<Rule> {
     ]
 }
 
+/// What cluster DNS reads (upstream's system:coredns from the CoreDNS addon): keelson-dns
+/// watches Services and EndpointSlices; the rest keeps CoreDNS itself working on Keelson.
+pub fn coredns() -> Vec<Rule> {
+    vec![
+        r(
+            &["list", "watch"],
+            CORE,
+            &["endpoints", "services", "pods", "namespaces"],
+        ),
+        r(
+            &["list", "watch"],
+            &["discovery.k8s.io"],
+            &["endpointslices"],
+        ),
+    ]
+}
+
 /// The API server's own calls to the agents (logs, exec, stats).
 pub fn kubelet_api_admin() -> Vec<Rule> {
     vec![

@@ -81,6 +81,7 @@ fn every_component_may_make_the_calls_it_makes() {
     let scheduler = user("system:kube-scheduler", &[]);
     let ingress = user("keelson:ingress-controller", &[]);
     let proxy = user("system:kube-proxy", &[]);
+    let dns = user("system:kube-dns", &[]);
     let node_proxy = user("system:node:n1", &["system:nodes"]);
     let bootstrap = user("system:bootstrap:abcdef", &["system:bootstrappers"]);
     let apiserver = user("kube-apiserver-kubelet-client", &[]);
@@ -193,6 +194,10 @@ fn every_component_may_make_the_calls_it_makes() {
             "",
         ),
         (&apiserver, "get", "", "nodes", "proxy", "n1"),
+        (&dns, "watch", "", "services", "", ""),
+        (&dns, "list", "", "services", "", ""),
+        (&dns, "watch", "discovery.k8s.io", "endpointslices", "", ""),
+        (&dns, "list", "discovery.k8s.io", "endpointslices", "", ""),
         (&apiserver, "get", "", "nodes", "log", "n1"),
     ];
     for (who, verb, group, resource, sub, ns) in calls {
@@ -216,7 +221,7 @@ fn every_component_may_make_the_calls_it_makes() {
         }),
         path: "",
     };
-    for who in [&scheduler, &proxy, &bootstrap, &node_proxy] {
+    for who in [&scheduler, &proxy, &dns, &bootstrap, &node_proxy] {
         assert!(index.allows(who, &secrets).is_none(), "{}", who.name);
     }
 }
