@@ -7,16 +7,21 @@ use crate::api::delete_if_present;
 use crate::hash::fnv1a;
 use crate::pods::{is_controlled_by, is_ready, owner_ref};
 use crate::{Ctx, Error};
+
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::core::v1::{Pod, Service};
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions, EndpointPort, EndpointSlice};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use keelson_daemon::events::EventType;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::ResourceExt;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// The Events' reporting component, as upstream's.
+pub const COMPONENT: &str = "endpointslice-controller";
 
 pub use keelson_apimachinery::well_known::{
     ENDPOINTSLICE_CONTROLLER as CONTROLLER, MANAGED_BY_LABEL as MANAGED_BY,
@@ -188,8 +193,30 @@ pub async fn reconcile(svc: Arc<Service>, ctx: Arc<Ctx>) -> Result<Action, Error
         .list(&ListParams::default().labels(&format!("{SERVICE_NAME}={}", svc.name_any())))
         .await?
         .items;
-    let uid = svc.uid().unwrap_or_default();
-    for s in &want {
+    if let Err(e) = write_slices(&slices, &want, &have, &svc.uid().unwrap_or_default()).await {
+        let message = format!(
+            "Error updating Endpoint Slices for Service {ns}/{}: {e}",
+            svc.name_any()
+        );
+        ctx.events.reporting(COMPONENT).publish(
+            svc.as_ref(),
+            EventType::Warning,
+            "FailedToUpdateEndpointSlices",
+            message,
+        );
+        return Err(e.into());
+    }
+    Ok(Action::requeue(Duration::from_secs(300)))
+}
+
+/// Creates, updates and deletes this Service's slices to match `want`.
+async fn write_slices(
+    slices: &Api<EndpointSlice>,
+    want: &[EndpointSlice],
+    have: &[EndpointSlice],
+    uid: &str,
+) -> Result<(), kube::Error> {
+    for s in want {
         let name = s.name_any();
         match have.iter().find(|h| h.name_any() == name) {
             None => {
@@ -206,12 +233,13 @@ pub async fn reconcile(svc: Arc<Service>, ctx: Arc<Ctx>) -> Result<Action, Error
             Some(_) => {}
         }
     }
-    for h in have.iter().filter(|h| {
-        is_controlled_by(*h, &uid) && !want.iter().any(|w| w.name_any() == h.name_any())
-    }) {
-        delete_if_present(&slices, &h.name_any(), &DeleteParams::default()).await?;
+    for h in have
+        .iter()
+        .filter(|h| is_controlled_by(*h, uid) && !want.iter().any(|w| w.name_any() == h.name_any()))
+    {
+        delete_if_present(slices, &h.name_any(), &DeleteParams::default()).await?;
     }
-    Ok(Action::requeue(Duration::from_secs(300)))
+    Ok(())
 }
 
 #[cfg(test)]

@@ -38,6 +38,8 @@ use std::time::Duration;
 pub struct Ctx {
     pub client: kube::Client,
     pub metrics: metrics::Metrics,
+    /// Each controller reports as itself through `events.reporting(COMPONENT)`.
+    pub events: keelson_daemon::events::Recorder,
 }
 
 fn error_policy<K>(obj: Arc<K>, e: &Error, ctx: Arc<Ctx>) -> Action
@@ -144,9 +146,17 @@ pub async fn run(
     node_lifecycle: nodelifecycle::Config,
     optional: Optional,
 ) -> Result<(), Error> {
+    let events = keelson_daemon::events::Recorder::new(
+        client.clone(),
+        keelson_daemon::events::Reporter {
+            component: "kube-controller-manager".into(),
+            host: None,
+        },
+    );
     let ctx = Arc::new(Ctx {
         client,
         metrics: metrics::Metrics::default(),
+        events,
     });
     let sweeper = tokio::spawn(sweeps(ctx.clone(), Duration::from_secs(1)));
     let server = tokio::spawn(keelson_daemon::serve_health_and_metrics(

@@ -6,11 +6,15 @@ use crate::pods::{is_active, is_controlled_by, is_ready, owner_ref};
 use crate::{Ctx, Error};
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetStatus};
 use k8s_openapi::api::core::v1::Pod;
+use keelson_daemon::events::EventType;
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::ResourceExt;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// The Events' reporting component, as upstream's.
+pub const COMPONENT: &str = "replicaset-controller";
 
 #[derive(Debug, PartialEq)]
 pub struct Plan {
@@ -101,11 +105,24 @@ pub async fn reconcile(rs: Arc<ReplicaSet>, ctx: Arc<Ctx>) -> Result<Action, Err
         .filter(|p| is_controlled_by(p, &uid))
         .collect();
     let plan = plan(&rs, &owned);
+    let events = ctx.events.reporting(COMPONENT);
     for _ in 0..plan.create {
-        pods.create(&PostParams::default(), &new_pod(&rs)?).await?;
+        match pods.create(&PostParams::default(), &new_pod(&rs)?).await {
+            Ok(made) => {
+                let message = format!("Created pod: {}", made.name_any());
+                events.publish(rs.as_ref(), EventType::Normal, "SuccessfulCreate", message);
+            }
+            Err(e) => {
+                let message = format!("Error creating: {e}");
+                events.publish(rs.as_ref(), EventType::Warning, "FailedCreate", message);
+                return Err(e.into());
+            }
+        }
     }
     for name in &plan.delete {
         delete_if_present(&pods, name, &DeleteParams::default()).await?;
+        let message = format!("Deleted pod: {name}");
+        events.publish(rs.as_ref(), EventType::Normal, "SuccessfulDelete", message);
     }
     if plan.create > 0 || !plan.delete.is_empty() {
         tracing::info!(replicaset = %rs.name_any(), namespace = %ns, created = plan.create, deleted = plan.delete.len(), "scaled");

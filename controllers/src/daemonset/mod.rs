@@ -5,13 +5,13 @@ pub mod plan;
 pub mod pod;
 
 use crate::api::{delete_if_present, list_selected, patch_status};
-use crate::nodelifecycle::event;
 use crate::pods::is_controlled_by;
 use crate::{Ctx, Error};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::jiff::Timestamp;
+use keelson_daemon::events::EventType;
 use keelson_daemon::{reflect, Changes};
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
@@ -90,29 +90,21 @@ pub async fn reconcile(ds: Arc<DaemonSet>, cx: Arc<Context>) -> Result<Action, E
         let pod = pod::new_pod(&ds, &inputs.spec, &inputs.hash, node);
         let made = pods.create(&PostParams::default(), &pod).await?;
         let message = format!("Created pod: {}", made.name_any());
-        event::record(
-            client,
-            event::build(
-                ds.as_ref(),
-                "Normal",
-                "SuccessfulCreate",
-                message,
-                COMPONENT,
-            ),
+        cx.ctx.events.reporting(COMPONENT).publish(
+            ds.as_ref(),
+            EventType::Normal,
+            "SuccessfulCreate",
+            message,
         );
     }
     for name in &plan.delete {
         delete_if_present(&pods, name, &DeleteParams::default()).await?;
         let message = format!("Deleted pod: {name}");
-        event::record(
-            client,
-            event::build(
-                ds.as_ref(),
-                "Normal",
-                "SuccessfulDelete",
-                message,
-                COMPONENT,
-            ),
+        cx.ctx.events.reporting(COMPONENT).publish(
+            ds.as_ref(),
+            EventType::Normal,
+            "SuccessfulDelete",
+            message,
         );
     }
     if !plan.create.is_empty() || !plan.delete.is_empty() {

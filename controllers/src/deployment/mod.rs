@@ -16,6 +16,7 @@ use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use keelson_apimachinery::well_known::{
     DEPLOYMENT_REVISION_ANNOTATION as REVISION, POD_TEMPLATE_HASH_LABEL as HASH_LABEL,
 };
+use keelson_daemon::events::{EventType, Recorder};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::ResourceExt;
@@ -23,6 +24,9 @@ use rollout::spec_replicas;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
+
+/// The Events' reporting component, as upstream's.
+pub const COMPONENT: &str = "deployment-controller";
 
 /// FNV-1a of the template's JSON, written in the alphabet upstream uses for names.
 pub fn template_hash(template: &serde_json::Value) -> String {
@@ -99,36 +103,50 @@ async fn replicasets(
     Ok((new, olds))
 }
 
-/// Sets each ReplicaSet's spec.replicas to the next step of the rollout.
+/// Sets each ReplicaSet's spec.replicas to the next step of the rollout, with upstream's
+/// ScalingReplicaSet Event on the Deployment for each.
 async fn scale(
     d: &Deployment,
     rsapi: &Api<ReplicaSet>,
+    events: &Recorder,
     new: &ReplicaSet,
     olds: &[ReplicaSet],
 ) -> Result<(), kube::Error> {
     let (new_target, old_targets) = rollout(d, new, olds);
-    let scale = |name: String, n: i32| {
-        let p = serde_json::json!({ "spec": { "replicas": n } });
+    let scale = |name: String, from: i32, to: i32| {
+        let p = serde_json::json!({ "spec": { "replicas": to } });
         async move {
+            tracing::info!(deployment = %d.name_any(), replicaset = %name, replicas = to, "scaling ReplicaSet");
             rsapi
                 .patch(&name, &PatchParams::default(), &Patch::Merge(&p))
-                .await
+                .await?;
+            events.publish(
+                d,
+                EventType::Normal,
+                "ScalingReplicaSet",
+                scaling_message(&name, from, to),
+            );
+            Ok::<(), kube::Error>(())
         }
     };
     if new_target != spec_replicas(new) {
-        tracing::info!(deployment = %d.name_any(), replicaset = %new.name_any(), replicas = new_target, "scaling new ReplicaSet");
-        scale(new.name_any(), new_target).await?;
+        scale(new.name_any(), spec_replicas(new), new_target).await?;
     }
     for (name, n) in old_targets {
-        if olds
+        if let Some(old) = olds
             .iter()
-            .any(|o| o.name_any() == name && spec_replicas(o) != n)
+            .find(|o| o.name_any() == name && spec_replicas(o) != n)
         {
-            tracing::info!(deployment = %d.name_any(), replicaset = %name, replicas = n, "scaling old ReplicaSet");
-            scale(name, n).await?;
+            scale(name, spec_replicas(old), n).await?;
         }
     }
     Ok(())
+}
+
+/// Upstream's ScalingReplicaSet message.
+pub fn scaling_message(replicaset: &str, from: i32, to: i32) -> String {
+    let direction = if to > from { "up" } else { "down" };
+    format!("Scaled {direction} replica set {replicaset} from {from} to {to}")
 }
 
 /// Writes the revision annotation and the status `kubectl rollout status` reads, when changed.
@@ -160,7 +178,8 @@ pub async fn reconcile(d: Arc<Deployment>, ctx: Arc<Ctx>) -> Result<Action, Erro
     let ns = d.namespace().unwrap_or_default();
     let rsapi: Api<ReplicaSet> = Api::namespaced(ctx.client.clone(), &ns);
     let (new, olds) = replicasets(&d, &rsapi).await?;
-    scale(&d, &rsapi, &new, &olds).await?;
+    let events = ctx.events.reporting(COMPONENT);
+    scale(&d, &rsapi, &events, &new, &olds).await?;
     report(&d, &Api::namespaced(ctx.client.clone(), &ns), &new, &olds).await?;
     Ok(Action::requeue(Duration::from_secs(300)))
 }
@@ -186,6 +205,18 @@ mod tests {
             "status": { "replicas": pods, "readyReplicas": available, "availableReplicas": available },
         }))
         .unwrap()
+    }
+
+    #[test]
+    fn scaling_messages_read_as_upstream() {
+        assert_eq!(
+            scaling_message("web-6d4cf56db6", 0, 3),
+            "Scaled up replica set web-6d4cf56db6 from 0 to 3"
+        );
+        assert_eq!(
+            scaling_message("web-6d4cf56db6", 3, 1),
+            "Scaled down replica set web-6d4cf56db6 from 3 to 1"
+        );
     }
 
     #[test]

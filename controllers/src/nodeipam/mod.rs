@@ -5,10 +5,10 @@
 pub mod cidrset;
 pub mod plan;
 
-use crate::nodelifecycle::event;
 use crate::Ctx;
 use ipnetwork::IpNetwork;
 use k8s_openapi::api::core::v1::Node;
+use keelson_daemon::events::EventType;
 use keelson_daemon::{reflect, Changes, Shutdown, SyncLoop};
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -94,9 +94,11 @@ async fn sync(ctx: &Ctx, nodes: &Store<Node>, alloc: &Mutex<Allocator>) {
             } => {
                 tracing::warn!(node = %node, reason, "{message}");
                 if let Some(n) = nodes.get(&ObjectRef::new(&node)) {
-                    event::record(
-                        client,
-                        event::build(&*n, "Warning", reason, message, COMPONENT),
+                    ctx.events.reporting(COMPONENT).publish(
+                        &*n,
+                        EventType::Warning,
+                        reason,
+                        message,
                     );
                 }
             }

@@ -2,7 +2,6 @@
 //! marks silent nodes Unknown and taints them (monitor), and deletes pods that do not tolerate
 //! a node's NoExecute taints, at once or after their tolerationSeconds (eviction).
 
-pub mod event;
 pub mod eviction;
 pub mod monitor;
 mod writes;

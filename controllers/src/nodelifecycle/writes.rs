@@ -1,10 +1,11 @@
 //! The node lifecycle controller's writes. Failures are logged and counted, not returned: the
 //! next pass (one monitor period later) decides again from fresh stores and retries.
 
-use super::{event, monitor::NodeUpdate, COMPONENT};
+use super::{monitor::NodeUpdate, COMPONENT};
 use crate::api::{delete_if_present, patch_status};
 use crate::Ctx;
 use k8s_openapi::api::core::v1::{Node, Pod};
+use keelson_daemon::events::EventType;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::ResourceExt;
 
@@ -32,8 +33,14 @@ pub async fn apply(ctx: &Ctx, node: &Node, update: &NodeUpdate, pods: &[&Pod]) {
     if let Some(conditions) = &update.conditions {
         tracing::warn!(node = %name, "node stopped posting status; marking its conditions Unknown");
         let patch = serde_json::json!({ "status": { "conditions": conditions } });
-        if let Err(e) = patch_status(&api, &name, &patch).await {
-            failed(ctx, &name, "marking node conditions Unknown", &e);
+        match patch_status(&api, &name, &patch).await {
+            Ok(()) => ctx.events.reporting(COMPONENT).publish(
+                node,
+                EventType::Normal,
+                "NodeNotReady",
+                format!("Node {name} status is now: NodeNotReady"),
+            ),
+            Err(e) => failed(ctx, &name, "marking node conditions Unknown", &e),
         }
         for pod in pods {
             mark_not_ready(ctx, pod).await;
@@ -59,10 +66,20 @@ async fn mark_not_ready(ctx: &Ctx, pod: &Pod) {
     ));
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &pod.namespace().unwrap_or_default());
     let patch = serde_json::json!({ "status": { "conditions": conditions } });
-    if let Err(e) = patch_status(&api, &pod.name_any(), &patch).await {
-        failed(ctx, &pod.name_any(), "marking pod not ready", &e);
+    match patch_status(&api, &pod.name_any(), &patch).await {
+        // Upstream's MarkPodsNotReady records it after the write, once the pod surely exists.
+        Ok(()) => ctx.events.reporting(COMPONENT).publish(
+            pod,
+            EventType::Warning,
+            "NodeNotReady",
+            "Node is not ready",
+        ),
+        Err(e) => failed(ctx, &pod.name_any(), "marking pod not ready", &e),
     }
 }
+
+/// Upstream's name for the part of node lifecycle that evicts from NoExecute taints.
+const TAINT_EVICTION: &str = "taint-eviction-controller";
 
 /// Deletes `pod` with an Event saying why; true when it is gone or going.
 pub async fn evict(ctx: &Ctx, pod: &Pod) -> bool {
@@ -70,9 +87,11 @@ pub async fn evict(ctx: &Ctx, pod: &Pod) -> bool {
     let name = pod.name_any();
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
     let message = format!("Marking for deletion Pod {ns}/{name}");
-    event::record(
-        &ctx.client,
-        event::build(pod, "Normal", "TaintManagerEviction", message, COMPONENT),
+    ctx.events.reporting(TAINT_EVICTION).publish(
+        pod,
+        EventType::Normal,
+        "TaintManagerEviction",
+        message,
     );
     match delete_if_present(&api, &name, &DeleteParams::default()).await {
         Ok(()) => {

@@ -94,7 +94,12 @@ impl Correlator {
                 tokens: BURST,
                 at: now,
             };
-            remember(&mut self.buckets, &mut self.bucket_order, spam.clone(), full);
+            remember(
+                &mut self.buckets,
+                &mut self.bucket_order,
+                spam.clone(),
+                full,
+            );
         }
         let Some(b) = self.buckets.get_mut(&spam) else {
             return true;
@@ -202,8 +207,14 @@ mod tests {
             Decision::Drop
         );
         let later = start + Duration::from_secs(299);
-        assert_eq!(c.observe(&key("web", "x"), later, "x".into()), Decision::Drop);
+        assert_eq!(
+            c.observe(&key("web", "x"), later, "x".into()),
+            Decision::Drop
+        );
         let later = start + Duration::from_secs(301);
-        assert_ne!(c.observe(&key("web", "y"), later, "y".into()), Decision::Drop);
+        assert_ne!(
+            c.observe(&key("web", "y"), later, "y".into()),
+            Decision::Drop
+        );
     }
 }

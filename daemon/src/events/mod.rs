@@ -71,6 +71,18 @@ impl Recorder {
         Recorder { tx, reporter }
     }
 
+    /// The same writer, reporting as `component` (one controller manager runs many controllers,
+    /// each named in its Events as upstream's are).
+    pub fn reporting(&self, component: &str) -> Recorder {
+        Recorder {
+            tx: self.tx.clone(),
+            reporter: Reporter {
+                component: component.into(),
+                host: self.reporter.host.clone(),
+            },
+        }
+    }
+
     /// Records `reason: message` about `obj`.
     pub fn publish<K: Resource<DynamicType = ()>>(
         &self,
