@@ -178,6 +178,10 @@ impl Zone {
         }
     }
 
+    pub fn service_count(&self) -> usize {
+        self.services.len()
+    }
+
     pub fn domain(&self) -> &str {
         &self.domain
     }

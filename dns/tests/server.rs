@@ -1,0 +1,284 @@
+//! The real keelson-dns binary against a real keelson-apiserver, as its own identity
+//! (system:kube-dns, what the bootstrap policy grants it), on a loopback port: objects made
+//! with kubectl are answered over UDP and TCP as CoreDNS's kubernetes plugin answers them.
+
+use std::io::{Read, Write};
+use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::time::Duration;
+
+use hickory_proto::op::{Message, MessageType, OpCode, Query, ResponseCode};
+use hickory_proto::rr::{Name, RData, RecordType};
+use keelson_testing::{binary, eventually, free_port, Apiserver, ChildGuard};
+
+const WAIT: Duration = Duration::from_secs(30);
+
+struct Dns {
+    _child: ChildGuard,
+    addr: SocketAddr,
+    health: SocketAddr,
+}
+
+fn start_dns(api: &Apiserver) -> Dns {
+    let kubeconfig = api.kubeconfig_for("system:kube-dns", &[]);
+    let (port, health_port) = (free_port(), free_port());
+    let log = api.dir.path().join("keelson-dns.log");
+    let child = ChildGuard::spawn_logged(
+        std::process::Command::new(binary("keelson-dns"))
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(["--health-port", &health_port.to_string()]),
+        &log,
+    );
+    Dns {
+        _child: child,
+        addr: ([127, 0, 0, 1], port).into(),
+        health: ([127, 0, 0, 1], health_port).into(),
+    }
+}
+
+fn query_message(name: &str, t: RecordType) -> Message {
+    let mut m = Message::new();
+    m.set_id(rand_id())
+        .set_message_type(MessageType::Query)
+        .set_op_code(OpCode::Query)
+        .set_recursion_desired(true)
+        .add_query(Query::query(Name::from_ascii(name).unwrap(), t));
+    m
+}
+
+fn rand_id() -> u16 {
+    static NEXT: AtomicU16 = AtomicU16::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+fn udp(dns: &Dns, name: &str, t: RecordType) -> Result<Message, String> {
+    let q = query_message(name, t);
+    let sock = UdpSocket::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    sock.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    sock.send_to(&q.to_vec().unwrap(), dns.addr)
+        .map_err(|e| e.to_string())?;
+    let mut buf = [0u8; 4096];
+    let n = sock.recv(&mut buf).map_err(|e| format!("no answer: {e}"))?;
+    let resp = Message::from_vec(&buf[..n]).map_err(|e| e.to_string())?;
+    assert_eq!(resp.id(), q.id());
+    Ok(resp)
+}
+
+fn tcp(dns: &Dns, name: &str, t: RecordType) -> Message {
+    let q = query_message(name, t).to_vec().unwrap();
+    let mut s = TcpStream::connect(dns.addr).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    s.write_all(&(q.len() as u16).to_be_bytes()).unwrap();
+    s.write_all(&q).unwrap();
+    let mut len = [0u8; 2];
+    s.read_exact(&mut len).unwrap();
+    let mut buf = vec![0u8; u16::from_be_bytes(len) as usize];
+    s.read_exact(&mut buf).unwrap();
+    Message::from_vec(&buf).unwrap()
+}
+
+fn ips(m: &Message) -> Vec<IpAddr> {
+    let mut v: Vec<IpAddr> = m
+        .answers()
+        .iter()
+        .filter_map(|r| match r.data() {
+            RData::A(a) => Some(IpAddr::V4(a.0)),
+            RData::AAAA(a) => Some(IpAddr::V6(a.0)),
+            _ => None,
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// Waits until `name` resolves (A) to exactly `want`.
+fn resolves_to(dns: &Dns, name: &str, want: &[&str]) {
+    let want: Vec<IpAddr> = want.iter().map(|s| s.parse().unwrap()).collect();
+    eventually(&format!("{name} -> {want:?}"), WAIT, || {
+        let m = udp(dns, name, RecordType::A)?;
+        let got = ips(&m);
+        if m.response_code() == ResponseCode::NoError && got == want && m.authoritative() {
+            Ok(())
+        } else {
+            Err(format!("{:?} {got:?}", m.response_code()))
+        }
+    });
+}
+
+const OBJECTS: &str = r#"
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: default}
+spec:
+  clusterIP: 10.96.100.20
+  ports: [{name: http, port: 80, targetPort: 8080}]
+---
+apiVersion: v1
+kind: Service
+metadata: {name: db, namespace: default}
+spec:
+  clusterIP: None
+  ports: [{name: pg, port: 5432}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: db-1, namespace: default, labels: {kubernetes.io/service-name: db}}
+addressType: IPv4
+ports: [{name: pg, port: 5432, protocol: TCP}]
+endpoints:
+- {addresses: ["10.244.0.5"], hostname: db-0, conditions: {ready: true}}
+- {addresses: ["10.244.0.6"], conditions: {ready: true}}
+- {addresses: ["10.244.0.7"], conditions: {ready: false}}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: ext, namespace: default}
+spec: {type: ExternalName, externalName: example.org}
+"#;
+
+#[test]
+fn answers_services_and_endpoint_slices_from_its_watch() {
+    let api = Apiserver::start();
+    let dns = start_dns(&api);
+    api.apply(OBJECTS);
+
+    resolves_to(&dns, "web.default.svc.cluster.local.", &["10.96.100.20"]);
+    resolves_to(&dns, "WEB.default.svc.Cluster.Local.", &["10.96.100.20"]);
+    // Headless: the ready endpoints only; an endpoint's hostname is a name of its own.
+    resolves_to(
+        &dns,
+        "db.default.svc.cluster.local.",
+        &["10.244.0.5", "10.244.0.6"],
+    );
+    resolves_to(&dns, "db-0.db.default.svc.cluster.local.", &["10.244.0.5"]);
+    resolves_to(
+        &dns,
+        "10-244-3-4.default.pod.cluster.local.",
+        &["10.244.3.4"],
+    );
+
+    let srv = udp(
+        &dns,
+        "_http._tcp.web.default.svc.cluster.local.",
+        RecordType::SRV,
+    )
+    .unwrap();
+    let RData::SRV(s) = srv.answers()[0].data() else {
+        panic!("not SRV: {srv:?}");
+    };
+    assert_eq!(
+        (s.port(), s.target().to_ascii()),
+        (80, "web.default.svc.cluster.local.".into())
+    );
+    assert_eq!(
+        ips_of_additional(&srv),
+        vec!["10.96.100.20".parse::<IpAddr>().unwrap()]
+    );
+    // The same over TCP, for the headless Service: one SRV per ready endpoint.
+    let srv = tcp(
+        &dns,
+        "_pg._tcp.db.default.svc.cluster.local.",
+        RecordType::SRV,
+    );
+    let mut targets: Vec<String> = srv
+        .answers()
+        .iter()
+        .map(|r| match r.data() {
+            RData::SRV(s) => format!("{}:{}", s.target(), s.port()),
+            other => panic!("not SRV: {other:?}"),
+        })
+        .collect();
+    targets.sort();
+    assert_eq!(
+        targets,
+        vec![
+            "10-244-0-6.db.default.svc.cluster.local.:5432",
+            "db-0.db.default.svc.cluster.local.:5432"
+        ]
+    );
+
+    let ptr = udp(&dns, "20.100.96.10.in-addr.arpa.", RecordType::PTR).unwrap();
+    let RData::PTR(p) = ptr.answers()[0].data() else {
+        panic!("not PTR: {ptr:?}");
+    };
+    assert_eq!(p.0.to_ascii(), "web.default.svc.cluster.local.");
+
+    let cname = udp(&dns, "ext.default.svc.cluster.local.", RecordType::A).unwrap();
+    assert!(
+        matches!(cname.answers()[0].data(), RData::CNAME(c) if c.0.to_ascii() == "example.org.")
+    );
+
+    assert_nxdomain_with_soa(&dns, "nope.default.svc.cluster.local.");
+    // Outside the cluster domain, without --upstream: refused, nothing forwarded.
+    let out = udp(&dns, "example.com.", RecordType::A).unwrap();
+    assert_eq!(out.response_code(), ResponseCode::Refused);
+    assert!(out.answers().is_empty());
+
+    // A change is seen: the Service goes, its name goes; the slice grows, the headless name too.
+    api.kubectl_ok(&["delete", "service", "web"]);
+    eventually("web gone", WAIT, || {
+        let m = udp(&dns, "web.default.svc.cluster.local.", RecordType::A)?;
+        (m.response_code() == ResponseCode::NXDomain)
+            .then_some(())
+            .ok_or("still there".to_string())
+    });
+    api.kubectl_ok(&[
+        "patch",
+        "endpointslice",
+        "db-1",
+        "--type=json",
+        "-p",
+        r#"[{"op":"replace","path":"/endpoints/2/conditions/ready","value":true}]"#,
+    ]);
+    resolves_to(
+        &dns,
+        "db.default.svc.cluster.local.",
+        &["10.244.0.5", "10.244.0.6", "10.244.0.7"],
+    );
+
+    let (status, body) = http_get(dns.health, "/metrics");
+    assert_eq!(status, 200, "{body}");
+    assert!(
+        body.contains("keelson_dns_responses_total{rcode=\"NXDOMAIN\"}"),
+        "{body}"
+    );
+}
+
+fn ips_of_additional(m: &Message) -> Vec<IpAddr> {
+    m.additionals()
+        .iter()
+        .filter_map(|r| match r.data() {
+            RData::A(a) => Some(IpAddr::V4(a.0)),
+            _ => None,
+        })
+        .collect()
+}
+
+fn assert_nxdomain_with_soa(dns: &Dns, name: &str) {
+    let m = udp(dns, name, RecordType::A).unwrap();
+    assert_eq!(m.response_code(), ResponseCode::NXDomain, "{name}");
+    assert!(m.authoritative());
+    let soa = m.name_servers().first().expect("the SOA in authority");
+    assert_eq!(soa.name().to_ascii(), "cluster.local.");
+    let RData::SOA(s) = soa.data() else {
+        panic!("not SOA: {soa:?}");
+    };
+    assert_eq!(s.mname().to_ascii(), "ns.dns.cluster.local.");
+    assert_eq!(s.rname().to_ascii(), "hostmaster.cluster.local.");
+    assert_eq!(s.minimum(), 30);
+}
+
+fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).unwrap();
+    let status = out
+        .split(' ')
+        .nth(1)
+        .and_then(|c| c.parse().ok())
+        .unwrap_or(0);
+    (status, out)
+}
