@@ -383,7 +383,75 @@ fn scheduler_spreads_replicas_and_explains_unschedulable_pods() {
             &["pod", "nowhere"],
             "{.status.conditions[?(@.type==\"PodScheduled\")].message}",
         );
-        msg == "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."
+        msg == "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector. preemption: 0/3 nodes are available: 3 Preemption is not helpful for scheduling.."
     });
     assert_eq!(c.jsonpath(&["pod", "nowhere"], "{.spec.nodeName}"), "");
+}
+
+/// The Events a user reads with `kubectl describe` and `kubectl get events`.
+#[test]
+fn describe_shows_scaling_scheduling_and_counted_failed_scheduling_events() {
+    let c = Cluster::start();
+    c.api.apply(&node("node-a"));
+    c.api.apply(&node("node-b"));
+    c.ok(&["taint", "node", "node-b", "dedicated=db:NoSchedule"]);
+    c.ok(&[
+        "create",
+        "deployment",
+        "web",
+        "--image=busybox",
+        "--replicas=2",
+    ]);
+    c.eventually("ScalingReplicaSet and SuccessfulCreate in describe", || {
+        let d = c.ok(&["describe", "deployment", "web"]);
+        let rs = c.ok(&["describe", "rs", "-l", "app=web"]);
+        d.contains("ScalingReplicaSet")
+            && d.contains("Scaled up replica set web-")
+            && d.contains(" from 0 to 2")
+            && d.contains("deployment-controller")
+            && rs.contains("SuccessfulCreate")
+            && rs.contains("Created pod: web-")
+    });
+    c.eventually("Scheduled in the pods' describe", || {
+        let pods = c.ok(&["describe", "pods", "-l", "app=web"]);
+        pods.matches("Successfully assigned default/web-").count() == 2
+            && pods.contains("default-scheduler")
+    });
+    // Too much cpu for node-a, and node-b's taint is not tolerated.
+    c.ok(&[
+        "run",
+        "big",
+        "--image=busybox",
+        "--overrides={\"spec\":{\"containers\":[{\"name\":\"big\",\"image\":\"busybox\",\"resources\":{\"requests\":{\"cpu\":\"3\"}}}]}}",
+    ]);
+    let want = "0/2 nodes are available: 1 Insufficient cpu, 1 node(s) had untolerated taint {dedicated: db}. preemption: 0/2 nodes are available: 1 No preemption victims found for incoming pod, 1 Preemption is not helpful for scheduling..";
+    c.eventually("FailedScheduling in describe pod", || {
+        let out = c.ok(&["describe", "pod", "big"]);
+        out.contains("FailedScheduling") && out.contains(want)
+    });
+    let reason = "{.status.conditions[?(@.type==\"PodScheduled\")].reason}";
+    assert_eq!(c.jsonpath(&["pod", "big"], reason), "Unschedulable");
+    // The scheduler tries again (at least every 10 s per pod): one Event, counted.
+    let failed = [
+        "events",
+        "--field-selector",
+        "involvedObject.name=big,reason=FailedScheduling",
+    ];
+    keelson_testing::eventually(
+        "FailedScheduling counted into one Event",
+        Duration::from_secs(60),
+        || {
+            let counts = c.jsonpath(&failed, "{.items[*].count}");
+            let counts: Vec<&str> = counts.split_whitespace().collect();
+            match counts.as_slice() {
+                [n] if n.parse::<u32>().is_ok_and(|n| n > 1) => Ok(()),
+                other => Err(format!("counts {other:?}")),
+            }
+        },
+    );
+    let out = c.ok(&["describe", "pod", "big"]);
+    assert!(
+        out.contains("(x2 over") || out.contains("(x3 over"),
+        "{out}"
+    );
 }
