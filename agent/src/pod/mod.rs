@@ -4,6 +4,7 @@
 pub mod atomic_writer;
 pub mod context;
 pub mod decide;
+pub mod dns;
 pub mod env;
 pub mod events;
 pub mod log_rotation;

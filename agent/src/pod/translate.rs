@@ -6,6 +6,7 @@ use k8s_openapi::api::core::v1::{Container, Pod};
 use keelson_proto::runtime::v1 as cri;
 
 use crate::cri::labels;
+use crate::pod::dns;
 use crate::quantity;
 
 /// Node-level settings that shape every pod.
@@ -131,62 +132,26 @@ fn protocol(p: Option<&str>) -> cri::Protocol {
     }
 }
 
+/// The pod's resolv.conf (see `dns`). The node's resolv.conf is read for each sandbox, as the
+/// kubelet reads it, so a change there reaches new pods.
 fn dns_config(settings: &NodeSettings, pod: &Pod) -> Option<cri::DnsConfig> {
-    let spec = pod.spec.as_ref()?;
-    let policy = spec.dns_policy.as_deref().unwrap_or("ClusterFirst");
-    let host_network = spec.host_network.unwrap_or(false);
-    let mut config = match policy {
-        "None" => cri::DnsConfig::default(),
-        "ClusterFirst" if !host_network && !settings.cluster_dns.is_empty() => {
-            cluster_dns(settings, pod)
-        }
-        "ClusterFirstWithHostNet" if !settings.cluster_dns.is_empty() => cluster_dns(settings, pod),
-        // Default (and ClusterFirst without a cluster DNS): the runtime copies the node's resolv.conf.
-        _ => {
-            return spec
-                .dns_config
-                .as_ref()
-                .map(|_| merge_custom(cri::DnsConfig::default(), pod))
-        }
+    let (base, fell_back) = dns::base(pod, !settings.cluster_dns.is_empty());
+    if fell_back {
+        tracing::warn!(
+            pod = pod.metadata.name.as_deref().unwrap_or(""),
+            "the agent has no --cluster-dns: dnsPolicy ClusterFirst falls back to Default"
+        );
+    }
+    let host = match base {
+        dns::Base::None => None,
+        _ => dns::HostDns::read(dns::RESOLV_CONF),
     };
-    config = merge_custom(config, pod);
-    Some(config)
-}
-
-fn cluster_dns(settings: &NodeSettings, pod: &Pod) -> cri::DnsConfig {
-    let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
-    let domain = &settings.cluster_domain;
-    cri::DnsConfig {
-        servers: settings.cluster_dns.clone(),
-        searches: vec![
-            format!("{ns}.svc.{domain}"),
-            format!("svc.{domain}"),
-            domain.clone(),
-        ],
-        options: vec!["ndots:5".into()],
-    }
-}
-
-fn merge_custom(mut config: cri::DnsConfig, pod: &Pod) -> cri::DnsConfig {
-    if let Some(custom) = pod.spec.as_ref().and_then(|s| s.dns_config.as_ref()) {
-        config
-            .servers
-            .extend(custom.nameservers.clone().unwrap_or_default());
-        config
-            .searches
-            .extend(custom.searches.clone().unwrap_or_default());
-        for o in custom.options.iter().flatten() {
-            let name = o.name.clone().unwrap_or_default();
-            config
-                .options
-                .retain(|existing| existing.split(':').next() != Some(name.as_str()));
-            config.options.push(match &o.value {
-                Some(v) => format!("{name}:{v}"),
-                None => name,
-            });
-        }
-    }
-    config
+    dns::pod_dns_config(
+        &settings.cluster_dns,
+        &settings.cluster_domain,
+        host.as_ref(),
+        pod,
+    )
 }
 
 /// Annotation with the hash of the container's spec when it was created: a running container
