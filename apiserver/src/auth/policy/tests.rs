@@ -136,6 +136,11 @@ fn every_component_may_make_the_calls_it_makes() {
         (&kcm, "update", "", "configmaps", "", "d"),
         (&kcm, "create", "", "serviceaccounts", "", "d"),
         (&kcm, "create", "", "events", "", "d"),
+        // The shared recorder counts a repeated Event by patching it.
+        (&kcm, "patch", "", "events", "", "d"),
+        (&scheduler, "create", "", "events", "", "d"),
+        (&scheduler, "patch", "", "events", "", "d"),
+        (&ingress, "patch", "", "events", "", "d"),
         (&scheduler, "watch", "", "pods", "", ""),
         (&scheduler, "watch", "", "nodes", "", ""),
         (&scheduler, "create", "", "pods", "binding", "d"),
