@@ -227,7 +227,14 @@ async fn serve(cfg: &AgentConfig, node_ip: IpAddr, ctx: Arc<Context>) -> Result<
     let auth = Arc::new(server::auth::PortAuth::new(settings, Arc::new(reviews)));
     let addr = SocketAddr::new(cfg.address, cfg.port);
     tracing::info!(%addr, "serving logs, healthz and metrics over HTTPS");
-    server::serve(addr, tls, server::router(ctx, auth))
+    let streaming = Arc::new(server::streaming::Streaming {
+        runtime: keelson_proto::RuntimeServiceClient::new(
+            keelson_proto::connect_unix(&cfg.runtime_socket).await?,
+        ),
+        ctx: ctx.clone(),
+        idle_timeout: cfg.streaming_connection_idle_timeout,
+    });
+    server::serve(addr, tls, server::router(ctx, auth, streaming))
         .await
         .map_err(|source| AgentError::Serve {
             addr: addr.to_string(),

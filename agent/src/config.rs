@@ -47,6 +47,8 @@ pub struct AgentConfig {
     /// How long port 10250 keeps TokenReview and SubjectAccessReview answers.
     pub auth_cache: crate::server::auth::cache::Ttls,
     pub max_pods: u32,
+    /// Exec, attach and port-forward streams with no traffic for this long are closed.
+    pub streaming_connection_idle_timeout: std::time::Duration,
     /// Container logs are rotated over this size, keeping this many files per container.
     pub container_log_max_size: u64,
     pub container_log_max_files: usize,

@@ -118,6 +118,10 @@ struct Flags {
     #[arg(long = "authorization-webhook-cache-unauthorized-ttl", default_value = "30s",
           value_parser = keelson_apimachinery::parse_duration)]
     authorization_webhook_cache_unauthorized_ttl: std::time::Duration,
+    /// How long an exec, attach or port-forward stream may pass no byte before it is closed.
+    #[arg(long = "streaming-connection-idle-timeout", default_value = "4h",
+          value_parser = keelson_apimachinery::parse_duration)]
+    streaming_connection_idle_timeout: std::time::Duration,
     #[arg(long = "max-pods", default_value_t = 110)]
     max_pods: u32,
     /// Rotate a container's log when it grows over this size (a quantity such as 10Mi).
@@ -202,6 +206,7 @@ fn agent_config(flags: Flags) -> anyhow::Result<keelson_agent::AgentConfig> {
             unauthorized: flags.authorization_webhook_cache_unauthorized_ttl,
         },
         max_pods: flags.max_pods,
+        streaming_connection_idle_timeout: flags.streaming_connection_idle_timeout,
         container_log_max_size: keelson_agent::quantity::bytes(&flags.container_log_max_size)
             .and_then(|b| u64::try_from(b).ok())
             .ok_or_else(|| {

@@ -1,9 +1,11 @@
 //! HTTPS on port 10250: `/containerLogs/{ns}/{pod}/{container}` (what the apiserver's pods/log
-//! proxies to), `/pods`, `/healthz` and `/metrics`; all but /healthz need a user the API server
-//! allows on this Node's subresources (`auth`).
+//! proxies to), `/exec`, `/attach` and `/portForward` (`streaming`), `/pods`, `/healthz` and
+//! `/metrics`; all but /healthz need a user the API server allows on this Node's subresources
+//! (`auth`).
 
 pub mod auth;
 pub mod logs;
+pub mod streaming;
 pub mod tls;
 
 use std::collections::HashMap;
@@ -26,7 +28,11 @@ use crate::pod::context::Context;
 use crate::pod::translate;
 use logs::LogOptions;
 
-pub fn router(ctx: Arc<Context>, auth: Arc<auth::PortAuth>) -> Router {
+pub fn router(
+    ctx: Arc<Context>,
+    auth: Arc<auth::PortAuth>,
+    streaming: Arc<streaming::Streaming>,
+) -> Router {
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
         .route("/metrics", get(metrics))
@@ -36,6 +42,7 @@ pub fn router(ctx: Arc<Context>, auth: Arc<auth::PortAuth>) -> Router {
             get(container_logs),
         )
         .with_state(ctx)
+        .merge(streaming::routes(streaming))
         .layer(axum::middleware::from_fn_with_state(auth, auth::require))
 }
 
