@@ -152,7 +152,15 @@ pub static RESOURCES: &[Resource] = &[
         "Pod",
         true,
         &["po"],
-        &["status", "binding", "log", "eviction"],
+        &[
+            "status",
+            "binding",
+            "log",
+            "eviction",
+            "exec",
+            "attach",
+            "portforward"
+        ],
         true,
         core::v1::Pod
     ),

@@ -66,6 +66,9 @@ fn sub_entry(r: &Resource, sub: &str) -> Value {
         // kubectl drain finds the Eviction API's group and version here.
         "eviction" => ("Eviction", vec!["create"], Some("policy"), Some("v1")),
         "log" => ("Pod", vec!["get"], None, None),
+        "exec" => ("PodExecOptions", vec!["create", "get"], None, None),
+        "attach" => ("PodAttachOptions", vec!["create", "get"], None, None),
+        "portforward" => ("PodPortForwardOptions", vec!["create", "get"], None, None),
         "token" => (
             "TokenRequest",
             vec!["create"],

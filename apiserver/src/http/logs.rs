@@ -56,7 +56,11 @@ pub async fn pod_logs(
 }
 
 /// The container asked for, or the Pod's only one.
-fn container(pod: &Value, pod_name: &str, pairs: &[(String, String)]) -> ApiResult<String> {
+pub(super) fn container(
+    pod: &Value,
+    pod_name: &str,
+    pairs: &[(String, String)],
+) -> ApiResult<String> {
     if let Some((_, c)) = pairs.iter().find(|(k, _)| k == "container") {
         return Ok(c.clone());
     }
@@ -75,7 +79,7 @@ fn container(pod: &Value, pod_name: &str, pairs: &[(String, String)]) -> ApiResu
 }
 
 /// The node's InternalIP and the port its agent serves the kubelet API on.
-fn kubelet_endpoint(api: &Api, node: &str, pod_name: &str) -> ApiResult<(String, u16)> {
+pub(super) fn kubelet_endpoint(api: &Api, node: &str, pod_name: &str) -> ApiResult<(String, u16)> {
     let nodes = resources::lookup("", "v1", "nodes")
         .ok_or_else(|| ApiError::internal("nodes are not served"))?;
     let node_obj = api.store.get(&nodes.key("", node)).ok_or_else(|| {

@@ -8,6 +8,7 @@ pub mod kubelet_client;
 mod logs;
 mod resource;
 mod route;
+mod streaming;
 mod token_review;
 
 pub use route::{parse, Route};

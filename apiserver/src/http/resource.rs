@@ -2,7 +2,7 @@
 //! to which operation in `rest`, and how its result is written back.
 
 use super::route::ResourcePath;
-use super::{json_response, json_value, logs, App, Call};
+use super::{json_response, json_value, logs, streaming, App, Call};
 use crate::negotiate::{self, Output};
 use crate::render;
 use crate::rest::{self, DeleteOptions, ListParams, Sub, Target};
@@ -27,6 +27,10 @@ pub async fn handle(app: &App, rp: ResourcePath, call: &Call) -> ApiResult<Respo
         (Method::GET, false, "scale") => ok(&rest::get_scale(r.api(), &r.target)?),
         (Method::GET, false, "log") => {
             logs::pod_logs(r.api(), &app.kubelet, &r.target, call.query()).await
+        }
+        // Connect subresources: GET for WebSocket clients, POST for SPDY ones.
+        (Method::GET | Method::POST, false, sub @ ("exec" | "attach" | "portforward")) => {
+            streaming::connect(r.api(), &app.kubelet, &r.target, sub, call).await
         }
         (Method::POST, true, "") => r.create().await,
         (Method::POST, false, "binding") => r.bind().await,

@@ -142,7 +142,7 @@ mod tests {
         );
         assert_eq!(parse("/api/v1/widgets"), None);
         assert_eq!(parse("/apis/apps/v2"), None);
-        assert_eq!(parse("/api/v1/namespaces/default/pods/web/exec"), None);
+        assert_eq!(parse("/api/v1/namespaces/default/pods/web/widgets"), None);
         assert_eq!(parse("/api/v1/pods/web"), None);
     }
 }
