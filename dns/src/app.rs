@@ -12,7 +12,6 @@ use keelson_daemon::{Changes, Health, Shutdown, SyncLoop};
 use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
 use kube::Api;
-use tokio::net::{TcpListener, UdpSocket};
 
 use crate::error::DnsError;
 use crate::from_k8s;
@@ -26,8 +25,8 @@ pub struct Options {
     pub cluster_domain: String,
     /// UDP and TCP.
     pub listen: SocketAddr,
-    /// /healthz, /readyz and /metrics on the listen address's IP at this port.
-    pub health_port: u16,
+    /// /healthz, /readyz and /metrics.
+    pub health: SocketAddr,
     pub upstream: Option<SocketAddr>,
     /// Records' TTL and the SOA's negative-caching TTL.
     pub ttl: u32,
@@ -37,18 +36,15 @@ pub struct Options {
 pub async fn run(opts: Options) -> Result<(), DnsError> {
     let client = keelson_daemon::client(opts.kubeconfig.as_deref()).await?;
     let shutdown = Shutdown::on_signal();
-    let udp = UdpSocket::bind(opts.listen)
-        .await
+    let udp = crate::listen::udp(opts.listen)
         .map_err(|source| listen_error(opts.listen, "udp", source))?;
-    let tcp = TcpListener::bind(opts.listen)
-        .await
+    let tcp = crate::listen::tcp(opts.listen)
         .map_err(|source| listen_error(opts.listen, "tcp", source))?;
 
     let metrics = Metrics::new();
     let health = Health::default();
-    let health_addr = SocketAddr::new(opts.listen.ip(), opts.health_port);
     tokio::spawn(keelson_daemon::serve_health_and_metrics(
-        health_addr,
+        opts.health,
         metrics.registry(),
         health.clone(),
     ));

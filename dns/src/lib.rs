@@ -4,6 +4,7 @@
 pub mod app;
 pub mod error;
 pub mod from_k8s;
+pub mod listen;
 pub mod metrics;
 pub mod reverse;
 pub mod server;

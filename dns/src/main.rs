@@ -26,9 +26,12 @@ struct Flags {
     /// Address to answer on, UDP and TCP.
     #[arg(long, default_value = "0.0.0.0:53")]
     listen: SocketAddr,
-    /// Port for /healthz, /readyz and /metrics, on the --listen address.
+    /// Port for /healthz, /readyz and /metrics (CoreDNS's health plugin: 8080).
     #[arg(long, default_value_t = 8080)]
     health_port: u16,
+    /// Address for /healthz, /readyz and /metrics.
+    #[arg(long, default_value = "127.0.0.1")]
+    health_address: std::net::IpAddr,
     /// Where names outside the cluster domain go (ADDR or ADDR:PORT); without it they are refused.
     #[arg(long)]
     upstream: Option<String>,
@@ -56,7 +59,7 @@ async fn main() -> anyhow::Result<()> {
         kubeconfig: f.kubeconfig,
         cluster_domain: f.cluster_domain,
         listen: f.listen,
-        health_port: f.health_port,
+        health: SocketAddr::new(f.health_address, f.health_port),
         upstream: upstream(f.upstream)?,
         ttl: f.ttl,
     };
