@@ -18,7 +18,7 @@ use serde_json::json;
 use tokio::sync::Mutex;
 
 use crate::error::{IngressError, NginxError};
-use crate::events;
+use crate::events::IngressEvents;
 use crate::isolate::{Key, Trial, Verdicts};
 use crate::metrics::Metrics;
 use crate::model::{self, key, Inputs, Model, Rejection};
@@ -104,6 +104,7 @@ pub async fn run(opts: Options) -> Result<(), IngressError> {
 
     let nginx = NginxWorker::spawn(NginxProcess::new(&opts.nginx_binary, &opts.render.conf_dir));
     // Syncs run one at a time; the lock only lets each sync's future borrow the state.
+    let events = IngressEvents::new(client.clone());
     let syncer = Mutex::new(Syncer {
         client,
         opts: &opts,
@@ -114,6 +115,7 @@ pub async fn run(opts: Options) -> Result<(), IngressError> {
         problems: Vec::new(),
         verdicts: Verdicts::default(),
         reported: BTreeMap::new(),
+        events,
     });
     let (syncer, stores) = (&syncer, &stores);
     opts.sync
@@ -151,6 +153,7 @@ struct Syncer<'a> {
     verdicts: Verdicts,
     /// Ingresses left out, as last reported (an Event and a log line when this changes).
     reported: BTreeMap<Key, Rejection>,
+    events: IngressEvents,
 }
 
 /// One complete nginx configuration: the text and the certificate files it refers to.
@@ -189,6 +192,13 @@ impl Syncer<'_> {
             self.load(config).await;
         }
         self.report(&inputs, &model);
+        let class = &self.opts.controller_class;
+        self.events.synced(
+            inputs
+                .ingresses
+                .iter()
+                .filter(|i| model::is_handled(i, &inputs.classes, class)),
+        );
         if let Some(ip) = self.opts.publish_address {
             self.write_status(&inputs, &model.handled, ip).await;
         }
@@ -259,7 +269,7 @@ impl Syncer<'_> {
             let ingress = format!("{}/{}", k.0, k.1);
             tracing::warn!(%ingress, reason = r.reason, "left out of the nginx configuration: {}", r.message);
             if let Some(ing) = inputs.ingresses.iter().find(|i| key(i) == *k) {
-                events::warn(&self.client, ing, r);
+                self.events.rejected(ing, r);
             }
         }
         for (ns, name) in self.reported.keys().filter(|k| !now.contains_key(*k)) {

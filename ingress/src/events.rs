@@ -1,62 +1,66 @@
-//! Warning Events on Ingresses left out of the configuration, as ingress-nginx reports them
-//! (Ingress status has only loadBalancer): `kubectl describe ingress` shows why. Sent in the
-//! background: an Event that cannot be written never holds up a sync.
+//! The ingress controller's Events, as ingress-nginx's: `Sync` ("Scheduled for sync") when a
+//! handled Ingress is new or its spec changed, and a Warning for an Ingress left out of the
+//! configuration (Ingress status has only loadBalancer, so `kubectl describe ingress` is where
+//! a user reads why). Written through the shared recorder: never holds up a sync.
 
-use k8s_openapi::api::core::v1::{Event, EventSource, ObjectReference};
 use k8s_openapi::api::networking::v1::Ingress;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, Time};
-use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, ObjectMeta, PostParams};
+use keelson_daemon::events::{EventType, Recorder, Reporter};
+use kube::ResourceExt;
+use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use crate::model::Rejection;
 
-pub const COMPONENT: &str = "keelson-ingress";
+/// ingress-nginx's reporting component.
+pub const COMPONENT: &str = "nginx-ingress-controller";
 
-/// Records a Warning Event for `rejection` on `ing`.
-pub fn warn(client: &kube::Client, ing: &Ingress, rejection: &Rejection) {
-    let event = build(ing, rejection, Timestamp::now());
-    let (ns, _) = &rejection.ingress;
-    let api: Api<Event> = Api::namespaced(client.clone(), ns);
-    tokio::spawn(async move {
-        if let Err(e) = api.create(&PostParams::default(), &event).await {
-            tracing::debug!(error = %e, "event not recorded");
-        }
-    });
+pub struct IngressEvents {
+    recorder: Recorder,
+    /// uid -> generation of each Ingress last announced with Sync.
+    synced: BTreeMap<String, i64>,
 }
 
-/// The Event object. Pure.
-pub fn build(ing: &Ingress, rejection: &Rejection, now: Timestamp) -> Event {
-    let m = &ing.metadata;
-    let (ns, name) = &rejection.ingress;
-    Event {
-        metadata: ObjectMeta {
-            name: Some(format!("{name}.{:x}", now.as_nanosecond())),
-            namespace: Some(ns.clone()),
-            ..Default::default()
-        },
-        involved_object: ObjectReference {
-            api_version: Some("networking.k8s.io/v1".into()),
-            kind: Some("Ingress".into()),
-            name: Some(name.clone()),
-            namespace: Some(ns.clone()),
-            uid: m.uid.clone(),
-            resource_version: m.resource_version.clone(),
-            ..Default::default()
-        },
-        reason: Some(rejection.reason.to_string()),
-        message: Some(rejection.message.clone()),
-        type_: Some("Warning".into()),
-        source: Some(EventSource {
-            component: Some(COMPONENT.into()),
+impl IngressEvents {
+    /// Starts the recorder's writer on the current Tokio runtime.
+    pub fn new(client: kube::Client) -> IngressEvents {
+        let reporter = Reporter {
+            component: COMPONENT.into(),
             host: None,
-        }),
-        first_timestamp: Some(Time(now)),
-        last_timestamp: Some(Time(now)),
-        event_time: Some(MicroTime(now)),
-        count: Some(1),
-        reporting_component: Some(COMPONENT.into()),
-        reporting_instance: Some(COMPONENT.into()),
-        action: Some("Sync".into()),
-        ..Default::default()
+        };
+        IngressEvents {
+            recorder: Recorder::new(client, reporter),
+            synced: BTreeMap::new(),
+        }
+    }
+
+    /// A Warning Event for `rejection` on `ing`.
+    pub fn rejected(&self, ing: &Ingress, rejection: &Rejection) {
+        self.recorder.publish(
+            ing,
+            EventType::Warning,
+            rejection.reason,
+            rejection.message.clone(),
+        );
+    }
+
+    /// `Sync` on each of `handled` that is new or has a new generation since the last call.
+    pub fn synced<'a>(&mut self, handled: impl IntoIterator<Item = &'a Arc<Ingress>>) {
+        let now: BTreeMap<String, i64> = handled
+            .into_iter()
+            .map(|ing| {
+                let generation = ing.metadata.generation.unwrap_or_default();
+                let uid = ing.uid().unwrap_or_default();
+                if self.synced.get(&uid) != Some(&generation) {
+                    self.recorder.publish(
+                        ing.as_ref(),
+                        EventType::Normal,
+                        "Sync",
+                        "Scheduled for sync",
+                    );
+                }
+                (uid, generation)
+            })
+            .collect();
+        self.synced = now;
     }
 }

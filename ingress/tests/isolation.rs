@@ -125,6 +125,12 @@ fn one_bad_ingress_among_ten_leaves_the_nine_serving_and_following_endpoints() {
     assert_eq!(ing.get(&host(BAD), "/").map(|(s, _)| s), Some(404));
     let message = expect_warning(api, "app-6", "RejectedByNginx");
     assert!(message.contains("certificate"), "{message}");
+    // ingress-nginx's Sync Event on a served Ingress, in what kubectl describe shows.
+    eventually("Sync on app-0", DEADLINE, || {
+        let out = api.kubectl_ok(&["describe", "ingress", "app-0"]);
+        let seen = out.contains("Sync") && out.contains("Scheduled for sync");
+        seen.then_some(()).ok_or(out)
+    });
     let m = ing.metrics();
     assert!(m.contains("ingress_rejected_ingresses 1"), "{m}");
     assert!(m.contains("ingress_handled_ingresses 9"), "{m}");
