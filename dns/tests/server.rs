@@ -282,3 +282,51 @@ fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
         .unwrap_or(0);
     (status, out)
 }
+
+/// busybox's nslookup, the client of the e2e checks' pods, reads the answers as expected:
+/// what scripts/e2e.d/dns.bash greps for.
+#[test]
+fn busybox_nslookup_reads_the_answers() {
+    keelson_testing::require_tools(&["busybox"]);
+    let api = Apiserver::start();
+    let dns = start_dns(&api);
+    api.apply(OBJECTS);
+    resolves_to(
+        &dns,
+        "db.default.svc.cluster.local.",
+        &["10.244.0.5", "10.244.0.6"],
+    );
+    let server = dns.addr.to_string();
+    let nslookup = |args: &[&str]| {
+        let out = std::process::Command::new("busybox")
+            .arg("nslookup")
+            .args(args)
+            .arg(&server)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string()
+            + &String::from_utf8_lossy(&out.stderr);
+        (out.status.code(), text)
+    };
+    let (rc, out) = nslookup(&["web.default.svc.cluster.local"]);
+    assert_eq!(rc, Some(0), "{out}");
+    assert!(
+        out.contains("Name:\tweb.default.svc.cluster.local"),
+        "{out}"
+    );
+    assert!(out.lines().any(|l| l == "Address: 10.96.100.20"), "{out}");
+
+    let (_, out) = nslookup(&["db.default.svc.cluster.local"]);
+    for ip in ["10.244.0.5", "10.244.0.6"] {
+        assert!(out.lines().any(|l| l == format!("Address: {ip}")), "{out}");
+    }
+    let (_, out) = nslookup(&["-type=SRV", "_http._tcp.web.default.svc.cluster.local"]);
+    assert!(
+        out.contains("service = 0 100 80 web.default.svc.cluster.local"),
+        "{out}"
+    );
+    let (rc, out) = nslookup(&["outside.example."]);
+    assert_eq!(rc, Some(1), "{out}");
+    assert!(out.contains("REFUSED"), "{out}");
+    assert!(!out.lines().any(|l| l.starts_with("Address: 1")), "{out}");
+}
