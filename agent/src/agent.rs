@@ -106,6 +106,7 @@ pub async fn run(cfg: AgentConfig) -> Result<(), AgentError> {
     let ctx = Arc::new(Context {
         cri,
         events: crate::pod::events::Recorder::new(client.clone(), cfg.node_name.clone()),
+        service_links: crate::pod::service_env::ServiceLinks::start(client.clone()),
         client,
         settings: NodeSettings {
             node_name: cfg.node_name.clone(),
@@ -118,7 +119,6 @@ pub async fn run(cfg: AgentConfig) -> Result<(), AgentError> {
         host_ip: node_ip.to_string(),
         metrics,
         pods: RwLock::new(HashMap::new()),
-        master_service: Default::default(),
         tokens: Default::default(),
     });
     start_pods(&cfg, ctx.clone()).await;

@@ -23,7 +23,7 @@ pub struct Context {
     /// Latest version of every pod bound to this node, by UID.
     pub pods: RwLock<HashMap<String, Arc<Pod>>>,
     /// The `kubernetes` Service's link variables, given to every container.
-    pub master_service: super::service_env::MasterService,
+    pub service_links: super::service_env::ServiceLinks,
     /// Service-account tokens of the pods' projected volumes.
     pub tokens: super::tokens::TokenManager,
 }

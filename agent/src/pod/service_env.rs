@@ -1,64 +1,136 @@
-//! Docker-link style variables for Services (`KUBERNETES_SERVICE_HOST` and friends), as the
-//! kubelet sets them. The `kubernetes` Service in `default` is always linked, whatever
-//! `enableServiceLinks` says: in-cluster clients (kubectl, kube-rs, client-go) find the API
-//! server through it.
+//! Docker-link style variables for Services (`WEB_SERVICE_HOST`, `WEB_PORT_80_TCP_ADDR` and
+//! friends), as the kubelet sets them: every Service with a ClusterIP in the pod's namespace
+//! when `enableServiceLinks` (default true), and the `kubernetes` Service in `default` always,
+//! whatever `enableServiceLinks` says: in-cluster clients (kubectl, kube-rs, client-go) find the
+//! API server through it. Services come from a watch (the node may list and watch them, as the
+//! kubelet's role allows), so a container start costs no API request.
 
-use std::future::Future;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::collections::BTreeMap;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Service;
-// tokio's clock, so that tests can move it.
-use tokio::time::Instant;
+use k8s_openapi::api::core::v1::{Pod, Service, ServicePort};
+use keelson_daemon::{reflect, Changes};
+use kube::runtime::reflector::Store;
+use kube::runtime::watcher;
+use kube::{Api, ResourceExt};
 
-/// How long the `kubernetes` Service is reused before it is read again: it changes only when
-/// the API server's address does, and a pod burst should not cost one GET per container.
-const MASTER_SERVICE_TTL: Duration = Duration::from_secs(30);
+/// How long a container start waits for the first list of Services (only right after the
+/// agent starts); after that it starts without the links of its namespace, with a warning.
+const FIRST_LIST_WAIT: Duration = Duration::from_secs(30);
+
+/// Environment variables, in the order the container gets them.
+pub type Env = Vec<(String, String)>;
+
+/// Every Service, from a watch.
+pub struct ServiceLinks {
+    services: Store<Service>,
+}
+
+impl ServiceLinks {
+    /// Starts the watch on the current Tokio runtime.
+    pub fn start(client: kube::Client) -> ServiceLinks {
+        let services = reflect(
+            Api::<Service>::all(client),
+            watcher::Config::default(),
+            &Changes::default(),
+        );
+        ServiceLinks { services }
+    }
+
+    /// Links from a store filled some other way (tests: a fixed list of Services).
+    pub fn from_store(services: Store<Service>) -> ServiceLinks {
+        ServiceLinks { services }
+    }
+
+    /// The link variables for `pod`'s containers.
+    pub async fn env(&self, pod: &Pod) -> Env {
+        let ready = tokio::time::timeout(FIRST_LIST_WAIT, self.services.wait_until_ready()).await;
+        if !matches!(ready, Ok(Ok(()))) {
+            tracing::warn!(pod = %pod.name_any(), "Services not listed yet: starting without their variables");
+        }
+        let services = self.services.state();
+        links(pod, services.iter().map(|s| s.as_ref()))
+    }
+}
+
+/// Which Services `pod` links to, and their variables, as the kubelet chooses them: one per
+/// name, the pod's namespace's over `default`'s `kubernetes`; sorted by name. Pure.
+pub fn links<'a>(pod: &Pod, services: impl IntoIterator<Item = &'a Service>) -> Env {
+    let ns = pod.namespace().unwrap_or_default();
+    let enabled = pod
+        .spec
+        .as_ref()
+        .and_then(|s| s.enable_service_links)
+        .unwrap_or(true);
+    let mut chosen: BTreeMap<String, &Service> = BTreeMap::new();
+    for svc in services.into_iter().filter(|s| cluster_ip(s).is_some()) {
+        let (name, svc_ns) = (svc.name_any(), svc.namespace().unwrap_or_default());
+        if svc_ns == "default" && name == "kubernetes" {
+            chosen.entry(name).or_insert(svc);
+        } else if svc_ns == ns && enabled {
+            chosen.insert(name, svc);
+        }
+    }
+    chosen.values().flat_map(|s| service_env(s)).collect()
+}
+
+/// The ClusterIP, unless headless (`None`) or unset (ExternalName).
+fn cluster_ip(svc: &Service) -> Option<&str> {
+    let ip = svc.spec.as_ref()?.cluster_ip.as_deref()?;
+    (!ip.is_empty() && ip != "None").then_some(ip)
+}
+
+/// `ip:port`, with an IPv6 address in brackets (Go's net.JoinHostPort).
+fn host_port(ip: &str, port: i32) -> String {
+    if ip.contains(':') {
+        format!("[{ip}]:{port}")
+    } else {
+        format!("{ip}:{port}")
+    }
+}
+
+/// The kubelet's variable name for a Service or port name: upper case, dashes to underscores.
+fn env_name(name: &str) -> String {
+    name.to_uppercase().replace('-', "_")
+}
 
 /// The variables for one Service: `<NAME>_SERVICE_HOST`, `<NAME>_SERVICE_PORT`,
 /// `<NAME>_SERVICE_PORT_<PORTNAME>`, `<NAME>_PORT` and `<NAME>_PORT_<port>_<PROTO>[_PROTO|_PORT|_ADDR]`.
 /// Headless Services and Services without ports get none, as upstream.
 pub fn service_env(svc: &Service) -> Vec<(String, String)> {
-    let Some(spec) = &svc.spec else {
+    let (Some(ip), Some(spec)) = (cluster_ip(svc), svc.spec.as_ref()) else {
         return Vec::new();
     };
-    let ip = spec.cluster_ip.as_deref().unwrap_or("");
     let ports = spec.ports.as_deref().unwrap_or(&[]);
     let Some(first) = ports.first() else {
         return Vec::new();
     };
-    if ip.is_empty() || ip == "None" {
-        return Vec::new();
-    }
-    let name = svc
-        .metadata
-        .name
-        .as_deref()
-        .unwrap_or("")
-        .to_uppercase()
-        .replace('-', "_");
+    let name = env_name(&svc.name_any());
     let mut env = vec![
         (format!("{name}_SERVICE_HOST"), ip.to_string()),
         (format!("{name}_SERVICE_PORT"), first.port.to_string()),
     ];
     for p in ports {
         if let Some(port_name) = p.name.as_deref().filter(|n| !n.is_empty()) {
-            let key = port_name.to_uppercase().replace('-', "_");
+            let key = env_name(port_name);
             env.push((format!("{name}_SERVICE_PORT_{key}"), p.port.to_string()));
         }
     }
-    let proto = |p: &k8s_openapi::api::core::v1::ServicePort| {
-        p.protocol.as_deref().unwrap_or("TCP").to_string()
-    };
+    let proto = |p: &ServicePort| p.protocol.as_deref().unwrap_or("TCP").to_uppercase();
+    // Docker special-cases the first port.
     env.push((
         format!("{name}_PORT"),
-        format!("{}://{ip}:{}", proto(first).to_lowercase(), first.port),
+        format!(
+            "{}://{}",
+            proto(first).to_lowercase(),
+            host_port(ip, first.port)
+        ),
     ));
     for p in ports {
         let (proto, port) = (proto(p), p.port);
         let prefix = format!("{name}_PORT_{port}_{proto}");
         let lower = proto.to_lowercase();
-        env.push((prefix.clone(), format!("{lower}://{ip}:{port}")));
+        env.push((prefix.clone(), format!("{lower}://{}", host_port(ip, port))));
         env.push((format!("{prefix}_PROTO"), lower));
         env.push((format!("{prefix}_PORT"), port.to_string()));
         env.push((format!("{prefix}_ADDR"), ip.to_string()));
@@ -75,60 +147,6 @@ pub fn merge(links: Vec<(String, String)>, env: Vec<(String, String)>) -> Vec<(S
         .collect();
     out.extend(env);
     out
-}
-
-/// Environment variables, in the order the container gets them.
-pub type Env = Vec<(String, String)>;
-
-/// The `kubernetes` Service's variables, read through the API and kept for a short while.
-#[derive(Default)]
-pub struct MasterService {
-    cached: Mutex<Option<(Instant, Env)>>,
-}
-
-impl MasterService {
-    /// Empty when the Service cannot be read (an API server without it, or a brief outage):
-    /// the pod still starts, as the kubelet starts it without links it cannot resolve.
-    pub async fn env(&self, client: &kube::Client) -> Env {
-        let api = kube::Api::<Service>::namespaced(client.clone(), "default");
-        self.env_from(|| async move { api.get_opt("kubernetes").await })
-            .await
-    }
-
-    /// The kept variables while fresh, else `read`'s, kept. The lock is not held while reading:
-    /// every container start asks, and one slow GET must not hold the others up (misses at the
-    /// same time may each read; the last to finish is kept). A failed read gives the last ones.
-    async fn env_from<F, Fut, E>(&self, read: F) -> Env
-    where
-        F: FnOnce() -> Fut,
-        Fut: Future<Output = Result<Option<Service>, E>>,
-        E: std::fmt::Display,
-    {
-        if let Some((at, env)) = self.lock().as_ref() {
-            if at.elapsed() < MASTER_SERVICE_TTL {
-                return env.clone();
-            }
-        }
-        let env = match read().await {
-            Ok(Some(svc)) => service_env(&svc),
-            Ok(None) => Vec::new(),
-            Err(e) => {
-                tracing::debug!(error = %e, "reading Service default/kubernetes");
-                return self
-                    .lock()
-                    .as_ref()
-                    .map(|(_, env)| env.clone())
-                    .unwrap_or_default();
-            }
-        };
-        *self.lock() = Some((Instant::now(), env.clone()));
-        env
-    }
-
-    fn lock(&self) -> MutexGuard<'_, Option<(Instant, Env)>> {
-        // Nothing can panic while holding it; a poisoned cache is still a valid one.
-        self.cached.lock().unwrap_or_else(PoisonError::into_inner)
-    }
 }
 
 #[cfg(test)]
@@ -197,53 +215,87 @@ mod tests {
         );
     }
 
-    type Read = Result<Option<Service>, String>;
-
-    fn kubernetes(ip: &str) -> Read {
-        Ok(Some(service(
-            "kubernetes",
-            ip,
-            serde_json::json!([{"name": "https", "port": 443}]),
-        )))
+    fn in_ns(mut svc: Service, ns: &str) -> Service {
+        svc.metadata.namespace = Some(ns.into());
+        svc
     }
 
-    fn host(env: &Env) -> Option<&str> {
+    fn pod(ns: &str, links: Option<bool>) -> Pod {
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "p", "namespace": ns},
+            "spec": {"containers": [], "enableServiceLinks": links},
+        }))
+        .unwrap()
+    }
+
+    fn names(env: &Env) -> Vec<&str> {
         env.iter()
-            .find(|(k, _)| k == "KUBERNETES_SERVICE_HOST")
-            .map(|(_, v)| v.as_str())
+            .filter(|(k, _)| k.ends_with("_SERVICE_HOST"))
+            .map(|(k, v)| {
+                assert!(!v.is_empty());
+                k.as_str()
+            })
+            .collect()
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn the_service_is_read_again_after_30_seconds_and_kept_through_a_failed_read() {
-        let master = MasterService::default();
-        let env = master.env_from(|| async { kubernetes("10.96.0.1") }).await;
-        assert_eq!(host(&env), Some("10.96.0.1"));
-        tokio::time::advance(Duration::from_secs(29)).await;
-        let env = master.env_from(|| async { kubernetes("10.96.0.2") }).await;
-        assert_eq!(host(&env), Some("10.96.0.1"), "kept for 30 s");
-        tokio::time::advance(Duration::from_secs(1)).await;
-        let env = master.env_from(|| async { kubernetes("10.96.0.2") }).await;
-        assert_eq!(host(&env), Some("10.96.0.2"), "read again");
-        tokio::time::advance(MASTER_SERVICE_TTL).await;
-        let failed = || async { Read::Err("connection refused".into()) };
-        assert_eq!(host(&master.env_from(failed).await), Some("10.96.0.2"));
+    #[test]
+    fn a_pod_links_to_its_namespaces_services_and_always_to_kubernetes() {
+        let port = serde_json::json!([{"name": "http", "port": 80}]);
+        let services = [
+            service(
+                "kubernetes",
+                "10.96.0.1",
+                serde_json::json!([{"port": 443}]),
+            ),
+            in_ns(service("web", "10.96.0.20", port.clone()), "shop"),
+            in_ns(service("db", "None", port.clone()), "shop"),
+            in_ns(service("other", "10.96.0.30", port.clone()), "elsewhere"),
+            in_ns(
+                service("ext", "", serde_json::json!([{"port": 80}])),
+                "shop",
+            ),
+        ];
+        let env = links(&pod("shop", None), &services);
+        assert_eq!(names(&env), ["KUBERNETES_SERVICE_HOST", "WEB_SERVICE_HOST"]);
+        assert!(env.contains(&("WEB_PORT_80_TCP_ADDR".into(), "10.96.0.20".into())));
+        assert!(env.contains(&("WEB_SERVICE_PORT_HTTP".into(), "80".into())));
+        // enableServiceLinks: false keeps only the API server's.
+        let env = links(&pod("shop", Some(false)), &services);
+        assert_eq!(names(&env), ["KUBERNETES_SERVICE_HOST"]);
+        // In `default`, every Service there.
+        let mut more = services.to_vec();
+        more.push(service("cache", "10.96.0.40", port));
+        let env = links(&pod("default", None), &more);
+        assert_eq!(
+            names(&env),
+            ["CACHE_SERVICE_HOST", "KUBERNETES_SERVICE_HOST"]
+        );
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn a_slow_read_does_not_hold_up_other_container_starts() {
-        let master = MasterService::default();
-        let slow = master.env_from(std::future::pending::<Read>);
-        let other = master.env_from(|| async { kubernetes("10.96.0.1") });
-        let raced = tokio::time::timeout(Duration::from_secs(10), async {
-            tokio::select! {
-                biased;
-                _ = slow => None,
-                env = other => Some(env),
-            }
-        });
-        let env = raced
-            .await
-            .expect("the second start waited for the first one's read");
-        assert_eq!(host(&env.unwrap()), Some("10.96.0.1"));
+    #[test]
+    fn the_namespaces_own_kubernetes_service_wins_over_defaults() {
+        let port = serde_json::json!([{"port": 443}]);
+        let own = in_ns(service("kubernetes", "10.96.9.9", port.clone()), "shop");
+        let api = service("kubernetes", "10.96.0.1", port);
+        for order in [[&own, &api], [&api, &own]] {
+            let env = links(&pod("shop", None), order);
+            let host = env.iter().find(|(k, _)| k == "KUBERNETES_SERVICE_HOST");
+            assert_eq!(host.map(|(_, v)| v.as_str()), Some("10.96.9.9"));
+        }
+    }
+
+    #[test]
+    fn ipv6_addresses_are_bracketed_in_urls_only() {
+        let svc = service(
+            "web",
+            "fd00::10",
+            serde_json::json!([{"port": 80, "protocol": "UDP"}]),
+        );
+        let env = service_env(&svc);
+        let get = |k: &str| env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!(get("WEB_PORT"), Some("udp://[fd00::10]:80"));
+        assert_eq!(get("WEB_PORT_80_UDP"), Some("udp://[fd00::10]:80"));
+        assert_eq!(get("WEB_PORT_80_UDP_ADDR"), Some("fd00::10"));
+        assert_eq!(get("WEB_PORT_80_UDP_PROTO"), Some("udp"));
     }
 }

@@ -69,7 +69,7 @@ async fn container_config(
     let pod_ip = start.sandbox.ip.as_deref().unwrap_or("");
     let env = env::resolve(pod, container, pod_ip, &ctx.host_ip, &env_sources)
         .map_err(|e| config_error(e.to_string()))?;
-    let env = service_env::merge(ctx.master_service.env(&ctx.client).await, env);
+    let env = service_env::merge(ctx.service_links.env(pod).await, env);
     Ok(translate::container_config(&translate::ContainerInput {
         pod,
         container,

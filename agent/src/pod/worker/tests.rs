@@ -88,6 +88,13 @@ fn pod(policy: &str) -> Pod {
     .unwrap()
 }
 
+/// A listed, empty Service store: containers get no link variables and wait for nothing.
+fn no_services() -> crate::pod::service_env::ServiceLinks {
+    let (reader, mut writer) = kube::runtime::reflector::store();
+    writer.apply_watcher_event(&kube::runtime::watcher::Event::InitDone);
+    crate::pod::service_env::ServiceLinks::from_store(reader)
+}
+
 struct Fixture {
     cri: Arc<FakeCri>,
     requests: Requests,
@@ -114,7 +121,7 @@ fn fixture() -> Fixture {
         host_ip: "172.31.0.2".into(),
         metrics: Arc::new(Metrics::new()),
         pods: RwLock::new(HashMap::new()),
-        master_service: Default::default(),
+        service_links: no_services(),
         tokens: Default::default(),
     });
     Fixture {
