@@ -228,9 +228,14 @@ async fn port_forward(
             }
             let offered = [HeaderValue::from_static(tunnel::PORT_FORWARD)];
             let rt = runtime::upgrade(&url, &offered).await?;
+            tracing::info!(%namespace, %pod, "port-forward over WebSocket");
             Ok(ws.on_upgrade(move |socket| tunnel::websocket(socket, rt, idle)))
         }
-        Upgrade::Spdy(on, offered) => spdy_relay(&url, on, &offered, idle).await,
+        Upgrade::Spdy(on, offered) => {
+            let relayed = spdy_relay(&url, on, &offered, idle).await?;
+            tracing::info!(%namespace, %pod, "port-forward over SPDY");
+            Ok(relayed)
+        }
     }
 }
 
