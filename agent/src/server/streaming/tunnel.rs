@@ -108,3 +108,55 @@ pub async fn websocket(ws: WebSocket, rt: RuntimeStream, idle: Duration) {
     let _ = sink.send(Message::Close(None)).await;
     let _ = wr.shutdown().await;
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::duplex;
+
+    #[tokio::test(start_paused = true)]
+    async fn relay_copies_both_ways_and_ends_after_the_idle_timeout() {
+        let (client, a) = duplex(1024);
+        let (b, runtime) = duplex(1024);
+        let relay = tokio::spawn(relay(a, b, Duration::from_secs(10)));
+        let (mut client, mut runtime) = (client, runtime);
+        // Traffic every 6 s keeps it open past the 10 s timeout.
+        for round in 0..3u8 {
+            tokio::time::sleep(Duration::from_secs(6)).await;
+            client.write_all(&[round]).await.unwrap();
+            let mut byte = [0u8; 1];
+            runtime.read_exact(&mut byte).await.unwrap();
+            assert_eq!(byte, [round]);
+            runtime.write_all(b"x").await.unwrap();
+            client.read_exact(&mut byte).await.unwrap();
+        }
+        assert!(!relay.is_finished(), "closed while bytes moved");
+        tokio::time::sleep(Duration::from_secs(11)).await;
+        assert!(relay.is_finished(), "still open after 11 s without a byte");
+        // Both sides see the end.
+        let mut rest = Vec::new();
+        assert_eq!(client.read_to_end(&mut rest).await.unwrap(), 0);
+        assert_eq!(runtime.read_to_end(&mut rest).await.unwrap(), 0);
+    }
+
+    #[tokio::test]
+    async fn relay_ends_when_both_sides_closed() {
+        let (mut client, a) = duplex(1024);
+        let (b, mut runtime) = duplex(1024);
+        let relay = tokio::spawn(relay(a, b, Duration::from_secs(3600)));
+        client.write_all(b"request").await.unwrap();
+        client.shutdown().await.unwrap();
+        let mut got = Vec::new();
+        runtime.read_to_end(&mut got).await.unwrap();
+        assert_eq!(
+            got, b"request",
+            "the client's half-close reaches the runtime"
+        );
+        runtime.write_all(b"answer").await.unwrap();
+        runtime.shutdown().await.unwrap();
+        let mut back = Vec::new();
+        client.read_to_end(&mut back).await.unwrap();
+        assert_eq!(back, b"answer");
+        relay.await.unwrap();
+    }
+}
