@@ -14,7 +14,7 @@ use keelson_testing::{binary, eventually, free_port, Apiserver, ChildGuard};
 const WAIT: Duration = Duration::from_secs(30);
 
 struct Dns {
-    _child: ChildGuard,
+    child: ChildGuard,
     addr: SocketAddr,
     health: SocketAddr,
 }
@@ -32,7 +32,7 @@ fn start_dns(api: &Apiserver) -> Dns {
         &log,
     );
     Dns {
-        _child: child,
+        child,
         addr: ([127, 0, 0, 1], port).into(),
         health: ([127, 0, 0, 1], health_port).into(),
     }
@@ -141,7 +141,7 @@ spec: {type: ExternalName, externalName: example.org}
 #[test]
 fn answers_services_and_endpoint_slices_from_its_watch() {
     let api = Apiserver::start();
-    let dns = start_dns(&api);
+    let mut dns = start_dns(&api);
     api.apply(OBJECTS);
 
     resolves_to(&dns, "web.default.svc.cluster.local.", &["10.96.100.20"]);
@@ -205,10 +205,14 @@ fn answers_services_and_endpoint_slices_from_its_watch() {
     };
     assert_eq!(p.0.to_ascii(), "web.default.svc.cluster.local.");
 
-    let cname = udp(&dns, "ext.default.svc.cluster.local.", RecordType::A).unwrap();
-    assert!(
-        matches!(cname.answers()[0].data(), RData::CNAME(c) if c.0.to_ascii() == "example.org.")
-    );
+    // The ExternalName Service came last in the same apply: waited for too.
+    eventually("ext as a CNAME", WAIT, || {
+        let m = udp(&dns, "ext.default.svc.cluster.local.", RecordType::A)?;
+        match m.answers().first().map(|r| r.data()) {
+            Some(RData::CNAME(c)) if c.0.to_ascii() == "example.org." => Ok(()),
+            other => Err(format!("{:?} {other:?}", m.response_code())),
+        }
+    });
 
     assert_nxdomain_with_soa(&dns, "nope.default.svc.cluster.local.");
     // Outside the cluster domain, without --upstream: refused, nothing forwarded.
@@ -244,6 +248,9 @@ fn answers_services_and_endpoint_slices_from_its_watch() {
         body.contains("keelson_dns_responses_total{rcode=\"NXDOMAIN\"}"),
         "{body}"
     );
+    // SIGTERM stops it cleanly.
+    let status = dns.child.terminate(Duration::from_secs(5));
+    assert!(status.is_some_and(|s| s.success()), "{status:?}");
 }
 
 fn ips_of_additional(m: &Message) -> Vec<IpAddr> {
