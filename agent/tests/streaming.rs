@@ -179,6 +179,42 @@ fn attach_sees_output(cluster: &Cluster, env: &[(&str, &str)], how: &str) {
     );
 }
 
+/// A pod whose process answers each line of its stdin (the container keeps stdin open).
+fn echo_pod(node: &str) -> String {
+    pod_yaml(
+        "echo",
+        node,
+        &format!(
+            "  containers:\n  - name: main\n    image: {BUSYBOX}\n    stdin: true\n    command: [sh, -c, 'while read l; do echo got $l; done']\n"
+        ),
+    )
+}
+
+fn attach_passes_stdin(cluster: &Cluster, env: &[(&str, &str)], how: &str) {
+    use std::io::Write;
+    let mut cmd = cluster.kubectl_cmd().command(&["attach", "-i", "echo"]);
+    cmd.envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("kubectl attach -i");
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin
+        .write_all(format!("{how}\n").as_bytes())
+        .expect("write");
+    std::thread::sleep(Duration::from_secs(3));
+    // The process keeps running after the line: stop kubectl once it had time to answer.
+    interrupt(&child);
+    drop(stdin);
+    let out = child.wait_with_output().expect("wait for kubectl attach");
+    let seen = text(&out.stdout);
+    assert!(
+        seen.contains(&format!("got {how}")),
+        "{how}: attach -i printed {seen:?}; stderr {}",
+        text(&out.stderr)
+    );
+}
+
 fn port_forward_serves(
     cluster: &Cluster,
     env: &[(&str, &str)],
@@ -263,8 +299,10 @@ fn upgraded_with(cluster: &Cluster, env: &[(&str, &str)], args: &[&str], path: &
 fn exec_cp_attach_and_port_forward_over_websocket_and_spdy() {
     let cluster = Cluster::start("agstr");
     cluster.apply(&ticker_pod(&cluster.node_name));
+    cluster.apply(&echo_pod(&cluster.node_name));
     cluster.apply(&http_pod(&cluster.node_name));
     running(&cluster, "box");
+    running(&cluster, "echo");
     running(&cluster, "web");
     for (env, how, method) in [(WEBSOCKET, "websocket", "GET"), (SPDY, "spdy", "POST")] {
         let exec = upgraded_with(&cluster, env, &["exec", "box", "--", "true"], "/exec?");
@@ -272,6 +310,7 @@ fn exec_cp_attach_and_port_forward_over_websocket_and_spdy() {
         exec_streams_stdin_and_exit_code(&cluster, env, how);
         cp_in_and_out(&cluster, env, how);
         attach_sees_output(&cluster, env, how);
+        attach_passes_stdin(&cluster, env, how);
     }
     port_forward_serves(&cluster, WEBSOCKET, 18080, "websocket", "WebSocket");
     port_forward_serves(&cluster, SPDY, 18081, "spdy", "SPDY");
