@@ -8,10 +8,6 @@ cluster_dns_ip=${KEELSON_CLUSTER_DNS:-10.96.0.10}
 create_cluster_dns_service() {
   in_ns kubectl apply -f - >/dev/null <<YAML
 apiVersion: v1
-kind: Namespace
-metadata: {name: kube-system}
----
-apiVersion: v1
 kind: Service
 metadata:
   name: kube-dns
@@ -57,7 +53,7 @@ metadata:
   namespace: kube-system
   labels:
     kubernetes.io/service-name: kube-dns
-    endpointslice.kubernetes.io/managed-by: keelson.dev/scripts-up
+    endpointslice.kubernetes.io/managed-by: scripts-up.keelson.dev
 addressType: IPv4
 ports:
 - {name: dns, port: 53, protocol: UDP}
