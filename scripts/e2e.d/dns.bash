@@ -14,8 +14,14 @@ spec:
   selector: {app: web}
   ports: [{name: http, port: 8080}]
 YAML
-dns_pod_ips=$(k get pods -l app=web -o jsonpath='{range .items[*]}{.status.podIP}{"\n"}{end}' | grep . | sort)
-until_ok 30 sh -c "[ \"\$(nsenter --net=/var/run/netns/$KEELSON_NETNS kubectl get endpointslices -l kubernetes.io/service-name=e2e-dns-headless -o jsonpath='{.items[*].endpoints[*].addresses[*]}' | wc -w)\" = $(echo "$dns_pod_ips" | wc -l) ]" || true
+# What DNS must answer: the slices' ready addresses, once they are the Deployment's 3 (earlier
+# rollouts may leave pods terminating for a while; those are not ready).
+dns_ready() {
+  k get endpointslices -l kubernetes.io/service-name=e2e-dns-headless \
+    -o jsonpath='{range .items[*].endpoints[?(@.conditions.ready==true)]}{.addresses[0]}{"\n"}{end}' | grep . | sort
+}
+until_ok 60 sh -c "[ \"\$(nsenter --net=/var/run/netns/$KEELSON_NETNS kubectl get endpointslices -l kubernetes.io/service-name=e2e-dns-headless -o jsonpath='{range .items[*].endpoints[?(@.conditions.ready==true)]}{.addresses[0]} {end}' | wc -w)\" = 3 ]" || true
+dns_pod_ips=$(dns_ready || true)
 
 # Each lookup between markers, with its exit status; nslookup's own retries end each one.
 dns_script='for q in web web.default.svc.cluster.local e2e-dns-headless.default.svc.cluster.local \
