@@ -315,10 +315,13 @@ fn exec_cp_attach_and_port_forward_over_websocket_and_spdy() {
     port_forward_serves(&cluster, WEBSOCKET, 18080, "websocket", "WebSocket");
     port_forward_serves(&cluster, SPDY, 18081, "spdy", "SPDY");
 
-    // A terminal: kubectl sends the pseudo-terminal's size on the resize channel.
+    // A terminal: kubectl sends the pseudo-terminal's size on the resize channel, and again
+    // when the terminal is resized (SIGWINCH) during the session. The runtime applies a size
+    // after it started the process: the command waits for each.
     let kubeconfig = cluster.kubectl_cmd().kubeconfig;
-    // The runtime applies the size after it started the process: the command waits for it.
-    let line = "stty rows 31 cols 101; kubectl exec -it box -- sh -c 'sleep 1; stty size'";
+    let line = "stty rows 31 cols 101; \
+        kubectl exec -it box -- sh -c 'sleep 2; stty size; sleep 4; stty size' </dev/tty & \
+        sleep 4; stty rows 40 cols 120; kill -WINCH $!; wait";
     let tty = keelson_testing::run(
         cluster
             .cp
@@ -327,8 +330,10 @@ fn exec_cp_attach_and_port_forward_over_websocket_and_spdy() {
             .env("KUBECONFIG", &kubeconfig),
     )
     .expect("kubectl exec -it under script");
+    // (The terminal may echo a control character before the first answer.)
+    let (initial, resized) = (tty.find("31 101"), tty.find("40 120"));
     assert!(
-        tty.contains("31 101"),
-        "stty size in the container: {tty:?}"
+        matches!((initial, resized), (Some(a), Some(b)) if a < b),
+        "stty size in the container, before and after the resize: {tty:?}"
     );
 }

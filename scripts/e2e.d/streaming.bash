@@ -30,13 +30,13 @@ for st_mode in websocket spdy; do
     fail "exec_i_passes_stdin_$st_mode" "got '$(echo "$st_got" | head -c 300)'"
   fi
 
-  # A pseudo-terminal and its size.
-  # The runtime applies the size after it started the process: the command waits for it.
-  st_got=$(in_ns script -qec "stty rows 31 cols 101; kubectl exec -it e2e-stream -- sh -c 'sleep 1; stty size'" /dev/null 2>&1 || true)
-  if echo "$st_got" | grep -q '31 101'; then
-    pass "exec_it_sets_the_terminal_size_$st_mode"
+  # A pseudo-terminal: its size at the start and after a resize (SIGWINCH) during the session.
+  # The runtime applies a size after it started the process: the command waits for each.
+  st_got=$(in_ns script -qec "stty rows 31 cols 101; kubectl exec -it e2e-stream -- sh -c 'sleep 2; stty size; sleep 4; stty size' </dev/tty & sleep 4; stty rows 40 cols 120; kill -WINCH \$!; wait" /dev/null 2>&1 || true)
+  if echo "$st_got" | grep -q '31 101' && echo "$st_got" | grep -q '40 120'; then
+    pass "exec_it_follows_the_terminal_size_$st_mode"
   else
-    fail "exec_it_sets_the_terminal_size_$st_mode" "got '$(echo "$st_got" | head -c 300)'"
+    fail "exec_it_follows_the_terminal_size_$st_mode" "got '$(echo "$st_got" | head -c 300)'"
   fi
 
   # cp in and out, checksums compared.
