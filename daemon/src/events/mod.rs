@@ -186,40 +186,49 @@ pub fn key(e: &Event) -> EventKey {
 /// The background writer: one Event at a time, in order, until every Recorder is dropped.
 async fn write_events(client: kube::Client, mut rx: mpsc::Receiver<Event>) {
     let mut correlator = Correlator::default();
-    while let Some(event) = rx.recv().await {
-        let k = key(&event);
+    while let Some(mut event) = rx.recv().await {
         let name = event.metadata.name.clone().unwrap_or_default();
         let ns = event.metadata.namespace.clone().unwrap_or_default();
         let api: Api<Event> = Api::namespaced(client.clone(), &ns);
-        let res = match correlator.observe(&k, tokio::time::Instant::now(), name) {
+        let now = tokio::time::Instant::now();
+        let (res, key) = match correlator.observe(&key(&event), now, name.clone()) {
             Decision::Drop => {
-                tracing::debug!(reason = %k.reason, "event dropped: too many about one object");
+                tracing::debug!(reason = ?event.reason, "event dropped: too many about one object");
                 continue;
             }
-            Decision::Create { .. } => api.create(&PostParams::default(), &event).await,
-            Decision::Patch { name, count } => {
+            Decision::Create { key, message, .. } => {
+                event.message = Some(message);
+                (api.create(&PostParams::default(), &event).await, key)
+            }
+            Decision::Patch {
+                name: old,
+                count,
+                key,
+                message,
+            } => {
+                event.message = Some(message);
                 let patch = serde_json::json!({
                     "count": count,
                     "lastTimestamp": event.last_timestamp,
                     "message": event.message,
                 });
-                let res = api
-                    .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                    .await;
-                match res {
+                let res = match api
+                    .patch(&old, &PatchParams::default(), &Patch::Merge(&patch))
+                    .await
+                {
                     // Expired on the server (Events have a time to live): write it anew.
                     Err(kube::Error::Api(s)) if s.code == 404 => {
-                        correlator.forget(&k);
-                        correlator.observe(&k, tokio::time::Instant::now(), String::new());
+                        correlator.created(&key, name);
                         api.create(&PostParams::default(), &event).await
                     }
                     other => other,
-                }
+                };
+                (res, key)
             }
         };
         if let Err(e) = res {
-            tracing::warn!(namespace = %ns, reason = %k.reason, error = %e, "event not recorded");
-            correlator.forget(&k);
+            tracing::warn!(namespace = %ns, reason = ?event.reason, error = %e, "event not recorded");
+            correlator.forget(&key);
         }
     }
 }
