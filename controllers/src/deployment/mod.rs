@@ -79,6 +79,7 @@ fn revision(rs: &ReplicaSet) -> u64 {
 async fn replicasets(
     d: &Deployment,
     rsapi: &Api<ReplicaSet>,
+    events: &Recorder,
 ) -> Result<(ReplicaSet, Vec<ReplicaSet>), Error> {
     let uid = d.uid().unwrap_or_default();
     let owned = rsapi
@@ -98,7 +99,11 @@ async fn replicasets(
     let new = match rsapi.create(&PostParams::default(), &rs).await {
         Ok(r) => r,
         Err(kube::Error::Api(e)) if e.is_already_exists() => rsapi.get(&rs.name_any()).await?,
-        Err(e) => return Err(e.into()),
+        Err(e) => {
+            let message = format!("Failed to create new replica set {:?}: {e}", rs.name_any());
+            events.publish(d, EventType::Warning, "ReplicaSetCreateError", message);
+            return Err(e.into());
+        }
     };
     Ok((new, olds))
 }
@@ -177,8 +182,8 @@ pub async fn reconcile(d: Arc<Deployment>, ctx: Arc<Ctx>) -> Result<Action, Erro
     }
     let ns = d.namespace().unwrap_or_default();
     let rsapi: Api<ReplicaSet> = Api::namespaced(ctx.client.clone(), &ns);
-    let (new, olds) = replicasets(&d, &rsapi).await?;
     let events = ctx.events.reporting(COMPONENT);
+    let (new, olds) = replicasets(&d, &rsapi, &events).await?;
     scale(&d, &rsapi, &events, &new, &olds).await?;
     report(&d, &Api::namespaced(ctx.client.clone(), &ns), &new, &olds).await?;
     Ok(Action::requeue(Duration::from_secs(300)))
