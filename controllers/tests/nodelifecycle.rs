@@ -249,22 +249,30 @@ fn a_silent_node_turns_unknown_its_pods_are_evicted_after_their_toleration_and_i
     assert_eq!(ready["reason"], "NodeStatusUnknown");
     assert_eq!(ready["message"], "Kubelet stopped posting node status.");
     let added = time(&taint["timeAdded"]);
-    // As upstream: NodeNotReady on the Node, and on each pod that stopped being Ready.
-    eventually("NodeNotReady Events", Duration::from_secs(10), || {
-        let events = c.json(&["events"]);
-        let items = events["items"].as_array().cloned().unwrap_or_default();
-        let on = |kind: &str, message: &str| {
-            items.iter().any(|e| {
-                e["reason"] == "NodeNotReady"
-                    && e["involvedObject"]["kind"] == kind
-                    && e["message"] == message
-            })
-        };
-        let node_message = format!("Node {NODE} status is now: NodeNotReady");
-        (on("Node", &node_message) && on("Pod", "Node is not ready"))
+    // As upstream: RegisteredNode when first seen; NodeNotReady on the Node, and on each pod
+    // that stopped being Ready.
+    eventually(
+        "RegisteredNode and NodeNotReady Events",
+        Duration::from_secs(10),
+        || {
+            let events = c.json(&["events"]);
+            let items = events["items"].as_array().cloned().unwrap_or_default();
+            let on = |reason: &str, kind: &str, message: &str| {
+                items.iter().any(|e| {
+                    e["reason"] == reason
+                        && e["involvedObject"]["kind"] == kind
+                        && e["message"] == message
+                })
+            };
+            let registered = format!("Node {NODE} event: Registered Node {NODE} in Controller");
+            let not_ready = format!("Node {NODE} status is now: NodeNotReady");
+            (on("RegisteredNode", "Node", &registered)
+                && on("NodeNotReady", "Node", &not_ready)
+                && on("NodeNotReady", "Pod", "Node is not ready"))
             .then_some(())
             .ok_or_else(|| format!("{events}"))
-    });
+        },
+    );
 
     // The pod tolerating 2 s goes about 2 s after timeAdded, with an Event saying why.
     eventually("the 2 s pod evicted", Duration::from_secs(20), || {

@@ -8,8 +8,10 @@ mod writes;
 
 use crate::Ctx;
 use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::core::v1::{Node, Pod, Taint};
 use k8s_openapi::jiff::Timestamp;
+use keelson_daemon::events::EventType;
 use keelson_daemon::{reflect, Changes, Shutdown};
 use kube::api::Api;
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -39,12 +41,25 @@ struct Stores {
 }
 
 /// What the controller remembers between passes.
+/// A reference to a Node that may be gone from the store.
+fn node_ref(name: &str, uid: &Option<String>) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Node".into()),
+        name: Some(name.into()),
+        uid: uid.clone(),
+        ..Default::default()
+    }
+}
+
 #[derive(Default)]
 struct State {
     probes: monitor::Probes,
     first_seen: eviction::FirstSeen,
     /// Pods already deleted by us (by uid), so a lagging store does not evict them twice.
     evicted: HashSet<String>,
+    /// Nodes seen, by name, with their uid: Registered/Removing Events when this changes.
+    known: HashMap<String, Option<String>>,
 }
 
 /// Runs until `shutdown`: a pass every monitor period, after any change, and when the next
@@ -106,6 +121,7 @@ impl State {
             }
         }
         let names: HashSet<String> = nodes.iter().map(|n| n.name_any()).collect();
+        self.announce(ctx, &nodes);
         self.probes.retain(|n| names.contains(n));
         let live: HashSet<String> = pods.iter().filter_map(|p| p.uid()).collect();
         self.evicted.retain(|uid| live.contains(uid));
@@ -130,6 +146,33 @@ impl State {
         self.first_seen
             .retain(|n, k| present.contains(&(n.to_string(), k.to_string())));
         next
+    }
+
+    /// Upstream's RegisteredNode and RemovingNode Events, for nodes new or gone since the last
+    /// pass (all of them, after a restart, as upstream).
+    fn announce(&mut self, ctx: &Ctx, nodes: &[Arc<Node>]) {
+        let events = ctx.events.reporting(COMPONENT);
+        let now: HashMap<String, Option<String>> =
+            nodes.iter().map(|n| (n.name_any(), n.uid())).collect();
+        for (name, uid) in now.iter().filter(|(n, _)| !self.known.contains_key(*n)) {
+            let message = format!("Node {name} event: Registered Node {name} in Controller");
+            events.publish_ref(
+                node_ref(name, uid),
+                EventType::Normal,
+                "RegisteredNode",
+                message,
+            );
+        }
+        for (name, uid) in self.known.iter().filter(|(n, _)| !now.contains_key(*n)) {
+            let message = format!("Node {name} event: Removing Node {name} from Controller");
+            events.publish_ref(
+                node_ref(name, uid),
+                EventType::Normal,
+                "RemovingNode",
+                message,
+            );
+        }
+        self.known = now;
     }
 
     /// Marks `node` from its heartbeats; returns the taints it has after this pass.
