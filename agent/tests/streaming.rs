@@ -50,10 +50,19 @@ fn kubectl_env(cluster: &Cluster, env: &[(&str, &str)], args: &[&str], input: &[
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut child = cmd.spawn().expect("kubectl");
-    if let Some(mut stdin) = child.stdin.take() {
-        let _ = stdin.write_all(input);
+    // Written from another thread: kubectl's output is read meanwhile, so a large echo does
+    // not fill both pipes.
+    let writer = child.stdin.take().map(|mut stdin| {
+        let input = input.to_vec();
+        std::thread::spawn(move || {
+            let _ = stdin.write_all(&input);
+        })
+    });
+    let out = child.wait_with_output().expect("wait for kubectl");
+    if let Some(w) = writer {
+        let _ = w.join();
     }
-    child.wait_with_output().expect("wait for kubectl")
+    out
 }
 
 fn interrupt(child: &std::process::Child) {
@@ -97,6 +106,13 @@ fn exec_streams_stdin_and_exit_code(cluster: &Cluster, env: &[(&str, &str)], how
     );
     assert!(out.status.success(), "{how}: {}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "hello\nworld\ndone\n", "{how}");
+
+    // 4 MiB echoed back while it is still being sent: both directions move at once.
+    let big: Vec<u8> = (0..4 * 1024 * 1024u32).map(|i| (i % 251) as u8).collect();
+    let out = kubectl_env(cluster, env, &["exec", "-i", "box", "--", "cat"], &big);
+    assert!(out.status.success(), "{how}: {}", text(&out.stderr));
+    assert_eq!(out.stdout.len(), big.len(), "{how}: bytes echoed");
+    assert!(out.stdout == big, "{how}: the echo differs");
 }
 
 fn sha256(bytes: &[u8], cluster: &Cluster) -> String {

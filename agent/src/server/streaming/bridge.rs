@@ -8,11 +8,13 @@ use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::extract::ws::{CloseFrame, Message, WebSocket};
-use futures::{SinkExt, StreamExt};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use futures::{Sink, SinkExt, StreamExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{mpsc, watch};
 
 use super::runtime::RuntimeStream;
 use super::spdy::{self, Frame};
+use super::tunnel;
 
 pub const V5: &str = "v5.channel.k8s.io";
 pub const V4: &str = "v4.channel.k8s.io";
@@ -93,72 +95,107 @@ pub fn to_client(stream: u32, data: &[u8]) -> Option<Vec<u8>> {
     Some(msg)
 }
 
-/// Carries one exec or attach until either side ends it or nothing moves for `idle`.
+/// Carries one exec or attach until either side ends it or nothing moves for `idle`. The two
+/// directions run concurrently (a process blocked writing its output must not stop its input),
+/// and frames to the runtime (client input, PING answers) go through one writer.
 pub async fn run(ws: WebSocket, rt: RuntimeStream, streams: Streams, v5: bool, idle: Duration) {
     let (mut sink, mut source) = ws.split();
-    let (mut rd, mut wr) = tokio::io::split(rt.io);
-    if wr.write_all(&opening(streams)).await.is_err() {
-        return;
-    }
-    let mut pending = Vec::new();
-    let mut chunk = vec![0u8; 32 * 1024];
-    let timer = tokio::time::sleep(idle);
-    tokio::pin!(timer);
-    'carry: loop {
-        tokio::select! {
-            msg = source.next() => match msg {
-                Some(Ok(Message::Binary(b))) => {
-                    if let Some(frame) = from_client(&b, v5) {
-                        if wr.write_all(&frame).await.is_err() {
-                            break;
-                        }
-                    }
+    let (rd, mut wr) = tokio::io::split(rt.io);
+    let (frames, mut to_runtime) = mpsc::channel::<Vec<u8>>(64);
+    let (moved, seen) = watch::channel(());
+    let writer = tokio::spawn(async move {
+        if wr.write_all(&opening(streams)).await.is_ok() {
+            while let Some(frame) = to_runtime.recv().await {
+                if wr.write_all(&frame).await.is_err() {
+                    break;
                 }
-                Some(Ok(Message::Close(_)) | Err(_)) | None => break,
-                Some(Ok(_)) => {}
-            },
-            n = rd.read(&mut chunk) => {
-                let Ok(n @ 1..) = n else { break };
-                pending.extend_from_slice(chunk.get(..n).unwrap_or_default());
-                loop {
-                    let (frame, used) = match spdy::parse(&pending) {
-                        Ok(Some(f)) => f,
-                        Ok(None) => break,
-                        Err(e) => {
-                            tracing::debug!(error = %e, "bad frame from the runtime's streaming server");
-                            break 'carry;
-                        }
-                    };
-                    pending.drain(..used);
-                    let sent = match frame {
-                        Frame::Data { stream, data, .. } => match to_client(stream, &data) {
-                            Some(msg) => sink.send(Message::Binary(Bytes::from(msg))).await.is_ok(),
-                            None => true,
-                        },
-                        Frame::Control { kind: spdy::PING, payload, .. } => {
-                            wr.write_all(&spdy::ping(&payload)).await.is_ok()
-                        }
-                        Frame::Control { .. } => true,
-                    };
-                    if !sent {
-                        break 'carry;
-                    }
-                }
-            },
-            () = &mut timer => {
-                tracing::info!(?idle, "closing an idle exec/attach stream");
-                break;
-            },
+            }
         }
-        timer.as_mut().reset(tokio::time::Instant::now() + idle);
+        let _ = wr.write_all(&spdy::goaway()).await;
+        let _ = wr.shutdown().await;
+    });
+    let input = {
+        let (frames, moved) = (frames.clone(), &moved);
+        async move {
+            while let Some(Ok(msg)) = source.next().await {
+                match msg {
+                    Message::Binary(b) => {
+                        moved.send_replace(());
+                        if let Some(frame) = from_client(&b, v5) {
+                            // Waits while the runtime is slow to take input.
+                            if frames.send(frame).await.is_err() {
+                                break;
+                            }
+                        }
+                    }
+                    Message::Close(_) => break,
+                    _ => {}
+                }
+            }
+        }
+    };
+    let output = output(rd, &mut sink, frames, &moved);
+    tokio::select! {
+        () = input => {},
+        () = output => {},
+        () = tunnel::watchdog(seen, idle) => {
+            tracing::info!(?idle, "closing an idle exec/attach stream");
+        },
     }
     let close = CloseFrame {
         code: 1000,
         reason: "".into(),
     };
     let _ = sink.send(Message::Close(Some(close))).await;
-    let _ = wr.write_all(&spdy::goaway()).await;
-    let _ = wr.shutdown().await;
+    let _ = writer.await;
+}
+
+/// The runtime's frames: stdout, stderr and the final status to the client, PINGs answered.
+async fn output<R, S>(
+    mut rd: R,
+    sink: &mut S,
+    frames: mpsc::Sender<Vec<u8>>,
+    moved: &watch::Sender<()>,
+) where
+    R: AsyncRead + Unpin,
+    S: Sink<Message> + Unpin,
+{
+    let mut pending = Vec::new();
+    let mut chunk = vec![0u8; 32 * 1024];
+    loop {
+        let n = match rd.read(&mut chunk).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => n,
+        };
+        moved.send_replace(());
+        pending.extend_from_slice(chunk.get(..n).unwrap_or_default());
+        loop {
+            let (frame, used) = match spdy::parse(&pending) {
+                Ok(Some(f)) => f,
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::debug!(error = %e, "bad frame from the runtime's streaming server");
+                    return;
+                }
+            };
+            pending.drain(..used);
+            let sent = match frame {
+                Frame::Data { stream, data, .. } => match to_client(stream, &data) {
+                    Some(msg) => sink.send(Message::Binary(Bytes::from(msg))).await.is_ok(),
+                    None => true,
+                },
+                Frame::Control {
+                    kind: spdy::PING,
+                    payload,
+                    ..
+                } => frames.send(spdy::ping(&payload)).await.is_ok(),
+                Frame::Control { .. } => true,
+            };
+            if !sent {
+                return;
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -28,23 +28,26 @@ where
 {
     let (ar, aw) = tokio::io::split(a);
     let (br, bw) = tokio::io::split(b);
-    let (moved, mut seen) = watch::channel(());
+    let (moved, seen) = watch::channel(());
     let moved = Arc::new(moved);
     let both = async {
         tokio::join!(copy(ar, bw, moved.clone()), copy(br, aw, moved.clone()));
     };
-    let watchdog = async {
-        loop {
-            match tokio::time::timeout(idle, seen.changed()).await {
-                Ok(Ok(())) => continue,
-                Ok(Err(_)) => std::future::pending::<()>().await,
-                Err(_) => return,
-            }
-        }
-    };
     tokio::select! {
         () = both => {},
-        () = watchdog => tracing::info!(?idle, "closing an idle streaming connection"),
+        () = watchdog(seen, idle) => tracing::info!(?idle, "closing an idle streaming connection"),
+    }
+}
+
+/// Returns once `idle` passed without a change on `seen` (the relay's activity); never, once
+/// every sender is gone (the relay itself ended).
+pub async fn watchdog(mut seen: watch::Receiver<()>, idle: Duration) {
+    loop {
+        match tokio::time::timeout(idle, seen.changed()).await {
+            Ok(Ok(())) => continue,
+            Ok(Err(_)) => std::future::pending::<()>().await,
+            Err(_) => return,
+        }
     }
 }
 
@@ -73,37 +76,39 @@ where
 }
 
 /// Port-forward's SPDY frames from WebSocket binary messages to the runtime, and the runtime's
-/// bytes back as binary messages.
+/// bytes back as binary messages; both directions at once.
 pub async fn websocket(ws: WebSocket, rt: RuntimeStream, idle: Duration) {
     let (mut sink, mut source) = ws.split();
     let (mut rd, mut wr) = tokio::io::split(rt.io);
-    let mut chunk = vec![0u8; 32 * 1024];
-    let timer = tokio::time::sleep(idle);
-    tokio::pin!(timer);
-    loop {
-        tokio::select! {
-            msg = source.next() => match msg {
-                Some(Ok(Message::Binary(b))) => {
+    let (moved, seen) = watch::channel(());
+    let input = async {
+        while let Some(Ok(msg)) = source.next().await {
+            match msg {
+                Message::Binary(b) => {
+                    moved.send_replace(());
                     if wr.write_all(&b).await.is_err() {
                         break;
                     }
                 }
-                Some(Ok(Message::Close(_)) | Err(_)) | None => break,
-                Some(Ok(_)) => {}
-            },
-            n = rd.read(&mut chunk) => {
-                let Ok(n @ 1..) = n else { break };
-                let data = Bytes::copy_from_slice(chunk.get(..n).unwrap_or_default());
-                if sink.send(Message::Binary(data)).await.is_err() {
-                    break;
-                }
-            },
-            () = &mut timer => {
-                tracing::info!(?idle, "closing an idle port-forward");
-                break;
-            },
+                Message::Close(_) => break,
+                _ => {}
+            }
         }
-        timer.as_mut().reset(tokio::time::Instant::now() + idle);
+    };
+    let output = async {
+        let mut chunk = vec![0u8; 32 * 1024];
+        while let Ok(n @ 1..) = rd.read(&mut chunk).await {
+            moved.send_replace(());
+            let data = Bytes::copy_from_slice(chunk.get(..n).unwrap_or_default());
+            if sink.send(Message::Binary(data)).await.is_err() {
+                break;
+            }
+        }
+    };
+    tokio::select! {
+        () = input => {},
+        () = output => {},
+        () = watchdog(seen, idle) => tracing::info!(?idle, "closing an idle port-forward"),
     }
     let _ = sink.send(Message::Close(None)).await;
     let _ = wr.shutdown().await;
