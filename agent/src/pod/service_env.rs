@@ -6,6 +6,7 @@
 //! kubelet's role allows), so a container start costs no API request.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Pod, Service, ServicePort};
@@ -15,7 +16,8 @@ use kube::runtime::watcher;
 use kube::{Api, ResourceExt};
 
 /// How long a container start waits for the first list of Services (only right after the
-/// agent starts); after that it starts without the links of its namespace, with a warning.
+/// agent starts); after that it starts without the links of its namespace, with a warning, and
+/// later starts do not wait again (the API server is down: pods keep starting).
 const FIRST_LIST_WAIT: Duration = Duration::from_secs(30);
 
 /// Environment variables, in the order the container gets them.
@@ -24,6 +26,8 @@ pub type Env = Vec<(String, String)>;
 /// Every Service, from a watch.
 pub struct ServiceLinks {
     services: Store<Service>,
+    /// Set once a start has waited the whole FIRST_LIST_WAIT.
+    gave_up: AtomicBool,
 }
 
 impl ServiceLinks {
@@ -34,18 +38,27 @@ impl ServiceLinks {
             watcher::Config::default(),
             &Changes::default(),
         );
-        ServiceLinks { services }
+        ServiceLinks::from_store(services)
     }
 
     /// Links from a store filled some other way (tests: a fixed list of Services).
     pub fn from_store(services: Store<Service>) -> ServiceLinks {
-        ServiceLinks { services }
+        ServiceLinks {
+            services,
+            gave_up: AtomicBool::new(false),
+        }
     }
 
     /// The link variables for `pod`'s containers.
     pub async fn env(&self, pod: &Pod) -> Env {
-        let ready = tokio::time::timeout(FIRST_LIST_WAIT, self.services.wait_until_ready()).await;
+        let wait = if self.gave_up.load(Ordering::Relaxed) {
+            Duration::ZERO
+        } else {
+            FIRST_LIST_WAIT
+        };
+        let ready = tokio::time::timeout(wait, self.services.wait_until_ready()).await;
         if !matches!(ready, Ok(Ok(()))) {
+            self.gave_up.store(true, Ordering::Relaxed);
             tracing::warn!(pod = %pod.name_any(), "Services not listed yet: starting without their variables");
         }
         let services = self.services.state();
@@ -297,5 +310,18 @@ mod tests {
         assert_eq!(get("WEB_PORT_80_UDP"), Some("udp://[fd00::10]:80"));
         assert_eq!(get("WEB_PORT_80_UDP_ADDR"), Some("fd00::10"));
         assert_eq!(get("WEB_PORT_80_UDP_PROTO"), Some("udp"));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn without_a_first_list_only_the_first_start_waits() {
+        let (reader, _writer) = kube::runtime::reflector::store::<Service>();
+        let links = ServiceLinks::from_store(reader);
+        let p = pod("shop", None);
+        let start = tokio::time::Instant::now();
+        assert!(links.env(&p).await.is_empty());
+        assert_eq!(start.elapsed(), FIRST_LIST_WAIT);
+        let again = tokio::time::Instant::now();
+        assert!(links.env(&p).await.is_empty());
+        assert_eq!(again.elapsed(), Duration::ZERO);
     }
 }
