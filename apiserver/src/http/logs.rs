@@ -32,17 +32,7 @@ pub async fn pod_logs(
     let pod = api.get_entry(t)?;
     let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query).unwrap_or_default();
     let container = container(&pod.obj, &t.name, &pairs)?;
-    let node = pod
-        .obj
-        .pointer("/spec/nodeName")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    if node.is_empty() {
-        return Err(ApiError::bad_request(format!(
-            "pod {} does not have a host assigned",
-            t.name
-        )));
-    }
+    let node = node_of(&pod.obj, &t.name)?;
     let (addr, port) = kubelet_endpoint(api, node, &t.name)?;
     let q: Vec<(String, String)> = pairs
         .into_iter()
@@ -53,6 +43,16 @@ pub async fn pod_logs(
     fetch(kubelet, &addr, port, &path).await.map_err(|e| {
         ApiError::new(502, "BadGateway", format!("Get \"https://{addr}:{port}{path}\": {e} (is keelson-agent running on node {node}?)"))
     })
+}
+
+/// The node the Pod is bound to.
+pub(super) fn node_of<'a>(pod: &'a Value, pod_name: &str) -> ApiResult<&'a str> {
+    pod.pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| {
+            ApiError::bad_request(format!("pod {pod_name} does not have a host assigned"))
+        })
 }
 
 /// The container asked for, or the Pod's only one.

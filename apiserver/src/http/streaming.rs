@@ -65,17 +65,7 @@ pub async fn connect(
             "cannot {sub} into a container in a completed pod; current phase is {done}"
         )));
     }
-    let node = pod
-        .obj
-        .pointer("/spec/nodeName")
-        .and_then(Value::as_str)
-        .unwrap_or("");
-    if node.is_empty() {
-        return Err(ApiError::bad_request(format!(
-            "pod {} does not have a host assigned",
-            t.name
-        )));
-    }
+    let node = logs::node_of(&pod.obj, &t.name)?;
     let Some(client) = call.head.extensions.get::<OnUpgrade>().cloned() else {
         return Err(ApiError::bad_request(format!(
             "{sub} needs a connection upgrade (WebSocket or SPDY/3.1) over HTTP/1.1"

@@ -54,6 +54,12 @@ pub enum StreamingError {
     Refused(StatusCode, String),
 }
 
+impl From<tonic::Status> for StreamingError {
+    fn from(status: tonic::Status) -> Self {
+        StreamingError::Runtime(status.message().to_string())
+    }
+}
+
 impl IntoResponse for StreamingError {
     fn into_response(self) -> Response {
         let code = match &self {
@@ -159,14 +165,7 @@ async fn exec(
         stdout: io.stdout,
         stderr: io.stderr,
     };
-    let url = s
-        .runtime
-        .clone()
-        .exec(request)
-        .await
-        .map_err(|e| StreamingError::Runtime(e.message().to_string()))?
-        .into_inner()
-        .url;
+    let url = s.runtime.clone().exec(request).await?.into_inner().url;
     remote_command(&s, upgrade, &url, io).await
 }
 
@@ -186,14 +185,7 @@ async fn attach(
         stdout: io.stdout,
         stderr: io.stderr,
     };
-    let url = s
-        .runtime
-        .clone()
-        .attach(request)
-        .await
-        .map_err(|e| StreamingError::Runtime(e.message().to_string()))?
-        .into_inner()
-        .url;
+    let url = s.runtime.clone().attach(request).await?.into_inner().url;
     remote_command(&s, upgrade, &url, io).await
 }
 
@@ -212,8 +204,7 @@ async fn port_forward(
         .runtime
         .clone()
         .port_forward(request)
-        .await
-        .map_err(|e| StreamingError::Runtime(e.message().to_string()))?
+        .await?
         .into_inner()
         .url;
     let idle = s.idle_timeout;
