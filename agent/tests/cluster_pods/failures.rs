@@ -114,15 +114,17 @@ fn missing_image_gives_err_image_pull_then_back_off() {
         "  containers:\n  - name: app\n    image: 127.0.0.1:5000/keelson/does-not-exist:1\n",
     ));
     // Watched, because ErrImagePull gives way to ImagePullBackOff within moments (and comes
-    // back each time the back-off ends).
-    let mut pulled_failed = false;
+    // back each time the back-off ends); the watch may begin after the first ErrImagePull, so
+    // both reasons are wanted in either order.
+    let (mut pulled_failed, mut backed_off) = (false, false);
     let seen = cluster.watch_pod(
         "missing",
         "{.status.containerStatuses[0].state.waiting.reason}|{.status.containerStatuses[0].state.waiting.message}",
         Duration::from_secs(120),
         |line| {
             pulled_failed |= line.starts_with("ErrImagePull|");
-            pulled_failed && line.starts_with("ImagePullBackOff|")
+            backed_off |= line.starts_with("ImagePullBackOff|");
+            pulled_failed && backed_off
         },
     );
     let reasons: Vec<&str> = seen
@@ -131,8 +133,9 @@ fn missing_image_gives_err_image_pull_then_back_off() {
         .filter(|r| !r.is_empty())
         .collect();
     let message = seen
-        .last()
-        .filter(|(l, _)| l.starts_with("ImagePullBackOff|"))
+        .iter()
+        .rev()
+        .find(|(l, _)| l.starts_with("ImagePullBackOff|"))
         .and_then(|(l, _)| l.split_once('|'))
         .map(|(_, m)| m.to_string())
         .unwrap_or_default();
