@@ -3,6 +3,8 @@
 //! 10.96.0.10 with an EndpointSlice to it, the real keelson-proxy DNATing it, and busybox's
 //! nslookup in a "pod" test host asking 10.96.0.10. Everything runs in test hosts.
 
+mod common;
+
 use std::time::Duration;
 
 use keelson_testing::{
@@ -123,23 +125,12 @@ fn a_pod_resolves_a_service_through_the_cluster_ip_of_kube_dns() {
 fn tcp_query(name: &str, server: &str) -> Vec<String> {
     use hickory_proto::op::{Message, MessageType, OpCode, Query};
     use hickory_proto::rr::{Name, RData, RecordType};
-    use std::io::{Read, Write};
     let mut q = Message::new();
     q.set_id(7)
         .set_message_type(MessageType::Query)
         .set_op_code(OpCode::Query)
         .add_query(Query::query(Name::from_ascii(name).unwrap(), RecordType::A));
-    let q = q.to_vec().unwrap();
-    let mut s = std::net::TcpStream::connect(server).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    s.write_all(&(q.len() as u16).to_be_bytes()).unwrap();
-    s.write_all(&q).unwrap();
-    let mut len = [0u8; 2];
-    s.read_exact(&mut len).unwrap();
-    let mut buf = vec![0u8; u16::from_be_bytes(len) as usize];
-    s.read_exact(&mut buf).unwrap();
-    Message::from_vec(&buf)
-        .unwrap()
+    common::tcp_exchange(server.parse().unwrap(), &q, Duration::from_secs(5))
         .answers()
         .iter()
         .filter_map(|r| match r.data() {

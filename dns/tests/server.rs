@@ -2,6 +2,8 @@
 //! (system:kube-dns, what the bootstrap policy grants it), on a loopback port: objects made
 //! with kubectl are answered over UDP and TCP as CoreDNS's kubernetes plugin answers them.
 
+mod common;
+
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
 use std::sync::atomic::{AtomicU16, Ordering};
@@ -67,16 +69,7 @@ fn udp(dns: &Dns, name: &str, t: RecordType) -> Result<Message, String> {
 }
 
 fn tcp(dns: &Dns, name: &str, t: RecordType) -> Message {
-    let q = query_message(name, t).to_vec().unwrap();
-    let mut s = TcpStream::connect(dns.addr).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-    s.write_all(&(q.len() as u16).to_be_bytes()).unwrap();
-    s.write_all(&q).unwrap();
-    let mut len = [0u8; 2];
-    s.read_exact(&mut len).unwrap();
-    let mut buf = vec![0u8; u16::from_be_bytes(len) as usize];
-    s.read_exact(&mut buf).unwrap();
-    Message::from_vec(&buf).unwrap()
+    common::tcp_exchange(dns.addr, &query_message(name, t), Duration::from_secs(2))
 }
 
 fn ips(m: &Message) -> Vec<IpAddr> {
