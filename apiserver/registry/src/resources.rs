@@ -3,8 +3,8 @@
 
 use crate::schema::{decode, Decode};
 use k8s_openapi::api::{
-    apps, authentication, authorization, certificates, coordination, core, discovery, networking,
-    rbac,
+    apps, authentication, authorization, batch, certificates, coordination, core, discovery,
+    networking, rbac, storage,
 };
 
 /// One served resource (a REST collection), as discovery describes it.
@@ -283,6 +283,90 @@ pub static RESOURCES: &[Resource] = &[
         &["status"],
         true,
         apps::v1::DaemonSet
+    ),
+    res!(
+        "apps",
+        "v1",
+        "statefulsets",
+        "statefulset",
+        "StatefulSet",
+        true,
+        &["sts"],
+        &["status", "scale"],
+        true,
+        apps::v1::StatefulSet
+    ),
+    res!(
+        "apps",
+        "v1",
+        "controllerrevisions",
+        "controllerrevision",
+        "ControllerRevision",
+        true,
+        &[],
+        &[],
+        false,
+        apps::v1::ControllerRevision
+    ),
+    res!(
+        "batch",
+        "v1",
+        "jobs",
+        "job",
+        "Job",
+        true,
+        &[],
+        &["status"],
+        true,
+        batch::v1::Job
+    ),
+    res!(
+        "batch",
+        "v1",
+        "cronjobs",
+        "cronjob",
+        "CronJob",
+        true,
+        &["cj"],
+        &["status"],
+        true,
+        batch::v1::CronJob
+    ),
+    res!(
+        "",
+        "v1",
+        "persistentvolumes",
+        "persistentvolume",
+        "PersistentVolume",
+        false,
+        &["pv"],
+        &["status"],
+        false,
+        core::v1::PersistentVolume
+    ),
+    res!(
+        "",
+        "v1",
+        "persistentvolumeclaims",
+        "persistentvolumeclaim",
+        "PersistentVolumeClaim",
+        true,
+        &["pvc"],
+        &["status"],
+        false,
+        core::v1::PersistentVolumeClaim
+    ),
+    res!(
+        "storage.k8s.io",
+        "v1",
+        "storageclasses",
+        "storageclass",
+        "StorageClass",
+        false,
+        &["sc"],
+        &[],
+        false,
+        storage::v1::StorageClass
     ),
     res!(
         "networking.k8s.io",
