@@ -95,3 +95,22 @@ pub const UNAUTHENTICATED_GROUP: &str = "system:unauthenticated";
 pub const RBAC_AUTOUPDATE_ANNOTATION: &str = "rbac.authorization.kubernetes.io/autoupdate";
 /// Label of the default RBAC objects (value rbac-defaults).
 pub const BOOTSTRAPPING_LABEL: &str = "kubernetes.io/bootstrapping";
+/// On a StorageClass: "true" makes it the class of claims that name none.
+pub const DEFAULT_STORAGE_CLASS_ANNOTATION: &str = "storageclass.kubernetes.io/is-default-class";
+/// On a claim: the node the scheduler chose for its first consumer (WaitForFirstConsumer).
+pub const SELECTED_NODE_ANNOTATION: &str = "volume.kubernetes.io/selected-node";
+/// On a claim: the provisioner asked to make its volume (and the beta name, still read).
+pub const STORAGE_PROVISIONER_ANNOTATION: &str = "volume.kubernetes.io/storage-provisioner";
+pub const BETA_STORAGE_PROVISIONER_ANNOTATION: &str =
+    "volume.beta.kubernetes.io/storage-provisioner";
+/// On a claim and its volume: the binder finished binding them ("yes").
+pub const BIND_COMPLETED_ANNOTATION: &str = "pv.kubernetes.io/bind-completed";
+/// On a claim or volume: the binder (not the user) set the other side's name ("yes").
+pub const BOUND_BY_CONTROLLER_ANNOTATION: &str = "pv.kubernetes.io/bound-by-controller";
+/// On a volume: the provisioner that made it (its Delete reclaim is that provisioner's).
+pub const PROVISIONED_BY_ANNOTATION: &str = "pv.kubernetes.io/provisioned-by";
+/// Finalizers that keep a claim in use by a pod, and a bound volume, from going away.
+pub const PVC_PROTECTION_FINALIZER: &str = "kubernetes.io/pvc-protection";
+pub const PV_PROTECTION_FINALIZER: &str = "kubernetes.io/pv-protection";
+/// The built-in local-path provisioner (a node-local directory per claim), named as k3s's.
+pub const LOCAL_PATH_PROVISIONER: &str = "rancher.io/local-path";
