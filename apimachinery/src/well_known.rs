@@ -37,6 +37,12 @@ pub const BACKEND_TYPE_ANNOTATION: &str = "keelson.dev/backend-type";
 pub const CONTROLLER_REVISION_HASH_LABEL: &str = "controller-revision-hash";
 /// On a DaemonSet's Pods: the DaemonSet's generation when they were made.
 pub const POD_TEMPLATE_GENERATION_LABEL: &str = "pod-template-generation";
+/// On a StatefulSet's Pods: the pod's own name, so a Service can select one replica.
+pub const STATEFULSET_POD_NAME_LABEL: &str = "statefulset.kubernetes.io/pod-name";
+/// On a StatefulSet's Pods: the pod's ordinal.
+pub const POD_INDEX_LABEL: &str = "apps.kubernetes.io/pod-index";
+/// On ControllerRevisions: the hash in the revision's name.
+pub const CONTROLLER_HASH_LABEL: &str = "controller.kubernetes.io/hash";
 
 /// On Namespaces: the namespace's own name (set by the API server).
 pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
