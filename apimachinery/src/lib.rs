@@ -16,6 +16,7 @@ pub mod duration;
 mod error;
 pub mod fields;
 pub mod labels;
+pub mod node_affinity;
 pub mod patch;
 pub mod protobuf;
 pub mod quantity;
