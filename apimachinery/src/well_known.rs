@@ -12,6 +12,19 @@ pub const ENDPOINTSLICE_CONTROLLER: &str = "endpointslice-controller.k8s.io";
 pub const POD_TEMPLATE_HASH_LABEL: &str = "pod-template-hash";
 /// On Deployments and ReplicaSets: the rollout revision.
 pub const DEPLOYMENT_REVISION_ANNOTATION: &str = "deployment.kubernetes.io/revision";
+/// On a ReplicaSet reused by a rollback: the revisions it had before (comma-separated).
+pub const DEPLOYMENT_REVISION_HISTORY_ANNOTATION: &str =
+    "deployment.kubernetes.io/revision-history";
+/// On ReplicaSets: the Deployment's replicas when the ReplicaSet was last scaled.
+pub const DESIRED_REPLICAS_ANNOTATION: &str = "deployment.kubernetes.io/desired-replicas";
+/// On ReplicaSets: the Deployment's replicas plus maxSurge when the ReplicaSet was last scaled.
+pub const MAX_REPLICAS_ANNOTATION: &str = "deployment.kubernetes.io/max-replicas";
+/// The rollback request of extensions/v1beta1, never copied from a Deployment to a ReplicaSet.
+pub const DEPRECATED_ROLLBACK_TO_ANNOTATION: &str = "deprecated.deployment.rollback.to";
+/// Written by `kubectl apply`.
+pub const LAST_APPLIED_CONFIG_ANNOTATION: &str = "kubectl.kubernetes.io/last-applied-configuration";
+/// On Pods: lower costs are deleted first when a ReplicaSet scales down.
+pub const POD_DELETION_COST_ANNOTATION: &str = "controller.kubernetes.io/pod-deletion-cost";
 
 /// On Nodes.
 pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
