@@ -12,6 +12,7 @@
 )]
 
 pub mod base64;
+pub mod cron;
 pub mod duration;
 mod error;
 pub mod fields;
