@@ -133,3 +133,17 @@ pub const PVC_PROTECTION_FINALIZER: &str = "kubernetes.io/pvc-protection";
 pub const PV_PROTECTION_FINALIZER: &str = "kubernetes.io/pv-protection";
 /// The built-in local-path provisioner (a node-local directory per claim), named as k3s's.
 pub const LOCAL_PATH_PROVISIONER: &str = "rancher.io/local-path";
+/// On a Job's pods while the Job controller has not yet counted them in the Job's status: the
+/// pod stays until its end is recorded, so a deleted pod is never lost from the counts.
+pub const JOB_TRACKING_FINALIZER: &str = "batch.kubernetes.io/job-tracking";
+/// An Indexed Job's pod's index: an annotation and (since 1.28) a label.
+pub const JOB_COMPLETION_INDEX: &str = "batch.kubernetes.io/job-completion-index";
+/// The Job's uid on its pods (the generated selector's key), and the legacy label of the same.
+pub const JOB_CONTROLLER_UID_LABEL: &str = "batch.kubernetes.io/controller-uid";
+pub const LEGACY_JOB_CONTROLLER_UID_LABEL: &str = "controller-uid";
+/// The Job's name on its pods, and the legacy label of the same.
+pub const JOB_NAME_LABEL: &str = "batch.kubernetes.io/job-name";
+pub const LEGACY_JOB_NAME_LABEL: &str = "job-name";
+/// On a CronJob's Job: the scheduled time it runs for, RFC 3339 in the CronJob's time zone.
+pub const CRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION: &str =
+    "batch.kubernetes.io/cronjob-scheduled-timestamp";
