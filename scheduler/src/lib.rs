@@ -6,6 +6,7 @@ pub mod filter;
 mod metrics;
 pub mod node_info;
 pub mod score;
+pub mod volumes;
 
 pub use node_info::NodeInfo;
 
@@ -25,11 +26,22 @@ pub const SCHEDULER_NAME: &str = "default-scheduler";
 
 /// The node for `pod`, or upstream's "0/N nodes are available: ..." message.
 pub fn pick(pod: &Pod, nodes: &[NodeInfo]) -> Result<usize, String> {
+    pick_for(pod, nodes, &volumes::PodVolumes::default())
+}
+
+/// `pick`, where the node must also serve the Pod's claims.
+pub fn pick_for(
+    pod: &Pod,
+    nodes: &[NodeInfo],
+    vols: &volumes::PodVolumes,
+) -> Result<usize, String> {
     let req = node_info::requests(pod);
     let mut reasons: HashMap<Cow<'static, str>, usize> = HashMap::new();
     let mut best: Option<(f64, usize)> = None;
     for (i, info) in nodes.iter().enumerate() {
-        match filter::unfit(pod, req, info) {
+        let unfit = filter::unfit(pod, req, info)
+            .or_else(|| volumes::unfit(vols, &info.node).map(Cow::Borrowed));
+        match unfit {
             Some(r) => *reasons.entry(r).or_default() += 1,
             None => {
                 let s = score::score(pod, req, info);
@@ -44,6 +56,11 @@ pub fn pick(pod: &Pod, nodes: &[NodeInfo]) -> Result<usize, String> {
         None if nodes.is_empty() => Err("no nodes available to schedule pods".into()),
         None => Err(unschedulable_message(nodes.len(), &reasons)),
     }
+}
+
+/// Upstream's FitError text when a PreFilter (the claims) already rules out every node.
+pub fn unresolvable_message(nodes: usize, why: &str) -> String {
+    format!("0/{nodes} nodes are available: {why}. preemption: 0/{nodes} nodes are available: {nodes} Preemption is not helpful for scheduling..")
 }
 
 /// Upstream's FitError text: the filters' reasons counted over nodes, then what preemption
@@ -115,7 +132,24 @@ pub async fn run(client: kube::Client, metrics_addr: SocketAddr) -> Result<(), S
         .wait_until_ready()
         .await
         .map_err(|_| SchedulerError::WatchEnded("Node"))?;
-    let state = Arc::new(state::State::new(client, pods, nodes));
+    let volumes = state::VolumeStores {
+        claims: reflect(
+            Api::all(client.clone()),
+            watcher::Config::default(),
+            &changes,
+        ),
+        volumes: reflect(
+            Api::all(client.clone()),
+            watcher::Config::default(),
+            &changes,
+        ),
+        classes: reflect(
+            Api::all(client.clone()),
+            watcher::Config::default(),
+            &changes,
+        ),
+    };
+    let state = Arc::new(state::State::new(client, pods, nodes, volumes));
     tokio::spawn(keelson_daemon::serve_health_and_metrics(
         metrics_addr,
         state.registry(),

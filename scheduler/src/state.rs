@@ -1,7 +1,8 @@
 //! The scheduler's in-memory view and its actions: which Pods wait, which node each goes to, the
 //! Binding sent for it, and the "unschedulable" condition when none fits.
 
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::StorageClass;
 use keelson_daemon::events::{EventType, Recorder, Reporter};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::Store;
@@ -12,12 +13,21 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
-use crate::{metrics, pending, pick, NodeInfo};
+use crate::volumes::{self, PodVolumes};
+use crate::{metrics, pending, pick_for, unresolvable_message, NodeInfo};
+
+/// The watches volume binding reads.
+pub(crate) struct VolumeStores {
+    pub claims: Store<PersistentVolumeClaim>,
+    pub volumes: Store<PersistentVolume>,
+    pub classes: Store<StorageClass>,
+}
 
 pub(crate) struct State {
     client: kube::Client,
     pods: Store<Pod>,
     nodes: Store<Node>,
+    storage: VolumeStores,
     /// Pods bound (or being bound) by this scheduler that the Pod store does not show yet.
     assumed: Mutex<HashMap<String, (Pod, String)>>,
     /// Per Pod: the last "unschedulable" condition message written (so it is not written
@@ -34,11 +44,17 @@ impl State {
     /// Upstream's longest back-off between attempts at an unschedulable Pod.
     const FAILED_EVENT_EVERY: Duration = Duration::from_secs(10);
 
-    pub(crate) fn new(client: kube::Client, pods: Store<Pod>, nodes: Store<Node>) -> State {
+    pub(crate) fn new(
+        client: kube::Client,
+        pods: Store<Pod>,
+        nodes: Store<Node>,
+        storage: VolumeStores,
+    ) -> State {
         State {
             client: client.clone(),
             pods,
             nodes,
+            storage,
             assumed: Mutex::new(HashMap::new()),
             reported: Mutex::new(HashMap::new()),
             events: Recorder::new(
@@ -112,6 +128,11 @@ impl State {
             .collect();
         queue.sort_by_key(|p| p.metadata.creation_timestamp.as_ref().map(|t| t.0));
         let mut infos = self.view();
+        let snapshot = volumes::Snapshot {
+            claims: self.storage.claims.state(),
+            volumes: self.storage.volumes.state(),
+            classes: self.storage.classes.state(),
+        };
         for pod in queue {
             let uid = pod.uid().unwrap_or_default();
             if self
@@ -122,7 +143,15 @@ impl State {
             {
                 continue;
             }
-            match pick(&pod, &infos) {
+            let vols = match volumes::resolve(&pod, &snapshot) {
+                Ok(v) => v,
+                Err(why) => {
+                    let message = unresolvable_message(infos.len(), &why);
+                    self.unschedulable(&pod, message).await;
+                    continue;
+                }
+            };
+            match pick_for(&pod, &infos, &vols) {
                 Ok(i) => {
                     let node = infos[i].node.name_any();
                     infos[i].add(&pod);
@@ -134,12 +163,34 @@ impl State {
                     let permit = self.binds.clone().acquire_owned().await;
                     tokio::spawn(async move {
                         let _permit = permit;
-                        me.bind(&pod, &node).await;
+                        if me.bind_volumes(&pod, &node, &vols).await {
+                            me.bind(&pod, &node).await;
+                        }
                     });
                 }
                 Err(message) => self.unschedulable(&pod, message).await,
             }
         }
+    }
+
+    /// PreBind: each WaitForFirstConsumer claim gets the chosen node (selected-node), then the
+    /// Pod waits until the binder has bound them all. False (the Pod is tried again later)
+    /// when that fails or takes too long.
+    async fn bind_volumes(&self, pod: &Pod, node: &str, vols: &PodVolumes) -> bool {
+        let ok = match volumes::bind_claims(&self.client, node, vols).await {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::info!(pod = %pod.name_any(), node, error = %e, "claims not bound yet; will retry");
+                false
+            }
+        };
+        if !ok {
+            self.assumed
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&pod.uid().unwrap_or_default());
+        }
+        ok
     }
 
     async fn bind(&self, pod: &Pod, node: &str) {
