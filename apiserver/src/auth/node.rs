@@ -1,5 +1,6 @@
 //! The Node authorizer: a node (user system:node:<name> in group system:nodes) reads only the
-//! Secrets, ConfigMaps and PersistentVolumeClaims of pods bound to it, requests tokens only for
+//! Secrets, ConfigMaps and PersistentVolumeClaims of pods bound to it (and the
+//! PersistentVolumes those claims are bound to), requests tokens only for
 //! their service accounts, and touches only its own Lease; everything else it may do is
 //! upstream's NodeRules (the system:node ClusterRole), whose writes NodeRestriction admission
 //! limits to its own objects. The graph of pods bound to nodes is kept from the store's watch.
@@ -17,6 +18,7 @@ pub enum Kind {
     ConfigMap,
     Claim,
     ServiceAccount,
+    Volume,
 }
 
 /// An object a pod uses: (kind, namespace, name).
@@ -35,6 +37,8 @@ pub struct Graph {
     pods: HashMap<String, Bound>,
     /// (node, object) -> how many of the node's pods use it.
     edges: HashMap<(String, Ref), usize>,
+    /// Claim (namespace, name) -> the PersistentVolume it is bound to (spec.volumeName).
+    claim_volumes: HashMap<(String, String), String>,
 }
 
 impl Graph {
@@ -72,6 +76,23 @@ impl Graph {
         );
     }
 
+    /// Takes a claim's new state (None once deleted) into account: which volume it is bound to.
+    pub fn set_claim(&mut self, namespace: &str, name: &str, claim: Option<&Value>) {
+        let key = (namespace.to_string(), name.to_string());
+        match claim.and_then(|c| text(c, "/spec/volumeName")) {
+            Some(volume) => self.claim_volumes.insert(key, volume.to_string()),
+            None => self.claim_volumes.remove(&key),
+        };
+    }
+
+    /// Whether a pod bound to `node` uses a claim bound to the PersistentVolume `volume`, as
+    /// upstream's graph links pod -> claim -> volume.
+    fn uses_volume(&self, node: &str, volume: &str) -> bool {
+        self.claim_volumes
+            .iter()
+            .any(|((ns, claim), v)| v == volume && self.has_edge(node, Kind::Claim, ns, claim))
+    }
+
     /// Whether pod `namespace/name` is bound to `node`.
     pub fn has_pod(&self, node: &str, namespace: &str, name: &str) -> bool {
         let key = format!("/core/pods/{namespace}/{name}");
@@ -79,6 +100,9 @@ impl Graph {
     }
 
     pub fn has_edge(&self, node: &str, kind: Kind, namespace: &str, name: &str) -> bool {
+        if kind == Kind::Volume {
+            return self.uses_volume(node, name);
+        }
         let edge = (
             node.to_string(),
             (kind, namespace.to_string(), name.to_string()),
@@ -197,6 +221,7 @@ pub fn authorize(
             ("", "secrets", "") => Some(Kind::Secret),
             ("", "configmaps", "") => Some(Kind::ConfigMap),
             ("", "persistentvolumeclaims", "") => Some(Kind::Claim),
+            ("", "persistentvolumes", "") => Some(Kind::Volume),
             _ => None,
         };
         if let Some(kind) = kind {

@@ -12,6 +12,7 @@ use futures::FutureExt;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 const PODS: &str = "/core/pods/";
+const CLAIMS: &str = "/core/persistentvolumeclaims/";
 
 fn rbac_prefix() -> String {
     format!("/{RBAC_GROUP}/")
@@ -95,6 +96,10 @@ impl Watched {
             for (key, e) in pods {
                 st.graph.set_pod(&key, Some(&e.value()));
             }
+            let (claims, _) = self.store.list_keyed(CLAIMS);
+            for (key, e) in claims {
+                set_claim(&mut st.graph, &key, Some(&e.value()));
+            }
         }
     }
 
@@ -137,11 +142,25 @@ impl Watched {
                     _ => Some(event.entry.value()),
                 };
                 st.graph.set_pod(&event.key, pod.as_deref());
+            } else if self.graph && event.key.starts_with(CLAIMS) {
+                let claim = match event.kind {
+                    EventType::Deleted => None,
+                    _ => Some(event.entry.value()),
+                };
+                set_claim(&mut st.graph, &event.key, claim.as_deref());
             }
         }
         if rbac_changed {
             st.rbac = Arc::new(self.rbac_index());
         }
+    }
+}
+
+/// A claim's store key is /core/persistentvolumeclaims/<namespace>/<name>.
+fn set_claim(graph: &mut Graph, key: &str, claim: Option<&serde_json::Value>) {
+    let rest = key.strip_prefix(CLAIMS).unwrap_or(key);
+    if let Some((ns, name)) = rest.split_once('/') {
+        graph.set_claim(ns, name, claim);
     }
 }
 

@@ -172,3 +172,40 @@ fn a_node_lists_and_reads_only_its_own_pods() {
     let status = req("patch", "", "pods", "status", "default", "b");
     assert!(authorize(&g, &rules, &n1, &status).is_ok());
 }
+
+/// A node reads the PersistentVolume only through a claim of one of its pods bound to it.
+#[test]
+fn a_node_reads_the_volumes_of_its_pods_claims() {
+    let mut g = Graph::default();
+    g.set_pod("/core/pods/default/a", Some(&pod("a", "n1", "mine")));
+    let rules = roles::node();
+    let get = |g: &Graph, n: &str, name: &str| {
+        authorize(
+            g,
+            &rules,
+            &node(n),
+            &req("get", "", "persistentvolumes", "", "", name),
+        )
+    };
+    assert!(get(&g, "n1", "pv-1").is_err(), "the claim is not bound yet");
+    g.set_claim(
+        "default",
+        "data",
+        Some(&json!({"spec": {"volumeName": "pv-1"}})),
+    );
+    assert_eq!(get(&g, "n1", "pv-1"), Ok(String::new()));
+    assert!(get(&g, "n1", "pv-2").is_err());
+    assert!(
+        get(&g, "n2", "pv-1").is_err(),
+        "no pod of n2 uses the claim"
+    );
+    let list = authorize(
+        &g,
+        &rules,
+        &node("n1"),
+        &req("list", "", "persistentvolumes", "", "", ""),
+    );
+    assert!(list.is_err());
+    g.set_claim("default", "data", None);
+    assert!(get(&g, "n1", "pv-1").is_err());
+}

@@ -202,6 +202,51 @@ pub fn controller_roles() -> Vec<(&'static str, Vec<Rule>)> {
             ],
         ),
         (
+            "persistent-volume-binder",
+            with_events(vec![
+                r(
+                    &[
+                        "create", "delete", "get", "list", "update", "patch", "watch",
+                    ],
+                    CORE,
+                    &["persistentvolumes"],
+                ),
+                r(&["update", "patch"], CORE, &["persistentvolumes/status"]),
+                r(
+                    &["get", "list", "update", "patch", "watch"],
+                    CORE,
+                    &["persistentvolumeclaims"],
+                ),
+                r(
+                    &["update", "patch"],
+                    CORE,
+                    &["persistentvolumeclaims/status"],
+                ),
+                r(READ, CORE, &["pods"]),
+                r(&["get", "list"], CORE, &["nodes"]),
+                r(READ, &["storage.k8s.io"], &["storageclasses"]),
+            ]),
+        ),
+        (
+            "pvc-protection-controller",
+            vec![
+                r(
+                    &["get", "list", "watch", "update", "patch"],
+                    CORE,
+                    &["persistentvolumeclaims"],
+                ),
+                r(READ, CORE, &["pods"]),
+            ],
+        ),
+        (
+            "pv-protection-controller",
+            vec![r(
+                &["get", "list", "watch", "update", "patch"],
+                CORE,
+                &["persistentvolumes"],
+            )],
+        ),
+        (
             "service-account-controller",
             with_events(vec![r(&["get", "create"], CORE, &["serviceaccounts"])]),
         ),

@@ -401,6 +401,9 @@ pub fn scheduler() -> Vec<Rule> {
                 "configmaps",
             ],
         ),
+        // Upstream's system:volume-scheduler: the selected-node annotation on claims.
+        r(&["patch", "update"], CORE, &["persistentvolumeclaims"]),
+        r(READ, &["storage.k8s.io"], &["storageclasses"]),
         r(&["delete", "get", "list", "watch"], CORE, &["pods"]),
         r(&["create"], CORE, &["bindings", "pods/binding"]),
         r(&["patch", "update"], CORE, &["pods/status"]),

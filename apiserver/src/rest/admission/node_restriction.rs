@@ -121,6 +121,7 @@ fn mirror_pod(node: &str, pod: Option<&Value>) -> Result<(), String> {
             Kind::ConfigMap => "reference configmaps",
             Kind::Claim => "reference persistentvolumeclaims",
             Kind::ServiceAccount => "use service accounts",
+            Kind::Volume => "reference persistentvolumes",
         };
         return Err(format!("node {node:?} can not create pods that {what}"));
     }
