@@ -3,10 +3,12 @@
 //! nothing more.
 
 mod apps;
+mod batch;
 mod core;
 mod pod;
 mod rbac;
 mod service;
+mod statefulset;
 
 use serde_json::Value;
 
@@ -22,6 +24,9 @@ pub fn apply_defaults(kind: &str, obj: &mut Value) {
         "Deployment" => apps::deployment(obj),
         "ReplicaSet" => apps::replica_set(obj),
         "DaemonSet" => apps::daemon_set(obj),
+        "Job" => batch::job(obj),
+        "CronJob" => batch::cron_job(obj),
+        "StatefulSet" => statefulset::stateful_set(obj),
         "CertificateSigningRequest" => core::csr(obj),
         "Namespace" => core::namespace(obj),
         "Secret" => core::secret(obj),

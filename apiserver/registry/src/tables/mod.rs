@@ -10,6 +10,7 @@ mod network;
 mod pod;
 mod rbac;
 mod service;
+mod statefulset;
 
 pub use age::human_age;
 
@@ -77,6 +78,8 @@ const PRINTERS: &[Printer] = printers! {
     "Deployment" => apps::deployment_columns, apps::deployment_cells;
     "ReplicaSet" => apps::replica_set_columns, apps::replica_set_cells;
     "DaemonSet" => apps::daemon_set_columns, apps::daemon_set_cells;
+    "StatefulSet" => statefulset::stateful_set_columns, statefulset::stateful_set_cells;
+    "ControllerRevision" => statefulset::controller_revision_columns, statefulset::controller_revision_cells;
     "CertificateSigningRequest" => certificates::csr_columns, certificates::csr_cells;
     "Service" => service::service_columns, service::service_cells;
     "Endpoints" => service::endpoints_columns, service::endpoints_cells;

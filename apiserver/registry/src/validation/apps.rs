@@ -96,7 +96,7 @@ fn replica_spec(spec: &Value, path: &Path, out: &mut Vec<Cause>) {
 
 /// What every apps/v1 workload has: a selector, and a pod template it matches that restarts
 /// its containers. `kind` names the workload in upstream's messages ("deployment", "daemonset").
-fn pod_template(spec: &Value, kind: &str, path: &Path, out: &mut Vec<Cause>) {
+pub(super) fn pod_template(spec: &Value, kind: &str, path: &Path, out: &mut Vec<Cause>) {
     let sel_path = path.child("selector");
     let selector = spec.get("selector").filter(|s| !s.is_null());
     match selector {
@@ -133,10 +133,10 @@ fn pod_template(spec: &Value, kind: &str, path: &Path, out: &mut Vec<Cause>) {
         .get("activeDeadlineSeconds")
         .is_some_and(|v| !v.is_null())
     {
-        let owner = if kind == "daemonset" {
-            "DaemonSet"
-        } else {
-            "ReplicaSet"
+        let owner = match kind {
+            "daemonset" => "DaemonSet",
+            "statefulset" => "StatefulSet",
+            _ => "ReplicaSet",
         };
         let msg = format!("activeDeadlineSeconds in {owner} is not Supported");
         out.push(Cause::forbidden(
@@ -170,7 +170,7 @@ fn strategy(spec: &Value, path: &Path, out: &mut Vec<Cause>) {
 }
 
 /// The value of an int-or-percent field (percent as-is); None when malformed.
-fn int_or_percent(v: &Value, path: &Path, out: &mut Vec<Cause>) -> Option<i64> {
+pub(super) fn int_or_percent(v: &Value, path: &Path, out: &mut Vec<Cause>) -> Option<i64> {
     let n = match v {
         Value::Number(n) => n.as_i64(),
         Value::String(s) => s.strip_suffix('%').and_then(|n| n.parse::<i64>().ok()),

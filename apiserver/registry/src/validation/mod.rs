@@ -11,6 +11,7 @@ mod network;
 mod pod;
 pub(crate) mod rbac;
 mod service;
+mod statefulset;
 
 use crate::cause::Cause;
 use serde_json::Value;
@@ -26,6 +27,8 @@ pub fn validate(kind: &str, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         "Deployment" => apps::deployment(obj, old, &mut out),
         "ReplicaSet" => apps::replica_set(obj, old, &mut out),
         "DaemonSet" => apps::daemon_set(obj, old, &mut out),
+        "StatefulSet" => statefulset::stateful_set(obj, old, &mut out),
+        "ControllerRevision" => statefulset::controller_revision(obj, old, &mut out),
         "CertificateSigningRequest" => certificates::csr(obj, old, &mut out),
         "Service" => service::service(obj, old, &mut out),
         "Endpoints" => network::endpoints(obj, &mut out),
