@@ -2,6 +2,7 @@
 //! volumes and env, probes, and the workers and manager that drive them.
 
 pub mod atomic_writer;
+pub mod claims;
 pub mod context;
 pub mod decide;
 pub mod dns;

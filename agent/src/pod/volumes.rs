@@ -1,5 +1,7 @@
 //! Pod volumes on the node: emptyDir, hostPath, configMap and secret (files per key), under
-//! `<root>/pods/<uid>/volumes/<name>`; and the container mounts that point at them.
+//! `<root>/pods/<uid>/volumes/<name>`; persistentVolumeClaim volumes at their bound volume's
+//! directory (`claims`); and the container mounts that point at them. Any other kind is an
+//! error, never an empty directory in its place.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -20,6 +22,8 @@ pub struct Objects {
     pub config_maps: BTreeMap<String, BTreeMap<String, Vec<u8>>>,
     pub secrets: BTreeMap<String, BTreeMap<String, Vec<u8>>>,
     pub tokens: BTreeMap<super::tokens::TokenSpec, String>,
+    /// Bound claims' directories on this node, by volume name.
+    pub claims: BTreeMap<String, super::claims::ClaimDir>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +43,10 @@ pub enum VolumeError {
     },
     #[error("volume {volume}: {message}")]
     Invalid { volume: String, message: String },
+    #[error("volume {volume}: its persistentVolumeClaim is not bound to a volume on this node")]
+    Unbound { volume: String },
+    #[error("volume {volume}: volume type {kind} is not supported by keelson-agent")]
+    Unsupported { volume: String, kind: &'static str },
     #[error("volume {volume}: no service-account token was obtained for it")]
     NoToken { volume: String },
     #[error("container {container} mounts volume {volume}, which the pod does not declare")]
@@ -159,6 +167,9 @@ fn prepare_one(
         }
         return Ok(p);
     }
+    if v.persistent_volume_claim.is_some() {
+        return claim_dir(v, objects);
+    }
     let written = if let Some(cm) = &v.config_map {
         let data = lookup(
             &v.name,
@@ -180,13 +191,44 @@ fn prepare_one(
         let data = projected_files(pod, p, objects, &v.name)?;
         let mode = u32::try_from(p.default_mode.unwrap_or(0o644) & 0o777).unwrap_or(0o644);
         super::atomic_writer::write(dir, &data, mode)
-    } else {
-        // emptyDir, and kinds the agent does not fill: an empty directory.
+    } else if v.empty_dir.is_some() {
         std::fs::create_dir_all(dir)
             .and_then(|()| std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)))
+    } else {
+        return Err(VolumeError::Unsupported {
+            volume: v.name.clone(),
+            kind: super::claims::unsupported(v).unwrap_or("unknown"),
+        });
     };
     written.map_err(|e| io(dir, e))?;
     Ok(dir.to_path_buf())
+}
+
+/// A persistentVolumeClaim volume: its bound volume's directory, made (world-writable, as
+/// k3s's local-path helper makes it, since the pod may run as any user) when the volume asks
+/// for DirectoryOrCreate.
+fn claim_dir(v: &Volume, objects: &Objects) -> Result<PathBuf, VolumeError> {
+    let Some(dir) = objects.claims.get(&v.name) else {
+        return Err(VolumeError::Unbound {
+            volume: v.name.clone(),
+        });
+    };
+    let io = |source| VolumeError::Io {
+        volume: v.name.clone(),
+        path: dir.path.display().to_string(),
+        source,
+    };
+    if dir.create && !dir.path.exists() {
+        std::fs::create_dir_all(&dir.path).map_err(io)?;
+        std::fs::set_permissions(&dir.path, std::fs::Permissions::from_mode(0o777)).map_err(io)?;
+    }
+    if !dir.path.is_dir() {
+        return Err(io(std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "the volume's directory does not exist on this node",
+        )));
+    }
+    Ok(dir.path.clone())
 }
 
 /// The named ConfigMap's or Secret's contents: None when it is missing but optional.
@@ -391,6 +433,9 @@ pub fn mounts_for(
         };
         let volume = volumes(pod).iter().find(|v| v.name == vm.name);
         let read_only_kind = volume.is_some_and(|v| v.config_map.is_some() || v.secret.is_some());
+        let read_only_claim = volume
+            .and_then(|v| v.persistent_volume_claim.as_ref())
+            .is_some_and(|c| c.read_only == Some(true));
         let host = match vm.sub_path.as_deref().filter(|s| !s.is_empty()) {
             Some(sub) => {
                 sub_path::resolve(path, sub, !read_only_kind).map_err(|e| VolumeError::SubPath {
@@ -404,7 +449,7 @@ pub fn mounts_for(
         mounts.push(HostMount {
             container_path: vm.mount_path.clone(),
             host_path: host.display().to_string(),
-            readonly: vm.read_only.unwrap_or(false) || read_only_kind,
+            readonly: vm.read_only.unwrap_or(false) || read_only_kind || read_only_claim,
         });
     }
     Ok(mounts)
@@ -581,5 +626,56 @@ mod tests {
         let mounts = mounts_for(&pod, &ok, &paths).unwrap();
         let want = paths["scratch"].canonicalize().unwrap().join("logs");
         assert_eq!(mounts[0].host_path, want.display().to_string());
+    }
+    /// A claim volume is its bound volume's directory, made when asked, the same for every
+    /// pod using the claim; without a bound volume it is an error and no directory is made.
+    #[test]
+    fn claim_volumes_are_the_bound_volumes_directory_never_an_empty_one() {
+        let tmp = tempfile::tempdir().unwrap();
+        let pod = |uid: &str| -> Pod {
+            serde_json::from_value(serde_json::json!({
+                "metadata": {"name": "db", "namespace": "shop", "uid": uid},
+                "spec": {"containers": [{"name": "app", "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
+                    "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": "data"}}]}
+            }))
+            .unwrap()
+        };
+        let err = prepare(tmp.path(), &pod("p1"), &Objects::default()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "volume data: its persistentVolumeClaim is not bound to a volume on this node"
+        );
+        assert!(!pod_dir(tmp.path(), &pod("p1"))
+            .join("volumes/data")
+            .exists());
+        let store = tmp.path().join("storage/pvc-1");
+        let mut objects = Objects::default();
+        objects.claims.insert(
+            "data".into(),
+            super::super::claims::ClaimDir {
+                path: store.clone(),
+                create: true,
+            },
+        );
+        let first = prepare(tmp.path(), &pod("p1"), &objects).unwrap();
+        assert_eq!(first["data"], store);
+        let mode = std::fs::metadata(&store).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o777);
+        std::fs::write(store.join("kept"), "yes").unwrap();
+        let second = prepare(tmp.path(), &pod("p2"), &objects).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(second["data"].join("kept")).unwrap(),
+            "yes"
+        );
+        let nfs: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "x", "uid": "p3"},
+            "spec": {"containers": [], "volumes": [{"name": "share", "nfs": {"server": "s", "path": "/"}}]}
+        }))
+        .unwrap();
+        let err = prepare(tmp.path(), &nfs, &Objects::default()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "volume share: volume type nfs is not supported by keelson-agent"
+        );
     }
 }

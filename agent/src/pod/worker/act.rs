@@ -202,6 +202,12 @@ async fn create_sandbox(
     attempt: u32,
 ) -> Result<Outcome, SyncError> {
     let (pod, cri) = (scene.pod, &ctx.cri);
+    if let Err(message) = super::mounts::ready(ctx, pod).await {
+        tracing::info!(pod = %pod_key(pod), %message, "volumes not ready; the pod waits");
+        ctx.events
+            .pod(pod, None, Kind::Warning, "FailedMount", message.clone());
+        return Ok(hold_all(pod, message));
+    }
     for id in &scene.observed.all_sandbox_ids {
         cri.stop_pod_sandbox(id).await?;
         cri.remove_pod_sandbox(id).await?;
@@ -215,18 +221,23 @@ async fn create_sandbox(
     let message = format!("Failed to create pod sandbox: {e}");
     ctx.events
         .pod(pod, None, Kind::Warning, "FailedCreatePodSandBox", message);
+    Ok(hold_all(pod, e.to_string()))
+}
+
+/// Every container held back as ContainerCreating with `message`, tried again soon.
+fn hold_all(pod: &Pod, message: String) -> Outcome {
     let creating = Waiting {
         reason: "ContainerCreating".into(),
-        message: e.to_string(),
+        message,
     };
     let held = decide::regular_containers(pod)
         .iter()
         .chain(decide::init_containers(pod))
         .map(|c| (c.name.clone(), Some(creating.clone())))
         .collect();
-    Ok(Outcome {
+    Outcome {
         progressed: false,
         held,
         retry_after: Some(SANDBOX_RETRY),
-    })
+    }
 }

@@ -23,6 +23,7 @@ use super::observed::ObservedPod;
 use super::status::{self, StatusInput};
 
 mod act;
+mod mounts;
 mod observe;
 mod probes;
 mod pull;

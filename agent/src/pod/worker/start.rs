@@ -59,6 +59,9 @@ async fn container_config(
     objects.tokens = super::token_refresh::fetch(ctx, pod)
         .await
         .map_err(config_error)?;
+    objects.claims = crate::pod::claims::resolve(&ctx.client, pod)
+        .await
+        .map_err(|e| config_error(e.to_string()))?;
     let paths =
         volumes::prepare(&ctx.root, pod, &objects).map_err(|e| config_error(e.to_string()))?;
     let mut mounts =

@@ -46,6 +46,9 @@ async fn rewrite(ctx: &Context, pod: &Pod) -> Result<(), String> {
         .for_pod(&ctx.client, pod)
         .await
         .map_err(|e| e.to_string())?;
+    objects.claims = crate::pod::claims::resolve(&ctx.client, pod)
+        .await
+        .map_err(|e| e.to_string())?;
     volumes::prepare(&ctx.root, pod, &objects).map_err(|e| e.to_string())?;
     Ok(())
 }

@@ -1,0 +1,37 @@
+//! Before a pod's sandbox is made, as the kubelet's volume manager waits for its volumes: every
+//! volume must be of a kind the agent sets up and every claim bound to a volume on this node.
+//! Until then the pod does not start; the reason is a FailedMount event and its containers'
+//! ContainerCreating message.
+
+use k8s_openapi::api::core::v1::Pod;
+
+use crate::pod::claims;
+use crate::pod::context::Context;
+
+/// Ok when the pod's volumes can be set up, else the kubelet's "Unable to attach or mount
+/// volumes" message naming them and why.
+pub async fn ready(ctx: &Context, pod: &Pod) -> Result<(), String> {
+    let volumes = pod.spec.iter().flat_map(|s| s.volumes.iter().flatten());
+    let unmounted = |names: &[&str], why: &str| {
+        format!(
+            "Unable to attach or mount volumes: unmounted volumes=[{}]: {why}",
+            names.join(" ")
+        )
+    };
+    for v in volumes.clone() {
+        if let Some(kind) = claims::unsupported(v) {
+            let why = format!("volume type {kind} is not supported by keelson-agent");
+            return Err(unmounted(&[&v.name], &why));
+        }
+    }
+    claims::resolve(&ctx.client, pod)
+        .await
+        .map(|_| ())
+        .map_err(|e| {
+            let names: Vec<&str> = volumes
+                .filter(|v| v.persistent_volume_claim.is_some())
+                .map(|v| v.name.as_str())
+                .collect();
+            unmounted(&names, &e.to_string())
+        })
+}
