@@ -81,6 +81,37 @@ pub fn controller_roles() -> Vec<(&'static str, Vec<Rule>)> {
             ]),
         ),
         (
+            // Upstream's rules, with patch where it updates: Keelson patches status.
+            "statefulset-controller",
+            with_events(vec![
+                r(&["list", "watch"], APPS, &["statefulsets"]),
+                r(
+                    &["update", "patch"],
+                    APPS,
+                    &["statefulsets/status", "statefulsets/finalizers"],
+                ),
+                r(
+                    &[
+                        "get", "list", "watch", "create", "delete", "update", "patch",
+                    ],
+                    CORE,
+                    &["pods"],
+                ),
+                r(
+                    &[
+                        "get", "create", "delete", "update", "patch", "list", "watch",
+                    ],
+                    APPS,
+                    &["controllerrevisions"],
+                ),
+                r(
+                    &["get", "list", "create", "update", "delete"],
+                    CORE,
+                    &["persistentvolumeclaims"],
+                ),
+            ]),
+        ),
+        (
             "deployment-controller",
             with_events(vec![
                 r(

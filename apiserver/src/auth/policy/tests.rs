@@ -114,6 +114,12 @@ fn every_component_may_make_the_calls_it_makes() {
         ),
         (&kcm, "patch", "discovery.k8s.io", "endpointslices", "", "d"),
         (&kcm, "patch", "apps", "daemonsets", "status", "d"),
+        (&kcm, "patch", "apps", "statefulsets", "status", "d"),
+        (&kcm, "create", "apps", "controllerrevisions", "", "d"),
+        (&kcm, "patch", "apps", "controllerrevisions", "", "d"),
+        (&kcm, "delete", "apps", "controllerrevisions", "", "d"),
+        (&kcm, "create", "", "persistentvolumeclaims", "", "d"),
+        (&kcm, "list", "", "persistentvolumeclaims", "", "d"),
         (
             &kcm,
             "patch",
