@@ -18,6 +18,7 @@ pub mod pods;
 pub mod replicaset;
 pub mod root_ca_publisher;
 pub mod serviceaccounts;
+pub mod volume;
 
 pub use api::is_not_found;
 pub use error::Error;
@@ -174,10 +175,12 @@ pub async fn run(
     );
     let optional = spawn_optional(&ctx, optional);
     let daemons = daemonset::run(ctx.clone());
+    let storage = tokio::spawn(volume::run(ctx.clone()));
     futures::join!(workloads(&ctx), endpoint_slices(&ctx), nodes, daemons);
     for task in optional {
         task.abort();
     }
+    storage.abort();
     sweeper.abort();
     server.abort();
     tracing::info!("controllers stopped");
