@@ -117,8 +117,10 @@ pub async fn orphan(api: &Api, owner: &Value) -> ApiResult<()> {
     Ok(())
 }
 
-/// Foreground: deletes the dependents of `owner` (each with background propagation), then
-/// lets the owner go if none is left.
+/// Foreground: deletes the dependents of `owner`, then lets the owner go if none is left. A
+/// dependent that has dependents of its own is deleted in the foreground too, as upstream's
+/// garbage collector does, so that the owner waits for the whole tree (a Deployment for its
+/// ReplicaSets' Pods); the others with background propagation.
 pub async fn delete_dependents(api: &Api, owner_key: &str, owner: &Value) {
     for (key, e) in dependents(api, owner) {
         let Some(res) = resource_of(&key) else {
@@ -130,7 +132,16 @@ pub async fn delete_dependents(api: &Api, owner_key: &str, owner: &Value) {
             namespace: object::namespace(&obj).to_string(),
             name: object::name(&obj).to_string(),
         };
-        if let Err(err) = Box::pin(super::delete(api, &t, &Default::default())).await {
+        let policy = if dependents(api, &obj).is_empty() {
+            "Background"
+        } else {
+            "Foreground"
+        };
+        let opts = super::DeleteOptions {
+            propagation_policy: Some(policy.into()),
+            ..Default::default()
+        };
+        if let Err(err) = Box::pin(super::delete(api, &t, &opts)).await {
             tracing::warn!(key, error = %err.message, "deleting a dependent in the foreground");
         }
     }
