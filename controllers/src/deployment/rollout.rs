@@ -36,6 +36,47 @@ pub(super) fn status_of(rs: &ReplicaSet) -> (i32, i32, i32) {
         .unwrap_or_default()
 }
 
+/// maxSurge and maxUnavailable resolved against spec.replicas, as upstream's
+/// ResolveFenceposts: both zero makes unavailable one.
+fn fenceposts(d: &Deployment) -> (i32, i32) {
+    let replicas = d.spec.replicas.unwrap_or(1).max(0);
+    let ru = d
+        .spec
+        .strategy
+        .as_ref()
+        .and_then(|s| s.rolling_update.clone())
+        .unwrap_or_default();
+    let surge = scaled(ru.max_surge.as_ref(), replicas, 25, true);
+    let unavailable = scaled(ru.max_unavailable.as_ref(), replicas, 25, false);
+    if surge == 0 && unavailable == 0 {
+        (0, 1)
+    } else {
+        (surge, unavailable)
+    }
+}
+
+fn is_rolling(d: &Deployment) -> bool {
+    d.spec.strategy.as_ref().and_then(|s| s.type_.as_deref()) != Some("Recreate")
+}
+
+/// Upstream's MaxSurge: none for Recreate.
+pub fn max_surge(d: &Deployment) -> i32 {
+    if is_rolling(d) {
+        fenceposts(d).0
+    } else {
+        0
+    }
+}
+
+/// Upstream's MaxUnavailable: none for Recreate or zero replicas, never above replicas.
+pub fn max_unavailable(d: &Deployment) -> i32 {
+    let replicas = d.spec.replicas.unwrap_or(1).max(0);
+    if !is_rolling(d) || replicas == 0 {
+        return 0;
+    }
+    fenceposts(d).1.min(replicas)
+}
+
 /// The replicas each ReplicaSet should have next: (new, [(old name, replicas)]).
 pub fn rollout(d: &Deployment, new: &ReplicaSet, olds: &[ReplicaSet]) -> (i32, Vec<(String, i32)>) {
     let spec = d.spec.clone();
@@ -51,12 +92,7 @@ pub fn rollout(d: &Deployment, new: &ReplicaSet, olds: &[ReplicaSet]) -> (i32, V
         };
         return (new_target, olds.iter().map(|o| (o.name_any(), 0)).collect());
     }
-    let ru = strategy.rolling_update.unwrap_or_default();
-    let surge = scaled(ru.max_surge.as_ref(), replicas, 25, true);
-    let mut unavailable = scaled(ru.max_unavailable.as_ref(), replicas, 25, false);
-    if surge == 0 && unavailable == 0 {
-        unavailable = 1;
-    }
+    let (surge, unavailable) = fenceposts(d);
     let cur_new = spec_replicas(new);
     let new_target = if cur_new > replicas {
         replicas
