@@ -1,15 +1,19 @@
 //! The ReplicaSet controller: keeps spec.replicas active Pods from the template, and reports
-//! how many exist and are ready.
+//! how many exist and are ready. Pods to delete are chosen in upstream's order (`ranking`).
+
+mod ranking;
 
 use crate::api::{delete_if_present, list_selected, patch_status};
-use crate::pods::{is_active, is_controlled_by, is_ready, owner_ref};
+use crate::pods::{controller_of, is_active, is_controlled_by, is_ready, owner_ref};
 use crate::{Ctx, Error};
 use k8s_openapi::api::apps::v1::{ReplicaSet, ReplicaSetStatus};
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::jiff::Timestamp;
 use keelson_daemon::events::EventType;
-use kube::api::{Api, DeleteParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, PostParams};
 use kube::runtime::controller::Action;
 use kube::ResourceExt;
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,34 +27,17 @@ pub struct Plan {
     pub status: ReplicaSetStatus,
 }
 
-/// Which Pods go first when scaling down: unscheduled, then pending, then not ready, then newest.
-fn deletion_rank(p: &Pod) -> (u8, u8, u8, std::cmp::Reverse<String>) {
-    let scheduled = p.spec.as_ref().and_then(|s| s.node_name.as_ref()).is_some();
-    let running = p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running");
-    let created = p
-        .metadata
-        .creation_timestamp
-        .as_ref()
-        .map(|t| t.0.to_string())
-        .unwrap_or_default();
-    (
-        scheduled as u8,
-        running as u8,
-        is_ready(p) as u8,
-        std::cmp::Reverse(created),
-    )
-}
-
-/// Decides what to create and delete for the Pods this ReplicaSet controls.
-pub fn plan(rs: &ReplicaSet, owned: &[Pod]) -> Plan {
+/// Decides what to create and delete for the Pods this ReplicaSet controls; `related` are the
+/// Pods of every ReplicaSet with the same owner (Pods doubled up on a node go first).
+pub fn plan(rs: &ReplicaSet, owned: &[Pod], related: &[Pod], now: Timestamp) -> Plan {
     let want = rs.spec.replicas.unwrap_or(1).max(0) as usize;
-    let mut active: Vec<&Pod> = owned.iter().filter(|p| is_active(p)).collect();
+    let active: Vec<&Pod> = owned.iter().filter(|p| is_active(p)).collect();
     let (create, delete) = if active.len() < want {
         (want - active.len(), Vec::new())
     } else {
-        active.sort_by_key(|p| deletion_rank(p));
+        let related: Vec<&Pod> = related.iter().filter(|p| is_active(p)).collect();
         let extra = active.len() - want;
-        (0, active[..extra].iter().map(|p| p.name_any()).collect())
+        (0, ranking::to_delete(&active, &related, extra, now))
     };
     let ready = active.iter().filter(|p| is_ready(p)).count() as i32;
     let status = ReplicaSetStatus {
@@ -90,6 +77,36 @@ fn new_pod(rs: &ReplicaSet) -> Result<Pod, Error> {
     })
 }
 
+/// The Pods of every ReplicaSet controlled by the same owner as `rs` (a Deployment's old and
+/// new ones), or `rs`'s own when it has no owner, as upstream's getIndirectlyRelatedPods.
+async fn related_pods(
+    rs: &ReplicaSet,
+    client: &kube::Client,
+    pods: &Api<Pod>,
+    owned: &[Pod],
+) -> Result<Vec<Pod>, kube::Error> {
+    let Some(owner) = controller_of(rs) else {
+        return Ok(owned.to_vec());
+    };
+    let rsapi: Api<ReplicaSet> =
+        Api::namespaced(client.clone(), &rs.namespace().unwrap_or_default());
+    let siblings: HashSet<String> = rsapi
+        .list(&ListParams::default())
+        .await?
+        .items
+        .iter()
+        .filter(|r| is_controlled_by(*r, &owner.uid))
+        .filter_map(|r| r.uid())
+        .collect();
+    Ok(pods
+        .list(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|p| controller_of(p).is_some_and(|c| siblings.contains(&c.uid)))
+        .collect())
+}
+
 pub async fn reconcile(rs: Arc<ReplicaSet>, ctx: Arc<Ctx>) -> Result<Action, Error> {
     if rs.metadata.deletion_timestamp.is_some() {
         return Ok(Action::await_change());
@@ -104,7 +121,13 @@ pub async fn reconcile(rs: Arc<ReplicaSet>, ctx: Arc<Ctx>) -> Result<Action, Err
         .into_iter()
         .filter(|p| is_controlled_by(p, &uid))
         .collect();
-    let plan = plan(&rs, &owned);
+    let want = rs.spec.replicas.unwrap_or(1).max(0) as usize;
+    let related = if owned.iter().filter(|p| is_active(p)).count() > want {
+        related_pods(&rs, &ctx.client, &pods, &owned).await?
+    } else {
+        Vec::new()
+    };
+    let plan = plan(&rs, &owned, &related, Timestamp::now());
     let events = ctx.events.reporting(COMPONENT);
     for _ in 0..plan.create {
         match pods.create(&PostParams::default(), &new_pod(&rs)?).await {
@@ -151,7 +174,7 @@ mod tests {
 
     #[test]
     fn creates_the_missing_and_counts_ready() {
-        let p = plan(&rs(3), &[pod("a", true, "Running")]);
+        let p = plan(&rs(3), &[pod("a", true, "Running")], &[], Timestamp::now());
         assert_eq!(p.create, 2);
         assert!(p.delete.is_empty());
         assert_eq!(
@@ -171,9 +194,9 @@ mod tests {
             pod("slow", false, "Pending"),
             pod("done", false, "Succeeded"),
         ];
-        let p = plan(&rs(1), &pods);
+        let p = plan(&rs(1), &pods, &pods, Timestamp::now());
         assert_eq!((p.create, p.delete.clone()), (0, vec!["slow".to_string()]));
-        let p = plan(&rs(2), &pods);
+        let p = plan(&rs(2), &pods, &pods, Timestamp::now());
         assert_eq!((p.create, p.delete.len()), (0, 0));
     }
 
