@@ -80,6 +80,16 @@ pub fn conditions(svc: &Service, pod: &Pod) -> EndpointConditions {
     }
 }
 
+/// The pod's spec.hostname when its spec.subdomain names this Service (upstream's
+/// ShouldSetHostname): cluster DNS then answers `<hostname>.<service>.<ns>.svc`, the stable
+/// name of a StatefulSet's pod behind its headless Service.
+fn hostname(svc: &Service, pod: &Pod) -> Option<String> {
+    let spec = pod.spec.as_ref()?;
+    let hostname = spec.hostname.clone().filter(|h| !h.is_empty())?;
+    let same_ns = svc.metadata.namespace == pod.metadata.namespace;
+    (same_ns && spec.subdomain.is_some() && spec.subdomain == svc.metadata.name).then_some(hostname)
+}
+
 fn endpoint(svc: &Service, pod: &Pod) -> Option<Endpoint> {
     let ip = pod
         .status
@@ -90,6 +100,7 @@ fn endpoint(svc: &Service, pod: &Pod) -> Option<Endpoint> {
     Some(Endpoint {
         addresses: vec![ip],
         conditions: Some(conditions(svc, pod)),
+        hostname: hostname(svc, pod),
         node_name: pod.spec.as_ref().and_then(|s| s.node_name.clone()),
         target_ref: Some(ObjectReference {
             kind: Some("Pod".into()),
@@ -261,6 +272,29 @@ mod tests {
         )
         .unwrap()]);
         p
+    }
+
+    #[test]
+    fn endpoints_carry_the_hostname_of_pods_whose_subdomain_is_the_service() {
+        let named = |hostname: Option<&str>, subdomain: Option<&str>| {
+            let mut p = pod("a", true, "Running");
+            let spec = p.spec.as_mut().unwrap();
+            spec.hostname = hostname.map(String::from);
+            spec.subdomain = subdomain.map(String::from);
+            p
+        };
+        let service = svc(serde_json::json!(80));
+        let host = |p: Pod| endpoint(&service, &p).and_then(|e| e.hostname);
+        assert_eq!(
+            host(named(Some("web-0"), Some("web"))),
+            Some("web-0".into())
+        );
+        assert_eq!(host(named(Some("web-0"), Some("other"))), None);
+        assert_eq!(host(named(Some("web-0"), None)), None);
+        assert_eq!(host(named(None, Some("web"))), None);
+        let mut elsewhere = named(Some("web-0"), Some("web"));
+        elsewhere.metadata.namespace = Some("other".into());
+        assert_eq!(host(elsewhere), None);
     }
 
     #[test]

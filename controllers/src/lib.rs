@@ -18,6 +18,7 @@ pub mod pods;
 pub mod replicaset;
 pub mod root_ca_publisher;
 pub mod serviceaccounts;
+pub mod statefulset;
 pub mod volume;
 
 pub use api::is_not_found;
@@ -166,7 +167,7 @@ pub async fn run(
         keelson_daemon::ready_now(),
     ));
     tracing::info!(
-        "controllers running: deployment, replicaset, endpointslice, garbage collector, namespace, node lifecycle, daemonset, serviceaccount"
+        "controllers running: deployment, replicaset, endpointslice, garbage collector, namespace, node lifecycle, daemonset, statefulset, serviceaccount"
     );
     let nodes = nodelifecycle::run(
         ctx.clone(),
@@ -176,7 +177,14 @@ pub async fn run(
     let optional = spawn_optional(&ctx, optional);
     let daemons = daemonset::run(ctx.clone());
     let storage = tokio::spawn(volume::run(ctx.clone()));
-    futures::join!(workloads(&ctx), endpoint_slices(&ctx), nodes, daemons);
+    let stateful = statefulset::run(ctx.clone());
+    futures::join!(
+        workloads(&ctx),
+        endpoint_slices(&ctx),
+        nodes,
+        daemons,
+        stateful
+    );
     for task in optional {
         task.abort();
     }

@@ -1,0 +1,256 @@
+//! The StatefulSet controller: stable pods `<set>-<ordinal>` with their claims (`identity`),
+//! one ControllerRevision per template (`revision`), and the ordered steps and status
+//! (`plan`). This file does the API calls.
+
+pub mod identity;
+pub mod plan;
+pub mod revision;
+
+use crate::api::{create_if_absent, delete_if_present, list_selected, patch_status};
+use crate::pods::is_controlled_by;
+use crate::{Ctx, Error};
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::{ControllerRevision, StatefulSet};
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::jiff::Timestamp;
+use keelson_daemon::events::EventType;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::runtime::controller::{Action, Controller};
+use kube::runtime::watcher;
+use kube::ResourceExt;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The Events' reporting component, as upstream's.
+pub const COMPONENT: &str = "statefulset-controller";
+
+/// Runs until SIGTERM or Ctrl-C: woken by StatefulSets and the pods they own.
+pub async fn run(ctx: Arc<Ctx>) {
+    let client = &ctx.client;
+    let cfg = watcher::Config::default();
+    Controller::new(Api::<StatefulSet>::all(client.clone()), cfg.clone())
+        .owns(Api::<Pod>::all(client.clone()), cfg)
+        .shutdown_on_signal()
+        .run(reconcile, crate::error_policy, ctx.clone())
+        .for_each(crate::counted(ctx.clone()))
+        .await;
+}
+
+/// The set's own API handles.
+struct Apis {
+    pods: Api<Pod>,
+    revisions: Api<ControllerRevision>,
+    claims: Api<PersistentVolumeClaim>,
+    sets: Api<StatefulSet>,
+}
+
+pub async fn reconcile(sts: Arc<StatefulSet>, ctx: Arc<Ctx>) -> Result<Action, Error> {
+    if sts.metadata.deletion_timestamp.is_some() {
+        return Ok(Action::await_change());
+    }
+    let ns = sts.namespace().unwrap_or_default();
+    let client = &ctx.client;
+    let apis = Apis {
+        pods: Api::namespaced(client.clone(), &ns),
+        revisions: Api::namespaced(client.clone(), &ns),
+        claims: Api::namespaced(client.clone(), &ns),
+        sets: Api::namespaced(client.clone(), &ns),
+    };
+    let uid = sts.uid().unwrap_or_default();
+    let selected = list_selected(&sts.spec.selector)?;
+    // Listed from the API rather than the watch cache: a cache that has not yet seen the pod
+    // made on the previous pass would have this pass make it again.
+    let pods: Vec<Pod> = apis
+        .pods
+        .list(&selected)
+        .await?
+        .items
+        .into_iter()
+        .filter(|p| is_controlled_by(p, &uid))
+        .collect();
+    let revisions = revision::controlled(&sts, apis.revisions.list(&selected).await?.items);
+    let update = update_revision(&sts, &apis, &revisions).await?;
+    let update_name = update.name_any();
+    let current = sts
+        .status
+        .as_ref()
+        .and_then(|s| s.current_revision.as_deref())
+        .and_then(|name| {
+            revisions
+                .iter()
+                .find(|r| r.metadata.name.as_deref() == Some(name))
+        })
+        .unwrap_or(&update);
+    let current_name = current.name_any();
+    let inputs = plan::Inputs {
+        sts: &sts,
+        current: &current_name,
+        update: &update_name,
+        now: Timestamp::now(),
+    };
+    let plan = plan::plan(&inputs, &pods);
+    apply(&sts, &ctx, &apis, &plan, (current, &update)).await?;
+    prune(
+        &sts,
+        &apis,
+        &revisions,
+        &pods,
+        [&current_name, &update_name],
+    )
+    .await?;
+    if sts.status.as_ref() != Some(&plan.status) {
+        let patch = serde_json::json!({ "status": plan.status });
+        patch_status(&apis.sets, &sts.name_any(), &patch).await?;
+    }
+    // Ready pods wait out minReadySeconds before they count as available: look again soon.
+    let waiting = plan.status.ready_replicas > plan.status.available_replicas;
+    Ok(Action::requeue(Duration::from_secs(if waiting {
+        1
+    } else {
+        300
+    })))
+}
+
+/// The revision of the set's template now: an existing one (renumbered as the newest when it
+/// comes back, as after `rollout undo`), or a new one.
+async fn update_revision(
+    sts: &StatefulSet,
+    apis: &Apis,
+    revisions: &[ControllerRevision],
+) -> Result<ControllerRevision, Error> {
+    let chosen = revision::choose(sts, revisions);
+    if let (Some(existing), Some((name, number))) = (&chosen.update, &chosen.renumber) {
+        let patch = serde_json::json!({ "revision": number });
+        let params = PatchParams::default();
+        apis.revisions
+            .patch(name, &params, &Patch::Merge(&patch))
+            .await?;
+        let mut renumbered = existing.clone();
+        renumbered.revision = Some(*number);
+        return Ok(renumbered);
+    }
+    if let Some(existing) = chosen.update {
+        return Ok(existing);
+    }
+    let collisions = sts
+        .status
+        .as_ref()
+        .and_then(|s| s.collision_count)
+        .unwrap_or(0);
+    let rev = revision::new_revision(sts, chosen.next, collisions);
+    match apis.revisions.create(&PostParams::default(), &rev).await {
+        Ok(made) => Ok(made),
+        Err(kube::Error::Api(e)) if e.is_already_exists() => {
+            let there = apis.revisions.get(&rev.name_any()).await?;
+            let data = revision::patch(sts);
+            if is_controlled_by(&there, &sts.uid().unwrap_or_default())
+                && revision::same_data(&there, &data)
+            {
+                return Ok(there);
+            }
+            // Another object has the name: the next pass hashes with a higher count, as upstream.
+            let patch = serde_json::json!({ "status": { "collisionCount": collisions + 1 } });
+            patch_status(&apis.sets, &sts.name_any(), &patch).await?;
+            Err(Error::Invalid(format!(
+                "ControllerRevision {} exists with other data: trying again with collisionCount {}",
+                rev.name_any(),
+                collisions + 1
+            )))
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Makes the plan's claims, pods and deletions, with upstream's Events on the set.
+async fn apply(
+    sts: &StatefulSet,
+    ctx: &Ctx,
+    apis: &Apis,
+    plan: &plan::Plan,
+    (current, update): (&ControllerRevision, &ControllerRevision),
+) -> Result<(), Error> {
+    let set = sts.name_any();
+    let events = ctx.events.reporting(COMPONENT);
+    if !plan.claims.is_empty() {
+        ensure_claims(sts, ctx, apis, &plan.claims).await?;
+    }
+    for (ordinal, from_update) in &plan.create {
+        let rev = if *from_update { update } else { current };
+        let template = revision::template_of(rev).unwrap_or_else(|| sts.spec.template.clone());
+        let pod = identity::new_pod(sts, &template, &rev.name_any(), *ordinal);
+        let name = pod.name_any();
+        if let Err(e) = create_if_absent(&apis.pods, &pod).await {
+            let message = format!("create Pod {name} in StatefulSet {set} failed error: {e}");
+            events.publish(sts, EventType::Warning, "FailedCreate", message);
+            return Err(e.into());
+        }
+        let message = format!("create Pod {name} in StatefulSet {set} successful");
+        events.publish(sts, EventType::Normal, "SuccessfulCreate", message);
+    }
+    for name in &plan.delete {
+        delete_if_present(&apis.pods, name, &DeleteParams::default()).await?;
+        let message = format!("delete Pod {name} in StatefulSet {set} successful");
+        events.publish(sts, EventType::Normal, "SuccessfulDelete", message);
+    }
+    if !plan.create.is_empty() || !plan.delete.is_empty() {
+        tracing::info!(statefulset = %set, namespace = ?sts.namespace(), created = ?plan.create, deleted = ?plan.delete, "synced stateful pods");
+    }
+    Ok(())
+}
+
+/// Creates the claims of `ordinals` that do not exist yet (before their pods, so a pod never
+/// starts without its volume). Existing claims are left as they are: they keep the data.
+async fn ensure_claims(
+    sts: &StatefulSet,
+    ctx: &Ctx,
+    apis: &Apis,
+    ordinals: &[i32],
+) -> Result<(), Error> {
+    let wanted: Vec<PersistentVolumeClaim> = ordinals
+        .iter()
+        .flat_map(|o| identity::claims(sts, *o))
+        .collect();
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let existing: BTreeSet<String> = apis
+        .claims
+        .list(&ListParams::default())
+        .await?
+        .items
+        .iter()
+        .map(|c| c.name_any())
+        .collect();
+    let set = sts.name_any();
+    let events = ctx.events.reporting(COMPONENT);
+    for claim in wanted.iter().filter(|c| !existing.contains(&c.name_any())) {
+        let name = claim.name_any();
+        if let Err(e) = create_if_absent(&apis.claims, claim).await {
+            let message = format!("create Claim {name} in StatefulSet {set} failed error: {e}");
+            events.publish(sts, EventType::Warning, "FailedCreate", message);
+            return Err(e.into());
+        }
+        let message = format!("create Claim {name} in StatefulSet {set} success");
+        events.publish(sts, EventType::Normal, "SuccessfulCreate", message);
+    }
+    Ok(())
+}
+
+/// Deletes the revisions past revisionHistoryLimit that no pod runs.
+async fn prune(
+    sts: &StatefulSet,
+    apis: &Apis,
+    revisions: &[ControllerRevision],
+    pods: &[Pod],
+    keep: [&str; 2],
+) -> Result<(), Error> {
+    let limit = sts.spec.revision_history_limit.unwrap_or(10);
+    for name in revision::prune(revisions, pods, &keep, limit) {
+        delete_if_present(&apis.revisions, &name, &DeleteParams::default()).await?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod revision_tests;
