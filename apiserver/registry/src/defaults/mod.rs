@@ -8,6 +8,7 @@ mod core;
 mod pod;
 mod rbac;
 mod service;
+mod storage;
 mod statefulset;
 
 use serde_json::Value;
@@ -32,6 +33,9 @@ pub fn apply_defaults(kind: &str, obj: &mut Value) {
         "Secret" => core::secret(obj),
         "Node" => core::node(obj),
         "Endpoints" => core::endpoints(obj),
+        "PersistentVolume" => storage::persistent_volume(obj),
+        "PersistentVolumeClaim" => storage::persistent_volume_claim(obj),
+        "StorageClass" => storage::storage_class(obj),
         "EndpointSlice" => core::endpoint_slice(obj),
         "RoleBinding" | "ClusterRoleBinding" => rbac::binding(obj),
         _ => {}

@@ -10,6 +10,7 @@ mod network;
 mod pod;
 mod rbac;
 mod service;
+mod storage;
 mod statefulset;
 
 pub use age::human_age;
@@ -86,6 +87,9 @@ const PRINTERS: &[Printer] = printers! {
     "EndpointSlice" => service::endpoint_slice_columns, service::endpoint_slice_cells;
     "Ingress" => network::ingress_columns, network::ingress_cells;
     "IngressClass" => network::ingress_class_columns, network::ingress_class_cells;
+    "PersistentVolume" => storage::persistent_volume_columns, storage::persistent_volume_cells;
+    "PersistentVolumeClaim" => storage::persistent_volume_claim_columns, storage::persistent_volume_claim_cells;
+    "StorageClass" => storage::storage_class_columns, storage::storage_class_cells;
     "Node" => core::node_columns, core::node_cells;
     "Namespace" => core::namespace_columns, core::namespace_cells;
     "ConfigMap" => core::config_map_columns, core::config_map_cells;

@@ -11,6 +11,7 @@ mod network;
 mod pod;
 pub(crate) mod rbac;
 mod service;
+mod storage;
 mod statefulset;
 
 use crate::cause::Cause;
@@ -32,6 +33,9 @@ pub fn validate(kind: &str, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         "CertificateSigningRequest" => certificates::csr(obj, old, &mut out),
         "Service" => service::service(obj, old, &mut out),
         "Endpoints" => network::endpoints(obj, &mut out),
+        "PersistentVolume" => storage::persistent_volume(obj, &mut out),
+        "PersistentVolumeClaim" => storage::persistent_volume_claim(obj, old, &mut out),
+        "StorageClass" => storage::storage_class(obj, old, &mut out),
         "EndpointSlice" => network::endpoint_slice(obj, old, &mut out),
         "Ingress" => network::ingress(obj, &mut out),
         "IngressClass" => network::ingress_class(obj, old, &mut out),
