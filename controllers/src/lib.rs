@@ -4,12 +4,14 @@
 
 pub mod api;
 pub mod certificates;
+pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
 pub mod endpointslice;
 pub mod error;
 pub mod gc;
 pub mod hash;
+pub mod job;
 pub mod metrics;
 pub mod namespace;
 pub mod nodeipam;
@@ -18,8 +20,6 @@ pub mod pods;
 pub mod replicaset;
 pub mod root_ca_publisher;
 pub mod serviceaccounts;
-pub mod statefulset;
-pub mod volume;
 
 pub use api::is_not_found;
 pub use error::Error;
@@ -44,7 +44,7 @@ pub struct Ctx {
     pub events: keelson_daemon::events::Recorder,
 }
 
-fn error_policy<K>(obj: Arc<K>, e: &Error, ctx: Arc<Ctx>) -> Action
+pub(crate) fn error_policy<K>(obj: Arc<K>, e: &Error, ctx: Arc<Ctx>) -> Action
 where
     K: kube::ResourceExt,
 {
@@ -167,7 +167,7 @@ pub async fn run(
         keelson_daemon::ready_now(),
     ));
     tracing::info!(
-        "controllers running: deployment, replicaset, endpointslice, garbage collector, namespace, node lifecycle, daemonset, statefulset, serviceaccount"
+        "controllers running: deployment, replicaset, endpointslice, garbage collector, namespace, node lifecycle, daemonset, serviceaccount"
     );
     let nodes = nodelifecycle::run(
         ctx.clone(),
@@ -176,19 +176,15 @@ pub async fn run(
     );
     let optional = spawn_optional(&ctx, optional);
     let daemons = daemonset::run(ctx.clone());
-    let storage = tokio::spawn(volume::run(ctx.clone()));
-    let stateful = statefulset::run(ctx.clone());
-    futures::join!(
-        workloads(&ctx),
-        endpoint_slices(&ctx),
-        nodes,
-        daemons,
-        stateful
-    );
+    let batch = tokio::spawn(futures::future::join(
+        job::run(ctx.clone()),
+        cronjob::run(ctx.clone()),
+    ));
+    futures::join!(workloads(&ctx), endpoint_slices(&ctx), nodes, daemons);
     for task in optional {
         task.abort();
     }
-    storage.abort();
+    batch.abort();
     sweeper.abort();
     server.abort();
     tracing::info!("controllers stopped");

@@ -8,6 +8,7 @@ use crate::auth::rbac::Rule;
 
 const CORE: &[&str] = &[""];
 const APPS: &[&str] = &["apps"];
+const BATCH: &[&str] = &["batch"];
 
 fn r(verbs: &[&str], groups: &[&str], resources: &[&str]) -> Rule {
     Rule::resources(verbs, groups, resources)
@@ -208,6 +209,57 @@ pub fn controller_roles() -> Vec<(&'static str, Vec<Rule>)> {
                     &["subjectaccessreviews"],
                 ),
             ]),
+        ),
+        (
+            "job-controller",
+            with_events(vec![
+                r(
+                    &["get", "list", "watch", "update", "patch"],
+                    BATCH,
+                    &["jobs"],
+                ),
+                r(
+                    &["update", "patch"],
+                    BATCH,
+                    &["jobs/status", "jobs/finalizers"],
+                ),
+                r(
+                    &["list", "watch", "create", "delete", "update", "patch"],
+                    CORE,
+                    &["pods"],
+                ),
+            ]),
+        ),
+        (
+            "cronjob-controller",
+            with_events(vec![
+                r(
+                    &[
+                        "get", "list", "watch", "create", "update", "delete", "patch",
+                    ],
+                    BATCH,
+                    &["jobs"],
+                ),
+                r(
+                    &["get", "list", "watch", "update", "patch"],
+                    BATCH,
+                    &["cronjobs"],
+                ),
+                r(
+                    &["update", "patch"],
+                    BATCH,
+                    &["cronjobs/status", "cronjobs/finalizers"],
+                ),
+                r(&["list", "delete"], CORE, &["pods"]),
+            ]),
+        ),
+        (
+            "ttl-after-finished-controller",
+            with_events(vec![r(
+                &["get", "list", "watch", "delete"],
+                BATCH,
+                &["jobs"],
+            )]),
         ),
         (
             "generic-garbage-collector",
