@@ -20,6 +20,8 @@ pub mod pods;
 pub mod replicaset;
 pub mod root_ca_publisher;
 pub mod serviceaccounts;
+pub mod statefulset;
+pub mod volume;
 
 pub use api::is_not_found;
 pub use error::Error;
@@ -167,7 +169,7 @@ pub async fn run(
         keelson_daemon::ready_now(),
     ));
     tracing::info!(
-        "controllers running: deployment, replicaset, endpointslice, garbage collector, namespace, node lifecycle, daemonset, serviceaccount"
+        "controllers running: deployment, replicaset, endpointslice, garbage collector, namespace, node lifecycle, daemonset, statefulset, serviceaccount"
     );
     let nodes = nodelifecycle::run(
         ctx.clone(),
@@ -180,10 +182,19 @@ pub async fn run(
         job::run(ctx.clone()),
         cronjob::run(ctx.clone()),
     ));
-    futures::join!(workloads(&ctx), endpoint_slices(&ctx), nodes, daemons);
+    let storage = tokio::spawn(volume::run(ctx.clone()));
+    let stateful = statefulset::run(ctx.clone());
+    futures::join!(
+        workloads(&ctx),
+        endpoint_slices(&ctx),
+        nodes,
+        daemons,
+        stateful
+    );
     for task in optional {
         task.abort();
     }
+    storage.abort();
     batch.abort();
     sweeper.abort();
     server.abort();
