@@ -6,6 +6,7 @@ pub mod claims;
 pub mod context;
 pub mod decide;
 pub mod dns;
+pub mod etc_hosts;
 pub mod env;
 pub mod events;
 pub mod log_rotation;

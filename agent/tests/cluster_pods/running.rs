@@ -348,3 +348,44 @@ fn host_port_reaches_the_pod_from_another_host() {
     });
     assert_eq!(body, "hp\n");
 }
+
+#[test]
+fn hostname_subdomain_and_etc_hosts_as_the_kubelet_sets_them() {
+    let cluster = Cluster::start("aghosts");
+    cluster.apply(&pod_yaml(
+        "hosts",
+        &cluster.node_name,
+        &format!(
+            r#"  hostname: db-0
+  subdomain: db
+  hostAliases: [{{ip: 10.1.2.3, hostnames: [foo.local, bar.local]}}]
+  containers:
+  - name: app
+    image: {BUSYBOX}
+    command: [sh, -c, 'echo "hostname=$(hostname)"; cat /etc/hosts; echo END; sleep 3600']
+"#
+        ),
+    ));
+    let ip = ready_pod_ip(&cluster, "hosts", Duration::from_secs(60));
+    let logs = cluster.wait_until(Duration::from_secs(20), "the pod's output", || {
+        cluster
+            .kubectl(&["logs", "hosts"])
+            .ok()
+            .filter(|l| l.contains("END"))
+    });
+    assert!(logs.contains("hostname=db-0\n"), "{logs}");
+    assert!(
+        logs.contains("# Kubernetes-managed hosts file.\n127.0.0.1\tlocalhost\n"),
+        "{logs}"
+    );
+    assert!(
+        logs.contains(&format!(
+            "\n{ip}\tdb-0.db.default.svc.cluster.local\tdb-0\n"
+        )),
+        "{logs}"
+    );
+    assert!(
+        logs.contains("# Entries added by HostAliases.\n10.1.2.3\tfoo.local\tbar.local\n"),
+        "{logs}"
+    );
+}

@@ -11,7 +11,7 @@ use crate::pod::context::Context;
 use crate::pod::decide::Waiting;
 use crate::pod::events::Kind;
 use crate::pod::observed::ObservedSandbox;
-use crate::pod::{env, service_env, translate, volumes};
+use crate::pod::{env, etc_hosts, service_env, translate, volumes};
 
 /// One attempt of a container, to run in the pod's current sandbox.
 pub struct ContainerToStart<'a> {
@@ -70,6 +70,10 @@ async fn container_config(
         .map_err(|e| config_error(format!("termination log: {e}")))?;
     mounts.push(termination);
     let pod_ip = start.sandbox.ip.as_deref().unwrap_or("");
+    let domain = &ctx.settings.cluster_domain;
+    let hosts = etc_hosts::mount(&ctx.root, pod, container, pod_ip, domain)
+        .map_err(|e| config_error(format!("/etc/hosts: {e}")))?;
+    mounts.extend(hosts);
     let env = env::resolve(pod, container, pod_ip, &ctx.host_ip, &env_sources)
         .map_err(|e| config_error(e.to_string()))?;
     let env = service_env::merge(ctx.service_links.env(pod).await, env);
