@@ -133,6 +133,9 @@ pub const PVC_PROTECTION_FINALIZER: &str = "kubernetes.io/pvc-protection";
 pub const PV_PROTECTION_FINALIZER: &str = "kubernetes.io/pv-protection";
 /// The built-in local-path provisioner (a node-local directory per claim), named as k3s's.
 pub const LOCAL_PATH_PROVISIONER: &str = "rancher.io/local-path";
+/// On a local-path volume: its directory is still on the node; the node's agent removes the
+/// directory (reclaim Delete) and then this finalizer.
+pub const LOCAL_PATH_DIRECTORY_FINALIZER: &str = "keelson.dev/local-path-directory";
 /// On a Job's pods while the Job controller has not yet counted them in the Job's status: the
 /// pod stays until its end is recorded, so a deleted pod is never lost from the counts.
 pub const JOB_TRACKING_FINALIZER: &str = "batch.kubernetes.io/job-tracking";
