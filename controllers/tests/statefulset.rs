@@ -335,3 +335,41 @@ fn a_partitioned_rolling_update_then_rollout_history_and_undo() {
         "{table}"
     );
 }
+
+#[test]
+fn parallel_pods_start_together_and_when_scaled_delete_removes_the_claims() {
+    let c = Cluster::start();
+    let parallel = SET.replace(
+        "  serviceName: db\n",
+        "  serviceName: db\n  podManagementPolicy: Parallel\n  persistentVolumeClaimRetentionPolicy: { whenScaled: Delete }\n",
+    );
+    c.api.apply(&parallel);
+    // No pod is ready, yet all three are made at once.
+    c.wait_names(&["web-0", "web-1", "web-2"]);
+    let policy = c.sts("{.spec.persistentVolumeClaimRetentionPolicy.whenDeleted}");
+    assert_eq!(policy, "Retain", "defaulted");
+    eventually("three claims", Duration::from_secs(20), || {
+        let n = c.claims().len();
+        (n == 3).then_some(()).ok_or(format!("{n} claims"))
+    });
+    c.ok(&["scale", "sts", "web", "--replicas=1"]);
+    c.wait_names(&["web-0"]);
+    // Gone, or held only by the pvc-protection finalizer until nothing uses them.
+    eventually(
+        "the claims of web-1 and web-2 deleted",
+        Duration::from_secs(30),
+        || {
+            let list = c.json(&["get", "pvc", "-o", "json"]);
+            let live: Vec<&str> = list["items"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+                .filter_map(|p| p["metadata"]["name"].as_str())
+                .collect();
+            (live == ["data-web-0"])
+                .then_some(())
+                .ok_or(format!("{live:?}"))
+        },
+    );
+}

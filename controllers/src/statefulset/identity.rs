@@ -129,3 +129,41 @@ pub fn claims(sts: &StatefulSet, ordinal: i32) -> Vec<PersistentVolumeClaim> {
     }
     out
 }
+
+/// `persistentVolumeClaimRetentionPolicy.whenScaled` is Delete.
+pub fn deletes_claims_on_scale_down(sts: &StatefulSet) -> bool {
+    sts.spec
+        .persistent_volume_claim_retention_policy
+        .as_ref()
+        .and_then(|p| p.when_scaled.as_deref())
+        == Some("Delete")
+}
+
+/// Among `claims` (names), those of ordinals the set no longer runs (outside its range, their
+/// pod gone): with `whenScaled: Delete` they go, as upstream deletes the claims of condemned
+/// pods once the pods are gone.
+pub fn scaled_away_claims(sts: &StatefulSet, claims: &[String], pods: &[Pod]) -> Vec<String> {
+    let set = sts.name_any();
+    let start = start_ordinal(sts);
+    let end = start + sts.spec.replicas.unwrap_or(1).max(0);
+    let running: Vec<i32> = pods.iter().filter_map(|p| ordinal_of(&set, p)).collect();
+    let templates: Vec<String> = sts
+        .spec
+        .volume_claim_templates
+        .iter()
+        .flatten()
+        .map(|t| t.name_any())
+        .collect();
+    claims
+        .iter()
+        .filter(|name| {
+            templates.iter().any(|t| {
+                let ordinal = name
+                    .strip_prefix(&format!("{t}-{set}-"))
+                    .and_then(|n| n.parse::<i32>().ok().filter(|o| o.to_string() == n));
+                ordinal.is_some_and(|o| (o < start || o >= end) && !running.contains(&o))
+            })
+        })
+        .cloned()
+        .collect()
+}

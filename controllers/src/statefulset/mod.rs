@@ -99,6 +99,9 @@ pub async fn reconcile(sts: Arc<StatefulSet>, ctx: Arc<Ctx>) -> Result<Action, E
         [&current_name, &update_name],
     )
     .await?;
+    if identity::deletes_claims_on_scale_down(&sts) {
+        delete_scaled_away_claims(&sts, &ctx, &apis, &pods).await?;
+    }
     if sts.status.as_ref() != Some(&plan.status) {
         let patch = serde_json::json!({ "status": plan.status });
         patch_status(&apis.sets, &sts.name_any(), &patch).await?;
@@ -233,6 +236,33 @@ async fn ensure_claims(
         }
         let message = format!("create Claim {name} in StatefulSet {set} success");
         events.publish(sts, EventType::Normal, "SuccessfulCreate", message);
+    }
+    Ok(())
+}
+
+/// With `whenScaled: Delete`, deletes the claims of ordinals past the set's range whose pods
+/// are gone (the pvc-protection finalizer holds each until no pod uses it).
+async fn delete_scaled_away_claims(
+    sts: &StatefulSet,
+    ctx: &Ctx,
+    apis: &Apis,
+    pods: &[Pod],
+) -> Result<(), Error> {
+    let names: Vec<String> = apis
+        .claims
+        .list(&ListParams::default())
+        .await?
+        .items
+        .iter()
+        .filter(|c| c.metadata.deletion_timestamp.is_none())
+        .map(|c| c.name_any())
+        .collect();
+    let set = sts.name_any();
+    for name in identity::scaled_away_claims(sts, &names, pods) {
+        delete_if_present(&apis.claims, &name, &DeleteParams::default()).await?;
+        let message = format!("delete Claim {name} in StatefulSet {set} success");
+        let events = ctx.events.reporting(COMPONENT);
+        events.publish(sts, EventType::Normal, "SuccessfulDelete", message);
     }
     Ok(())
 }

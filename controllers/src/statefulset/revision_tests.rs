@@ -1,4 +1,4 @@
-use super::identity::{claims, new_pod};
+use super::identity::{claims, new_pod, scaled_away_claims};
 use super::revision::*;
 use k8s_openapi::api::apps::v1::{ControllerRevision, StatefulSet};
 use k8s_openapi::api::core::v1::Pod;
@@ -125,5 +125,31 @@ fn claims_of_a_set_that_deletes_them_are_owned_by_it() {
     assert_eq!(
         (owners[0].uid.as_str(), owners[0].controller),
         ("set-uid", None)
+    );
+}
+
+#[test]
+fn scaled_away_claims_are_those_past_the_range_whose_pods_are_gone() {
+    let set = sts("i:1");
+    let names: Vec<String> = [
+        "data-web-0",
+        "data-web-1",
+        "data-web-2",
+        "data-web-3",
+        "data-web-03",
+        "other-web-5",
+        "data-webx-4",
+    ]
+    .map(String::from)
+    .to_vec();
+    let still_running = new_pod(&set, &set.spec.template, "r", 2);
+    // replicas 2: ordinals 0 and 1 stay; web-2 still runs, so only data-web-3 goes.
+    assert_eq!(
+        scaled_away_claims(&set, &names, &[still_running]),
+        ["data-web-3"]
+    );
+    assert_eq!(
+        scaled_away_claims(&set, &names, &[]),
+        ["data-web-2", "data-web-3"]
     );
 }
