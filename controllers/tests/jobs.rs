@@ -126,6 +126,13 @@ fn completions_five_parallelism_two_finishes_with_five_succeeded() {
         "--timeout=60s",
     ]);
     assert_eq!(c.get("job/five", "{.status.succeeded}"), "5");
+    // What a user reads, with kubectl 1.32's columns.
+    let table = c.api.kubectl_ok(&["get", "job", "five"]);
+    let mut lines = table.lines();
+    let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(header, ["NAME", "STATUS", "COMPLETIONS", "DURATION", "AGE"]);
+    let row: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(&row[..3], ["five", "Complete", "5/5"]);
     assert_eq!(c.get("job/five", "{.status.failed}"), "0");
     let types = c.get("job/five", "{.status.conditions[*].type}");
     assert_eq!(types, "SuccessCriteriaMet Complete");
@@ -231,6 +238,15 @@ fn a_cronjob_starts_only_the_most_recent_missed_run_and_records_its_success() {
     c.api.apply(
         "apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: tick\nspec:\n  schedule: '*/1 * * * *'\n  timeZone: Etc/UTC\n  successfulJobsHistoryLimit: 1\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          restartPolicy: Never\n          containers:\n          - name: c\n            image: busybox\n",
     );
+    let bad = c.api.kubectl_stdin(
+        &["apply", "-f", "-"],
+        "apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: bad\nspec:\n  schedule: '* * *'\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          restartPolicy: Never\n          containers:\n          - name: c\n            image: busybox\n",
+    );
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("spec.schedule: Invalid value: \"* * *\": expected exactly 5 fields"),
+        "{err}"
+    );
     // As if the controller had been down for three hours: one Job, for the latest minute.
     let three_hours_ago = {
         let out = Command::new("date")
@@ -272,6 +288,16 @@ fn a_cronjob_starts_only_the_most_recent_missed_run_and_records_its_success() {
     ]);
     assert!(events.contains("TooManyMissedTimes"), "{events}");
     assert!(events.contains(&format!("Created job {first}")), "{events}");
+    let table = c.api.kubectl_ok(&["get", "cronjobs"]);
+    let header: Vec<&str> = table.lines().next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        ["NAME", "SCHEDULE", "TIMEZONE", "SUSPEND", "ACTIVE", "LAST", "SCHEDULE", "AGE"]
+    );
+    assert!(
+        table.contains("*/1 * * * *") && table.contains("Etc/UTC"),
+        "{table}"
+    );
     let active = c.get("cronjob/tick", "{.status.active[*].name}");
     assert_eq!(active, first);
     assert_eq!(

@@ -4,14 +4,15 @@
 
 mod age;
 mod apps;
+mod batch;
 mod certificates;
 mod core;
 mod network;
 mod pod;
 mod rbac;
 mod service;
-mod storage;
 mod statefulset;
+mod storage;
 
 pub use age::human_age;
 
@@ -79,6 +80,8 @@ const PRINTERS: &[Printer] = printers! {
     "Deployment" => apps::deployment_columns, apps::deployment_cells;
     "ReplicaSet" => apps::replica_set_columns, apps::replica_set_cells;
     "DaemonSet" => apps::daemon_set_columns, apps::daemon_set_cells;
+    "Job" => batch::job_columns, batch::job_cells;
+    "CronJob" => batch::cron_job_columns, batch::cron_job_cells;
     "StatefulSet" => statefulset::stateful_set_columns, statefulset::stateful_set_cells;
     "ControllerRevision" => statefulset::controller_revision_columns, statefulset::controller_revision_cells;
     "CertificateSigningRequest" => certificates::csr_columns, certificates::csr_cells;

@@ -1,6 +1,7 @@
 //! Validation of whole objects, after defaulting, with upstream's field paths and messages.
 
 mod apps;
+mod batch;
 mod certificates;
 mod container;
 mod core;
@@ -11,8 +12,8 @@ mod network;
 mod pod;
 pub(crate) mod rbac;
 mod service;
-mod storage;
 mod statefulset;
+mod storage;
 
 use crate::cause::Cause;
 use serde_json::Value;
@@ -28,6 +29,8 @@ pub fn validate(kind: &str, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         "Deployment" => apps::deployment(obj, old, &mut out),
         "ReplicaSet" => apps::replica_set(obj, old, &mut out),
         "DaemonSet" => apps::daemon_set(obj, old, &mut out),
+        "Job" => batch::job(obj, old, &mut out),
+        "CronJob" => batch::cron_job(obj, old, &mut out),
         "StatefulSet" => statefulset::stateful_set(obj, old, &mut out),
         "ControllerRevision" => statefulset::controller_revision(obj, old, &mut out),
         "CertificateSigningRequest" => certificates::csr(obj, old, &mut out),
