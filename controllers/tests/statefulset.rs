@@ -180,6 +180,19 @@ fn pods_start_in_order_with_stable_names_and_claims_that_outlive_them() {
     });
     assert_eq!(labels["controller-revision-hash"], revision.as_str());
 
+    // kubectl describe shows upstream's Events on the set.
+    eventually("the set's Events", Duration::from_secs(20), || {
+        let out = c.ok(&["describe", "sts", "web"]);
+        let want = [
+            "create Claim data-web-0 Pod web-0 in StatefulSet web success",
+            "create Pod web-0 in StatefulSet web successful",
+        ];
+        want.iter()
+            .all(|w| out.contains(w))
+            .then_some(())
+            .ok_or(out)
+    });
+
     // OrderedReady: web-1 waits until web-0 is Running and Ready.
     std::thread::sleep(Duration::from_secs(2));
     assert_eq!(c.names(), ["web-0"]);

@@ -210,9 +210,9 @@ async fn ensure_claims(
     apis: &Apis,
     ordinals: &[i32],
 ) -> Result<(), Error> {
-    let wanted: Vec<PersistentVolumeClaim> = ordinals
+    let wanted: Vec<(i32, PersistentVolumeClaim)> = ordinals
         .iter()
-        .flat_map(|o| identity::claims(sts, *o))
+        .flat_map(|o| identity::claims(sts, *o).into_iter().map(|c| (*o, c)))
         .collect();
     if wanted.is_empty() {
         return Ok(());
@@ -227,14 +227,22 @@ async fn ensure_claims(
         .collect();
     let set = sts.name_any();
     let events = ctx.events.reporting(COMPONENT);
-    for claim in wanted.iter().filter(|c| !existing.contains(&c.name_any())) {
+    for (ordinal, claim) in wanted
+        .iter()
+        .filter(|(_, c)| !existing.contains(&c.name_any()))
+    {
         let name = claim.name_any();
+        // Upstream's wording: "create Claim data-web-0 Pod web-0 in StatefulSet web success".
+        let what = format!(
+            "Claim {name} Pod {} in StatefulSet {set}",
+            identity::pod_name(&set, *ordinal)
+        );
         if let Err(e) = create_if_absent(&apis.claims, claim).await {
-            let message = format!("create Claim {name} in StatefulSet {set} failed error: {e}");
+            let message = format!("create {what} failed error: {e}");
             events.publish(sts, EventType::Warning, "FailedCreate", message);
             return Err(e.into());
         }
-        let message = format!("create Claim {name} in StatefulSet {set} success");
+        let message = format!("create {what} success");
         events.publish(sts, EventType::Normal, "SuccessfulCreate", message);
     }
     Ok(())
