@@ -111,8 +111,18 @@ impl Cluster {
         })
     }
 
-    /// What an agent reports once the pod's containers run and pass readiness.
+    /// What an agent reports once the pod's containers run and pass readiness (an address
+    /// from the pod's ordinal, so the EndpointSlices list it).
     fn mark_ready(&self, name: &str) {
+        let ordinal: u8 = name
+            .rsplit('-')
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0);
+        let status = format!(
+            r#"{{"status":{{"phase":"Running","podIP":"10.244.0.{}","conditions":[{{"type":"Ready","status":"True"}}]}}}}"#,
+            10 + ordinal
+        );
         // A pod deleted meanwhile (a rollout step) may be gone: not an error.
         let _ = self.api.kubectl(&[
             "patch",
@@ -121,7 +131,7 @@ impl Cluster {
             "--subresource=status",
             "--type=merge",
             "-p",
-            r#"{"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}"#,
+            &status,
         ]);
     }
 
@@ -218,6 +228,27 @@ fn pods_start_in_order_with_stable_names_and_claims_that_outlive_them() {
     let claims = c.claims();
     let names: Vec<&str> = claims.keys().map(String::as_str).collect();
     assert_eq!(names, ["data-web-0", "data-web-1", "data-web-2"]);
+    // The headless Service's endpoints carry each pod's hostname: the DNS names web-N.db.
+    eventually("endpoint hostnames", Duration::from_secs(30), || {
+        let path = "jsonpath={range .items[*].endpoints[*]}{.hostname}={.addresses[0]} {end}";
+        let out = c.ok(&[
+            "get",
+            "endpointslices",
+            "-l",
+            "kubernetes.io/service-name=db",
+            "-o",
+            path,
+        ]);
+        let mut got: Vec<&str> = out.split_whitespace().collect();
+        got.sort();
+        (got == [
+            "web-0=10.244.0.10",
+            "web-1=10.244.0.11",
+            "web-2=10.244.0.12",
+        ])
+        .then_some(())
+        .ok_or(out)
+    });
 
     // A deleted pod comes back under its name, with the same claim.
     let old_uid = c.pods()["web-1"]["metadata"]["uid"].clone();
