@@ -339,3 +339,27 @@ fn chrono_minutes() -> i64 {
         .unwrap()
         / 60
 }
+
+#[test]
+fn the_pods_of_a_deleted_job_are_not_held_by_its_finalizer() {
+    let c = Cluster::start();
+    c.api.apply(&job_yaml("gone", ""));
+    let mut pods = Vec::new();
+    c.wait("the job's pod", || {
+        pods = c.running("gone");
+        (pods.len() == 1).then_some(()).ok_or("no pod".into())
+    });
+    let pod = pods[0]["metadata"]["name"].as_str().unwrap().to_string();
+    // Background deletion: the Job is gone at once, its running pod still holds the finalizer.
+    c.api
+        .kubectl_ok(&["delete", "job", "gone", "--cascade=background"]);
+    c.api.kubectl_ok(&["delete", "pod", &pod, "--wait=false"]);
+    c.wait("the pod gone", || {
+        let out = c.api.kubectl(&["get", "pod", &pod, "-o", "name"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        err.contains("NotFound").then_some(()).ok_or(format!(
+            "still there: {}",
+            String::from_utf8_lossy(&out.stdout)
+        ))
+    });
+}

@@ -17,10 +17,11 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use keelson_apimachinery::well_known::JOB_TRACKING_FINALIZER;
 use keelson_daemon::events::EventType;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::watcher;
 use kube::ResourceExt;
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -31,6 +32,7 @@ pub const COMPONENT: &str = "job-controller";
 pub async fn run(ctx: Arc<Ctx>) {
     let client = ctx.client.clone();
     let cfg = watcher::Config::default();
+    let orphans = tokio::spawn(orphans_every(client.clone(), Duration::from_secs(5)));
     Controller::new(Api::<Job>::all(client.clone()), cfg.clone())
         .owns(Api::<Pod>::all(client), cfg)
         .shutdown_on_signal()
@@ -40,26 +42,78 @@ pub async fn run(ctx: Arc<Ctx>) {
             futures::future::ready(())
         })
         .await;
+    orphans.abort();
 }
 
-/// Removes the job-tracking finalizer from `name` (keeping any others).
+/// Removes the job-tracking finalizer from `pod` (keeping any others).
 async fn release(api: &Api<Pod>, pod: &Pod) -> Result<(), kube::Error> {
-    let rest: Vec<&String> = pod
-        .finalizers()
+    release_named(api, &pod.name_any(), pod.finalizers()).await
+}
+
+async fn release_named(
+    api: &Api<Pod>,
+    name: &str,
+    finalizers: &[String],
+) -> Result<(), kube::Error> {
+    let rest: Vec<&String> = finalizers
         .iter()
         .filter(|f| *f != JOB_TRACKING_FINALIZER)
         .collect();
     let patch = serde_json::json!({ "metadata": { "finalizers": rest } });
     match api
-        .patch(
-            &pod.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        )
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
     {
         Err(e) if !crate::is_not_found(&e) => Err(e),
         _ => Ok(()),
+    }
+}
+
+/// Pods that still hold the job-tracking finalizer while their Job is gone (deleted in the
+/// background, so the Job controller never saw it being deleted): as upstream, the finalizer
+/// goes, or such pods would stay Terminating for ever. Returns how many were let go.
+pub async fn release_orphans(client: &kube::Client) -> Result<usize, kube::Error> {
+    // Pods before Jobs: a pod's Job exists before the pod, so it is in the later list.
+    let pods: Api<Pod> = Api::all(client.clone());
+    let held: Vec<_> = pods
+        .list_metadata(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter(|p| p.finalizers().iter().any(|f| f == JOB_TRACKING_FINALIZER))
+        .collect();
+    if held.is_empty() {
+        return Ok(0);
+    }
+    let jobs: Api<Job> = Api::all(client.clone());
+    let alive: HashSet<String> = jobs
+        .list_metadata(&ListParams::default())
+        .await?
+        .items
+        .into_iter()
+        .filter_map(|j| j.metadata.uid)
+        .collect();
+    let mut released = 0;
+    for pod in held {
+        let owner = crate::pods::controller_of(&pod);
+        if owner.is_some_and(|o| o.kind == "Job" && alive.contains(&o.uid)) {
+            continue;
+        }
+        let api: Api<Pod> = Api::namespaced(client.clone(), &pod.namespace().unwrap_or_default());
+        release_named(&api, &pod.name_any(), pod.finalizers()).await?;
+        tracing::info!(pod = %pod.name_any(), namespace = ?pod.namespace(), "released the job-tracking finalizer of a pod whose Job is gone");
+        released += 1;
+    }
+    Ok(released)
+}
+
+async fn orphans_every(client: kube::Client, every: Duration) {
+    let mut tick = tokio::time::interval(every);
+    loop {
+        tick.tick().await;
+        if let Err(e) = release_orphans(&client).await {
+            tracing::warn!(error = %e, "releasing orphaned job pods failed");
+        }
     }
 }
 
