@@ -109,6 +109,6 @@ fi
 
 k delete sts e2e-sts --wait=true --timeout=60s >/dev/null 2>&1 || true
 k delete service e2e-sts >/dev/null 2>&1 || true
-sts_gone() { [ -z "$(k get pods -l app=e2e-sts -o name 2>&1)" ]; }
+sts_gone() { [ -z "$(k get pods -l app=e2e-sts -o name 2>/dev/null)" ]; }
 until_ok 60 sts_gone || true
 k delete pvc data-e2e-sts-0 data-e2e-sts-1 data-e2e-sts-2 --wait=false >/dev/null 2>&1 || true
