@@ -39,6 +39,8 @@ pub struct Graph {
     edges: HashMap<(String, Ref), usize>,
     /// Claim (namespace, name) -> the PersistentVolume it is bound to (spec.volumeName).
     claim_volumes: HashMap<(String, String), String>,
+    /// Node-local PersistentVolume -> the one node its nodeAffinity admits.
+    volume_nodes: HashMap<String, String>,
 }
 
 impl Graph {
@@ -85,6 +87,21 @@ impl Graph {
         };
     }
 
+    /// Takes a volume's new state (None once deleted) into account: the node it is pinned to,
+    /// when its nodeAffinity admits exactly one hostname (a local volume of that node).
+    pub fn set_volume(&mut self, name: &str, volume: Option<&Value>) {
+        match volume.and_then(pinned_node) {
+            Some(node) => self.volume_nodes.insert(name.to_string(), node.to_string()),
+            None => self.volume_nodes.remove(name),
+        };
+    }
+
+    /// Whether the volume is local to `node` (its data is in that node's hands: Keelson's
+    /// agent removes a local-path volume's directory and then its finalizer).
+    pub fn pins(&self, node: &str, volume: &str) -> bool {
+        self.volume_nodes.get(volume).is_some_and(|n| n == node)
+    }
+
     /// Whether a pod bound to `node` uses a claim bound to the PersistentVolume `volume`, as
     /// upstream's graph links pod -> claim -> volume.
     fn uses_volume(&self, node: &str, volume: &str) -> bool {
@@ -109,6 +126,22 @@ impl Graph {
         );
         self.edges.contains_key(&edge)
     }
+}
+
+/// The hostname of a nodeAffinity of one term, one `kubernetes.io/hostname In [name]`.
+fn pinned_node(pv: &Value) -> Option<&str> {
+    let [term] = list(pv, "/spec/nodeAffinity/required/nodeSelectorTerms") else {
+        return None;
+    };
+    let [expr] = list(term, "/matchExpressions") else {
+        return None;
+    };
+    let [value] = list(expr, "/values") else {
+        return None;
+    };
+    let is_host = text(expr, "/key") == Some(keelson_apimachinery::well_known::HOSTNAME_LABEL)
+        && text(expr, "/operator") == Some("In");
+    is_host.then(|| value.as_str()).flatten()
 }
 
 fn text<'a>(v: &'a Value, pointer: &str) -> Option<&'a str> {
@@ -217,6 +250,11 @@ pub fn authorize(
     };
     let allowed = || Ok(String::new());
     if let Some(r) = &a.resource {
+        let local_volume = (r.group, r.resource, r.subresource) == ("", "persistentvolumes", "");
+        if local_volume && matches!(a.verb, "get" | "patch" | "update") && graph.pins(node, &r.name)
+        {
+            return allowed();
+        }
         let kind = match (r.group, r.resource, r.subresource) {
             ("", "secrets", "") => Some(Kind::Secret),
             ("", "configmaps", "") => Some(Kind::ConfigMap),

@@ -13,6 +13,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 const PODS: &str = "/core/pods/";
 const CLAIMS: &str = "/core/persistentvolumeclaims/";
+const VOLUMES: &str = "/core/persistentvolumes/";
 
 fn rbac_prefix() -> String {
     format!("/{RBAC_GROUP}/")
@@ -100,6 +101,11 @@ impl Watched {
             for (key, e) in claims {
                 set_claim(&mut st.graph, &key, Some(&e.value()));
             }
+            let (volumes, _) = self.store.list_keyed(VOLUMES);
+            for (key, e) in volumes {
+                let name = key.strip_prefix(VOLUMES).unwrap_or(&key);
+                st.graph.set_volume(name, Some(&e.value()));
+            }
         }
     }
 
@@ -148,6 +154,13 @@ impl Watched {
                     _ => Some(event.entry.value()),
                 };
                 set_claim(&mut st.graph, &event.key, claim.as_deref());
+            } else if self.graph && event.key.starts_with(VOLUMES) {
+                let volume = match event.kind {
+                    EventType::Deleted => None,
+                    _ => Some(event.entry.value()),
+                };
+                let name = event.key.strip_prefix(VOLUMES).unwrap_or(&event.key);
+                st.graph.set_volume(name, volume.as_deref());
             }
         }
         if rbac_changed {

@@ -209,3 +209,35 @@ fn a_node_reads_the_volumes_of_its_pods_claims() {
     g.set_claim("default", "data", None);
     assert!(get(&g, "n1", "pv-1").is_err());
 }
+
+/// A node reads and patches (to drop its finalizer) the local volumes pinned to it, only.
+#[test]
+fn a_node_manages_the_local_volumes_pinned_to_it() {
+    let mut g = Graph::default();
+    let local = |node: &str| {
+        json!({"spec": {"nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}}}})
+    };
+    g.set_volume("pvc-1", Some(&local("n1")));
+    g.set_volume(
+        "shared",
+        Some(&json!({"spec": {"nfs": {"server": "s", "path": "/"}}})),
+    );
+    let rules = roles::node();
+    let may = |g: &Graph, n: &str, verb: &str, name: &str| {
+        authorize(
+            g,
+            &rules,
+            &node(n),
+            &req(verb, "", "persistentvolumes", "", "", name),
+        )
+        .is_ok()
+    };
+    assert!(may(&g, "n1", "get", "pvc-1"));
+    assert!(may(&g, "n1", "patch", "pvc-1"));
+    assert!(!may(&g, "n1", "delete", "pvc-1"));
+    assert!(!may(&g, "n2", "patch", "pvc-1"));
+    assert!(!may(&g, "n1", "patch", "shared"));
+    g.set_volume("pvc-1", None);
+    assert!(!may(&g, "n1", "get", "pvc-1"));
+}
