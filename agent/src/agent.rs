@@ -189,6 +189,11 @@ async fn start_pods(cfg: &AgentConfig, ctx: Arc<Context>) {
         limits,
         Duration::from_secs(10),
     ));
+    tokio::spawn(crate::pod::local_path::run(
+        ctx.client.clone(),
+        ctx.root.clone(),
+        Duration::from_secs(5),
+    ));
     let manager = Manager::new(ctx);
     let synced = Arc::new(tokio::sync::Notify::new());
     tokio::spawn(manager.clone().watch(synced.clone()));

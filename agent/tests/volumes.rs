@@ -1,6 +1,7 @@
 //! Persistent volumes on a real node (keelson-agent, containerd, keelson-apiserver; see
 //! common/mod.rs): a pod's claim bound to a hostPath volume is that directory, so what one pod
-//! writes the next pod using the claim reads; a claim that is not bound, or a volume type the
+//! writes the next pod using the claim reads, and a local-path volume deleted with reclaim
+//! Delete takes its directory with it; a claim that is not bound, or a volume type the
 //! agent does not set up, keeps the pod from starting with a FailedMount event, and no sandbox
 //! is made for it.
 
@@ -20,11 +21,12 @@ fn claim_pod(name: &str, node: &str, claim: &str) -> String {
     )
 }
 
-/// A volume and a claim bound to it, as the binder leaves them.
+/// A local-path volume on the node and a claim bound to it, as the binder leaves them.
 fn bound_claim(cluster: &Cluster, dir: &std::path::Path) {
     cluster.apply(&format!(
-        "apiVersion: v1\nkind: PersistentVolume\nmetadata: {{name: pv-data}}\nspec:\n  capacity: {{storage: 1Gi}}\n  accessModes: [ReadWriteOnce]\n  hostPath: {{path: {}, type: DirectoryOrCreate}}\n  claimRef: {{namespace: default, name: data}}\n---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {{name: data}}\nspec:\n  accessModes: [ReadWriteOnce]\n  resources: {{requests: {{storage: 1Gi}}}}\n  volumeName: pv-data\n",
-        dir.display()
+        "apiVersion: v1\nkind: PersistentVolume\nmetadata:\n  name: pv-data\n  annotations: {{pv.kubernetes.io/provisioned-by: rancher.io/local-path}}\nspec:\n  capacity: {{storage: 1Gi}}\n  accessModes: [ReadWriteOnce]\n  persistentVolumeReclaimPolicy: Delete\n  hostPath: {{path: {}, type: DirectoryOrCreate}}\n  claimRef: {{namespace: default, name: data}}\n  nodeAffinity: {{required: {{nodeSelectorTerms: [{{matchExpressions: [{{key: kubernetes.io/hostname, operator: In, values: [{}]}}]}}]}}}}\n---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {{name: data}}\nspec:\n  accessModes: [ReadWriteOnce]\n  resources: {{requests: {{storage: 1Gi}}}}\n  volumeName: pv-data\n",
+        dir.display(),
+        cluster.node_name
     ));
     cluster
         .kubectl(&[
@@ -64,6 +66,34 @@ fn data_written_through_a_claim_is_there_for_the_next_pod() {
     assert_eq!(second.trim(), "by-first\nDONE", "what the first pod wrote");
     let on_host = std::fs::read_to_string(dir.join("log")).expect("the volume's file on the node");
     assert_eq!(on_host, "by-first\nby-second\n");
+    // Reclaim Delete: the volume object goes only after the node removed its directory.
+    let finalizers = cluster
+        .kubectl(&[
+            "get",
+            "pv",
+            "pv-data",
+            "-o",
+            "jsonpath={.metadata.finalizers}",
+        ])
+        .unwrap_or_default();
+    assert!(
+        finalizers.contains("keelson.dev/local-path-directory"),
+        "{finalizers}"
+    );
+    cluster
+        .kubectl(&["delete", "pod", "second", "--wait=true"])
+        .expect("delete second");
+    cluster
+        .kubectl(&["delete", "pv", "pv-data", "--wait=false"])
+        .expect("delete the volume");
+    cluster.wait_until(
+        Duration::from_secs(30),
+        "the volume and its directory gone",
+        || {
+            let gone = cluster.kubectl(&["get", "pv", "pv-data"]).is_err();
+            (gone && !dir.exists()).then_some(())
+        },
+    );
 }
 
 #[test]

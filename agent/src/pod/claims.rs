@@ -97,10 +97,22 @@ pub async fn resolve(
     client: &kube::Client,
     pod: &Pod,
 ) -> Result<BTreeMap<String, ClaimDir>, ClaimError> {
+    let found = bound_volumes(client, pod).await?;
+    Ok(found
+        .into_iter()
+        .map(|(name, dir, _)| (name, dir))
+        .collect())
+}
+
+/// Each persistentVolumeClaim volume of the pod: its name, directory and bound volume.
+pub async fn bound_volumes(
+    client: &kube::Client,
+    pod: &Pod,
+) -> Result<Vec<(String, ClaimDir, PersistentVolume)>, ClaimError> {
     let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
     let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), ns);
     let volumes: Api<PersistentVolume> = Api::all(client.clone());
-    let mut out = BTreeMap::new();
+    let mut out = Vec::new();
     let pvc_volumes = pod.spec.iter().flat_map(|s| s.volumes.iter().flatten());
     for v in pvc_volumes {
         let Some(source) = &v.persistent_volume_claim else {
@@ -126,7 +138,7 @@ pub async fn resolve(
             .await
             .map_err(api_err(format!("persistentvolume {volume_name}")))?
             .ok_or_else(|| ClaimError::VolumeNotFound(volume_name.clone()))?;
-        out.insert(v.name.clone(), dir_of(&pv)?);
+        out.push((v.name.clone(), dir_of(&pv)?, pv));
     }
     Ok(out)
 }

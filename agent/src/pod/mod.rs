@@ -9,6 +9,7 @@ pub mod dns;
 pub mod etc_hosts;
 pub mod env;
 pub mod events;
+pub mod local_path;
 pub mod log_rotation;
 pub mod manager;
 pub mod observed;

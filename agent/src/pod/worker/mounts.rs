@@ -1,12 +1,13 @@
 //! Before a pod's sandbox is made, as the kubelet's volume manager waits for its volumes: every
 //! volume must be of a kind the agent sets up and every claim bound to a volume on this node.
 //! Until then the pod does not start; the reason is a FailedMount event and its containers'
-//! ContainerCreating message.
+//! ContainerCreating message. A local-path volume is adopted here, before its directory is
+//! made, so that its deletion waits for this node to remove the directory (`local_path`).
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::pod::claims;
 use crate::pod::context::Context;
+use crate::pod::{claims, local_path};
 
 /// Ok when the pod's volumes can be set up, else the kubelet's "Unable to attach or mount
 /// volumes" message naming them and why.
@@ -24,14 +25,19 @@ pub async fn ready(ctx: &Context, pod: &Pod) -> Result<(), String> {
             return Err(unmounted(&[&v.name], &why));
         }
     }
-    claims::resolve(&ctx.client, pod)
-        .await
-        .map(|_| ())
-        .map_err(|e| {
-            let names: Vec<&str> = volumes
-                .filter(|v| v.persistent_volume_claim.is_some())
-                .map(|v| v.name.as_str())
-                .collect();
-            unmounted(&names, &e.to_string())
-        })
+    let bound = claims::bound_volumes(&ctx.client, pod).await.map_err(|e| {
+        let names: Vec<&str> = volumes
+            .filter(|v| v.persistent_volume_claim.is_some())
+            .map(|v| v.name.as_str())
+            .collect();
+        unmounted(&names, &e.to_string())
+    })?;
+    for (name, dir, pv) in bound {
+        if local_path::is_local_path(&pv) {
+            local_path::adopt(&ctx.client, &ctx.root, &pv, &dir.path)
+                .await
+                .map_err(|e| unmounted(&[&name], &e))?;
+        }
+    }
+    Ok(())
 }
