@@ -1,7 +1,7 @@
 # Storage on the whole node, as a user checks it: the default StorageClass local-path; a claim
 # on it used by a pod that writes a file, the pod deleted and made again, the file still there
-# (and in the volume's directory on the node); the claim's volume deleted with the claim
-# (reclaim Delete); a claim of a class that does not exist keeps its pod Pending with events
+# (and in the volume's directory on the node); the claim's volume and its directory deleted
+# with the claim (reclaim Delete); a claim of a class that does not exist keeps its pod Pending with events
 # saying why. Sourced by scripts/e2e (k, pass, fail, until_ok). Removes what it makes.
 
 st_image=127.0.0.1:5000/keelson/busybox:1.35
@@ -63,14 +63,12 @@ else
 fi
 k delete pod e2e-storage-reader --wait=true >/dev/null 2>&1 || true
 k delete pvc e2e-storage-data --wait=true >/dev/null 2>&1 || true
-st_pv_gone() { ! k get pv "$st_pv" >/dev/null 2>&1; }
-if [ -n "$st_pv" ] && until_ok 30 st_pv_gone; then
-  pass storage_volume_deleted_with_claim
+st_pv_gone() { ! k get pv "$st_pv" >/dev/null 2>&1 && [ ! -e "$st_dir" ]; }
+if [ -n "$st_pv" ] && until_ok 60 st_pv_gone; then
+  pass storage_volume_and_directory_deleted_with_claim
 else
-  fail storage_volume_deleted_with_claim "$(k get pv "$st_pv" 2>&1 | head -c 300)"
+  fail storage_volume_and_directory_deleted_with_claim "$(k get pv "$st_pv" -o jsonpath='{.status.phase} {.metadata.finalizers}' 2>&1 | head -c 300); dir: $(ls -d "$st_dir" 2>&1)"
 fi
-# The directory of a deleted volume stays on the node (no agent-side cleanup yet): remove it.
-[ -n "$st_pv" ] && rm -rf "$st_dir"
 
 st_claim e2e-storage-nope nope
 st_pod e2e-storage-stuck e2e-storage-nope 'true'

@@ -1,7 +1,8 @@
 //! The built-in local-path provisioner (as k3s's rancher.io/local-path): a claim of a class with
 //! this provisioner gets a hostPath volume `<root>/<pv name>` on the node the scheduler chose
 //! for its first consumer, with nodeAffinity to that node. The directory itself is made by the
-//! agent on that node when it mounts the volume (hostPath type DirectoryOrCreate).
+//! agent on that node when it mounts the volume (hostPath type DirectoryOrCreate), and removed
+//! by it after reclaim Delete.
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use k8s_openapi::api::storage::v1::StorageClass;

@@ -2,9 +2,10 @@
 //! policy once the claim is gone, and pv-protection.
 //!
 //! Reclaim Delete of a local-path volume deletes the PersistentVolume object; Retain keeps it
-//! (Released) and its directory. The controller cannot reach a node's disk: removing the
-//! directory of a deleted volume is for the agent on that node (not done yet: the directory
-//! stays until an administrator removes it).
+//! (Released) and its directory. The controller cannot reach a node's disk: the agent of the
+//! volume's node, which put its keelson.dev/local-path-directory finalizer on the volume when a
+//! pod first mounted it, removes the directory and then the finalizer
+//! (agent/src/pod/local_path.rs).
 
 use super::{has_finalizer, plan, provision, set_finalizers, with, without, COMPONENT};
 use crate::api::{delete_if_present, patch_status};
