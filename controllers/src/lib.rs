@@ -1,6 +1,6 @@
-//! Keelson's controllers: deployment, replicaset, daemonset, endpointslice, the garbage
-//! collector, the namespace controller, node lifecycle (with taint eviction), node IPAM and the
-//! CSR controllers. Ordinary API clients (kube-rs), as against any cluster.
+//! Keelson's controllers: deployment, replicaset, daemonset, job, cronjob, endpointslice, the
+//! garbage collector, the namespace controller, node lifecycle (with taint eviction), node IPAM
+//! and the CSR controllers. Ordinary API clients (kube-rs), as against any cluster.
 
 pub mod api;
 pub mod certificates;
@@ -169,7 +169,7 @@ pub async fn run(
         keelson_daemon::ready_now(),
     ));
     tracing::info!(
-        "controllers running: deployment, replicaset, endpointslice, garbage collector, namespace, node lifecycle, daemonset, statefulset, serviceaccount"
+        "controllers running: deployment, replicaset, endpointslice, garbage collector, namespace, node lifecycle, daemonset, statefulset, job, cronjob, serviceaccount"
     );
     let nodes = nodelifecycle::run(
         ctx.clone(),
