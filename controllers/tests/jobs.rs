@@ -11,6 +11,7 @@ use serde_json::Value;
 struct Cluster {
     api: Apiserver,
     _cm: ChildGuard,
+    metrics: String,
 }
 
 impl Cluster {
@@ -23,7 +24,22 @@ impl Cluster {
             .args(["--metrics-bind-address", &metrics])
             .arg("--node-monitor-grace-period=1h");
         let cm = ChildGuard::spawn_logged(&mut cmd, &api.dir.path().join("cm.log"));
-        Cluster { api, _cm: cm }
+        Cluster {
+            api,
+            _cm: cm,
+            metrics,
+        }
+    }
+
+    /// Reconciles finished so far, from the controller manager's /metrics.
+    fn reconciles(&self) -> f64 {
+        let url = format!("http://{}/metrics", self.metrics);
+        let out = Command::new("curl")
+            .args(["-sf", "-m", "2", &url])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        keelson_testing::metric_sum(&text, "keelson_controller_reconciles_total")
     }
 
     fn log(&self) -> String {
@@ -143,6 +159,11 @@ fn completions_five_parallelism_two_finishes_with_five_succeeded() {
         "{finalizers}\n{}",
         c.log()
     );
+    // Settled: the status it wrote reads back equal, so nothing wakes it again.
+    std::thread::sleep(Duration::from_secs(1));
+    let before = c.reconciles();
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(c.reconciles(), before, "still reconciling\n{}", c.log());
     let events = c.api.kubectl_ok(&[
         "get",
         "events",
