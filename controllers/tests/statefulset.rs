@@ -416,4 +416,38 @@ fn parallel_pods_start_together_and_when_scaled_delete_removes_the_claims() {
                 .ok_or(format!("{live:?}"))
         },
     );
+
+    // Deleted with --cascade=orphan and made again, the set takes its pod and revision back.
+    let before = c.pods()["web-0"]["metadata"]["uid"].clone();
+    let revision = c.sts("{.status.updateRevision}");
+    c.ok(&["delete", "sts", "web", "--cascade=orphan"]);
+    eventually("web-0 without an owner", Duration::from_secs(30), || {
+        let pods = c.pods();
+        let owners = &pods["web-0"]["metadata"]["ownerReferences"];
+        (owners.is_null() || owners == &serde_json::json!([]))
+            .then_some(())
+            .ok_or(format!("{owners}"))
+    });
+    c.api.apply(&parallel.replace("replicas: 3", "replicas: 1"));
+    let uid = eventually("the new set's uid", Duration::from_secs(20), || {
+        Some(c.sts("{.metadata.uid}"))
+            .filter(|u| !u.is_empty())
+            .ok_or_else(|| "none".to_string())
+    });
+    eventually("web-0 adopted", Duration::from_secs(30), || {
+        let pods = c.pods();
+        let owner = &pods["web-0"]["metadata"]["ownerReferences"][0];
+        (owner["uid"] == uid.as_str() && owner["controller"] == true)
+            .then_some(())
+            .ok_or(format!("{pods:?}"))
+    });
+    assert_eq!(
+        c.pods()["web-0"]["metadata"]["uid"],
+        before,
+        "the same pod, not a new one"
+    );
+    eventually("the old revision adopted", Duration::from_secs(20), || {
+        let s = c.sts("{.status.updateRevision} {.status.collisionCount}");
+        (s == format!("{revision} ")).then_some(()).ok_or(s)
+    });
 }

@@ -7,7 +7,8 @@ pub mod plan;
 pub mod revision;
 
 use crate::api::{create_if_absent, delete_if_present, list_selected, patch_status};
-use crate::pods::is_controlled_by;
+use crate::is_not_found;
+use crate::pods::{controller_of, is_controlled_by, owner_ref};
 use crate::{Ctx, Error};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{ControllerRevision, StatefulSet};
@@ -57,19 +58,17 @@ pub async fn reconcile(sts: Arc<StatefulSet>, ctx: Arc<Ctx>) -> Result<Action, E
         claims: Api::namespaced(client.clone(), &ns),
         sets: Api::namespaced(client.clone(), &ns),
     };
-    let uid = sts.uid().unwrap_or_default();
     let selected = list_selected(&sts.spec.selector)?;
     // Listed from the API rather than the watch cache: a cache that has not yet seen the pod
     // made on the previous pass would have this pass make it again.
-    let pods: Vec<Pod> = apis
-        .pods
-        .list(&selected)
-        .await?
-        .items
-        .into_iter()
-        .filter(|p| is_controlled_by(p, &uid))
-        .collect();
-    let revisions = revision::controlled(&sts, apis.revisions.list(&selected).await?.items);
+    let set = sts.name_any();
+    let listed = apis.pods.list(&selected).await?.items;
+    let pods = adopt(&apis.pods, &sts, listed, |p| {
+        identity::ordinal_of(&set, p).is_some()
+    })
+    .await?;
+    let listed = apis.revisions.list(&selected).await?.items;
+    let revisions = adopt(&apis.revisions, &sts, listed, |_| true).await?;
     let update = update_revision(&sts, &apis, &revisions).await?;
     let update_name = update.name_any();
     let current = sts
@@ -113,6 +112,47 @@ pub async fn reconcile(sts: Arc<StatefulSet>, ctx: Arc<Ctx>) -> Result<Action, E
     } else {
         300
     })))
+}
+
+/// Of `items` (selected by the set's selector), those the set controls, after adopting the
+/// members no controller owns (as upstream's ClaimPods: a set deleted with --cascade=orphan and
+/// made again takes its pods and revisions back instead of making new ones).
+async fn adopt<K>(
+    api: &Api<K>,
+    sts: &StatefulSet,
+    items: Vec<K>,
+    member: impl Fn(&K) -> bool,
+) -> Result<Vec<K>, Error>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let uid = sts.uid().unwrap_or_default();
+    let mut out = Vec::new();
+    for item in items {
+        if is_controlled_by(&item, &uid) {
+            out.push(item);
+            continue;
+        }
+        let orphan = controller_of(&item).is_none() && item.meta().deletion_timestamp.is_none();
+        if !orphan || !member(&item) {
+            continue;
+        }
+        let mut owners = item.owner_references().to_vec();
+        owners.push(owner_ref("apps/v1", "StatefulSet", &sts.name_any(), &uid));
+        // The uid makes the patch fail if the object was replaced meanwhile.
+        let patch =
+            serde_json::json!({ "metadata": { "ownerReferences": owners, "uid": item.uid() } });
+        let params = PatchParams::default();
+        match api
+            .patch(&item.name_any(), &params, &Patch::Merge(&patch))
+            .await
+        {
+            Ok(adopted) => out.push(adopted),
+            Err(e) if is_not_found(&e) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(out)
 }
 
 /// The revision of the set's template now: an existing one (renumbered as the newest when it

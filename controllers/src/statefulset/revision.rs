@@ -4,7 +4,7 @@
 //! order the templates were last used. Pure.
 
 use crate::hash::fnv1a;
-use crate::pods::{is_controlled_by, owner_ref};
+use crate::pods::owner_ref;
 use k8s_openapi::api::apps::v1::{ControllerRevision, StatefulSet};
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
@@ -150,16 +150,4 @@ pub fn prune(
         .len()
         .saturating_sub(usize::try_from(limit).unwrap_or(0));
     old.iter().take(excess).map(|r| r.name_any()).collect()
-}
-
-/// The revisions `sts` controls.
-pub fn controlled(
-    sts: &StatefulSet,
-    revisions: Vec<ControllerRevision>,
-) -> Vec<ControllerRevision> {
-    let uid = sts.uid().unwrap_or_default();
-    revisions
-        .into_iter()
-        .filter(|r| is_controlled_by(r, &uid))
-        .collect()
 }
