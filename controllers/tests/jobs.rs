@@ -384,3 +384,31 @@ fn the_pods_of_a_deleted_job_are_not_held_by_its_finalizer() {
         ))
     });
 }
+
+#[test]
+fn a_suspended_job_runs_nothing_until_resumed() {
+    let c = Cluster::start();
+    c.api.apply(&job_yaml("later", "  suspend: true\n"));
+    c.wait("the Suspended condition", || {
+        let row = c.api.kubectl_ok(&["get", "job", "later", "--no-headers"]);
+        row.contains("Suspended").then_some(()).ok_or(row)
+    });
+    assert!(c.running("later").is_empty());
+    c.api.kubectl_ok(&[
+        "patch",
+        "job",
+        "later",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"suspend":false}}"#,
+    ]);
+    c.wait("a pod after the resume", || {
+        let n = c.running("later").len();
+        (n == 1).then_some(()).ok_or(format!("{n} pods"))
+    });
+    let resumed = c.get(
+        "job/later",
+        "{.status.conditions[?(@.type==\"Suspended\")].reason}",
+    );
+    assert_eq!(resumed, "JobResumed");
+}

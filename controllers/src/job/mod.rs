@@ -162,7 +162,11 @@ pub async fn reconcile(job: Arc<Job>, ctx: Arc<Ctx>) -> Result<Action, Error> {
     }
     act(&job, &ctx, &pods, &plan).await?;
     if job.status.as_ref() != Some(&plan.status) {
-        let patch = serde_json::json!({ "status": plan.status });
+        let mut patch = serde_json::json!({ "status": plan.status });
+        if plan.status.start_time.is_none() {
+            // Suspended: startTime goes (a merge patch leaves out what is absent).
+            patch["status"]["startTime"] = serde_json::Value::Null;
+        }
         patch_status(&jobs, &job.name_any(), &patch).await?;
     }
     let events = ctx.events.reporting(COMPONENT);

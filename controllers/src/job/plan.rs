@@ -184,6 +184,9 @@ pub fn plan(job: &Job, pods: &[Pod], now: Timestamp) -> Plan {
 /// Conditions, deadline, back-off, and the pods to create or delete.
 fn decide(job: &Job, pods: &[Pod], c: &Census, now: Timestamp, plan: &mut Plan) {
     let spec = job.spec.clone().unwrap_or_default();
+    if suspend(spec.suspend == Some(true), c, now, plan) {
+        return;
+    }
     let status = &mut plan.status;
     let start = status.start_time.get_or_insert(Time(now)).clone();
     let mut conditions = status.conditions.clone().unwrap_or_default();
@@ -238,6 +241,39 @@ fn decide(job: &Job, pods: &[Pod], c: &Census, now: Timestamp, plan: &mut Plan) 
     scale(job, pods, c, want, indexes, now, plan);
 }
 
+/// spec.suspend: the active pods go, the Suspended condition is True and startTime is cleared
+/// (the deadline starts again on resume); on resume the condition turns False. True while
+/// suspended.
+fn suspend(suspended: bool, c: &Census, now: Timestamp, plan: &mut Plan) -> bool {
+    let mut conditions = plan.status.conditions.clone().unwrap_or_default();
+    let current = conditions.iter_mut().find(|c| c.type_ == "Suspended");
+    let was = current.as_ref().is_some_and(|c| c.status == "True");
+    let (status, reason, message, event) = match (suspended, was) {
+        (true, false) => ("True", "JobSuspended", "Job suspended", "Suspended"),
+        (false, true) => ("False", "JobResumed", "Job resumed", "Resumed"),
+        (true, true) => ("True", "", "", ""),
+        (false, false) => return false,
+    };
+    if !event.is_empty() {
+        let mut cond = condition("Suspended", reason, message, now);
+        cond.status = status.into();
+        match current {
+            Some(c) => *c = cond,
+            None => conditions.push(cond),
+        }
+        plan.events.push((false, event.into(), message.into()));
+        plan.status.conditions = Some(conditions);
+    }
+    if !suspended {
+        return false;
+    }
+    plan.status.start_time = None;
+    plan.delete = c.active.iter().map(|p| p.name_any()).collect();
+    plan.status.active = Some(0);
+    plan.status.ready = Some(0);
+    true
+}
+
 fn find_in<'a>(conditions: &'a [JobCondition], type_: &str) -> Option<&'a JobCondition> {
     conditions
         .iter()
@@ -286,9 +322,6 @@ fn complete(c: &Census, now: Timestamp, conds: &mut Vec<JobCondition>, plan: &mu
 fn wanted(job: &Job, _pods: &[Pod], c: &Census, status: &JobStatus) -> (i32, Option<Vec<i32>>) {
     let spec = job.spec.clone().unwrap_or_default();
     let parallelism = spec.parallelism.unwrap_or(1).max(0);
-    if spec.suspend == Some(true) {
-        return (0, None);
-    }
     if spec.completion_mode.as_deref() == Some("Indexed") {
         let completions = spec.completions.unwrap_or(0);
         let done = parse_indexes(status.completed_indexes.as_deref().unwrap_or(""));

@@ -291,3 +291,44 @@ fn finished_jobs_expire_after_their_ttl() {
     let running = job(json!({ "ttlSecondsAfterFinished": 60 }), json!({}));
     assert_eq!(ttl_left(&running, t(T0)), None);
 }
+
+#[test]
+fn suspending_deletes_the_pods_and_resuming_starts_the_clock_again() {
+    let mut j = job(
+        json!({ "suspend": true, "activeDeadlineSeconds": 60 }),
+        json!({ "startTime": T0 }),
+    );
+    let running = [pod("a", "Running", T0, None)];
+    let p = plan(&j, &running, t("2026-01-01T00:00:10Z"));
+    assert_eq!(p.delete, ["a"]);
+    assert!(p.create.is_empty());
+    assert_eq!(p.status.start_time, None);
+    let cond = p.status.conditions.clone().unwrap().pop().unwrap();
+    assert_eq!(
+        (
+            cond.type_.as_str(),
+            cond.status.as_str(),
+            cond.reason.as_deref()
+        ),
+        ("Suspended", "True", Some("JobSuspended"))
+    );
+    assert_eq!(p.events[0].1, "Suspended");
+    j.status = Some(p.status.clone());
+    let p = plan(&j, &[], t("2026-01-01T00:00:20Z"));
+    assert!(p.events.is_empty(), "said once");
+    j.spec.as_mut().unwrap().suspend = Some(false);
+    j.status = Some(p.status.clone());
+    let later = t("2026-01-01T00:05:00Z");
+    let p = plan(&j, &[], later);
+    assert_eq!(p.create, vec![None]);
+    assert_eq!(
+        p.status.start_time,
+        Some(Time(later)),
+        "the deadline counts from the resume"
+    );
+    let cond = p.status.conditions.unwrap().pop().unwrap();
+    assert_eq!(
+        (cond.status.as_str(), cond.reason.as_deref()),
+        ("False", Some("JobResumed"))
+    );
+}
