@@ -132,6 +132,40 @@ fn a_claim_gets_a_local_volume_on_its_pods_node() {
     c.wait("the volume Bound", || {
         c.get(&["pv", &pv], "{.status.phase}") == "Bound"
     });
+    // What kubectl get prints (1.32's columns).
+    let row = |args: &[&str]| -> Vec<String> {
+        let out = c.api.kubectl_cmd().ok(args);
+        out.split_whitespace().map(String::from).collect()
+    };
+    let pvc = row(&["get", "pvc", "data", "--no-headers"]);
+    assert_eq!(
+        pvc[..7],
+        ["data", "Bound", &pv, "1Gi", "RWO", "local-path", "<unset>"]
+    );
+    let volume = row(&["get", "pv", &pv, "--no-headers"]);
+    let want = [
+        &pv,
+        "1Gi",
+        "RWO",
+        "Delete",
+        "Bound",
+        "default/data",
+        "local-path",
+        "<unset>",
+    ];
+    assert_eq!(volume[..8], want);
+    let sc = row(&["get", "storageclass", "--no-headers"]);
+    assert_eq!(
+        sc[..6],
+        [
+            "local-path",
+            "(default)",
+            "rancher.io/local-path",
+            "Delete",
+            "WaitForFirstConsumer",
+            "false"
+        ]
+    );
     c.wait("the pod bound to the volume's node", || {
         c.get(&["pod", "db"], "{.spec.nodeName}") == "node-a"
     });
