@@ -197,7 +197,9 @@ fn decide(job: &Job, pods: &[Pod], c: &Census, now: Timestamp, plan: &mut Plan) 
     if !failure && find(status, "SuccessCriteriaMet").is_none() {
         let target = if let Some(msg) = &c.fail_job {
             Some(("PodFailurePolicy", msg.clone()))
-        } else if status.failed.unwrap_or(0) > spec.backoff_limit.unwrap_or(6) {
+        } else if status.failed.unwrap_or(0) > spec.backoff_limit.unwrap_or(6)
+            || past_backoff_limit_on_failure(job, c)
+        {
             Some((
                 "BackoffLimitExceeded",
                 "Job has reached the specified backoff limit".to_string(),
@@ -239,6 +241,30 @@ fn decide(job: &Job, pods: &[Pod], c: &Census, now: Timestamp, plan: &mut Plan) 
     }
     plan.status.conditions = (!conditions.is_empty()).then_some(conditions);
     scale(job, pods, c, want, indexes, now, plan);
+}
+
+/// restartPolicy OnFailure: failed containers restart in place, so their restarts count toward
+/// backoffLimit (upstream's pastBackoffLimitOnFailure).
+fn past_backoff_limit_on_failure(job: &Job, c: &Census) -> bool {
+    let spec = job.spec.as_ref();
+    let pod_spec = spec.and_then(|s| s.template.spec.as_ref());
+    if pod_spec.and_then(|p| p.restart_policy.as_deref()) != Some("OnFailure") {
+        return false;
+    }
+    let restarts: i32 = c
+        .active
+        .iter()
+        .filter_map(|p| p.status.as_ref())
+        .flat_map(|s| {
+            let init = s.init_container_statuses.iter().flatten();
+            init.chain(s.container_statuses.iter().flatten())
+        })
+        .map(|cs| cs.restart_count)
+        .sum();
+    match spec.and_then(|s| s.backoff_limit).unwrap_or(6) {
+        0 => restarts > 0,
+        limit => restarts >= limit,
+    }
 }
 
 /// spec.suspend: the active pods go, the Suspended condition is True and startTime is cleared
