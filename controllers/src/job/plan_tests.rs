@@ -336,13 +336,32 @@ fn suspending_deletes_the_pods_and_resuming_starts_the_clock_again() {
 #[test]
 fn on_failure_restarts_count_toward_the_backoff_limit() {
     let mut j = job(json!({ "backoffLimit": 2 }), json!({ "startTime": T0 }));
-    j.spec.as_mut().unwrap().template.spec.as_mut().unwrap().restart_policy = Some("OnFailure".into());
+    j.spec
+        .as_mut()
+        .unwrap()
+        .template
+        .spec
+        .as_mut()
+        .unwrap()
+        .restart_policy = Some("OnFailure".into());
     let mut p1 = pod("a", "Running", T0, None);
-    let statuses = p1.status.as_mut().unwrap().container_statuses.as_mut().unwrap();
+    let statuses = p1
+        .status
+        .as_mut()
+        .unwrap()
+        .container_statuses
+        .as_mut()
+        .unwrap();
     statuses[0].restart_count = 1;
     let p = plan(&j, std::slice::from_ref(&p1), t("2026-01-01T00:01:00Z"));
     assert!(p.status.conditions.is_none(), "one restart of two allowed");
-    p1.status.as_mut().unwrap().container_statuses.as_mut().unwrap()[0].restart_count = 2;
+    p1.status
+        .as_mut()
+        .unwrap()
+        .container_statuses
+        .as_mut()
+        .unwrap()[0]
+        .restart_count = 2;
     let p = plan(&j, &[p1], t("2026-01-01T00:01:00Z"));
     let target = p.status.conditions.unwrap().remove(0);
     assert_eq!(target.reason.as_deref(), Some("BackoffLimitExceeded"));
