@@ -8,8 +8,8 @@ mod core;
 mod pod;
 mod rbac;
 mod service;
-mod storage;
 mod statefulset;
+mod storage;
 
 use serde_json::Value;
 
