@@ -225,3 +225,25 @@ fn pods_not_named_after_an_ordinal_are_not_members() {
     assert!(p.delete.is_empty());
     assert_eq!(p.status.replicas, 1);
 }
+
+#[test]
+fn min_ready_seconds_holds_the_next_ordinal_until_the_pod_is_available() {
+    let set = sts(json!({ "minReadySeconds": 30 }));
+    let mut fresh = up(0, "r1");
+    let just_now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(Timestamp::now());
+    let conditions = fresh.status.as_mut().unwrap().conditions.as_mut().unwrap();
+    conditions[0].last_transition_time = Some(just_now);
+    let p = run(&set, "r1", "r1", &[fresh.clone()]);
+    assert!(p.create.is_empty(), "{p:?}");
+    assert_eq!(
+        (p.status.ready_replicas, p.status.available_replicas),
+        (Some(1), Some(0))
+    );
+    let long_ago = Timestamp::now() - k8s_openapi::jiff::SignedDuration::from_secs(60);
+    fresh.status.as_mut().unwrap().conditions.as_mut().unwrap()[0].last_transition_time = Some(
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(long_ago),
+    );
+    let p = run(&set, "r1", "r1", &[fresh]);
+    assert_eq!(p.create, vec![(1, true)]);
+    assert_eq!(p.status.available_replicas, Some(1));
+}
