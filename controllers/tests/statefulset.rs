@@ -352,6 +352,8 @@ fn a_partitioned_rolling_update_then_rollout_history_and_undo() {
         .filter(|w| w.parse::<u32>().is_ok())
         .collect();
     assert_eq!(revisions, ["1", "2"], "{history}");
+    let second_template = c.ok(&["rollout", "history", "sts/web", "--revision=2"]);
+    assert!(second_template.contains("db:2"), "{second_template}");
 
     // Undo goes back to the first template, whose revision becomes the newest (3).
     let out = c.ok(&["rollout", "undo", "sts/web"]);
