@@ -33,10 +33,13 @@ pub async fn ready(ctx: &Context, pod: &Pod) -> Result<(), String> {
         unmounted(&names, &e.to_string())
     })?;
     for (name, dir, pv) in bound {
-        if local_path::is_local_path(&pv) {
-            local_path::adopt(&ctx.client, &ctx.root, &pv, &dir.path)
-                .await
-                .map_err(|e| unmounted(&[&name], &e))?;
+        if !local_path::is_local_path(&pv) {
+            continue;
+        }
+        // Not fatal: the data is there either way; only its removal after reclaim Delete
+        // would be left to an administrator.
+        if let Err(e) = local_path::adopt(&ctx.client, &ctx.root, &pv, &dir.path).await {
+            tracing::warn!(volume = %name, error = %e, "local-path volume not adopted: its directory will not be removed on reclaim");
         }
     }
     Ok(())
