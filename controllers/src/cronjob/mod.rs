@@ -57,21 +57,23 @@ pub async fn reconcile(cj: Arc<CronJob>, ctx: Arc<Ctx>) -> Result<Action, Error>
         delete_if_present(&jobs, name, &DeleteParams::background()).await?;
     }
     if let Some(job) = &plan.create {
-        let made = match jobs.create(&PostParams::default(), job).await {
-            Ok(made) => made,
-            Err(kube::Error::Api(e)) if e.is_already_exists() => jobs.get(&job.name_any()).await?,
+        match jobs.create(&PostParams::default(), job).await {
+            Ok(made) => {
+                let message = format!("Created job {}", made.name_any());
+                events.publish(cj.as_ref(), EventType::Normal, "SuccessfulCreate", message);
+                let active = plan.status.active.get_or_insert_with(Vec::new);
+                active.push(plan::job_ref(&made));
+            }
+            // Not one of ours (those were listed): someone else made it and answers for it.
+            Err(kube::Error::Api(e)) if e.is_already_exists() => {
+                tracing::info!(cronjob = %cj.name_any(), job = %job.name_any(), "job already exists");
+            }
             Err(e) => {
                 let message = format!("Error creating job: {e}");
                 events.publish(cj.as_ref(), EventType::Warning, "FailedCreate", message);
                 return Err(e.into());
             }
-        };
-        let message = format!("Created job {}", made.name_any());
-        events.publish(cj.as_ref(), EventType::Normal, "SuccessfulCreate", message);
-        plan.status
-            .active
-            .get_or_insert_with(Vec::new)
-            .push(plan::job_ref(&made));
+        }
     }
     for (warning, reason, message) in &plan.events {
         let type_ = if *warning {
