@@ -133,3 +133,47 @@ fn an_unbound_claim_or_an_unsupported_volume_keeps_the_pod_from_starting() {
         );
     }
 }
+
+/// The whole path with the real scheduler and controller manager: a claim on the default class
+/// local-path is provisioned on the node of its first pod; what that pod writes the next one
+/// reads; deleting the claim deletes the volume and its directory (reclaim Delete).
+#[test]
+fn a_local_path_claim_keeps_data_across_pods_and_goes_with_its_claim() {
+    let mut cluster = Cluster::start("agvlp");
+    cluster.start_controller_manager(&[]);
+    cluster.start_scheduler();
+    let root = cluster.tmp.path().join("local-path-volumes");
+    cluster.apply(&format!(
+        "apiVersion: storage.k8s.io/v1\nkind: StorageClass\nmetadata:\n  name: local-path\n  annotations: {{storageclass.kubernetes.io/is-default-class: \"true\"}}\nprovisioner: rancher.io/local-path\nparameters: {{nodePath: {}}}\nvolumeBindingMode: WaitForFirstConsumer\n---\napiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {{name: data}}\nspec:\n  accessModes: [ReadWriteOnce]\n  resources: {{requests: {{storage: 64Mi}}}}\n",
+        root.display()
+    ));
+    // No nodeName: the scheduler places the pods.
+    let unplaced = |name: &str| claim_pod(name, "", "data").replace("  nodeName: \n", "");
+    cluster.apply(&unplaced("first"));
+    assert_eq!(logs_done(&cluster, "first").trim(), "DONE");
+    cluster
+        .kubectl(&["delete", "pod", "first", "--wait=true"])
+        .expect("delete first");
+    cluster.apply(&unplaced("second"));
+    assert_eq!(logs_done(&cluster, "second").trim(), "by-first\nDONE");
+    let pv = cluster
+        .kubectl(&["get", "pvc", "data", "-o", "jsonpath={.spec.volumeName}"])
+        .expect("the claim's volume");
+    let dir = root.join(&pv);
+    let on_host = std::fs::read_to_string(dir.join("log")).expect("the volume's file on the node");
+    assert_eq!(on_host, "by-first\nby-second\n");
+    cluster
+        .kubectl(&["delete", "pod", "second", "--wait=true"])
+        .expect("delete second");
+    cluster
+        .kubectl(&["delete", "pvc", "data", "--wait=false"])
+        .expect("delete the claim");
+    cluster.wait_until(
+        Duration::from_secs(30),
+        "the volume and its directory gone",
+        || {
+            let gone = cluster.kubectl(&["get", "pv", &pv]).is_err();
+            (gone && !dir.exists()).then_some(())
+        },
+    );
+}

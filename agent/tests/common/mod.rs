@@ -204,6 +204,7 @@ pub struct Cluster {
     nodes: Vec<Node>,
     /// Stopped before the API server.
     controller_manager: Option<ChildGuard>,
+    scheduler: Option<ChildGuard>,
     api: Apiserver,
     pub cp: TestHost,
     pub tmp: tempfile::TempDir,
@@ -243,6 +244,7 @@ impl Cluster {
             node_name: String::new(),
             nodes: Vec::new(),
             controller_manager: None,
+            scheduler: None,
             api,
             cp,
             tmp,
@@ -265,6 +267,15 @@ impl Cluster {
             .env("RUST_LOG", "keelson_controllers=debug");
         let log = self.tmp.path().join("controller-manager.log");
         self.controller_manager = Some(ChildGuard::spawn_logged(&mut cmd, &log));
+    }
+
+    /// Starts keelson-scheduler in the control-plane host as itself (system:kube-scheduler).
+    pub fn start_scheduler(&mut self) {
+        let mut cmd = self.cp.command(binary("keelson-scheduler"));
+        let kubeconfig = self.api.kubeconfig_of(Component::Scheduler);
+        cmd.args(["--kubeconfig", &kubeconfig.display().to_string()]);
+        let log = self.tmp.path().join("scheduler.log");
+        self.scheduler = Some(ChildGuard::spawn_logged(&mut cmd, &log));
     }
 
     pub fn controller_manager_log(&self) -> String {
