@@ -23,6 +23,7 @@ pub mod protobuf;
 pub mod quantity;
 pub mod taints;
 pub mod validation;
+pub mod volume_match;
 pub mod well_known;
 
 pub use duration::{parse_duration, DurationError};

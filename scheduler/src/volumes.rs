@@ -6,7 +6,7 @@
 
 use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
-use keelson_apimachinery::node_affinity;
+use keelson_apimachinery::volume_match::{admits_node, available_for, fits};
 use keelson_apimachinery::well_known::SELECTED_NODE_ANNOTATION;
 use kube::api::{Api, Patch, PatchParams};
 use std::collections::BTreeMap;
@@ -26,9 +26,26 @@ pub struct Snapshot {
 pub struct PodVolumes {
     /// Volumes of bound claims: the node must be in their nodeAffinity.
     pub bound: Vec<PersistentVolume>,
-    /// Unbound WaitForFirstConsumer claims (namespace, name, selected node if any).
-    pub delayed: Vec<(String, String, Option<String>)>,
+    /// Unbound WaitForFirstConsumer claims.
+    pub delayed: Vec<Delayed>,
 }
+
+/// An unbound WaitForFirstConsumer claim.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Delayed {
+    pub namespace: String,
+    pub name: String,
+    /// The node already chosen for it, if any.
+    pub selected: Option<String>,
+    /// Its class provisions nothing (kubernetes.io/no-provisioner): the node must hold one of
+    /// `candidates`.
+    pub static_only: bool,
+    /// Available volumes that fit the claim, wherever they are.
+    pub candidates: Vec<PersistentVolume>,
+}
+
+/// Upstream's provisioner name of classes whose volumes are only made by hand.
+const NO_PROVISIONER: &str = "kubernetes.io/no-provisioner";
 
 pub const UNBOUND_IMMEDIATE: &str = "pod has unbound immediate PersistentVolumeClaims";
 pub const NODE_CONFLICT: &str = "node(s) had volume node affinity conflict";
@@ -70,19 +87,30 @@ pub fn resolve(pod: &Pod, snap: &Snapshot) -> Result<PodVolumes, String> {
             continue;
         }
         let class = spec.storage_class_name.as_deref().unwrap_or("");
-        let delayed = snap.classes.iter().any(|c| {
+        let delayed = snap.classes.iter().find(|c| {
             c.metadata.name.as_deref() == Some(class)
                 && c.volume_binding_mode.as_deref() == Some("WaitForFirstConsumer")
         });
-        if delayed {
+        if let Some(class) = delayed {
             let selected = claim
                 .metadata
                 .annotations
                 .as_ref()
                 .and_then(|a| a.get(SELECTED_NODE_ANNOTATION))
                 .cloned();
-            out.delayed
-                .push((ns.to_string(), name.to_string(), selected));
+            let candidates = snap
+                .volumes
+                .iter()
+                .filter(|pv| available_for(claim, pv) && fits(claim, pv))
+                .map(|pv| (**pv).clone())
+                .collect();
+            out.delayed.push(Delayed {
+                namespace: ns.to_string(),
+                name: name.to_string(),
+                selected,
+                static_only: class.provisioner == NO_PROVISIONER,
+                candidates,
+            });
         } else {
             unbound_immediate = true;
         }
@@ -98,22 +126,17 @@ pub fn unfit(vols: &PodVolumes, node: &Node) -> Option<&'static str> {
     let name = node.metadata.name.as_deref().unwrap_or("");
     let empty = BTreeMap::new();
     let labels = node.metadata.labels.as_ref().unwrap_or(&empty);
-    let admits = |pv: &PersistentVolume| {
-        pv.spec
-            .as_ref()
-            .and_then(|s| s.node_affinity.as_ref())
-            .and_then(|a| a.required.as_ref())
-            .is_none_or(|sel| node_affinity::selects(sel, name, labels))
-    };
+    let admits = |pv: &PersistentVolume| admits_node(pv, name, labels);
     if !vols.bound.iter().all(admits) {
         return Some(NODE_CONFLICT);
     }
-    // A node was already chosen for the claim (its volume may be there already).
-    if vols
-        .delayed
-        .iter()
-        .any(|(_, _, selected)| selected.as_deref().is_some_and(|s| s != name))
-    {
+    // A node was already chosen for the claim (its volume may be there already), or only
+    // volumes made by hand can serve it and none is on this node.
+    let no_volume_here = |d: &Delayed| {
+        d.selected.as_deref().is_some_and(|s| s != name)
+            || (d.static_only && !d.candidates.iter().any(admits))
+    };
+    if vols.delayed.iter().any(no_volume_here) {
         return Some(SELECTED_ELSEWHERE);
     }
     None
@@ -143,7 +166,13 @@ pub async fn bind_claims(
     vols: &PodVolumes,
 ) -> Result<(), BindError> {
     let deadline = tokio::time::Instant::now() + BIND_TIMEOUT;
-    for (namespace, name, selected) in &vols.delayed {
+    for Delayed {
+        namespace,
+        name,
+        selected,
+        ..
+    } in &vols.delayed
+    {
         let api: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), namespace);
         let err = |source| BindError::Api {
             namespace: namespace.clone(),
@@ -253,6 +282,41 @@ mod tests {
         let vols = resolve(&pod(&["bound", "late"]), &snap).unwrap();
         assert_eq!(unfit(&vols, &node("n1")), Some(NODE_CONFLICT));
         assert_eq!(unfit(&vols, &node("n2")), None);
-        assert_eq!(vols.delayed, [("default".into(), "late".into(), None)]);
+        let late = &vols.delayed[0];
+        assert_eq!((late.name.as_str(), late.selected.as_ref()), ("late", None));
+        assert!(!late.static_only);
+    }
+    /// A class that provisions nothing: only nodes holding a fitting Available volume will do.
+    #[test]
+    fn static_local_volumes_choose_the_node() {
+        let claim: PersistentVolumeClaim = serde_json::from_value(json!({
+            "metadata": {"name": "disk", "namespace": "default"},
+            "spec": {"storageClassName": "local-storage", "accessModes": ["ReadWriteOnce"],
+                "resources": {"requests": {"storage": "1Gi"}}}}))
+        .unwrap();
+        let class: StorageClass = serde_json::from_value(json!({"metadata": {"name": "local-storage"},
+            "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "WaitForFirstConsumer"}))
+        .unwrap();
+        let local = |name: &str, node: &str, size: &str| -> Arc<PersistentVolume> {
+            Arc::new(
+                serde_json::from_value(json!({"metadata": {"name": name}, "spec": {
+                "capacity": {"storage": size}, "accessModes": ["ReadWriteOnce"],
+                "storageClassName": "local-storage", "local": {"path": "/mnt/disk"},
+                "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}}}}))
+                .unwrap(),
+            )
+        };
+        let snap = Snapshot {
+            claims: vec![Arc::new(claim)],
+            volumes: vec![
+                local("small-on-n1", "n1", "100Mi"),
+                local("on-n2", "n2", "10Gi"),
+            ],
+            classes: vec![Arc::new(class)],
+        };
+        let vols = resolve(&pod(&["disk"]), &snap).unwrap();
+        assert_eq!(unfit(&vols, &node("n1")), Some(SELECTED_ELSEWHERE));
+        assert_eq!(unfit(&vols, &node("n2")), None);
     }
 }
