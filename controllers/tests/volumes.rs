@@ -191,7 +191,8 @@ fn a_claim_gets_a_local_volume_on_its_pods_node() {
     );
 }
 
-/// Static volumes: the smallest that fits binds; Retain keeps it Released after the claim.
+/// Static volumes: the smallest that fits binds; Retain keeps it Released after the claim;
+/// a Bound volume being deleted waits for its claim (pv-protection).
 #[test]
 fn a_claim_binds_the_smallest_fitting_volume_and_retain_keeps_it() {
     let c = Cluster::start();
@@ -221,6 +222,23 @@ fn a_claim_binds_the_smallest_fitting_volume_and_retain_keeps_it() {
     c.api.kubectl_cmd().ok(&["delete", "pvc", "logs"]);
     c.wait("the volume Released and kept", || {
         c.get(&["pv", "small"], "{.status.phase}") == "Released"
+    });
+    // pv-protection: a Bound volume deleted stays until its claim lets go of it.
+    c.api.apply(&claim("cache", Some("manual"), "5Gi"));
+    c.wait("the big volume bound", || {
+        c.get(&["pvc", "cache"], "{.spec.volumeName} {.status.phase}") == "big Bound"
+    });
+    c.api
+        .kubectl_cmd()
+        .ok(&["delete", "pv", "big", "--wait=false"]);
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        c.get(&["pv", "big"], "{.metadata.finalizers[0]}"),
+        "kubernetes.io/pv-protection"
+    );
+    c.api.kubectl_cmd().ok(&["delete", "pvc", "cache"]);
+    c.wait("the deleted volume gone once released", || {
+        !c.api.kubectl(&["get", "pv", "big"]).status.success()
     });
 }
 

@@ -85,51 +85,54 @@ pub async fn claim_for(
 pub async fn reconcile(pv: Arc<PersistentVolume>, ctx: Arc<Ctx>) -> Result<Action, Error> {
     let api = Api::<PersistentVolume>::all(ctx.client.clone());
     let phase = pv.status.as_ref().and_then(|s| s.phase.as_deref());
-    if pv.metadata.deletion_timestamp.is_some() {
-        // pv-protection: a volume goes once no claim is bound to it.
-        if has_finalizer(&pv.metadata, PV_PROTECTION_FINALIZER) && phase != Some("Bound") {
-            set_finalizers(
-                &api,
-                &pv.metadata,
-                without(&pv.metadata, PV_PROTECTION_FINALIZER),
-            )
-            .await?;
-        }
+    let deleting = pv.metadata.deletion_timestamp.is_some();
+    if !deleting && !has_finalizer(&pv.metadata, PV_PROTECTION_FINALIZER) {
+        let finalizers = with(&pv.metadata, PV_PROTECTION_FINALIZER);
+        set_finalizers(&api, &pv.metadata, finalizers).await?;
         return Ok(Action::await_change());
     }
-    if !has_finalizer(&pv.metadata, PV_PROTECTION_FINALIZER) {
-        set_finalizers(
-            &api,
-            &pv.metadata,
-            with(&pv.metadata, PV_PROTECTION_FINALIZER),
-        )
-        .await?;
-        return Ok(Action::await_change());
-    }
-    let claim = match pv.spec.as_ref().and_then(|s| s.claim_ref.as_ref()) {
-        None => None,
-        Some(r) => {
-            let claims: Api<PersistentVolumeClaim> = Api::namespaced(
-                ctx.client.clone(),
-                r.namespace.as_deref().unwrap_or("default"),
-            );
-            let found = claims
-                .get_opt(r.name.as_deref().unwrap_or_default())
-                .await?;
-            Some(found.filter(|c| r.uid.is_none() || c.metadata.uid == r.uid))
-        }
-    };
+    let claim = claim_of(&ctx, &pv).await?;
     let side = match &claim {
         None => plan::ClaimSide::None,
         Some(Some(c)) => plan::ClaimSide::Present(c),
         Some(None) => plan::ClaimSide::Gone,
     };
     let want = plan::volume_phase(&pv, &side);
+    if deleting {
+        // pv-protection: a volume being deleted goes once no claim is bound to it.
+        set_phase(&api, &pv, phase, want, None).await?;
+        if want != "Bound" && has_finalizer(&pv.metadata, PV_PROTECTION_FINALIZER) {
+            let finalizers = without(&pv.metadata, PV_PROTECTION_FINALIZER);
+            set_finalizers(&api, &pv.metadata, finalizers).await?;
+        }
+        return Ok(Action::await_change());
+    }
     if want == "Released" {
         return reclaim(&ctx, &api, &pv, phase).await;
     }
     set_phase(&api, &pv, phase, want, None).await?;
     Ok(Action::await_change())
+}
+
+/// The claim the volume's claimRef names: None without a claimRef, Some(None) when that
+/// claim is gone (or is another with the same name).
+async fn claim_of(
+    ctx: &Ctx,
+    pv: &PersistentVolume,
+) -> Result<Option<Option<PersistentVolumeClaim>>, Error> {
+    let Some(r) = pv.spec.as_ref().and_then(|s| s.claim_ref.as_ref()) else {
+        return Ok(None);
+    };
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(
+        ctx.client.clone(),
+        r.namespace.as_deref().unwrap_or("default"),
+    );
+    let found = claims
+        .get_opt(r.name.as_deref().unwrap_or_default())
+        .await?;
+    Ok(Some(
+        found.filter(|c| r.uid.is_none() || c.metadata.uid == r.uid),
+    ))
 }
 
 async fn set_phase(
