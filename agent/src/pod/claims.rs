@@ -38,12 +38,16 @@ pub enum ClaimError {
 
 /// The volume kinds the agent sets up; every other kind stops the pod with an event.
 pub fn unsupported(v: &Volume) -> Option<&'static str> {
-    let json = serde_json::to_value(v).ok()?;
-    let kind = json
-        .as_object()?
-        .keys()
-        .find(|k| k.as_str() != "name")?
-        .as_str();
+    let json = serde_json::to_value(v).unwrap_or_default();
+    // A source this API version does not know is dropped when the pod is read, leaving only
+    // the name (the API server makes a volume without any source an emptyDir): unsupported.
+    let Some(kind) = json
+        .as_object()
+        .and_then(|o| o.keys().find(|k| k.as_str() != "name"))
+        .map(String::as_str)
+    else {
+        return Some("unknown");
+    };
     const SUPPORTED: &[&str] = &[
         "emptyDir",
         "hostPath",
@@ -187,6 +191,7 @@ mod tests {
             unsupported(&v(json!({"name": "a", "gitRepo": {"repository": "r"}}))),
             Some("gitRepo")
         );
+        assert_eq!(unsupported(&v(json!({"name": "a"}))), Some("unknown"));
     }
 
     #[test]
