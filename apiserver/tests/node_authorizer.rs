@@ -225,3 +225,30 @@ fn a_node_keeps_only_its_own_lease() {
         "can only access node lease with the same name",
     );
 }
+
+/// A local volume pinned to a node (one kubernetes.io/hostname term) is that node's to read
+/// and patch (its agent removes the directory, then the finalizer); a volume of another node is
+/// not, until a pod of this node uses a claim bound to it. Through the store's keys, as the
+/// agent meets it, not the graph alone.
+#[test]
+fn a_node_reads_its_local_volumes_and_those_of_its_pods_claims() {
+    let s = cluster();
+    let mut yaml = String::new();
+    for n in ["n1", "n2"] {
+        yaml.push_str(&format!(
+            "apiVersion: v1\nkind: PersistentVolume\nmetadata: {{name: pv-{n}}}\nspec:\n  capacity: {{storage: 1Gi}}\n  accessModes: [ReadWriteOnce]\n  hostPath: {{path: /tmp/pv-{n}}}\n  nodeAffinity:\n    required:\n      nodeSelectorTerms:\n      - matchExpressions: [{{key: kubernetes.io/hostname, operator: In, values: [{n}]}}]\n---\n"
+        ));
+    }
+    s.apply(&yaml);
+    let dir = tempfile::tempdir().unwrap();
+    let n1 = node_kubectl(&s, dir.path(), "n1");
+    n1.ok(&["get", "pv", "pv-n1"]);
+    forbidden(
+        n1.output(&["get", "pv", "pv-n2"]),
+        "no relationship found between node 'n1' and this object",
+    );
+    // A pod on n1 whose claim is bound to pv-n2 links n1 to that volume.
+    s.apply("apiVersion: v1\nkind: PersistentVolumeClaim\nmetadata: {name: data, namespace: default}\nspec:\n  accessModes: [ReadWriteOnce]\n  storageClassName: \"\"\n  volumeName: pv-n2\n  resources: {requests: {storage: 1Gi}}\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: uses-claim, namespace: default}\nspec:\n  nodeName: n1\n  containers: [{name: c, image: nginx}]\n  volumes: [{name: d, persistentVolumeClaim: {claimName: data}}]\n");
+    n1.ok(&["get", "pvc", "data"]);
+    n1.ok(&["get", "pv", "pv-n2"]);
+}

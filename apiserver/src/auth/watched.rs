@@ -103,8 +103,7 @@ impl Watched {
             }
             let (volumes, _) = self.store.list_keyed(VOLUMES);
             for (key, e) in volumes {
-                let name = key.strip_prefix(VOLUMES).unwrap_or(&key);
-                st.graph.set_volume(name, Some(&e.value()));
+                st.graph.set_volume(volume_name(&key), Some(&e.value()));
             }
         }
     }
@@ -159,14 +158,20 @@ impl Watched {
                     EventType::Deleted => None,
                     _ => Some(event.entry.value()),
                 };
-                let name = event.key.strip_prefix(VOLUMES).unwrap_or(&event.key);
-                st.graph.set_volume(name, volume.as_deref());
+                st.graph
+                    .set_volume(volume_name(&event.key), volume.as_deref());
             }
         }
         if rbac_changed {
             st.rbac = Arc::new(self.rbac_index());
         }
     }
+}
+
+/// A volume's store key is /core/persistentvolumes//<name>: cluster-scoped, so its namespace
+/// part is empty.
+fn volume_name(key: &str) -> &str {
+    key.rsplit('/').next().unwrap_or(key)
 }
 
 /// A claim's store key is /core/persistentvolumeclaims/<namespace>/<name>.
