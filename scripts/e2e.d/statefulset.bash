@@ -81,11 +81,12 @@ else
   fail statefulset_pod_data_survives_pod_deletion "want $sts_token; got $(k exec e2e-sts-1 -- cat /data/token 2>&1 | head -c 300); $(k get pods -l app=e2e-sts -o wide 2>&1 | head -c 600)"
 fi
 
-# Stable DNS names through the headless Service, from another pod (search path default.svc...).
+# Stable DNS names through the headless Service, from another pod. Full names: busybox's nslookup
+# applies the search path only to names without a dot, unlike libc's resolver with ndots:5.
 sts_ip0=$(sts_jp pod e2e-sts-0 '{.status.podIP}')
 sts_ip2=$(sts_jp pod e2e-sts-2 '{.status.podIP}')
 k run e2e-sts-dns --image=127.0.0.1:5000/keelson/busybox:1.35 --restart=Never --command -- sh -c \
-  'echo "=== short"; nslookup e2e-sts-0.e2e-sts; echo "=== full"; nslookup e2e-sts-2.e2e-sts.default.svc.cluster.local; echo "=== end"' >/dev/null 2>&1 || true
+  'echo "=== short"; nslookup e2e-sts-0.e2e-sts.default.svc.cluster.local; echo "=== full"; nslookup e2e-sts-2.e2e-sts.default.svc.cluster.local; echo "=== end"' >/dev/null 2>&1 || true
 sts_dns_done() { [ "$(sts_jp pod e2e-sts-dns '{.status.phase}')" = Succeeded ]; }
 until_ok 120 sts_dns_done || true
 sts_dns=$(k logs e2e-sts-dns 2>&1)
