@@ -114,6 +114,10 @@ pub async fn reconcile(rs: Arc<ReplicaSet>, ctx: Arc<Ctx>) -> Result<Action, Err
     let ns = rs.namespace().unwrap_or_default();
     let uid = rs.uid().unwrap_or_default();
     let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
+    // Deliberately a LIST from the API server, not the watch cache: it is consistent (read
+    // from the store), so Pods this controller made moments ago are always in it and a lagging
+    // cache cannot make it create them twice. Upstream's expectations solve that lag for its
+    // informer reads; with this read they are not needed (at the price of one LIST per sync).
     let owned: Vec<Pod> = pods
         .list(&list_selected(&rs.spec.selector)?)
         .await?
