@@ -397,6 +397,27 @@ mod tests {
     }
 
     #[test]
+    fn a_replicaset_matches_its_template_without_the_hash_label() {
+        // What `kubectl rollout undo` writes back: the ReplicaSet's template minus the label.
+        let d = deploy(3);
+        let made = new_replicaset(&d, "abc", BTreeMap::new()).unwrap();
+        let labels = made
+            .spec
+            .template
+            .as_ref()
+            .unwrap()
+            .metadata
+            .as_ref()
+            .unwrap();
+        assert_eq!(labels.labels.as_ref().unwrap()[HASH_LABEL], "abc");
+        let want = template_without_hash(Some(&d.spec.template));
+        assert_eq!(template_without_hash(made.spec.template.as_ref()), want);
+        let mut other = d.clone();
+        other.spec.template.spec.as_mut().unwrap().containers[0].image = Some("j".into());
+        assert_ne!(template_without_hash(Some(&other.spec.template)), want);
+    }
+
+    #[test]
     fn hash_is_stable_and_follows_the_template() {
         let a = serde_json::json!({"spec": {"containers": [{"image": "a"}]}});
         let b = serde_json::json!({"spec": {"containers": [{"image": "b"}]}});
