@@ -3,10 +3,9 @@
 //! the status subresource.
 
 use std::collections::BTreeMap;
-use std::process::Command;
 use std::time::Duration;
 
-use keelson_testing::{binary, eventually, free_port, Apiserver, ChildGuard, Component};
+use keelson_testing::{eventually, Apiserver, Daemon};
 use serde_json::Value;
 
 const DS: &str = r#"apiVersion: apps/v1
@@ -28,41 +27,25 @@ spec:
 
 struct Cluster {
     api: Apiserver,
-    _cm: ChildGuard,
-    metrics: String,
+    cm: Daemon,
 }
 
 impl Cluster {
     fn start() -> Cluster {
         let api = Apiserver::start();
-        let metrics = format!("127.0.0.1:{}", free_port());
-        let mut cmd = Command::new(binary("keelson-controller-manager"));
-        cmd.arg("--kubeconfig")
-            .arg(api.kubeconfig_of(Component::ControllerManager))
-            .args(["--metrics-bind-address", &metrics])
-            // Nodes here have no agent renewing a Lease; keep node lifecycle out of the way.
-            .arg("--node-monitor-grace-period=1h");
-        let cm = ChildGuard::spawn_logged(&mut cmd, &api.dir.path().join("cm.log"));
-        Cluster {
-            api,
-            _cm: cm,
-            metrics,
-        }
+        let cm = Daemon::controller_manager(&api, &[]);
+        Cluster { api, cm }
     }
 
     /// Reconciles finished so far, from the controller manager's /metrics.
     fn reconciles(&self) -> f64 {
-        let url = format!("http://{}/metrics", self.metrics);
-        let out = Command::new("curl")
-            .args(["-sf", "-m", "2", &url])
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        keelson_testing::metric_sum(&text, "keelson_controller_reconciles_total")
+        self.cm
+            .metric("keelson_controller_reconciles_total")
+            .unwrap_or(0.0)
     }
 
     fn log(&self) -> String {
-        std::fs::read_to_string(self.api.dir.path().join("cm.log")).unwrap_or_default()
+        self.cm.log()
     }
 
     fn node(&self, name: &str, role: &str) {

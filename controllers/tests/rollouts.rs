@@ -4,40 +4,25 @@
 //! `kubectl delete --cascade=foreground|orphan`. The test plays the node agent: it reports Pods
 //! Running and Ready, and removes Pods that finished their graceful deletion.
 
-use std::process::Command;
 use std::time::Duration;
 
-use keelson_testing::{binary, free_port, Apiserver, ChildGuard, Component};
+use keelson_testing::{Apiserver, ChildGuard, Daemon};
 
 /// A keelson-apiserver with the controller manager against it.
 struct Cluster {
     api: Apiserver,
-    _controllers: ChildGuard,
+    cm: Daemon,
 }
 
 impl Cluster {
     fn start() -> Cluster {
         let api = Apiserver::start();
-        let mut cmd = Command::new(binary("keelson-controller-manager"));
-        cmd.arg("--kubeconfig")
-            .arg(api.kubeconfig_of(Component::ControllerManager))
-            .args([
-                "--metrics-bind-address",
-                &format!("127.0.0.1:{}", free_port()),
-            ])
-            // No Node renews a Lease here: node lifecycle must not evict the test's Pods.
-            .arg("--node-monitor-grace-period=1h");
-        let log = api.dir.path().join("keelson-controller-manager.log");
-        let controllers = ChildGuard::spawn_logged(&mut cmd, &log);
-        Cluster {
-            api,
-            _controllers: controllers,
-        }
+        let cm = Daemon::controller_manager(&api, &[]);
+        Cluster { api, cm }
     }
 
     fn log(&self) -> String {
-        let path = self.api.dir.path().join("keelson-controller-manager.log");
-        std::fs::read_to_string(path).unwrap_or_default()
+        self.cm.log()
     }
 
     /// kubectl that must succeed; its stdout.

@@ -3,10 +3,9 @@
 //! status subresource (pods that never ran on a node are deleted at once).
 
 use std::collections::BTreeMap;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use keelson_testing::{binary, eventually, free_port, Apiserver, ChildGuard, Component};
+use keelson_testing::{eventually, Apiserver, Daemon};
 use serde_json::Value;
 
 const SET: &str = r#"apiVersion: v1
@@ -44,26 +43,18 @@ spec:
 
 struct Cluster {
     api: Apiserver,
-    _cm: ChildGuard,
+    cm: Daemon,
 }
 
 impl Cluster {
     fn start() -> Cluster {
         let api = Apiserver::start();
-        let mut cmd = Command::new(binary("keelson-controller-manager"));
-        cmd.arg("--kubeconfig")
-            .arg(api.kubeconfig_of(Component::ControllerManager))
-            .args([
-                "--metrics-bind-address",
-                &format!("127.0.0.1:{}", free_port()),
-            ])
-            .arg("--node-monitor-grace-period=1h");
-        let cm = ChildGuard::spawn_logged(&mut cmd, &api.dir.path().join("cm.log"));
-        Cluster { api, _cm: cm }
+        let cm = Daemon::controller_manager(&api, &[]);
+        Cluster { api, cm }
     }
 
     fn log(&self) -> String {
-        std::fs::read_to_string(self.api.dir.path().join("cm.log")).unwrap_or_default()
+        self.cm.log()
     }
 
     fn ok(&self, args: &[&str]) -> String {

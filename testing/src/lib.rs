@@ -8,6 +8,7 @@
 pub mod apiserver;
 pub mod bins;
 pub mod containerd;
+pub mod daemons;
 pub mod hosts;
 pub mod kubectl;
 pub mod process;
@@ -17,6 +18,7 @@ pub mod tls;
 pub use apiserver::{Apiserver, Component};
 pub use bins::binary;
 pub use containerd::Containerd;
+pub use daemons::Daemon;
 pub use hosts::TestHost;
 pub use kubectl::Kubectl;
 pub use process::{eventually, free_port, run, ChildGuard};
