@@ -5,7 +5,10 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use keelson_testing::{eventually, Apiserver, Daemon};
+mod common;
+
+use common::Cluster;
+use keelson_testing::eventually;
 use serde_json::Value;
 
 const DS: &str = r#"apiVersion: apps/v1
@@ -25,29 +28,7 @@ spec:
         image: agent:1
 "#;
 
-struct Cluster {
-    api: Apiserver,
-    cm: Daemon,
-}
-
 impl Cluster {
-    fn start() -> Cluster {
-        let api = Apiserver::start();
-        let cm = Daemon::controller_manager(&api, &[]);
-        Cluster { api, cm }
-    }
-
-    /// Reconciles finished so far, from the controller manager's /metrics.
-    fn reconciles(&self) -> f64 {
-        self.cm
-            .metric("keelson_controller_reconciles_total")
-            .unwrap_or(0.0)
-    }
-
-    fn log(&self) -> String {
-        self.cm.log()
-    }
-
     fn node(&self, name: &str, role: &str) {
         self.api.apply(&format!(
             "apiVersion: v1\nkind: Node\nmetadata:\n  name: {name}\n  labels: {{ role: {role} }}\n"

@@ -5,39 +5,13 @@
 use std::process::Command;
 use std::time::Duration;
 
-use keelson_testing::{eventually, Apiserver, Daemon};
+mod common;
+
+use common::Cluster;
+use keelson_testing::eventually;
 use serde_json::Value;
 
-struct Cluster {
-    api: Apiserver,
-    cm: Daemon,
-}
-
 impl Cluster {
-    fn start() -> Cluster {
-        let api = Apiserver::start();
-        let cm = Daemon::controller_manager(&api, &[]);
-        Cluster { api, cm }
-    }
-
-    /// Reconciles finished so far, from the controller manager's /metrics.
-    fn reconciles(&self) -> f64 {
-        self.cm
-            .metric("keelson_controller_reconciles_total")
-            .unwrap_or(0.0)
-    }
-
-    fn log(&self) -> String {
-        self.cm.log()
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        self.api
-            .kubectl_cmd()
-            .json(args)
-            .unwrap_or_else(|e| panic!("{e}\n{}", self.log()))
-    }
-
     /// The job's pods that are neither finished nor being deleted.
     fn running(&self, job: &str) -> Vec<Value> {
         let sel = format!("batch.kubernetes.io/job-name={job}");

@@ -6,33 +6,13 @@
 
 use std::time::Duration;
 
-use keelson_testing::{Apiserver, ChildGuard, Daemon};
+mod common;
+
+use common::Cluster;
+use keelson_testing::ChildGuard;
 
 /// A keelson-apiserver with the controller manager against it.
-struct Cluster {
-    api: Apiserver,
-    cm: Daemon,
-}
-
 impl Cluster {
-    fn start() -> Cluster {
-        let api = Apiserver::start();
-        let cm = Daemon::controller_manager(&api, &[]);
-        Cluster { api, cm }
-    }
-
-    fn log(&self) -> String {
-        self.cm.log()
-    }
-
-    /// kubectl that must succeed; its stdout.
-    fn ok(&self, args: &[&str]) -> String {
-        self.api
-            .kubectl_cmd()
-            .run(args)
-            .unwrap_or_else(|e| panic!("kubectl {args:?}: {e}\ncontroller log:\n{}", self.log()))
-    }
-
     /// `kubectl get <what> -o jsonpath=<path>`, empty when it fails.
     fn jsonpath(&self, what: &[&str], path: &str) -> String {
         let path = format!("jsonpath={path}");

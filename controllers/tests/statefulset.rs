@@ -5,7 +5,10 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use keelson_testing::{eventually, Apiserver, Daemon};
+mod common;
+
+use common::Cluster;
+use keelson_testing::eventually;
 use serde_json::Value;
 
 const SET: &str = r#"apiVersion: v1
@@ -41,36 +44,7 @@ spec:
       resources: { requests: { storage: 1Gi } }
 "#;
 
-struct Cluster {
-    api: Apiserver,
-    cm: Daemon,
-}
-
 impl Cluster {
-    fn start() -> Cluster {
-        let api = Apiserver::start();
-        let cm = Daemon::controller_manager(&api, &[]);
-        Cluster { api, cm }
-    }
-
-    fn log(&self) -> String {
-        self.cm.log()
-    }
-
-    fn ok(&self, args: &[&str]) -> String {
-        self.api
-            .kubectl_cmd()
-            .run(args)
-            .unwrap_or_else(|e| panic!("kubectl {args:?}: {e}\ncontroller log:\n{}", self.log()))
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        self.api
-            .kubectl_cmd()
-            .json(args)
-            .unwrap_or_else(|e| panic!("{e}"))
-    }
-
     /// The set's pods that are not being deleted, by name.
     fn pods(&self) -> BTreeMap<String, Value> {
         let list = self.json(&["get", "pods", "-l", "app=db", "-o", "json"]);
