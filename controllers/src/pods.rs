@@ -2,6 +2,7 @@
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::ResourceExt;
 
 /// Counts toward a ReplicaSet's replicas: not being deleted and not finished.
@@ -15,6 +16,25 @@ pub fn is_ready(p: &Pod) -> bool {
         .as_ref()
         .and_then(|s| s.conditions.as_ref())
         .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// Ready for at least `min_ready_seconds` at `now` (upstream's IsPodAvailable): the Ready
+/// condition's last transition is that old.
+pub fn is_available(p: &Pod, min_ready_seconds: i32, now: Timestamp) -> bool {
+    if !is_ready(p) || min_ready_seconds <= 0 {
+        return is_ready(p);
+    }
+    let since = p
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
+        .and_then(|c| c.last_transition_time.as_ref())
+        .map(|t| t.0);
+    since.is_some_and(|t| {
+        t.checked_add(SignedDuration::from_secs(min_ready_seconds.into()))
+            .is_ok_and(|due| due <= now)
+    })
 }
 
 pub fn controller_of<K: ResourceExt>(obj: &K) -> Option<&OwnerReference> {

@@ -4,10 +4,10 @@
 
 use super::pod::{should_run, spec_with_tolerations};
 use crate::deployment::scaled;
-use crate::pods::{is_active, is_ready};
+use crate::pods::{is_active, is_available, is_ready};
 use k8s_openapi::api::apps::v1::{DaemonSet, DaemonSetStatus};
 use k8s_openapi::api::core::v1::{Node, Pod, PodSpec};
-use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use k8s_openapi::jiff::Timestamp;
 use keelson_apimachinery::well_known::CONTROLLER_REVISION_HASH_LABEL;
 use kube::ResourceExt;
 use std::collections::BTreeMap;
@@ -50,21 +50,7 @@ impl<'a> Inputs<'a> {
 
     /// Ready for at least minReadySeconds.
     fn available(&self, pod: &Pod) -> bool {
-        let min_ready = self.ds.spec.min_ready_seconds.unwrap_or(0);
-        if !is_ready(pod) || min_ready <= 0 {
-            return is_ready(pod);
-        }
-        let since = pod
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
-            .and_then(|c| c.last_transition_time.as_ref())
-            .map(|t| t.0);
-        since.is_some_and(|t| {
-            t.checked_add(SignedDuration::from_secs(min_ready.into()))
-                .is_ok_and(|due| due <= self.now)
-        })
+        is_available(pod, self.ds.spec.min_ready_seconds.unwrap_or(0), self.now)
     }
 }
 

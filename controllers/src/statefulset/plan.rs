@@ -5,10 +5,10 @@
 //! the update revision deleted (one at a time, each replacement healthy before the next). Pure.
 
 use super::identity::{ordinal_of, start_ordinal};
-use crate::pods::is_ready;
+use crate::pods::{is_available, is_ready};
 use k8s_openapi::api::apps::v1::{StatefulSet, StatefulSetStatus};
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use k8s_openapi::jiff::Timestamp;
 use keelson_apimachinery::well_known::CONTROLLER_REVISION_HASH_LABEL;
 use kube::ResourceExt;
 use std::collections::BTreeMap;
@@ -72,20 +72,7 @@ impl Inputs<'_> {
     /// Running and Ready for minReadySeconds.
     fn available(&self, pod: &Pod) -> bool {
         let min_ready = self.sts.spec.min_ready_seconds.unwrap_or(0);
-        if !self.running_and_ready(pod) || min_ready <= 0 {
-            return self.running_and_ready(pod);
-        }
-        let since = pod
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .and_then(|cs| cs.iter().find(|c| c.type_ == "Ready"))
-            .and_then(|c| c.last_transition_time.as_ref())
-            .map(|t| t.0);
-        since.is_some_and(|t| {
-            t.checked_add(SignedDuration::from_secs(min_ready.into()))
-                .is_ok_and(|due| due <= self.now)
-        })
+        phase(pod) == "Running" && is_available(pod, min_ready, self.now)
     }
 
     /// What the ordered steps wait for: available and not being deleted.
