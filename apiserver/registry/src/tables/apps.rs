@@ -1,17 +1,17 @@
 //! Deployment, ReplicaSet and DaemonSet rows.
 
-use super::{age, age_col, col, name, name_col, Column};
-use crate::json::{at, int_at, items, map_at, str_at};
+use super::{age, age_col, col, name, name_col, template_cells, template_columns, Column};
+use crate::json::{at, int_at, map_at};
 use chrono::{DateTime, Utc};
 use keelson_apimachinery::LabelSelector;
 use serde_json::{json, Value};
 
 fn wide_columns() -> Vec<Column> {
-    vec![
-        col("Containers", "string", 1, "Names of each container in the template."),
-        col("Images", "string", 1, "Images referenced by each container in the template."),
+    let mut cols = template_columns().to_vec();
+    cols.extend([
         col("Selector", "string", 1, "Label selector for pods. Existing ReplicaSets whose pods are selected by this will be the ones affected by this deployment."),
-    ]
+    ]);
+    cols
 }
 
 pub(super) fn deployment_columns() -> Vec<Column> {
@@ -66,16 +66,9 @@ fn status_int(obj: &Value, key: &str) -> i64 {
 /// Containers, Images and Selector, from the pod template.
 fn wide_cells(obj: &Value) -> [Value; 3] {
     let empty = json!({});
-    let containers = at(obj, &["spec", "template", "spec"]).unwrap_or(&empty);
-    let list = items(containers, "containers");
-    let names: Vec<&str> = list.iter().map(|c| str_at(c, "name")).collect();
-    let images: Vec<&str> = list.iter().map(|c| str_at(c, "image")).collect();
+    let [names, images] = template_cells(obj, &["spec", "template", "spec"]);
     let sel = at(obj, &["spec", "selector"]).unwrap_or(&empty);
-    [
-        json!(names.join(",")),
-        json!(images.join(",")),
-        json!(selector_text(sel)),
-    ]
+    [names, images, json!(selector_text(sel))]
 }
 
 /// The selector as kubectl shows it; stored selectors are valid, so the error case is empty.

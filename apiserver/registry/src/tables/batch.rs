@@ -1,26 +1,17 @@
 //! Job and CronJob rows, as kubectl 1.32 prints them (printJob, printCronJob).
 
 use super::age::{human_age, human_duration};
-use super::{age, age_col, col, name, name_col, Column};
+use super::{age, age_col, col, name, name_col, template_cells, template_columns, Column};
 use crate::json::{at, int_at, items, str_at};
 use chrono::{DateTime, Utc};
 use keelson_apimachinery::LabelSelector;
 use serde_json::{json, Value};
 
 fn wide_columns(selector_doc: &'static str) -> [Column; 3] {
+    let [containers, images] = template_columns();
     [
-        col(
-            "Containers",
-            "string",
-            1,
-            "Names of each container in the template.",
-        ),
-        col(
-            "Images",
-            "string",
-            1,
-            "Images referenced by each container in the template.",
-        ),
+        containers,
+        images,
         col("Selector", "string", 1, selector_doc),
     ]
 }
@@ -93,16 +84,12 @@ fn duration(obj: &Value, now: DateTime<Utc>) -> String {
 
 /// Containers, Images and Selector, from a pod template under `spec_path`.
 fn wide_cells(obj: &Value, template: &[&str], selector: &[&str]) -> [Value; 3] {
-    let empty = json!({});
-    let spec = at(obj, template).unwrap_or(&empty);
-    let list = items(spec, "containers");
-    let names: Vec<&str> = list.iter().map(|c| str_at(c, "name")).collect();
-    let images: Vec<&str> = list.iter().map(|c| str_at(c, "image")).collect();
+    let [names, images] = template_cells(obj, template);
     let sel = at(obj, selector)
         .and_then(|s| LabelSelector::from_json(s).ok())
         .map(|s| s.to_string())
         .unwrap_or_else(|| "<none>".into());
-    [json!(names.join(",")), json!(images.join(",")), json!(sel)]
+    [names, images, json!(sel)]
 }
 
 pub(super) fn job_cells(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {

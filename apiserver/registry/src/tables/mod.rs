@@ -140,6 +140,39 @@ pub(crate) fn between(obj: &Value, now: DateTime<Utc>, middle: Vec<Value>) -> Ve
 }
 
 /// The string at `path`, "" when absent.
+/// CONTAINERS and IMAGES of `-o wide` for kinds with a pod template.
+pub(crate) fn template_columns() -> [Column; 2] {
+    [
+        col(
+            "Containers",
+            "string",
+            1,
+            "Names of each container in the template.",
+        ),
+        col(
+            "Images",
+            "string",
+            1,
+            "Images referenced by each container in the template.",
+        ),
+    ]
+}
+
+/// The cells of `template_columns`, from the pod spec at `path` in `obj`.
+pub(crate) fn template_cells(obj: &Value, path: &[&str]) -> [Value; 2] {
+    let containers = crate::json::at(obj, path)
+        .map(|spec| crate::json::items(spec, "containers"))
+        .unwrap_or_default();
+    let field = |f: &str| -> Value {
+        let v: Vec<&str> = containers
+            .iter()
+            .map(|c| crate::json::str_at(c, f))
+            .collect();
+        Value::from(v.join(","))
+    };
+    [field("name"), field("image")]
+}
+
 pub(crate) fn text_at(obj: &Value, path: &[&str]) -> Value {
     json!(at(obj, path).and_then(Value::as_str).unwrap_or(""))
 }

@@ -1,29 +1,19 @@
 //! StatefulSet and ControllerRevision rows (upstream's printStatefulSet and
 //! printControllerRevision).
 
-use super::{age, age_col, col, name, name_col, Column};
-use crate::json::{at, int_at, items, str_at};
+use super::{age, age_col, col, name, name_col, template_cells, template_columns, Column};
+use crate::json::{at, int_at, str_at};
 use chrono::{DateTime, Utc};
 use serde_json::{json, Value};
 
 pub(super) fn stateful_set_columns() -> Vec<Column> {
-    vec![
+    let mut cols = vec![
         name_col(),
         col("Ready", "string", 0, "Number of the pod with ready state"),
         age_col(),
-        col(
-            "Containers",
-            "string",
-            1,
-            "Names of each container in the template.",
-        ),
-        col(
-            "Images",
-            "string",
-            1,
-            "Images referenced by each container in the template.",
-        ),
-    ]
+    ];
+    cols.extend(template_columns());
+    cols
 }
 
 /// READY is readyReplicas/spec.replicas (replicas defaults to 1).
@@ -35,18 +25,13 @@ pub(super) fn stateful_set_cells(obj: &Value, now: DateTime<Utc>) -> Vec<Value> 
         .get("status")
         .and_then(|s| int_at(s, "readyReplicas"))
         .unwrap_or(0);
-    let empty = json!({});
-    let pod = at(obj, &["spec", "template", "spec"]).unwrap_or(&empty);
-    let containers = items(pod, "containers");
-    let names: Vec<&str> = containers.iter().map(|c| str_at(c, "name")).collect();
-    let images: Vec<&str> = containers.iter().map(|c| str_at(c, "image")).collect();
-    vec![
+    let mut cells = vec![
         name(obj),
         json!(format!("{ready}/{desired}")),
         age(obj, now),
-        json!(names.join(",")),
-        json!(images.join(",")),
-    ]
+    ];
+    cells.extend(template_cells(obj, &["spec", "template", "spec"]));
+    cells
 }
 
 pub(super) fn controller_revision_columns() -> Vec<Column> {
