@@ -73,6 +73,12 @@ for _ in $(seq 150); do
 done
 kubectl_cp get node "$nodename" | grep -q ' Ready' || { echo "pod-startup: node not Ready; agent log:"; tail -20 "$tmp/agent.log"; exit 1; }
 
+# The default ServiceAccount and the kube-root-ca.crt ConfigMap, which the controller manager
+# (not run here) would make: every pod mounts them (kube-api-access), so the agent's
+# TokenRequest is part of the measured path.
+kubectl_cp create serviceaccount default -n default >/dev/null
+kubectl_cp create configmap kube-root-ca.crt -n default --from-file=ca.crt="$tmp/api/ca.crt" >/dev/null
+
 # In the node host: the helper reaches the apiserver and containerd like the agent does.
 run_helper() { nsenter --net="/var/run/netns/$node" "$helper" "$@"; }
 echo "pod-startup: warm-up (image present, pause image pulled)"
