@@ -30,6 +30,10 @@ impl Component {
     }
 }
 
+/// What servers of one cluster share (kubeadm's "certificates to copy"): the CA that signs
+/// serving and client certificates, the service-account signing key, and the admin token.
+pub const SHARED_FILES: [&str; 4] = ["ca.crt", "ca.key", "sa.key", "admin.token"];
+
 pub struct Apiserver {
     child: Option<ChildGuard>,
     pub dir: tempfile::TempDir,
@@ -52,6 +56,23 @@ impl Apiserver {
         let mut s = Apiserver::new(None, "127.0.0.1", extra);
         s.extra
             .splice(0..0, ["--bind-address".into(), "127.0.0.1".into()]);
+        s.spawn();
+        s
+    }
+
+    /// A second server of the same cluster, on 127.0.0.1 (`extra` names the shared store, e.g.
+    /// `--etcd-servers`): its data directory gets `first`'s CA, service-account key and admin
+    /// token before its first start, as kubeadm copies them to another control-plane machine,
+    /// so certificates, tokens and kubeconfigs of either server work on both.
+    pub fn start_sharing(first: &Apiserver, extra: &[&str]) -> Apiserver {
+        let mut s = Apiserver::new(None, "127.0.0.1", extra);
+        s.extra
+            .splice(0..0, ["--bind-address".into(), "127.0.0.1".into()]);
+        for f in SHARED_FILES {
+            let (from, to) = (first.dir.path().join(f), s.dir.path().join(f));
+            std::fs::copy(&from, &to)
+                .unwrap_or_else(|e| panic!("copy {} to the second server: {e}", from.display()));
+        }
         s.spawn();
         s
     }
