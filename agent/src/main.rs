@@ -15,7 +15,8 @@ use clap::Parser;
 #[command(
     name = "keelson-agent",
     version,
-    about = "Keelson's node agent (a kubelet driving containerd over CRI)"
+    about = "Keelson's node agent (a kubelet driving containerd over CRI)",
+    after_help = "keelson-agent load-balancer --help: the client-side load balancer for several API servers"
 )]
 struct Flags {
     /// Path to the kubeconfig used to reach the API server. With --bootstrap-kubeconfig, the
@@ -135,9 +136,52 @@ struct Flags {
     node_labels: Vec<String>,
 }
 
+/// `keelson-agent load-balancer`: the client-side load balancer in front of several API servers
+/// (keelson_daemon::lb), a process of its own so the proxy and kubectl keep their connections
+/// while the agent restarts, and so it runs where no agent does (an operator's machine).
+#[derive(Parser, Debug)]
+#[command(
+    name = "keelson-agent load-balancer",
+    about = "Forwards connections on a loopback port to whichever of several API servers is ready"
+)]
+struct LoadBalancerFlags {
+    /// The API servers, comma separated: https://10.0.0.1:6443,https://10.0.0.2:6443.
+    #[arg(long = "apiserver-endpoints")]
+    apiserver_endpoints: String,
+    /// Where clients connect (their kubeconfig's server: https://127.0.0.1:6444).
+    #[arg(long = "listen", default_value = "127.0.0.1:6444")]
+    listen: std::net::SocketAddr,
+    /// How often each API server's /readyz is checked.
+    #[arg(long = "health-check-interval", default_value = "2s",
+          value_parser = keelson_apimachinery::parse_duration)]
+    health_check_interval: std::time::Duration,
+}
+
+async fn load_balancer(flags: LoadBalancerFlags) -> anyhow::Result<()> {
+    let lb = keelson_daemon::lb::LoadBalancer::bind(keelson_daemon::lb::LoadBalancerConfig {
+        listen: flags.listen,
+        endpoints: keelson_daemon::lb::parse_endpoints(&flags.apiserver_endpoints)?,
+        health_check_interval: flags.health_check_interval,
+    })
+    .await?;
+    tracing::info!(listen = %lb.local_addr()?, "load balancer listening");
+    tokio::select! {
+        () = lb.run() => {}
+        _ = keelson_daemon::shutdown_signal() => tracing::info!("stopping the load balancer"),
+    }
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     keelson_daemon::init_logging();
+    if std::env::args().nth(1).as_deref() == Some("load-balancer") {
+        let args = std::env::args().skip(2);
+        let flags = LoadBalancerFlags::parse_from(
+            std::iter::once("keelson-agent load-balancer".to_string()).chain(args),
+        );
+        return load_balancer(flags).await;
+    }
     let config = agent_config(Flags::parse())?;
     tokio::select! {
         result = keelson_agent::run(config) => result?,

@@ -2,12 +2,14 @@
 //! ingress, proxy, agent): the client from a kubeconfig, logging, signal handling, the
 //! /healthz + /readyz + /metrics endpoint, the "stores changed -> debounced sync" loop, the
 //! hardened accept loop of the HTTPS servers (API server, agent), and the TLS client that takes
-//! any server certificate (the agent's probes, the API server's connections to agents).
+//! any server certificate (the agent's probes, the API server's connections to agents), and the
+//! client-side load balancer in front of several API servers (`lb`).
 
 pub mod client;
 pub mod connections;
 pub mod events;
 pub mod health;
+pub mod lb;
 pub mod logging;
 pub mod signals;
 pub mod sync;

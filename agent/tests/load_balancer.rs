@@ -1,0 +1,160 @@
+//! `keelson-agent load-balancer` in front of two API servers of one cluster: kubectl and a
+//! kube-rs client pointed at it keep working when the server they use is killed, and a watch
+//! through it goes on delivering events from the other server.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use keelson_testing::{binary, eventually, free_port, Apiserver, ChildGuard, Kubectl};
+use kube::api::{Api, PostParams};
+use kube::runtime::watcher;
+
+/// A running `keelson-agent load-balancer` (killed on drop) and its log.
+struct LoadBalancer {
+    _child: ChildGuard,
+    port: u16,
+    log: PathBuf,
+}
+
+impl LoadBalancer {
+    fn start(servers: &[&Apiserver], dir: &Path) -> LoadBalancer {
+        let port = free_port();
+        let endpoints: Vec<String> = servers.iter().map(|s| s.url("")).collect();
+        let log = dir.join("load-balancer.log");
+        let mut cmd = Command::new(binary("keelson-agent"));
+        cmd.arg("load-balancer")
+            .args(["--apiserver-endpoints", &endpoints.join(",")])
+            .args(["--listen", &format!("127.0.0.1:{port}")])
+            .args(["--health-check-interval", "200ms"]);
+        let child = ChildGuard::spawn_logged(&mut cmd, &log);
+        let lb = LoadBalancer {
+            _child: child,
+            port,
+            log,
+        };
+        eventually(
+            "the load balancer to listen",
+            Duration::from_secs(10),
+            || {
+                std::net::TcpStream::connect(("127.0.0.1", port))
+                    .map_err(|e| format!("{e}; log:\n{}", lb.log()))
+            },
+        );
+        lb
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// `server`'s admin kubeconfig with the balancer as the server.
+    fn kubeconfig(&self, server: &Apiserver, dir: &Path) -> PathBuf {
+        let text = std::fs::read_to_string(server.kubeconfig()).expect("admin kubeconfig");
+        let ours = format!("https://127.0.0.1:{}", self.port);
+        assert!(text.contains(&server.url("")), "{text}");
+        let path = dir.join("load-balancer.kubeconfig");
+        std::fs::write(&path, text.replace(&server.url(""), &ours)).expect("write kubeconfig");
+        path
+    }
+}
+
+fn configmap(name: &str) -> ConfigMap {
+    serde_json::from_value(
+        serde_json::json!({ "metadata": { "name": name }, "data": { "k": "v" } }),
+    )
+    .expect("a ConfigMap")
+}
+
+/// Which of the servers holds namespace `name` (two SQLite servers keep separate stores, so the
+/// one a write went to is the one that has it).
+fn holder(servers: &[&Apiserver], name: &str) -> Option<usize> {
+    servers
+        .iter()
+        .position(|s| s.kubectl(&["get", "namespace", name]).status.success())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_through_the_load_balancer_survive_the_loss_of_their_api_server() {
+    let mut first = Apiserver::start();
+    let mut second = Apiserver::start_sharing(&first, &[]);
+    let scratch = tempfile::tempdir().expect("a scratch directory");
+    let lb = LoadBalancer::start(&[&first, &second], scratch.path());
+    let kubeconfig = lb.kubeconfig(&first, scratch.path());
+    let kubectl = Kubectl::new(&kubeconfig);
+
+    // kubectl verifies the server's certificate (127.0.0.1 is in both) with the shared CA.
+    kubectl.ok(&["create", "namespace", "lb-before"]);
+    let in_use = holder(&[&first, &second], "lb-before").expect("the namespace on one server");
+    let client = keelson_daemon::client(Some(&kubeconfig))
+        .await
+        .expect("a kube-rs client from the balancer's kubeconfig");
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let mut events = watcher(cms.clone(), watcher::Config::default()).boxed();
+    let first_event = tokio::time::timeout(Duration::from_secs(10), events.next()).await;
+    assert!(matches!(first_event, Ok(Some(Ok(_)))), "{first_event:?}");
+
+    // Kill the server the clients use; the balancer sends them to the other.
+    let alive = if in_use == 0 {
+        first.kill9();
+        &second
+    } else {
+        second.kill9();
+        &first
+    };
+    eventually(
+        "kubectl through the balancer",
+        Duration::from_secs(10),
+        || kubectl.run(&["create", "namespace", "lb-after"]),
+    );
+    assert!(alive
+        .kubectl(&["get", "namespace", "lb-after"])
+        .status
+        .success());
+
+    // kube-rs: the pooled connection died with the server; the next requests go to the other.
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    let after =
+        eventually_async(|| async { namespaces.get("lb-after").await.map_err(|e| e.to_string()) })
+            .await;
+    assert_eq!(after.metadata.name.as_deref(), Some("lb-after"));
+    cms.create(&PostParams::default(), &configmap("lb-watched"))
+        .await
+        .expect("create a ConfigMap through the balancer after the failover");
+
+    // The watch reconnects through the balancer and sees the write made after the failover.
+    let seen = tokio::time::timeout(Duration::from_secs(30), async {
+        while let Some(ev) = events.next().await {
+            let names: Vec<String> = match ev {
+                Ok(watcher::Event::Apply(o)) | Ok(watcher::Event::InitApply(o)) => {
+                    o.metadata.name.into_iter().collect()
+                }
+                _ => Vec::new(),
+            };
+            if names.iter().any(|n| n == "lb-watched") {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    assert_eq!(seen, Ok(true), "load balancer log:\n{}", lb.log());
+}
+
+/// Retries `f` for 10 s (kube-rs does not retry a request whose connection died).
+async fn eventually_async<T, F, Fut>(f: F) -> T
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = Result<T, String>>,
+{
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        match f().await {
+            Ok(v) => return v,
+            Err(e) if tokio::time::Instant::now() > deadline => panic!("after 10 s: {e}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
+}
