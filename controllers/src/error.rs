@@ -12,4 +12,7 @@ pub enum Error {
     /// An object this controller cannot act on (no template, a ReplicaSet that does not build).
     #[error("{0}")]
     Invalid(String),
+    /// The controller manager lost its Lease and must stop acting (the process exits).
+    #[error(transparent)]
+    Leader(#[from] keelson_daemon::leader::LeaderError),
 }

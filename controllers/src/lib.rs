@@ -143,12 +143,14 @@ fn spawn_optional(ctx: &Arc<Ctx>, optional: Optional) -> Vec<tokio::task::JoinHa
     tasks
 }
 
-/// Runs every controller until SIGTERM or Ctrl-C.
+/// Runs every controller until SIGTERM or Ctrl-C; with `leader`, only while this process holds
+/// that Lease (standing by with /healthz and /metrics until it does).
 pub async fn run(
     client: kube::Client,
     metrics_addr: SocketAddr,
     node_lifecycle: nodelifecycle::Config,
     optional: Optional,
+    leader: Option<keelson_daemon::leader::Config>,
 ) -> Result<(), Error> {
     let events = keelson_daemon::events::Recorder::new(
         client.clone(),
@@ -157,17 +159,39 @@ pub async fn run(
             host: None,
         },
     );
+    let elector = leader.map(|c| keelson_daemon::leader::Elector::new(client.clone(), c));
     let ctx = Arc::new(Ctx {
         client,
         metrics: metrics::Metrics::default(),
         events,
     });
-    let sweeper = tokio::spawn(sweeps(ctx.clone(), Duration::from_secs(1)));
+    let mut health = keelson_daemon::ready_now();
+    if let Some(e) = &elector {
+        health = health.with_metrics(e.registry());
+    }
     let server = tokio::spawn(keelson_daemon::serve_health_and_metrics(
         metrics_addr,
         ctx.metrics.registry.clone(),
-        keelson_daemon::ready_now(),
+        health,
     ));
+    let controllers = run_controllers(ctx, node_lifecycle, optional);
+    let result = match elector {
+        None => {
+            controllers.await;
+            Ok(())
+        }
+        Some(e) => e
+            .lead(&keelson_daemon::Shutdown::on_signal(), controllers)
+            .await
+            .map(|_| ())
+            .map_err(Error::from),
+    };
+    server.abort();
+    result
+}
+
+async fn run_controllers(ctx: Arc<Ctx>, node_lifecycle: nodelifecycle::Config, optional: Optional) {
+    let sweeper = tokio::spawn(sweeps(ctx.clone(), Duration::from_secs(1)));
     tracing::info!(
         "controllers running: deployment, replicaset, endpointslice, garbage collector, namespace, node lifecycle, daemonset, statefulset, job, cronjob, serviceaccount"
     );
@@ -184,6 +208,14 @@ pub async fn run(
     ));
     let storage = tokio::spawn(volume::run(ctx.clone()));
     let stateful = statefulset::run(ctx.clone());
+    // Aborted also when this future is dropped (leadership lost): nothing acts on after.
+    let mut tasks: Vec<_> = optional.iter().map(|t| t.abort_handle()).collect();
+    tasks.extend([
+        storage.abort_handle(),
+        batch.abort_handle(),
+        sweeper.abort_handle(),
+    ]);
+    let _tasks = AbortOnDrop(tasks);
     futures::join!(
         workloads(&ctx),
         endpoint_slices(&ctx),
@@ -191,13 +223,16 @@ pub async fn run(
         daemons,
         stateful
     );
-    for task in optional {
-        task.abort();
-    }
-    storage.abort();
-    batch.abort();
-    sweeper.abort();
-    server.abort();
     tracing::info!("controllers stopped");
-    Ok(())
+}
+
+/// Background tasks that end with their owner.
+struct AbortOnDrop(Vec<tokio::task::AbortHandle>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        for task in &self.0 {
+            task.abort();
+        }
+    }
 }

@@ -43,6 +43,8 @@ struct Opts {
     /// server's <data-dir>/ca.crt), for pods to verify the API server.
     #[arg(long)]
     root_ca_file: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    leader: keelson_daemon::leader::Flags,
 }
 
 #[tokio::main]
@@ -74,11 +76,19 @@ async fn main() -> anyhow::Result<()> {
             None => None,
         },
     };
+    let leader = opts.leader.config("kube-controller-manager")?;
     let client = keelson_daemon::client(opts.kubeconfig.as_deref()).await?;
     let node_lifecycle = keelson_controllers::nodelifecycle::Config {
         monitor_period: opts.node_monitor_period,
         grace_period: opts.node_monitor_grace_period,
     };
-    keelson_controllers::run(client, opts.metrics_bind_address, node_lifecycle, optional).await?;
+    keelson_controllers::run(
+        client,
+        opts.metrics_bind_address,
+        node_lifecycle,
+        optional,
+        leader,
+    )
+    .await?;
     Ok(())
 }

@@ -31,6 +31,8 @@ type LivenessCheck = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
 pub struct Health {
     ready: Arc<AtomicBool>,
     liveness: Option<LivenessCheck>,
+    /// Registries served after the daemon's own (e.g. leader election's status).
+    more_metrics: Vec<Arc<Registry>>,
 }
 
 impl Health {
@@ -39,7 +41,14 @@ impl Health {
         Health {
             ready: Arc::default(),
             liveness: Some(Arc::new(check)),
+            more_metrics: Vec::new(),
         }
+    }
+
+    /// Serves `registry`'s metrics too on /metrics (one exposition, one `# EOF`).
+    pub fn with_metrics(mut self, registry: Arc<Registry>) -> Health {
+        self.more_metrics.push(registry);
+        self
     }
 
     pub fn set_ready(&self, ready: bool) {
@@ -83,6 +92,8 @@ impl Health {
     }
 
     fn router(self, registry: Arc<Registry>) -> axum::Router {
+        let mut registries = vec![registry];
+        registries.extend(self.more_metrics.iter().cloned());
         let live = self.clone();
         let healthz = move || {
             let answer = match live.alive() {
@@ -108,10 +119,14 @@ impl Health {
             .route(
                 "/metrics",
                 axum::routing::get(move || {
-                    let registry = registry.clone();
+                    let registries = registries.clone();
                     async move {
+                        use prometheus_client::encoding::text::{encode_eof, encode_registry};
                         let mut out = String::new();
-                        let _ = prometheus_client::encoding::text::encode(&mut out, &registry);
+                        for r in &registries {
+                            let _ = encode_registry(&mut out, r);
+                        }
+                        let _ = encode_eof(&mut out);
                         out
                     }
                 }),
@@ -161,7 +176,9 @@ mod tests {
     async fn readyz_follows_readiness_and_metrics_are_served() {
         let mut registry = Registry::default();
         counter(&mut registry, "keelson_test_syncs", "test").inc();
-        let health = Health::default();
+        let mut more = Registry::default();
+        counter(&mut more, "keelson_test_more", "test").inc();
+        let health = Health::default().with_metrics(Arc::new(more));
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let app = health.clone().router(Arc::new(registry));
@@ -173,6 +190,8 @@ mod tests {
         let (code, body) = get(addr, "/metrics").await;
         assert_eq!(code, 200);
         assert!(body.contains("keelson_test_syncs_total 1"), "{body}");
+        assert!(body.contains("keelson_test_more_total 1"), "{body}");
+        assert_eq!(body.matches("# EOF").count(), 1, "{body}");
     }
 
     #[tokio::test]

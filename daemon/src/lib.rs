@@ -10,6 +10,7 @@ pub mod connections;
 pub mod events;
 pub mod health;
 pub mod lb;
+pub mod leader;
 pub mod logging;
 pub mod signals;
 pub mod sync;

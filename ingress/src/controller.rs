@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Secret, Service};
@@ -37,6 +38,9 @@ pub struct Options {
     /// Bursts of changes within `debounce` give one sync; the `resync` period retries failed
     /// status writes and restarts a dead nginx.
     pub sync: SyncLoop,
+    /// With an election, only the replica holding this Lease writes Ingress status; every
+    /// replica serves traffic with nginx.
+    pub leader: Option<keelson_daemon::leader::Config>,
 }
 
 struct Stores {
@@ -83,7 +87,14 @@ impl Stores {
 pub async fn run(opts: Options) -> Result<(), IngressError> {
     let client = keelson_daemon::client(opts.kubeconfig.as_deref()).await?;
     let metrics = Arc::new(Metrics::default());
-    let health = keelson_daemon::Health::default();
+    let elector = opts
+        .leader
+        .clone()
+        .map(|c| keelson_daemon::leader::Elector::new(client.clone(), c));
+    let mut health = keelson_daemon::Health::default();
+    if let Some(e) = &elector {
+        health = health.with_metrics(e.registry());
+    }
     tokio::spawn(keelson_daemon::serve_health_and_metrics(
         opts.metrics_bind,
         metrics.registry.clone(),
@@ -92,6 +103,15 @@ pub async fn run(opts: Options) -> Result<(), IngressError> {
 
     let changes = Changes::default();
     let shutdown = Shutdown::on_signal();
+    let leading = Arc::new(AtomicBool::new(elector.is_none()));
+    let campaign = elector.map(|e| {
+        tokio::spawn(campaign(
+            e,
+            leading.clone(),
+            changes.clone(),
+            shutdown.clone(),
+        ))
+    });
     let stores = Stores::reflect(&client, &changes);
     // Rendering before every list is in would drop routes that exist: wait for all of them
     // (and stay stoppable while the API server is unreachable).
@@ -116,6 +136,7 @@ pub async fn run(opts: Options) -> Result<(), IngressError> {
         verdicts: Verdicts::default(),
         reported: BTreeMap::new(),
         events,
+        leading,
     });
     let (syncer, stores) = (&syncer, &stores);
     opts.sync
@@ -125,7 +146,39 @@ pub async fn run(opts: Options) -> Result<(), IngressError> {
         .await;
     tracing::info!("stopping nginx");
     nginx.stop().await?;
+    if let Some(campaign) = campaign {
+        // The Lease is released there, so a standby writes status at once.
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), campaign).await;
+    }
     Ok(())
+}
+
+/// Holds the status writer's Lease whenever it can. Losing it stops status writes at once and
+/// this replica stands by again, nginx serving on (upstream's components exit instead; here
+/// that would also drop this replica's traffic). Released on shutdown.
+async fn campaign(
+    mut elector: keelson_daemon::leader::Elector,
+    leading: Arc<AtomicBool>,
+    changes: Changes,
+    shutdown: Shutdown,
+) {
+    loop {
+        if !elector.acquire(&shutdown).await {
+            return;
+        }
+        leading.store(true, Ordering::Relaxed);
+        // Write what a previous leader may have left undone now, not at the next resync.
+        changes.notify();
+        let stopping = tokio::select! {
+            _ = elector.hold() => false,
+            _ = shutdown.requested() => true,
+        };
+        leading.store(false, Ordering::Relaxed);
+        if stopping {
+            elector.release().await;
+            return;
+        }
+    }
 }
 
 async fn wait_ready<K>(store: &Store<K>, kind: &'static str) -> Result<(), IngressError>
@@ -154,6 +207,8 @@ struct Syncer<'a> {
     /// Ingresses left out, as last reported (an Event and a log line when this changes).
     reported: BTreeMap<Key, Rejection>,
     events: IngressEvents,
+    /// Whether this replica writes Ingress status (it holds the Lease, or there is no election).
+    leading: Arc<AtomicBool>,
 }
 
 /// One complete nginx configuration: the text and the certificate files it refers to.
@@ -200,7 +255,9 @@ impl Syncer<'_> {
                 .filter(|i| model::is_handled(i, &inputs.classes, class)),
         );
         if let Some(ip) = self.opts.publish_address {
-            self.write_status(&inputs, &model.handled, ip).await;
+            if self.leading.load(Ordering::Relaxed) {
+                self.write_status(&inputs, &model.handled, ip).await;
+            }
         }
     }
 

@@ -43,6 +43,8 @@ struct Flags {
     /// The nginx binary.
     #[arg(long, default_value = "nginx")]
     nginx: PathBuf,
+    #[command(flatten)]
+    leader: keelson_daemon::leader::Flags,
 }
 
 #[tokio::main]
@@ -54,6 +56,7 @@ async fn main() -> anyhow::Result<()> {
     // nginx resolves relative paths against its own prefix; give it an absolute one.
     let conf_dir = std::fs::canonicalize(&f.conf_dir)
         .with_context(|| format!("--conf-dir: {}", f.conf_dir.display()))?;
+    let leader = f.leader.config("keelson-ingress")?;
     let opts = Options {
         kubeconfig: f.kubeconfig,
         controller_class: f.controller_class,
@@ -70,6 +73,7 @@ async fn main() -> anyhow::Result<()> {
             debounce: Duration::from_millis(100),
             resync: Duration::from_secs(10),
         },
+        leader,
     };
     controller::run(opts).await?;
     Ok(())

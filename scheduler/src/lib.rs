@@ -104,17 +104,49 @@ fn pending(p: &Pod) -> bool {
         )
 }
 
-/// Why the scheduler stopped before its loop began.
+/// Why the scheduler stopped before its loop began, or stopped acting.
 #[derive(Debug, thiserror::Error)]
 pub enum SchedulerError {
     #[error("the {0} watch stopped before its first list")]
     WatchEnded(&'static str),
+    /// It lost its Lease: another scheduler may be binding now (the process exits).
+    #[error(transparent)]
+    Leader(#[from] keelson_daemon::leader::LeaderError),
 }
 
-/// Runs until SIGTERM or Ctrl-C.
-pub async fn run(client: kube::Client, metrics_addr: SocketAddr) -> Result<(), SchedulerError> {
-    let changes = Changes::default();
+/// Runs until SIGTERM or Ctrl-C; with `leader`, schedules only while this process holds that
+/// Lease (standing by with /healthz and /metrics until it does).
+pub async fn run(
+    client: kube::Client,
+    metrics_addr: SocketAddr,
+    leader: Option<keelson_daemon::leader::Config>,
+) -> Result<(), SchedulerError> {
     let shutdown = Shutdown::on_signal();
+    let metrics = metrics::Metrics::default();
+    let elector = leader.map(|c| keelson_daemon::leader::Elector::new(client.clone(), c));
+    let mut health = keelson_daemon::ready_now();
+    if let Some(e) = &elector {
+        health = health.with_metrics(e.registry());
+    }
+    tokio::spawn(keelson_daemon::serve_health_and_metrics(
+        metrics_addr,
+        metrics.registry.clone(),
+        health,
+    ));
+    let scheduling = schedule(client, metrics, &shutdown);
+    match elector {
+        None => scheduling.await,
+        Some(e) => e.lead(&shutdown, scheduling).await?.unwrap_or(Ok(())),
+    }
+}
+
+/// Watches Pods, Nodes and storage, then binds pending Pods until shutdown.
+async fn schedule(
+    client: kube::Client,
+    metrics: metrics::Metrics,
+    shutdown: &Shutdown,
+) -> Result<(), SchedulerError> {
+    let changes = Changes::default();
     let pods = reflect(
         Api::<Pod>::all(client.clone()),
         watcher::Config::default(),
@@ -149,12 +181,7 @@ pub async fn run(client: kube::Client, metrics_addr: SocketAddr) -> Result<(), S
             &changes,
         ),
     };
-    let state = Arc::new(state::State::new(client, pods, nodes, volumes));
-    tokio::spawn(keelson_daemon::serve_health_and_metrics(
-        metrics_addr,
-        state.registry(),
-        keelson_daemon::ready_now(),
-    ));
+    let state = Arc::new(state::State::new(client, pods, nodes, volumes, metrics));
     tracing::info!("scheduler running");
     // No debounce: a Pod waits for nothing but the decision. Unschedulable Pods are tried again
     // as the cluster changes, and at least every 5 s.
@@ -163,7 +190,7 @@ pub async fn run(client: kube::Client, metrics_addr: SocketAddr) -> Result<(), S
         resync: Duration::from_secs(5),
     };
     schedule
-        .run(&changes, &shutdown, || state.schedule_pending())
+        .run(&changes, shutdown, || state.schedule_pending())
         .await;
     tracing::info!("scheduler stopped");
     Ok(())

@@ -10,13 +10,16 @@ struct Opts {
     /// Where /healthz and /metrics are served.
     #[arg(long, default_value = "127.0.0.1:10259")]
     metrics_bind_address: std::net::SocketAddr,
+    #[command(flatten)]
+    leader: keelson_daemon::leader::Flags,
 }
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     keelson_daemon::init_logging();
     let opts = Opts::parse();
+    let leader = opts.leader.config("kube-scheduler")?;
     let client = keelson_daemon::client(opts.kubeconfig.as_deref()).await?;
-    keelson_scheduler::run(client, opts.metrics_bind_address).await?;
+    keelson_scheduler::run(client, opts.metrics_bind_address, leader).await?;
     Ok(())
 }

@@ -49,6 +49,7 @@ impl State {
         pods: Store<Pod>,
         nodes: Store<Node>,
         storage: VolumeStores,
+        metrics: metrics::Metrics,
     ) -> State {
         State {
             client: client.clone(),
@@ -65,12 +66,8 @@ impl State {
                 },
             ),
             binds: Arc::new(Semaphore::new(Self::CONCURRENT_BINDS)),
-            metrics: metrics::Metrics::default(),
+            metrics,
         }
-    }
-
-    pub(crate) fn registry(&self) -> Arc<prometheus_client::registry::Registry> {
-        self.metrics.registry.clone()
     }
 
     fn view(&self) -> Vec<NodeInfo> {
