@@ -105,6 +105,26 @@ pub struct Options {
     /// Rotated audit logs kept; 0 keeps them all.
     #[arg(long, default_value_t = 0)]
     pub audit_log_maxbackup: usize,
+    /// etcd servers to store objects in (comma-separated URLs, e.g. https://10.0.0.1:2379);
+    /// when unset, objects are stored in SQLite in --data-dir.
+    #[arg(long, value_delimiter = ',')]
+    pub etcd_servers: Vec<String>,
+    /// CA bundle that etcd's serving certificates must chain to.
+    #[arg(long)]
+    pub etcd_cafile: Option<PathBuf>,
+    /// Client certificate presented to etcd.
+    #[arg(long)]
+    pub etcd_certfile: Option<PathBuf>,
+    /// The key of --etcd-certfile.
+    #[arg(long)]
+    pub etcd_keyfile: Option<PathBuf>,
+    /// The prefix of every key in etcd.
+    #[arg(long, default_value = "/registry")]
+    pub etcd_prefix: String,
+    /// How often etcd's history is compacted to the revision seen one interval earlier (older
+    /// resourceVersions then get 410 Gone); 0 never compacts.
+    #[arg(long, default_value = "5m", value_parser = duration)]
+    pub etcd_compaction_interval: Duration,
     /// How long an Event is kept after it was last seen, e.g. 1h, 30m, 90s, 1h30m (0: forever).
     #[arg(long, default_value = "1h", value_parser = duration)]
     pub event_ttl: Duration,
@@ -199,6 +219,18 @@ impl Options {
     pub fn cluster_ip_range(&self) -> Result<ipnetwork::Ipv4Network, FlagError> {
         let s = &self.service_cluster_ip_range;
         s.parse().map_err(|_| FlagError::ClusterIpRange(s.clone()))
+    }
+
+    /// The etcd backend's settings, if --etcd-servers is given.
+    pub fn etcd(&self) -> Option<crate::store::EtcdConfig> {
+        (!self.etcd_servers.is_empty()).then(|| crate::store::EtcdConfig {
+            servers: self.etcd_servers.clone(),
+            ca_file: self.etcd_cafile.clone(),
+            cert_file: self.etcd_certfile.clone(),
+            key_file: self.etcd_keyfile.clone(),
+            prefix: self.etcd_prefix.clone(),
+            compaction_interval: self.etcd_compaction_interval,
+        })
     }
 
     pub fn node_port_range(&self) -> Result<std::ops::RangeInclusive<u16>, FlagError> {

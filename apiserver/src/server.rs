@@ -54,7 +54,7 @@ pub async fn run(opts: Options) -> Result<(), ServerError> {
     let dir = &opts.data_dir;
     let _lock = datadir::lock(dir)?;
     let net = opts.cluster_ip_range()?;
-    let api = open_api(&opts, net)?;
+    let api = open_api(&opts, net).await?;
     rest::rebuild_allocations(&api);
     bootstrap(&api).await;
     crate::auth::policy::reconcile(&api).await;
@@ -127,11 +127,19 @@ pub async fn run(opts: Options) -> Result<(), ServerError> {
 }
 
 /// The store, loaded, with the Service allocators over the flags' ranges.
-fn open_api(opts: &Options, net: Ipv4Network) -> Result<Api, ServerError> {
+async fn open_api(opts: &Options, net: Ipv4Network) -> Result<Api, ServerError> {
     let ports = opts.node_port_range()?;
-    let backend = SqliteBackend::open(&opts.data_dir.join(DB_FILE))?;
     let history = Duration::from_secs(opts.watch_history_seconds);
-    let store = Store::open(backend, history, opts.watch_cache_size, servable)?;
+    let store = match opts.etcd() {
+        Some(cfg) => {
+            tracing::info!(servers = %cfg.servers.join(","), prefix = %cfg.prefix, "storing objects in etcd");
+            crate::store::etcd::open(&cfg, history, opts.watch_cache_size, servable).await?
+        }
+        None => {
+            let backend = SqliteBackend::open(&opts.data_dir.join(DB_FILE))?;
+            Store::open(backend, history, opts.watch_cache_size, servable)?
+        }
+    };
     Ok(Api {
         store,
         alloc: Allocators::new(net, ports),

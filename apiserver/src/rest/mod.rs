@@ -100,6 +100,7 @@ pub fn store_error(t: &Target, e: StoreError) -> ApiError {
         StoreError::AlreadyExists => ApiError::already_exists(t.res.group, t.res.plural, &t.name),
         StoreError::NotFound => t.not_found(),
         StoreError::Conflict { .. } => ApiError::conflict(t.res.group, t.res.plural, &t.name),
+        StoreError::Unavailable(why) => ApiError::unavailable(why),
         other => ApiError::internal(other.to_string()),
     }
 }

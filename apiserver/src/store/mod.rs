@@ -1,12 +1,16 @@
 //! Storage: the committed objects in memory, a durable backend behind a trait, one writer thread
 //! that commits concurrent writes in batches, and the watch history served from memory.
 
+mod compact;
 pub mod datadir;
+pub mod etcd;
+mod feed;
 pub mod quarantine;
 mod sqlite;
 mod watch;
 mod writer;
 
+pub use etcd::EtcdConfig;
 pub use sqlite::SqliteBackend;
 pub use watch::{Subscription, WatchCache};
 pub use writer::{Store, WatchStart};
@@ -166,6 +170,9 @@ pub enum StoreError {
     Conflict { current: Rev },
     #[error("storage error: {0}")]
     Backend(String),
+    /// The storage did not answer (etcd down or without quorum): retry later (503).
+    #[error("storage unavailable: {0}")]
+    Unavailable(String),
     #[error("the store is shutting down")]
     Closed,
 }

@@ -6,11 +6,14 @@ use super::{Event, Rev};
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, watch};
 
 pub struct WatchCache {
     hist: Mutex<History>,
     tx: broadcast::Sender<Arc<Event>>,
+    /// Bumped when the history starts over (etcd compacted what this server had not seen):
+    /// every watcher then ends with "too old" and relists.
+    epoch: watch::Sender<u64>,
     max_events: usize,
     max_age: Duration,
 }
@@ -34,6 +37,7 @@ impl WatchCache {
                 oldest,
             }),
             tx,
+            epoch: watch::Sender::new(0),
             max_events: max_events.max(1),
             max_age,
         }
@@ -73,6 +77,23 @@ impl WatchCache {
         hist.events.extend(events.into_iter().map(|e| (now, e)));
     }
 
+    /// Drops the history up to `rev` (etcd compacted it): resuming there is "too old", as with
+    /// kube-apiserver.
+    pub(super) fn compacted(&self, rev: Rev) {
+        let mut hist = self.lock();
+        while hist.events.front().is_some_and(|(_, e)| e.entry.rev <= rev) {
+            hist.events.pop_front();
+        }
+        hist.oldest = hist.oldest.max(rev);
+    }
+
+    /// Starts the history over at `rev` and ends every current watch.
+    pub(super) fn reset(&self, hist: &mut History, rev: Rev) {
+        hist.events.clear();
+        hist.oldest = rev;
+        self.epoch.send_modify(|e| *e += 1);
+    }
+
     /// Events after `rev`, and a receiver for everything later. Called with the lock held.
     pub(super) fn subscribe(
         self: &Arc<Self>,
@@ -86,6 +107,7 @@ impl WatchCache {
             cache: self.clone(),
             backlog: backlog.into(),
             rx: self.tx.subscribe(),
+            epoch: self.epoch.subscribe(),
             last: rev,
         })
     }
@@ -110,6 +132,7 @@ pub struct Subscription {
     cache: Arc<WatchCache>,
     backlog: VecDeque<Arc<Event>>,
     rx: broadcast::Receiver<Arc<Event>>,
+    epoch: watch::Receiver<u64>,
     last: Rev,
 }
 
@@ -118,6 +141,9 @@ impl Subscription {
     /// None when the server is shutting down.
     pub async fn next(&mut self) -> Option<Result<Arc<Event>, TooOld>> {
         loop {
+            if self.epoch.has_changed().unwrap_or(false) {
+                return Some(Err(TooOld));
+            }
             if let Some(e) = self.backlog.pop_front() {
                 if e.entry.rev > self.last {
                     self.last = e.entry.rev;
@@ -127,7 +153,11 @@ impl Subscription {
                 }
                 continue;
             }
-            match self.rx.recv().await {
+            let next = tokio::select! {
+                e = self.rx.recv() => e,
+                _ = self.epoch.changed() => return Some(Err(TooOld)),
+            };
+            match next {
                 Ok(e) if e.entry.rev > self.last => {
                     self.last = e.entry.rev;
                     if e.key.starts_with(&self.prefix) {

@@ -14,14 +14,14 @@ use tokio::sync::{mpsc, oneshot};
 /// Most writes committed in one transaction.
 const MAX_BATCH: usize = 1024;
 
-struct State {
-    objects: BTreeMap<String, Entry>,
-    rev: Rev,
+pub(super) struct State {
+    pub(super) objects: BTreeMap<String, Entry>,
+    pub(super) rev: Rev,
 }
 
-struct Shared {
-    state: RwLock<State>,
-    cache: Arc<WatchCache>,
+pub(super) struct Shared {
+    pub(super) state: RwLock<State>,
+    pub(super) cache: Arc<WatchCache>,
 }
 
 type Reply = oneshot::Sender<Result<Entry, StoreError>>;
@@ -29,7 +29,15 @@ type Reply = oneshot::Sender<Result<Entry, StoreError>>;
 #[derive(Clone)]
 pub struct Store {
     shared: Arc<Shared>,
-    tx: mpsc::Sender<(Write, Reply)>,
+    writer: Writer,
+}
+
+/// Where writes go: the local writer thread (SQLite), or etcd transactions whose results come
+/// back through the etcd watch that feeds this memory.
+#[derive(Clone)]
+enum Writer {
+    Batch(mpsc::Sender<(Write, Reply)>),
+    Etcd(Arc<super::etcd::Remote>),
 }
 
 /// Where a watch starts.
@@ -60,29 +68,48 @@ impl Store {
                 );
             }
         }
-        let cache = Arc::new(WatchCache::new(loaded.rev, max_events, history));
-        {
-            let mut hist = cache.lock();
-            cache.preload(&mut hist, history_events(loaded.events, &objects, check));
-        }
-        let shared = Arc::new(Shared {
-            state: RwLock::new(State {
-                objects,
-                rev: loaded.rev,
-            }),
-            cache,
-        });
+        let events = history_events(loaded.events, &objects, check);
+        let shared = Shared::new(objects, loaded.rev, events, max_events, history);
         let (tx, rx) = mpsc::channel(4 * MAX_BATCH);
         let s = shared.clone();
         std::thread::Builder::new()
             .name("store-writer".into())
             .spawn(move || writer_loop(backend, s, rx, history))
             .map_err(|e| StoreError::Backend(e.to_string()))?;
-        Ok(Store { shared, tx })
+        Ok(Store {
+            shared,
+            writer: Writer::Batch(tx),
+        })
+    }
+
+    /// A store whose writes are etcd transactions (see `etcd.rs`).
+    pub(super) fn with_etcd(shared: Arc<Shared>, remote: Arc<super::etcd::Remote>) -> Store {
+        Store {
+            shared,
+            writer: Writer::Etcd(remote),
+        }
+    }
+
+    /// Waits until memory holds every write committed anywhere before this call (a consistent
+    /// read, as upstream's reads from the watch cache); at once for the local backend, whose
+    /// writes all pass through this process.
+    pub async fn sync(&self) -> Result<(), StoreError> {
+        match &self.writer {
+            Writer::Batch(_) => Ok(()),
+            Writer::Etcd(remote) => remote.sync().await,
+        }
+    }
+
+    /// Whether the storage answers: the `etcd` check of /readyz (None for the local backend).
+    pub async fn check(&self) -> Option<Result<(), StoreError>> {
+        match &self.writer {
+            Writer::Batch(_) => None,
+            Writer::Etcd(remote) => Some(remote.ready().await),
+        }
     }
 
     fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {
-        self.shared.state.read().unwrap_or_else(|p| p.into_inner())
+        self.shared.read()
     }
 
     pub fn get(&self, key: &str) -> Option<Entry> {
@@ -123,11 +150,12 @@ impl Store {
 
     /// Commits one write; returns the stored entry (for a delete, the deleted object).
     pub async fn write(&self, w: Write) -> Result<Entry, StoreError> {
+        let tx = match &self.writer {
+            Writer::Batch(tx) => tx,
+            Writer::Etcd(remote) => return remote.write(w).await,
+        };
         let (reply, rx) = oneshot::channel();
-        self.tx
-            .send((w, reply))
-            .await
-            .map_err(|_| StoreError::Closed)?;
+        tx.send((w, reply)).await.map_err(|_| StoreError::Closed)?;
         rx.await.map_err(|_| StoreError::Closed)?
     }
 
@@ -152,8 +180,70 @@ impl Store {
     }
 }
 
+impl Shared {
+    pub(super) fn new(
+        objects: BTreeMap<String, Entry>,
+        rev: Rev,
+        history: Vec<Arc<Event>>,
+        max_events: usize,
+        max_age: Duration,
+    ) -> Arc<Shared> {
+        let cache = Arc::new(WatchCache::new(rev, max_events, max_age));
+        {
+            let mut hist = cache.lock();
+            cache.preload(&mut hist, history);
+        }
+        Arc::new(Shared {
+            state: RwLock::new(State { objects, rev }),
+            cache,
+        })
+    }
+
+    pub(super) fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {
+        self.state.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Makes committed changes visible: memory first, then watchers, under the history lock so
+    /// that a new watch's snapshot and its stream never miss or repeat an event.
+    pub(super) fn publish(
+        &self,
+        changed: HashMap<String, Option<Entry>>,
+        rev: Rev,
+        events: Vec<Arc<Event>>,
+    ) {
+        let mut hist = self.cache.lock();
+        {
+            let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
+            for (key, e) in changed {
+                match e {
+                    Some(e) => st.objects.insert(key, e),
+                    None => st.objects.remove(&key),
+                };
+            }
+            st.rev = st.rev.max(rev);
+        }
+        self.cache.publish(&mut hist, events);
+    }
+}
+
+impl Shared {
+    /// Memory becomes `objects` at `rev`; the watch history starts over (see `WatchCache::reset`).
+    pub(super) fn replace(&self, objects: BTreeMap<String, Entry>, rev: Rev) {
+        let mut hist = self.cache.lock();
+        {
+            let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
+            st.objects = objects;
+            st.rev = rev;
+        }
+        self.cache.reset(&mut hist, rev);
+    }
+}
+
 /// Splits loaded rows into the objects served and those refused, with the reason.
-fn checked(rows: Vec<Row>, check: Check) -> (BTreeMap<String, Entry>, Vec<(Row, String)>) {
+pub(super) fn checked(
+    rows: Vec<Row>,
+    check: Check,
+) -> (BTreeMap<String, Entry>, Vec<(Row, String)>) {
     let mut objects = BTreeMap::new();
     let mut refused = Vec::new();
     for row in rows {
@@ -273,18 +363,7 @@ fn commit_batch<B: Backend>(backend: &mut B, shared: &Shared, batch: Vec<(Write,
             }
             return;
         }
-        let mut hist = shared.cache.lock();
-        {
-            let mut st = shared.state.write().unwrap_or_else(|p| p.into_inner());
-            for (key, e) in overlay {
-                match e {
-                    Some(e) => st.objects.insert(key, e),
-                    None => st.objects.remove(&key),
-                };
-            }
-            st.rev = rev;
-        }
-        shared.cache.publish(&mut hist, events);
+        shared.publish(overlay, rev, events);
     }
     for (reply, res) in replies {
         let _ = reply.send(res);

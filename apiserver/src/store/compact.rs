@@ -1,0 +1,63 @@
+//! Compaction of etcd's history, as kube-apiserver does it: every interval, compact to the
+//! revision seen one interval earlier. Several API servers share the work through one key
+//! (upstream's `compact_rev_key`): the one whose compare-and-swap on its version wins compacts,
+//! the others learn from it how far history goes.
+
+use super::etcd::Remote;
+use super::Rev;
+use etcd_client::{Compare, CompareOp, Txn, TxnOp, TxnOpResponse};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The key, outside the prefix, named as upstream's so that the servers of one cluster agree.
+pub const COMPACT_KEY: &str = "compact_rev_key";
+
+/// Runs for the server's lifetime.
+pub(super) async fn run(remote: Arc<Remote>, interval: Duration) {
+    let mut version = 0;
+    let mut rev = 0;
+    let mut tick = tokio::time::interval(interval);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        match compact(&remote, version, rev).await {
+            Ok((v, r)) => (version, rev) = (v, r),
+            Err(e) => tracing::warn!(error = %e, "etcd compaction failed; trying next interval"),
+        }
+    }
+}
+
+/// One round: `version` is the compaction key's version last seen, `rev` the revision seen one
+/// interval ago. Returns the new pair.
+async fn compact(remote: &Remote, version: i64, rev: i64) -> Result<(i64, i64), super::StoreError> {
+    let txn = Txn::new()
+        .when([Compare::version(COMPACT_KEY, CompareOp::Equal, version)])
+        .and_then([TxnOp::put(COMPACT_KEY, rev.to_string(), None)])
+        .or_else([TxnOp::get(COMPACT_KEY, None)]);
+    let mut kv = remote.client.kv_client();
+    let resp = kv.txn(txn).await.map_err(|e| remote.unavailable(e))?;
+    let now = resp.header().map(|h| h.revision()).unwrap_or(0);
+    if !resp.succeeded() {
+        // Another server is compacting: follow its lead.
+        let seen = match resp.op_responses().first() {
+            Some(TxnOpResponse::Get(g)) => g.kvs().first().cloned(),
+            _ => None,
+        };
+        let Some(seen) = seen else {
+            return Ok((0, now));
+        };
+        let done: Rev = String::from_utf8_lossy(seen.value()).parse().unwrap_or(0);
+        remote.shared.cache.compacted(done);
+        return Ok((seen.version(), now));
+    }
+    if rev > 0 {
+        match kv.compact(rev, None).await {
+            Ok(_) => tracing::debug!(rev, "etcd history compacted"),
+            // Already compacted further (by hand, or by another server's earlier round).
+            Err(e) if e.to_string().contains("compacted") => {}
+            Err(e) => return Err(remote.unavailable(e)),
+        }
+        remote.shared.cache.compacted(rev as Rev);
+    }
+    Ok((version + 1, now))
+}

@@ -1,0 +1,340 @@
+//! The etcd backend: writes are etcd transactions with the write's precondition as their
+//! compare; the objects in memory and the watch history are fed by one etcd watch on the prefix
+//! (`feed.rs`), so every API server on the same etcd sees every write. resourceVersion is the
+//! etcd revision that last modified the object (its mod_revision), as upstream.
+
+use super::writer::{checked, Shared, Store};
+use super::{set_resource_version, Check, Entry, Precondition, Rev, Row, StoreError, Write};
+use bytes::Bytes;
+use etcd_client::{
+    Certificate, Client, Compare, CompareOp, ConnectOptions, DeleteOptions, GetOptions, Identity,
+    TlsOptions, Txn, TxnOp, TxnOpResponse,
+};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+
+/// How long one etcd request may take before the API request fails (upstream's default
+/// --etcd-request-timeout is 5s... for dial; requests use the caller's deadline).
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Most objects fetched per range request at load (etcd's replies stay far below 4 MiB).
+const PAGE: i64 = 500;
+
+/// The etcd flags.
+#[derive(Debug, Clone)]
+pub struct EtcdConfig {
+    pub servers: Vec<String>,
+    pub ca_file: Option<PathBuf>,
+    pub cert_file: Option<PathBuf>,
+    pub key_file: Option<PathBuf>,
+    /// Every key is stored under it, e.g. /registry/core/pods/default/web.
+    pub prefix: String,
+    /// How often to compact history older than one interval (zero: never).
+    pub compaction_interval: Duration,
+}
+
+/// This server's connection to etcd, shared by every request.
+pub struct Remote {
+    pub(super) client: Client,
+    pub(super) prefix: String,
+    servers: String,
+    pub(super) shared: Arc<Shared>,
+    /// The revision memory has applied, advanced by the feed.
+    pub(super) applied: watch::Receiver<Rev>,
+    /// Asks the feed for a progress notification (for consistent reads after writes that are
+    /// not under the prefix, which the watch does not report).
+    pub(super) progress: mpsc::Sender<()>,
+}
+
+/// etcd did not answer, or answered with an error: the API server is not at fault and the
+/// request can be retried (503).
+pub(super) fn unavailable(servers: &str, e: impl std::fmt::Display) -> StoreError {
+    StoreError::Unavailable(format!("etcd ({servers}): {e}"))
+}
+
+impl EtcdConfig {
+    async fn connect(&self) -> Result<Client, StoreError> {
+        let servers = self.servers.join(",");
+        let mut opts = ConnectOptions::new()
+            .with_connect_timeout(REQUEST_TIMEOUT)
+            .with_timeout(REQUEST_TIMEOUT)
+            .with_keep_alive(Duration::from_secs(10), REQUEST_TIMEOUT)
+            // Without quorum a member answers at once instead of waiting for a leader.
+            .with_require_leader(true);
+        if let Some(tls) = self.tls()? {
+            opts = opts.with_tls(tls);
+        }
+        Client::connect(&self.servers, Some(opts))
+            .await
+            .map_err(|e| unavailable(&servers, e))
+    }
+
+    fn tls(&self) -> Result<Option<TlsOptions>, StoreError> {
+        let read = |flag: &str, p: &PathBuf| {
+            std::fs::read(p)
+                .map_err(|e| StoreError::Backend(format!("{flag} {}: {e}", p.display())))
+        };
+        let mut tls = TlsOptions::new();
+        let mut any = false;
+        if let Some(ca) = &self.ca_file {
+            tls = tls.ca_certificate(Certificate::from_pem(read("--etcd-cafile", ca)?));
+            any = true;
+        }
+        match (&self.cert_file, &self.key_file) {
+            (Some(c), Some(k)) => {
+                let cert = read("--etcd-certfile", c)?;
+                let key = read("--etcd-keyfile", k)?;
+                tls = tls.identity(Identity::from_pem(cert, key));
+                any = true;
+            }
+            (None, None) => {}
+            _ => {
+                return Err(StoreError::Backend(
+                    "--etcd-certfile and --etcd-keyfile go together".into(),
+                ))
+            }
+        }
+        let https = self.servers.iter().any(|s| s.starts_with("https://"));
+        Ok((any || https).then_some(tls))
+    }
+}
+
+/// Connects, loads every object under the prefix into memory and starts the watch that keeps
+/// it current (and the compaction loop).
+pub async fn open(
+    cfg: &EtcdConfig,
+    history: Duration,
+    max_events: usize,
+    check: Check,
+) -> Result<Store, StoreError> {
+    let client = cfg.connect().await?;
+    let servers = cfg.servers.join(",");
+    let prefix = cfg.prefix.trim_end_matches('/').to_string();
+    let (rows, rev) = load(&client, &prefix, &servers).await?;
+    let (objects, refused) = checked(rows, check);
+    for (row, reason) in &refused {
+        // Left in etcd (another server, perhaps newer, may serve it); not served here.
+        tracing::error!(key = %row.key, %reason, "stored object in etcd cannot be decoded; not served");
+    }
+    let shared = Shared::new(objects, rev, Vec::new(), max_events, history);
+    let (applied_tx, applied) = watch::channel(rev);
+    let (progress, progress_rx) = mpsc::channel(1);
+    let remote = Arc::new(Remote {
+        client,
+        prefix,
+        servers,
+        shared: shared.clone(),
+        applied,
+        progress,
+    });
+    tokio::spawn(super::feed::run(
+        remote.clone(),
+        rev,
+        applied_tx,
+        progress_rx,
+        check,
+    ));
+    if !cfg.compaction_interval.is_zero() {
+        tokio::spawn(super::compact::run(remote.clone(), cfg.compaction_interval));
+    }
+    Ok(Store::with_etcd(shared, remote))
+}
+
+/// Every object under the prefix at one revision, page by page; resourceVersions set.
+pub(super) async fn load(
+    client: &Client,
+    prefix: &str,
+    servers: &str,
+) -> Result<(Vec<Row>, Rev), StoreError> {
+    let mut kv = client.kv_client();
+    let dir = format!("{prefix}/");
+    let end = prefix_end(&dir);
+    let mut from = dir.clone().into_bytes();
+    let mut rev = 0;
+    let mut rows = Vec::new();
+    loop {
+        let mut opts = GetOptions::new().with_range(end.clone()).with_limit(PAGE);
+        if rev > 0 {
+            opts = opts.with_revision(rev);
+        }
+        let resp = kv
+            .get(from.clone(), Some(opts))
+            .await
+            .map_err(|e| unavailable(servers, e))?;
+        if rev == 0 {
+            rev = resp.header().map(|h| h.revision()).unwrap_or(0);
+        }
+        for kv in resp.kvs() {
+            let Some(key) = kv.key().strip_prefix(prefix.as_bytes()) else {
+                continue;
+            };
+            let rv = kv.mod_revision() as Rev;
+            rows.push(Row {
+                key: String::from_utf8_lossy(key).into_owned(),
+                rev: rv,
+                json: with_resource_version(kv.value(), rv)
+                    .unwrap_or_else(|| Bytes::copy_from_slice(kv.value())),
+            });
+        }
+        match (resp.more(), resp.kvs().last()) {
+            (true, Some(last)) => {
+                from = last.key().to_vec();
+                from.push(0);
+            }
+            _ => break,
+        }
+    }
+    Ok((rows, rev.max(0) as Rev))
+}
+
+/// The first key after every key that starts with `p`.
+pub(super) fn prefix_end(p: &str) -> Vec<u8> {
+    let mut end = p.as_bytes().to_vec();
+    while let Some(last) = end.pop() {
+        if last < 0xff {
+            end.push(last + 1);
+            return end;
+        }
+    }
+    vec![0]
+}
+
+/// Stored bytes with metadata.resourceVersion set to the etcd revision (etcd holds objects
+/// without it: the revision is known only once the transaction commits). None if not JSON.
+pub(super) fn with_resource_version(json: &[u8], rev: Rev) -> Option<Bytes> {
+    let mut obj: Value = serde_json::from_slice(json).ok()?;
+    set_resource_version(&mut obj, rev);
+    serde_json::to_vec(&obj).ok().map(Bytes::from)
+}
+
+impl Remote {
+    pub(super) fn key(&self, key: &str) -> String {
+        format!("{}{key}", self.prefix)
+    }
+
+    pub(super) fn unavailable(&self, e: impl std::fmt::Display) -> StoreError {
+        unavailable(&self.servers, e)
+    }
+
+    /// One write as one transaction: its precondition as the compare; when that fails, the
+    /// key's current state says which error (as the local backend's would).
+    pub async fn write(&self, w: Write) -> Result<Entry, StoreError> {
+        let key = self.key(&w.key);
+        let cmp = match w.precondition {
+            Precondition::MustNotExist => {
+                Compare::create_revision(key.clone(), CompareOp::Equal, 0)
+            }
+            Precondition::MustExist => Compare::create_revision(key.clone(), CompareOp::Greater, 0),
+            Precondition::Rev(rv) => {
+                Compare::mod_revision(key.clone(), CompareOp::Equal, rv as i64)
+            }
+        };
+        let mut value = w.value;
+        let op = match &mut value {
+            Some(obj) => {
+                if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+                    meta.remove("resourceVersion");
+                }
+                let bytes =
+                    serde_json::to_vec(obj).map_err(|e| StoreError::Backend(e.to_string()))?;
+                TxnOp::put(key.clone(), bytes, None)
+            }
+            None => TxnOp::delete(key.clone(), Some(DeleteOptions::new().with_prev_key())),
+        };
+        let txn = Txn::new()
+            .when([cmp])
+            .and_then([op])
+            .or_else([TxnOp::get(key, None)]);
+        let resp = self
+            .client
+            .kv_client()
+            .txn(txn)
+            .await
+            .map_err(|e| self.unavailable(e))?;
+        let rev = resp.header().map(|h| h.revision()).unwrap_or(0).max(0) as Rev;
+        let ops = resp.op_responses();
+        if !resp.succeeded() {
+            let current = match ops.first() {
+                Some(TxnOpResponse::Get(g)) => g.kvs().first().map(|kv| kv.mod_revision() as Rev),
+                _ => None,
+            };
+            return Err(match (w.precondition, current) {
+                (Precondition::MustNotExist, _) => StoreError::AlreadyExists,
+                (_, None) => StoreError::NotFound,
+                (_, Some(current)) => StoreError::Conflict { current },
+            });
+        }
+        let entry = match value {
+            Some(mut obj) => {
+                set_resource_version(&mut obj, rev);
+                Entry::new(rev, obj)
+            }
+            None => {
+                let prev = match ops.first() {
+                    Some(TxnOpResponse::Delete(d)) => {
+                        d.prev_kvs().first().map(|kv| kv.value().to_vec())
+                    }
+                    _ => None,
+                };
+                let prev = prev.ok_or(StoreError::NotFound)?;
+                let mut obj: Value = serde_json::from_slice(&prev).unwrap_or(Value::Null);
+                set_resource_version(&mut obj, rev);
+                Entry::new(rev, obj)
+            }
+        };
+        self.wait_applied(rev).await?;
+        Ok(entry)
+    }
+
+    /// Waits until the feed has applied `rev` to memory (read-your-writes on this server).
+    async fn wait_applied(&self, rev: Rev) -> Result<(), StoreError> {
+        let mut applied = self.applied.clone();
+        let waited = tokio::time::timeout(REQUEST_TIMEOUT, applied.wait_for(|r| *r >= rev)).await;
+        match waited {
+            Ok(Ok(_)) => Ok(()),
+            Ok(Err(_)) => Err(StoreError::Closed),
+            Err(_) => Err(self.unavailable(format!(
+                "the watch has not delivered revision {rev} within {}s",
+                REQUEST_TIMEOUT.as_secs()
+            ))),
+        }
+    }
+
+    /// etcd's current revision (a quorum read), then waits until memory has it.
+    pub async fn sync(&self) -> Result<(), StoreError> {
+        let rev = self.current_rev().await?;
+        if *self.applied.borrow() >= rev {
+            return Ok(());
+        }
+        let mut applied = self.applied.clone();
+        let quick =
+            tokio::time::timeout(Duration::from_millis(100), applied.wait_for(|r| *r >= rev));
+        if let Ok(Ok(_)) = quick.await {
+            return Ok(());
+        }
+        // The last writes may be outside the prefix (the compaction key): the watch says
+        // nothing of them until asked for its progress.
+        let _ = self.progress.try_send(());
+        self.wait_applied(rev).await
+    }
+
+    /// etcd's current revision, read through the leader.
+    pub(super) async fn current_rev(&self) -> Result<Rev, StoreError> {
+        // One key that holds nothing: the cheapest linearizable read there is.
+        let resp = self
+            .client
+            .kv_client()
+            .get(self.prefix.clone(), None)
+            .await
+            .map_err(|e| self.unavailable(e))?;
+        Ok(resp.header().map(|h| h.revision()).unwrap_or(0).max(0) as Rev)
+    }
+
+    /// The /readyz check: a quorum read answers.
+    pub async fn ready(&self) -> Result<(), StoreError> {
+        self.current_rev().await.map(|_| ())
+    }
+}

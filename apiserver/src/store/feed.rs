@@ -1,0 +1,178 @@
+//! The etcd watch that feeds memory: every change under the prefix, whoever wrote it, applied in
+//! revision order. When the watch breaks it resumes after the last revision applied; when etcd
+//! has compacted past that revision, it lists everything again and watchers start over (410).
+
+use super::etcd::{load, with_resource_version, Remote};
+use super::writer::checked;
+use super::{Check, Entry, Event, EventType, Rev};
+use etcd_client::{EventType as EtcdEventType, WatchOptions};
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{mpsc, watch};
+
+/// Why one watch stream ended.
+enum Ended {
+    /// etcd has compacted the revisions this server has not seen yet.
+    Compacted(Rev),
+    /// The stream closed or failed (a member went away, quorum lost): resume.
+    Broken(String),
+}
+
+/// Runs for the server's lifetime.
+pub(super) async fn run(
+    remote: Arc<Remote>,
+    mut rev: Rev,
+    applied: watch::Sender<Rev>,
+    mut progress: mpsc::Receiver<()>,
+    check: Check,
+) {
+    let mut backoff = Duration::from_millis(100);
+    loop {
+        let started = rev;
+        match follow(&remote, &mut rev, &applied, &mut progress).await {
+            Ended::Compacted(compacted) => {
+                tracing::warn!(
+                    from = rev + 1,
+                    compacted,
+                    "etcd compacted revisions this server had not seen; listing again"
+                );
+                match relist(&remote, check).await {
+                    Ok(now) => {
+                        rev = now;
+                        applied.send_replace(now);
+                        continue;
+                    }
+                    Err(e) => tracing::warn!(error = %e, "listing etcd again failed; retrying"),
+                }
+            }
+            Ended::Broken(why) => {
+                tracing::warn!(error = %why, resume_after = rev, "etcd watch interrupted; resuming")
+            }
+        }
+        backoff = match rev > started {
+            true => Duration::from_millis(100),
+            false => (backoff * 2).min(Duration::from_secs(2)),
+        };
+        tokio::time::sleep(backoff).await;
+    }
+}
+
+/// Follows one watch stream from `rev + 1` until it ends, applying what it delivers.
+async fn follow(
+    remote: &Remote,
+    rev: &mut Rev,
+    applied: &watch::Sender<Rev>,
+    progress: &mut mpsc::Receiver<()>,
+) -> Ended {
+    let opts = WatchOptions::new()
+        .with_prefix()
+        .with_prev_key()
+        .with_progress_notify()
+        .with_start_revision(*rev as i64 + 1);
+    let dir = format!("{}/", remote.prefix);
+    let mut stream = match remote.client.watch_client().watch(dir, Some(opts)).await {
+        Ok(s) => s,
+        Err(e) => return Ended::Broken(e.to_string()),
+    };
+    loop {
+        let msg = tokio::select! {
+            m = stream.message() => m,
+            Some(()) = progress.recv() => {
+                if let Err(e) = stream.request_progress().await {
+                    return Ended::Broken(e.to_string());
+                }
+                continue;
+            }
+        };
+        let resp = match msg {
+            Ok(Some(r)) => r,
+            Ok(None) => return Ended::Broken("the watch stream closed".into()),
+            Err(e) => return Ended::Broken(e.to_string()),
+        };
+        if resp.canceled() {
+            return match resp.compact_revision() {
+                c if c > 0 => Ended::Compacted(c as Rev),
+                _ => Ended::Broken(format!("watch canceled: {}", resp.cancel_reason())),
+            };
+        }
+        if !resp.events().is_empty() {
+            *rev = apply(remote, resp.events()).max(*rev);
+        } else if !resp.created() {
+            // A progress notification: every change up to its revision has been delivered.
+            let at = resp.header().map(|h| h.revision()).unwrap_or(0).max(0) as Rev;
+            if at > *rev {
+                *rev = at;
+                remote.shared.publish(HashMap::new(), at, Vec::new());
+            }
+        }
+        applied.send_replace(*rev);
+    }
+}
+
+/// Applies one watch response's events; returns the last revision.
+fn apply(remote: &Remote, events: &[etcd_client::Event]) -> Rev {
+    let mut changed: HashMap<String, Option<Entry>> = HashMap::new();
+    let mut out = Vec::with_capacity(events.len());
+    let mut last = 0;
+    {
+        let st = remote.shared.read();
+        for ev in events {
+            let Some(kv) = ev.kv() else { continue };
+            let rev = kv.mod_revision().max(0) as Rev;
+            last = last.max(rev);
+            let Some(key) = kv.key().strip_prefix(remote.prefix.as_bytes()) else {
+                continue;
+            };
+            let key = String::from_utf8_lossy(key).into_owned();
+            let before = match changed.get(&key) {
+                Some(e) => e.clone(),
+                None => st.objects.get(&key).cloned(),
+            };
+            let (kind, json) = match ev.event_type() {
+                EtcdEventType::Put => {
+                    let kind = match before {
+                        Some(_) => EventType::Modified,
+                        None => EventType::Added,
+                    };
+                    (kind, kv.value().to_vec())
+                }
+                EtcdEventType::Delete => {
+                    let last_state = match (&before, ev.prev_kv()) {
+                        (Some(b), _) => b.json.to_vec(),
+                        (None, Some(p)) => p.value().to_vec(),
+                        (None, None) => continue,
+                    };
+                    (EventType::Deleted, last_state)
+                }
+            };
+            let Some(json) = with_resource_version(&json, rev) else {
+                tracing::error!(%key, rev, "etcd holds a value that is not JSON; not served");
+                continue;
+            };
+            let entry = Entry::from_json(rev, json);
+            let stored = (kind != EventType::Deleted).then(|| entry.clone());
+            changed.insert(key.clone(), stored);
+            out.push(Arc::new(Event {
+                kind,
+                key,
+                entry,
+                prev: before,
+            }));
+        }
+    }
+    remote.shared.publish(changed, last, out);
+    last
+}
+
+/// Lists everything again after a compaction: memory becomes etcd's current state and the watch
+/// history starts over, so every watcher gets 410 Gone and relists (as upstream's cacher).
+async fn relist(remote: &Remote, check: Check) -> Result<Rev, super::StoreError> {
+    let (rows, rev) = load(&remote.client, &remote.prefix, "etcd").await?;
+    let (objects, refused) = checked(rows, check);
+    for (row, reason) in &refused {
+        tracing::error!(key = %row.key, %reason, "stored object in etcd cannot be decoded; not served");
+    }
+    remote.shared.replace(objects, rev);
+    Ok(rev)
+}
