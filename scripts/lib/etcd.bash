@@ -12,6 +12,15 @@ etcd_pki="$data/etcd-pki"
 # What the API server is given (scripts/up adds them to its flags).
 etcd_flags=(--etcd-servers "$etcd_url" --etcd-cafile "$etcd_pki/ca.crt"
   --etcd-certfile "$etcd_pki/apiserver-etcd-client.crt" --etcd-keyfile "$etcd_pki/apiserver-etcd-client.key")
+# An etcd cluster of one's own (several control-plane machines, README.md) instead of the local
+# member: KEELSON_ETCD_SERVERS (comma-separated URLs) with KEELSON_ETCD_CAFILE,
+# KEELSON_ETCD_CERTFILE and KEELSON_ETCD_KEYFILE, passed on as they are.
+if [ -n "${KEELSON_ETCD_SERVERS:-}" ]; then
+  etcd_flags=(--etcd-servers "$KEELSON_ETCD_SERVERS"
+    ${KEELSON_ETCD_CAFILE:+--etcd-cafile "$KEELSON_ETCD_CAFILE"}
+    ${KEELSON_ETCD_CERTFILE:+--etcd-certfile "$KEELSON_ETCD_CERTFILE"}
+    ${KEELSON_ETCD_KEYFILE:+--etcd-keyfile "$KEELSON_ETCD_KEYFILE"})
+fi
 
 # Signs a P-256 key's certificate with the etcd CA: name, subject CN, extensions.
 etcd_sign() {
@@ -44,7 +53,9 @@ local_etcdctl() {
     --cert "$etcd_pki/apiserver-etcd-client.crt" --key "$etcd_pki/apiserver-etcd-client.key" "$@"
 }
 
+# Starts the local member, unless KEELSON_ETCD_SERVERS names an etcd elsewhere.
 start_local_etcd() {
+  [ -n "${KEELSON_ETCD_SERVERS:-}" ] && return 0
   local peer="http://127.0.0.1:$((etcd_port + 1))"
   if in_ns bash -c "exec 3<>/dev/tcp/127.0.0.1/$etcd_port" 2>/dev/null; then
     echo "something already listens on 127.0.0.1:$etcd_port; stop it or set KEELSON_ETCD_PORT" >&2
