@@ -55,7 +55,9 @@ pub async fn run(opts: Options) -> Result<(), ServerError> {
     let _lock = datadir::lock(dir)?;
     let net = opts.cluster_ip_range()?;
     let api = open_api(&opts, net).await?;
-    rest::rebuild_allocations(&api);
+    // Before serving: Services stored before allocation records existed get theirs.
+    crate::allocators::repair::run(&api.store).await;
+    tokio::spawn(crate::allocators::repair::every_interval(api.store.clone()));
     bootstrap(&api).await;
     crate::auth::policy::reconcile(&api).await;
     let token = admin_token(dir)?;
@@ -155,8 +157,11 @@ async fn open_api(opts: &Options, net: Ipv4Network) -> Result<Api, ServerError> 
 fn servable(key: &str, obj: &serde_json::Value) -> Result<(), String> {
     let res = resources::RESOURCES
         .iter()
-        .find(|r| key.starts_with(&r.key_prefix()))
-        .ok_or("no served resource is stored under this key")?;
+        .find(|r| key.starts_with(&r.key_prefix()));
+    let Some(res) = res else {
+        // The ClusterIP and NodePort allocation records are the only other keys stored.
+        return crate::allocators::check_record(key, obj);
+    };
     if !obj.is_object() || crate::object::name(obj).is_empty() {
         return Err(format!("not a {}: no metadata.name", res.kind));
     }

@@ -220,9 +220,8 @@ pub async fn create(
             &target.name,
         ));
     }
-    let reservation = service_allocation::allocate(api, res, None, &mut obj)?;
+    let reservation = service_allocation::allocate(api, res, None, &mut obj, dry_run).await?;
     if dry_run {
-        reservation.rollback(&api.alloc);
         return Ok(Entry::new(0, obj));
     }
     let w = Write {
@@ -232,11 +231,11 @@ pub async fn create(
     };
     match api.store.write(w).await {
         Ok(e) => {
-            reservation.commit(&api.alloc);
+            reservation.commit(&api.store).await;
             Ok(e)
         }
         Err(e) => {
-            reservation.rollback(&api.alloc);
+            reservation.rollback(&api.store).await;
             Err(store_error(&target, e))
         }
     }

@@ -117,7 +117,7 @@ pub async fn delete(api: &Api, t: &Target, opts: &DeleteOptions) -> ApiResult<En
             }
             Ok(e) => {
                 if t.res.kind == "Service" {
-                    Reservation::release_all(&cur.obj).commit(&api.alloc);
+                    Reservation::release_all(&cur.obj).commit(&api.store).await;
                 }
                 propagation::removed(api, &cur.obj).await;
                 return Ok(e);

@@ -28,7 +28,6 @@ pub use read::{get, list, ListParams};
 pub fn read_is_watch(p: &ListParams) -> bool {
     read::is_true(&p.watch)
 }
-pub use service_allocation::rebuild_allocations;
 pub use subresources::{bind, evict, get_scale, update_scale};
 pub use update::{patch, update, Sub};
 pub use watch::watch;

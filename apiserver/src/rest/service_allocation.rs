@@ -2,41 +2,46 @@
 //! kept when it commits, returned when it fails; what an update or delete frees goes back.
 
 use super::Api;
-use crate::allocators::Allocators;
+use crate::allocators::repair::held_keys;
+use crate::allocators::{self, AllocError, Held, Owner};
 use crate::object::set_path;
 use crate::resources::Resource;
 use crate::status::{ApiError, ApiResult};
+use crate::store::Store;
 use keelson_apiserver_registry::Cause;
 use serde_json::{json, Value};
 use std::collections::HashSet;
 use std::net::Ipv4Addr;
 
-/// Allocations made for a write: kept when it commits, returned when it fails.
+/// Allocations made for a write: kept when it commits, undone when it fails; what the write
+/// frees is released once it commits.
 #[derive(Default)]
 pub struct Reservation {
-    new_ips: Vec<Ipv4Addr>,
-    new_ports: Vec<u16>,
-    free_ips: Vec<Ipv4Addr>,
-    free_ports: Vec<u16>,
+    owner: Option<Owner>,
+    new: Vec<Held>,
+    free: Vec<String>,
 }
 
 impl Reservation {
-    pub fn commit(self, a: &Allocators) {
-        self.free_ips.into_iter().for_each(|ip| a.release_ip(ip));
-        self.free_ports.into_iter().for_each(|p| a.release_port(p));
+    pub async fn commit(self, store: &Store) {
+        let Some(owner) = self.owner else { return };
+        for key in self.free {
+            allocators::release(store, &key, &owner).await;
+        }
     }
 
-    pub fn rollback(self, a: &Allocators) {
-        self.new_ips.into_iter().for_each(|ip| a.release_ip(ip));
-        self.new_ports.into_iter().for_each(|p| a.release_port(p));
+    pub async fn rollback(self, store: &Store) {
+        for held in self.new {
+            allocators::undo(store, held).await;
+        }
     }
 
     /// Everything a deleted Service held goes back to the pools.
     pub fn release_all(svc: &Value) -> Reservation {
         Reservation {
-            free_ips: cluster_ip(svc).into_iter().collect(),
-            free_ports: node_ports(svc).into_iter().collect(),
-            ..Default::default()
+            owner: Some(Owner::of(svc)),
+            free: held_keys(svc),
+            new: Vec::new(),
         }
     }
 }
@@ -66,28 +71,46 @@ fn invalid(svc: &Value, field: &str, message: String) -> ApiError {
     ApiError::invalid("Service", "", crate::object::name(svc), &[cause])
 }
 
-/// Reserves what a Service needs; `old` is the stored Service on update.
-pub(super) fn allocate(
+/// What allocating for one Service write needs.
+struct Ctx<'a> {
+    api: &'a Api,
+    owner: Owner,
+    dry_run: bool,
+}
+
+/// Reserves what a Service needs; `old` is the stored Service on update. A dry run reserves
+/// nothing, it only checks.
+pub(super) async fn allocate(
     api: &Api,
     res: &Resource,
     old: Option<&Value>,
     obj: &mut Value,
+    dry_run: bool,
 ) -> ApiResult<Reservation> {
-    let mut r = Reservation::default();
+    let owner = Owner::of(obj);
+    let mut r = Reservation {
+        owner: Some(owner.clone()),
+        ..Default::default()
+    };
     if res.kind != "Service" {
-        return Ok(r);
+        return Ok(Reservation::default());
     }
-    match allocate_service(&api.alloc, old, obj, &mut r) {
+    let cx = Ctx {
+        api,
+        owner,
+        dry_run,
+    };
+    match allocate_service(&cx, old, obj, &mut r).await {
         Ok(()) => Ok(r),
         Err(e) => {
-            r.rollback(&api.alloc);
+            r.rollback(&api.store).await;
             Err(e)
         }
     }
 }
 
-fn allocate_service(
-    a: &Allocators,
+async fn allocate_service(
+    cx: &Ctx<'_>,
     old: Option<&Value>,
     svc: &mut Value,
     r: &mut Reservation,
@@ -99,21 +122,26 @@ fn allocate_service(
         .to_string();
     if svc_type == "ExternalName" {
         if let Some(ip) = old.and_then(cluster_ip) {
-            r.free_ips.push(ip);
+            r.free.push(allocators::ip_key(ip));
         }
         if let Some(spec) = svc.get_mut("spec").and_then(Value::as_object_mut) {
             spec.remove("clusterIP");
             spec.remove("clusterIPs");
         }
     } else {
-        allocate_cluster_ip(a, old, svc, r)?;
+        allocate_cluster_ip(cx, old, svc, r).await?;
     }
-    allocate_node_ports(a, old, svc, &svc_type, r)
+    allocate_node_ports(cx, old, svc, &svc_type, r).await
+}
+
+/// A failure to store an allocation (not the user's fault).
+fn store_failure(e: AllocError) -> ApiError {
+    ApiError::internal(format!("allocating for the Service: {e}"))
 }
 
 /// Keeps the ClusterIP a Service has (it is immutable), or allocates the one asked for, or any.
-fn allocate_cluster_ip(
-    a: &Allocators,
+async fn allocate_cluster_ip(
+    cx: &Ctx<'_>,
     old: Option<&Value>,
     svc: &mut Value,
     r: &mut Reservation,
@@ -146,11 +174,19 @@ fn allocate_cluster_ip(
             invalid(svc, "spec.clusterIP", format!("Invalid value: \"{asked}\": must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"))
         })?)
     };
-    let ip = a.allocate_ip(want).map_err(|e| {
-        let msg = format!("Invalid value: [\"{asked}\"]: failed to allocate IP {asked}: {e}");
-        invalid(svc, "spec.clusterIPs", msg)
-    })?;
-    r.new_ips.push(ip);
+    let a = &cx.api.alloc;
+    let (ip, held) = match a
+        .allocate_ip(&cx.api.store, want, &cx.owner, cx.dry_run)
+        .await
+    {
+        Ok(got) => got,
+        Err(e @ AllocError::Store(_)) => return Err(store_failure(e)),
+        Err(e) => {
+            let msg = format!("Invalid value: [\"{asked}\"]: failed to allocate IP {asked}: {e}");
+            return Err(invalid(svc, "spec.clusterIPs", msg));
+        }
+    };
+    r.new.extend(held);
     set_cluster_ips(svc, &ip.to_string());
     Ok(())
 }
@@ -160,8 +196,8 @@ fn set_cluster_ips(svc: &mut Value, ip: &str) {
     set_path(svc, &["spec", "clusterIPs"], json!([ip]));
 }
 
-fn allocate_node_ports(
-    a: &Allocators,
+async fn allocate_node_ports(
+    cx: &Ctx<'_>,
     old: Option<&Value>,
     svc: &mut Value,
     svc_type: &str,
@@ -175,7 +211,7 @@ fn allocate_node_ports(
     let mut kept = HashSet::new();
     let name = crate::object::name(svc).to_string();
     let Some(ports) = svc.pointer_mut("/spec/ports").and_then(Value::as_array_mut) else {
-        r.free_ports.extend(held);
+        r.free.extend(held.into_iter().map(allocators::port_key));
         return Ok(());
     };
     for (i, p) in ports.iter_mut().enumerate() {
@@ -202,38 +238,28 @@ fn allocate_node_ports(
         let port = match reused {
             Some(n) => n,
             None => {
-                let got = a.allocate_port(given).map_err(|e| {
-                    let field = format!("spec.ports[{i}].nodePort");
-                    let cause = Cause {
-                        reason: "FieldValueInvalid".into(),
-                        message: format!("Invalid value: {}: {e}", given.unwrap_or(0)),
-                        field,
-                    };
-                    ApiError::invalid("Service", "", &name, &[cause])
-                })?;
-                r.new_ports.push(got);
-                got
+                let a = &cx.api.alloc;
+                let got = a.allocate_port(&cx.api.store, given, &cx.owner, cx.dry_run);
+                let (port, h) = match got.await {
+                    Ok(got) => got,
+                    Err(e @ AllocError::Store(_)) => return Err(store_failure(e)),
+                    Err(e) => {
+                        let cause = Cause {
+                            reason: "FieldValueInvalid".into(),
+                            message: format!("Invalid value: {}: {e}", given.unwrap_or(0)),
+                            field: format!("spec.ports[{i}].nodePort"),
+                        };
+                        return Err(ApiError::invalid("Service", "", &name, &[cause]));
+                    }
+                };
+                r.new.extend(h);
+                port
             }
         };
         kept.insert(port);
         set_path(p, &["nodePort"], json!(port));
     }
-    r.free_ports.extend(held.difference(&kept).copied());
+    let freed = held.difference(&kept).copied().map(allocators::port_key);
+    r.free.extend(freed);
     Ok(())
-}
-
-/// Marks the allocations of every stored Service as taken; run once at start.
-pub fn rebuild_allocations(api: &Api) {
-    let Some(svc) = crate::resources::lookup("", "v1", "services") else {
-        return;
-    };
-    let (items, _) = api.store.list(&svc.key_prefix());
-    for e in items {
-        if let Some(ip) = cluster_ip(&e.obj) {
-            let _ = api.alloc.allocate_ip(Some(ip));
-        }
-        for p in node_ports(&e.obj) {
-            let _ = api.alloc.allocate_port(Some(i64::from(p)));
-        }
-    }
 }

@@ -138,10 +138,9 @@ async fn commit(api: &Api, t: &Target, old: &Entry, change: Change) -> ApiResult
     let reservation = if finished {
         Reservation::release_all(&old.obj)
     } else {
-        service_allocation::allocate(api, t.res, Some(&old.obj), &mut new)?
+        service_allocation::allocate(api, t.res, Some(&old.obj), &mut new, dry_run).await?
     };
     if dry_run {
-        reservation.rollback(&api.alloc);
         return Ok(Some(Entry::new(old.rev, new)));
     }
     let w = Write {
@@ -151,7 +150,7 @@ async fn commit(api: &Api, t: &Target, old: &Entry, change: Change) -> ApiResult
     };
     match api.store.write(w).await {
         Ok(e) => {
-            reservation.commit(&api.alloc);
+            reservation.commit(&api.store).await;
             if finished {
                 // Owners waiting in the foreground for this dependent may go now.
                 super::propagation::removed(api, &old.obj).await;
@@ -159,11 +158,11 @@ async fn commit(api: &Api, t: &Target, old: &Entry, change: Change) -> ApiResult
             Ok(Some(e))
         }
         Err(StoreError::Conflict { .. }) => {
-            reservation.rollback(&api.alloc);
+            reservation.rollback(&api.store).await;
             Ok(None)
         }
         Err(e) => {
-            reservation.rollback(&api.alloc);
+            reservation.rollback(&api.store).await;
             Err(store_error(t, e))
         }
     }
