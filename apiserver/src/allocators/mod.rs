@@ -86,7 +86,7 @@ impl Allocators {
                 None => Err(AllocError::IpTaken(ip)),
             };
         }
-        let found = search(store, first, last, &ip_key, owner, dry_run).await?;
+        let found = search_synced(store, first, last, &ip_key, owner, dry_run).await?;
         let (n, held) = found.ok_or(AllocError::IpExhausted(self.net))?;
         Ok((Ipv4Addr::from(n), held))
     }
@@ -112,10 +112,28 @@ impl Allocators {
                 None => Err(AllocError::PortTaken(p)),
             };
         }
-        let found = search(store, lo.into(), hi.into(), &port_key, owner, dry_run).await?;
+        let found = search_synced(store, lo.into(), hi.into(), &port_key, owner, dry_run).await?;
         let (n, held) = found.ok_or(AllocError::PortsExhausted(lo, hi))?;
         Ok((n as u16, held))
     }
+}
+
+/// `search`; when this server saw the pool full, once more after catching up with the store
+/// (another server may have freed one a moment ago).
+async fn search_synced(
+    store: &Store,
+    first: u32,
+    last: u32,
+    key_of: &(dyn Fn(u32) -> String + Sync),
+    owner: &Owner,
+    dry_run: bool,
+) -> Result<Option<(u32, Option<Held>)>, AllocError> {
+    let found = search(store, first, last, key_of, owner, dry_run).await?;
+    if found.is_some() {
+        return Ok(found);
+    }
+    store.sync().await.map_err(AllocError::Store)?;
+    search(store, first, last, key_of, owner, dry_run).await
 }
 
 /// Walks `first..=last` from a random start and claims the first member free: skips those this

@@ -134,9 +134,12 @@ async fn allocate_service(
     allocate_node_ports(cx, old, svc, &svc_type, r).await
 }
 
-/// A failure to store an allocation (not the user's fault).
+/// A failure to store an allocation (not the user's fault): 503 while the storage is away.
 fn store_failure(e: AllocError) -> ApiError {
-    ApiError::internal(format!("allocating for the Service: {e}"))
+    match e {
+        AllocError::Store(crate::store::StoreError::Unavailable(why)) => ApiError::unavailable(why),
+        e => ApiError::internal(format!("allocating for the Service: {e}")),
+    }
 }
 
 /// Keeps the ClusterIP a Service has (it is immutable), or allocates the one asked for, or any.
