@@ -26,6 +26,12 @@ pub const LAST_APPLIED_CONFIG_ANNOTATION: &str = "kubectl.kubernetes.io/last-app
 /// On Pods: lower costs are deleted first when a ReplicaSet scales down.
 pub const POD_DELETION_COST_ANNOTATION: &str = "controller.kubernetes.io/pod-deletion-cost";
 
+/// On each API server's identity Lease in kube-system (upstream's label, value kube-apiserver).
+pub const APISERVER_IDENTITY_LABEL: &str = "apiserver.kubernetes.io/identity";
+/// On an API server's identity Lease: where clients reach it (`address:port`), which the
+/// `kubernetes` Service's endpoints list while the lease is fresh.
+pub const APISERVER_ADVERTISE_ANNOTATION: &str = "keelson.dev/advertise-address";
+
 /// On Nodes.
 pub const HOSTNAME_LABEL: &str = "kubernetes.io/hostname";
 pub const OS_LABEL: &str = "kubernetes.io/os";
