@@ -47,6 +47,11 @@ impl ChildGuard {
         }
     }
 
+    /// The exit status once the process has exited (None while it runs or after `kill9`).
+    pub fn exit_status(&mut self) -> Option<ExitStatus> {
+        self.0.as_mut().and_then(|c| c.try_wait().ok().flatten())
+    }
+
     /// Sends `signal` without waiting.
     pub fn signal(&self, signal: Signal) {
         if let Some(pid) = self.pid() {

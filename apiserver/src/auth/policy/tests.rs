@@ -261,6 +261,30 @@ fn every_component_may_make_the_calls_it_makes() {
             who.name
         );
     }
+    // Leader election (--leader-elect): each candidate creates its Lease in kube-system, then
+    // reads and renews (or releases) it by name; a create carries no name.
+    let leases = [
+        (&kcm, "kube-controller-manager"),
+        (&scheduler, "kube-scheduler"),
+        (&ingress, "keelson-ingress"),
+    ];
+    for (who, lease) in leases {
+        for (verb, name) in [("create", ""), ("get", lease), ("update", lease)] {
+            let a = Attributes::on_resource(
+                verb,
+                "coordination.k8s.io",
+                "leases",
+                "",
+                "kube-system",
+                name,
+            );
+            assert!(
+                index.allows(who, &a).is_some(),
+                "{} {verb} lease {lease}",
+                who.name
+            );
+        }
+    }
     // Nor more than that: the scheduler and the proxy read no Secrets, a bootstrap token no pods.
     let secrets = Attributes {
         verb: "get",
