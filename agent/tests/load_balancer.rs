@@ -68,12 +68,26 @@ fn configmap(name: &str) -> ConfigMap {
     .expect("a ConfigMap")
 }
 
-/// Which of the servers holds namespace `name` (two SQLite servers keep separate stores, so the
-/// one a write went to is the one that has it).
-fn holder(servers: &[&Apiserver], name: &str) -> Option<usize> {
-    servers
+/// Which server the balancer sends the client's connections to: the one whose request count
+/// rises by the 50 requests sent (the other sees only health checks and this scrape).
+async fn server_in_use(servers: &[&Apiserver], client: &kube::Client) -> usize {
+    let count = |s: &Apiserver| s.metric("apiserver_request_total");
+    let before: Vec<f64> = servers.iter().map(|s| count(s)).collect();
+    let namespaces: Api<Namespace> = Api::all(client.clone());
+    for _ in 0..50 {
+        namespaces
+            .get("default")
+            .await
+            .expect("get namespace default");
+    }
+    let rose: Vec<f64> = servers
         .iter()
-        .position(|s| s.kubectl(&["get", "namespace", name]).status.success())
+        .zip(&before)
+        .map(|(s, b)| count(s) - b)
+        .collect();
+    let in_use: Vec<usize> = (0..servers.len()).filter(|&i| rose[i] >= 50.0).collect();
+    assert_eq!(in_use.len(), 1, "requests per server: {rose:?}");
+    in_use[0]
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -87,10 +101,10 @@ async fn clients_through_the_load_balancer_survive_the_loss_of_their_api_server(
 
     // kubectl verifies the server's certificate (127.0.0.1 is in both) with the shared CA.
     kubectl.ok(&["create", "namespace", "lb-before"]);
-    let in_use = holder(&[&first, &second], "lb-before").expect("the namespace on one server");
     let client = keelson_daemon::client(Some(&kubeconfig))
         .await
         .expect("a kube-rs client from the balancer's kubeconfig");
+    let in_use = server_in_use(&[&first, &second], &client).await;
     let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
     let mut events = watcher(cms.clone(), watcher::Config::default()).boxed();
     let first_event = tokio::time::timeout(Duration::from_secs(10), events.next()).await;
