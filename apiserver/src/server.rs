@@ -91,7 +91,8 @@ pub async fn run(opts: Options) -> Result<(), ServerError> {
         address: host.parse().unwrap_or(std::net::Ipv4Addr::LOCALHOST.into()),
         port,
     };
-    crate::kubernetes_service::reconcile(&api, &at).await;
+    let id = crate::kubernetes_service::identity::Identity::load(dir)?;
+    crate::kubernetes_service::start(&api, &at, &id).await;
     let kubeconfig = dir.join("admin.kubeconfig");
     datadir::restrict_files(dir)?;
     tracing::info!(%server, kubeconfig = %kubeconfig.display(), "serving");
@@ -117,13 +118,18 @@ pub async fn run(opts: Options) -> Result<(), ServerError> {
         authz,
     });
     tokio::spawn(housekeeping(app.clone(), opts.event_ttl));
+    let endpoints = crate::kubernetes_service::keep(app.clone(), at.clone(), id.clone());
+    tokio::spawn(endpoints);
     serve::serve(
         listener,
         tls,
-        router(app),
+        router(app.clone()),
         keelson_daemon::shutdown_signal(),
     )
     .await;
+    // Out of the kubernetes endpoints at once; not for long if the storage is away.
+    let leave = crate::kubernetes_service::leave(&app.api, &at, &id);
+    let _ = tokio::time::timeout(Duration::from_secs(3), leave).await;
     tracing::info!("shutting down");
     Ok(())
 }
