@@ -9,6 +9,9 @@ use axum::response::{IntoResponse, Response};
 use http::{header, Method, StatusCode};
 
 pub async fn handle(app: &App, route: Option<Route>, call: &Call) -> ApiResult<Response> {
+    if let Some(resp) = storage_health(app, call).await {
+        return Ok(resp);
+    }
     if let Some(resp) = fixed_path(app, call.path()) {
         return Ok(resp);
     }
@@ -26,6 +29,52 @@ pub async fn handle(app: &App, route: Option<Route>, call: &Call) -> ApiResult<R
         Some(route) if call.method() == Method::GET => discovery_document(route, call),
         _ => Err(ApiError::no_route(call.path())),
     }
+}
+
+/// /healthz and /readyz with upstream's `etcd` check when etcd is the store (and /readyz/etcd
+/// alone); None for other paths and for the local store, whose health is the process's.
+async fn storage_health(app: &App, call: &Call) -> Option<Response> {
+    let path = call.path();
+    let (name, only_etcd) = match path.strip_suffix("/etcd") {
+        Some(p @ ("/readyz" | "/healthz")) => (p, true),
+        _ if matches!(path, "/readyz" | "/healthz") => (path, false),
+        _ => return None,
+    };
+    let timeout = std::time::Duration::from_secs(2);
+    let check = tokio::time::timeout(timeout, app.api.store.check()).await;
+    let failed = match check {
+        Ok(None) => return None,
+        Ok(Some(Ok(()))) => None,
+        Ok(Some(Err(e))) => Some(e.to_string()),
+        Err(_) => Some(format!("etcd did not answer within {}s", timeout.as_secs())),
+    };
+    let check = name.trim_start_matches('/');
+    let verbose = call
+        .query()
+        .split('&')
+        .any(|q| q == "verbose" || q.starts_with("verbose="));
+    let (code, body) = match (failed, only_etcd, verbose) {
+        (None, true, _) | (None, false, false) => (StatusCode::OK, "ok".to_string()),
+        (None, false, true) => (
+            StatusCode::OK,
+            format!("[+]ping ok\n[+]etcd ok\n{check} check passed\n"),
+        ),
+        (Some(why), _, _) => {
+            tracing::warn!(error = %why, "{check}: the etcd check failed");
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                format!("[+]ping ok\n[-]etcd failed: reason withheld\n{check} check failed\n"),
+            )
+        }
+    };
+    Some(
+        (
+            code,
+            [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+            body,
+        )
+            .into_response(),
+    )
 }
 
 fn fixed_path(app: &App, path: &str) -> Option<Response> {

@@ -18,6 +18,11 @@ use tokio_stream::StreamExt;
 pub async fn handle(app: &App, rp: ResourcePath, call: &Call) -> ApiResult<Response> {
     let r = Request::new(app, &rp, call)?;
     let watch = rp.legacy_watch || rest::read_is_watch(&r.params);
+    if call.method() == Method::GET
+        && matches!(rp.sub.as_str(), "" | "status" | "approval" | "scale")
+    {
+        r.fresh().await?;
+    }
     match (call.method().clone(), rp.name.is_empty(), rp.sub.as_str()) {
         (Method::GET, true, "") if watch => r.watch(),
         (Method::GET, true, "") => r.list(),
@@ -76,6 +81,25 @@ impl<'a> Request<'a> {
             include: params.include_object.as_deref() != Some("None"),
             dry_run: params.dry_run.as_deref().is_some_and(|d| !d.is_empty()),
             params,
+        })
+    }
+
+    /// Before a read from memory: without resourceVersion, wait until memory has every write
+    /// committed before the request (a consistent read, as upstream); with resourceVersion N,
+    /// give memory a moment to reach N (written through another API server); "0" is any.
+    async fn fresh(&self) -> ApiResult<()> {
+        let store = &self.api().store;
+        let waited = match self.params.resource_version.as_deref() {
+            None | Some("") => store.sync().await,
+            Some("0") => Ok(()),
+            Some(rv) => match rv.parse() {
+                Ok(rv) => store.wait_for(rv).await,
+                Err(_) => Ok(()),
+            },
+        };
+        waited.map_err(|e| match e {
+            crate::store::StoreError::Unavailable(why) => ApiError::unavailable(why),
+            other => ApiError::internal(other.to_string()),
         })
     }
 

@@ -303,6 +303,14 @@ impl Remote {
         }
     }
 
+    /// Waits (3 s at most) until memory has `rev`; past that the caller answers from what it has.
+    pub async fn wait_for(&self, rev: Rev) -> Result<(), StoreError> {
+        let mut applied = self.applied.clone();
+        let wait = applied.wait_for(|r| *r >= rev);
+        let _ = tokio::time::timeout(Duration::from_secs(3), wait).await;
+        Ok(())
+    }
+
     /// etcd's current revision (a quorum read), then waits until memory has it.
     pub async fn sync(&self) -> Result<(), StoreError> {
         let rev = self.current_rev().await?;

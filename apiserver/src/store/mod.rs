@@ -236,4 +236,8 @@ pub fn set_resource_version(obj: &mut Value, rev: Rev) {
 }
 
 #[cfg(test)]
+mod etcd_tests;
+#[cfg(test)]
+mod suite;
+#[cfg(test)]
 mod tests;

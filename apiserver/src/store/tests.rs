@@ -1,5 +1,5 @@
-//! The store's rules with an in-memory backend; the SQLite backend is exercised by the
-//! server tests (restart, kill -9).
+//! What only the writer thread does, with an in-memory backend: batching, a failed commit,
+//! quarantine at load. The storage rules run on both real backends in `suite.rs`.
 
 use super::*;
 use serde_json::json;
@@ -58,47 +58,6 @@ fn open(b: &MemBackend, max_events: usize) -> Store {
 }
 
 #[tokio::test]
-async fn writes_get_increasing_revisions_and_preconditions_hold() {
-    let b = MemBackend::default();
-    let s = open(&b, 100);
-    let a = s
-        .write(put("/a", Precondition::MustNotExist))
-        .await
-        .unwrap();
-    assert_eq!(a.rev, 1);
-    assert_eq!(a.obj["metadata"]["resourceVersion"], "1");
-    assert_eq!(
-        s.write(put("/a", Precondition::MustNotExist))
-            .await
-            .unwrap_err(),
-        StoreError::AlreadyExists
-    );
-    assert_eq!(
-        s.write(put("/b", Precondition::MustExist))
-            .await
-            .unwrap_err(),
-        StoreError::NotFound
-    );
-    let a2 = s.write(put("/a", Precondition::Rev(1))).await.unwrap();
-    assert_eq!(a2.rev, 2);
-    assert_eq!(
-        s.write(put("/a", Precondition::Rev(1))).await.unwrap_err(),
-        StoreError::Conflict { current: 2 }
-    );
-    let del = s
-        .write(Write {
-            key: "/a".into(),
-            value: None,
-            precondition: Precondition::MustExist,
-        })
-        .await
-        .unwrap();
-    assert_eq!(del.rev, 3);
-    assert!(s.get("/a").is_none());
-    assert_eq!(s.current_rev(), 3);
-}
-
-#[tokio::test]
 async fn a_failed_commit_changes_nothing() {
     let b = MemBackend::default();
     let s = open(&b, 100);
@@ -144,83 +103,6 @@ async fn concurrent_writes_are_batched() {
         commits < 500,
         "500 concurrent writes took {commits} commits"
     );
-}
-
-#[tokio::test]
-async fn watches_resume_after_a_revision_and_too_old_is_refused() {
-    let b = MemBackend::default();
-    let s = open(&b, 3);
-    for i in 0..5 {
-        s.write(put(&format!("/p/{i}"), Precondition::MustNotExist))
-            .await
-            .unwrap();
-    }
-    // History holds revisions 3..=5: resuming after 2 works, after 1 is too old.
-    let (_, mut sub) = s.watch("/p/", Some(2)).unwrap();
-    let next = sub.next().await.unwrap().unwrap();
-    assert_eq!((next.entry.rev, next.kind), (3, EventType::Added));
-    assert!(s.watch("/p/", Some(1)).is_err());
-    match s.watch("/p/", None).unwrap() {
-        (WatchStart::Snapshot(items, rev), _) => assert_eq!((items.len(), rev), (5, 5)),
-        _ => panic!("expected a snapshot"),
-    }
-}
-
-#[tokio::test]
-async fn modified_events_carry_the_previous_object() {
-    let b = MemBackend::default();
-    let s = open(&b, 100);
-    s.write(put("/a", Precondition::MustNotExist))
-        .await
-        .unwrap();
-    let (_, mut sub) = s.watch("/", Some(1)).unwrap();
-    let mut w = put("/a", Precondition::MustExist);
-    w.value = Some(json!({"metadata": {"name": "a", "labels": {"x": "y"}}}));
-    s.write(w).await.unwrap();
-    let ev = sub.next().await.unwrap().unwrap();
-    assert_eq!(ev.kind, EventType::Modified);
-    assert_eq!(ev.prev.as_ref().unwrap().obj["metadata"]["name"], "/a");
-}
-
-#[tokio::test]
-async fn watches_see_only_their_prefix() {
-    let b = MemBackend::default();
-    let s = open(&b, 100);
-    let (_, mut pods) = s.watch("/core/pods/", Some(0)).unwrap();
-    s.write(put(
-        "/apps/deployments/default/web",
-        Precondition::MustNotExist,
-    ))
-    .await
-    .unwrap();
-    s.write(put("/core/pods/default/web-1", Precondition::MustNotExist))
-        .await
-        .unwrap();
-    let ev = pods.next().await.unwrap().unwrap();
-    assert_eq!(ev.key, "/core/pods/default/web-1");
-    assert_eq!(pods.last_rev(), 2);
-}
-
-#[tokio::test]
-async fn the_store_and_its_history_keep_bytes_only() {
-    let b = MemBackend::default();
-    let s = open(&b, 100);
-    let (_, mut sub) = s.watch("/", Some(0)).unwrap();
-    let written = s
-        .write(put("/a", Precondition::MustNotExist))
-        .await
-        .unwrap();
-    // The writer's copy keeps the object it wrote; the store's copies are parsed on use only.
-    assert!(written.obj.cell.get().is_some());
-    let stored = s.get("/a").unwrap();
-    assert!(stored.obj.cell.get().is_none());
-    assert_eq!(stored.value()["metadata"]["name"], "/a");
-    assert!(stored.obj.cell.get().is_none(), "value() keeps nothing");
-    assert_eq!(stored.obj["metadata"]["resourceVersion"], "1");
-    assert!(s.get("/a").unwrap().obj.cell.get().is_none());
-    let ev = sub.next().await.unwrap().unwrap();
-    assert!(ev.entry.obj.cell.get().is_none());
-    assert_eq!(ev.entry.json, stored.json);
 }
 
 #[test]

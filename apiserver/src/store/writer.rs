@@ -100,6 +100,15 @@ impl Store {
         }
     }
 
+    /// Gives memory up to 3 s to reach `rev` (as upstream's watch cache before "Too large
+    /// resource version"); at once for the local backend, which is never behind.
+    pub async fn wait_for(&self, rev: Rev) -> Result<(), StoreError> {
+        match &self.writer {
+            Writer::Batch(_) => Ok(()),
+            Writer::Etcd(remote) => remote.wait_for(rev).await,
+        }
+    }
+
     /// Whether the storage answers: the `etcd` check of /readyz (None for the local backend).
     pub async fn check(&self) -> Option<Result<(), StoreError>> {
         match &self.writer {

@@ -1,0 +1,192 @@
+//! What only the etcd backend does: several servers on one etcd, consistent reads, compaction,
+//! an etcd outage, and the watch feed resuming past a compaction. Real etcd members on loopback.
+
+use super::suite::{config, put};
+use super::*;
+use keelson_testing::Etcd;
+use std::time::{Duration, Instant};
+
+fn any(_: &str, _: &Value) -> Result<(), String> {
+    Ok(())
+}
+
+async fn open_on(cfg: EtcdConfig) -> Store {
+    etcd::open(&cfg, Duration::from_secs(300), 1000, any)
+        .await
+        .unwrap()
+}
+
+/// The config of a server that talks to one member only.
+fn member(e: &Etcd, i: usize) -> EtcdConfig {
+    EtcdConfig {
+        servers: vec![e.members[i].client_url.clone()],
+        ..config(e)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_see_each_others_writes() {
+    let e = Etcd::start();
+    let (a, b) = (open_on(config(&e)).await, open_on(config(&e)).await);
+    let (_, mut watch_a) = a.watch("/core/pods/", Some(a.current_rev())).unwrap();
+    let pod = put("/core/pods/default/web", Precondition::MustNotExist);
+    let written = b.write(pod).await.unwrap();
+    // A consistent read on A right after B's write sees it, without sleeping.
+    a.sync().await.unwrap();
+    assert_eq!(a.get("/core/pods/default/web").unwrap().rev, written.rev);
+    let ev = watch_a.next().await.unwrap().unwrap();
+    assert_eq!((ev.kind, ev.entry.rev), (EventType::Added, written.rev));
+    // A's compare-and-swap on the version B replaced is a conflict, wherever it is made.
+    let update = put("/core/pods/default/web", Precondition::Rev(written.rev));
+    let updated = a.write(update).await.unwrap();
+    let stale = put("/core/pods/default/web", Precondition::Rev(written.rev));
+    assert_eq!(
+        b.write(stale).await.unwrap_err(),
+        StoreError::Conflict {
+            current: updated.rev
+        }
+    );
+    let again = put("/core/pods/default/web", Precondition::MustNotExist);
+    assert_eq!(b.write(again).await.unwrap_err(), StoreError::AlreadyExists);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compaction_turns_old_revisions_into_too_old() {
+    let e = Etcd::start();
+    let cfg = EtcdConfig {
+        compaction_interval: Duration::from_millis(500),
+        ..config(&e)
+    };
+    let s = open_on(cfg).await;
+    let first = s
+        .write(put("/a", Precondition::MustNotExist))
+        .await
+        .unwrap();
+    s.write(put("/b", Precondition::MustNotExist))
+        .await
+        .unwrap();
+    assert!(s.watch("/", Some(first.rev)).is_ok());
+    // The second round compacts to what the first saw, which includes both writes.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while s.watch("/", Some(first.rev)).is_ok() {
+        assert!(Instant::now() < deadline, "history never compacted");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let out = e
+        .etcdctl()
+        .args(["get", "/registry/a", "--rev", &first.rev.to_string()])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("compacted"),
+        "etcd kept revision {}: {stderr}",
+        first.rev
+    );
+    // Reads and writes go on.
+    let c = s
+        .write(put("/c", Precondition::MustNotExist))
+        .await
+        .unwrap();
+    s.sync().await.unwrap();
+    assert_eq!(s.get("/c").unwrap().rev, c.rev);
+    assert_eq!(s.list("/").0.len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_etcd_outage_fails_requests_quickly_and_they_work_again() {
+    let mut e = Etcd::start();
+    let s = open_on(config(&e)).await;
+    let (_, mut watch) = s.watch("/", Some(s.current_rev())).unwrap();
+    e.kill(0);
+    let started = Instant::now();
+    let err = s
+        .write(put("/a", Precondition::MustNotExist))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, StoreError::Unavailable(why) if why.contains("etcd")),
+        "{err:?}"
+    );
+    assert!(matches!(s.sync().await, Err(StoreError::Unavailable(_))));
+    assert!(matches!(s.check().await, Some(Err(_))));
+    assert!(
+        started.elapsed() < Duration::from_secs(12),
+        "three failed requests took {:?}",
+        started.elapsed()
+    );
+    e.restart(0);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let written = loop {
+        match s.write(put("/a", Precondition::MustNotExist)).await {
+            Ok(w) => break w,
+            Err(err) if Instant::now() < deadline => {
+                tracing::info!(%err, "not yet");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(err) => panic!("etcd is back but writes fail: {err}"),
+        }
+    };
+    assert!(matches!(s.check().await, Some(Ok(()))));
+    // The watch made before the outage goes on: the feed resumed.
+    let ev = tokio::time::timeout(Duration::from_secs(10), watch.next())
+        .await
+        .expect("the watch delivers the write made after the outage")
+        .unwrap()
+        .unwrap();
+    assert_eq!((ev.key.as_str(), ev.entry.rev), ("/a", written.rev));
+}
+
+/// A server cut off from etcd while the others write and compact: when it reaches etcd again
+/// its feed finds its revision compacted, lists again, and its watchers get "too old".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_feed_resuming_past_a_compaction_lists_again() {
+    let mut e = Etcd::cluster(3);
+    let cut_off = open_on(member(&e, 0)).await;
+    let other = open_on(member(&e, 1)).await;
+    let old = other
+        .write(put("/old", Precondition::MustNotExist))
+        .await
+        .unwrap();
+    cut_off.wait_for(old.rev).await.unwrap();
+    let (_, mut watch) = cut_off.watch("/", Some(cut_off.current_rev())).unwrap();
+    e.kill(0);
+    let mut last = 0;
+    for i in 0..5 {
+        let w = put(&format!("/new/{i}"), Precondition::MustNotExist);
+        last = other.write(w).await.unwrap().rev;
+    }
+    other
+        .write(Write {
+            key: "/old".into(),
+            value: None,
+            precondition: Precondition::MustExist,
+        })
+        .await
+        .unwrap();
+    let mut client = etcd_client::Client::connect([e.members[1].client_url.clone()], None)
+        .await
+        .unwrap();
+    client.compact(last as i64, None).await.unwrap();
+    e.restart(0);
+    let ended = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            match watch.next().await {
+                Some(Err(too_old)) => return too_old,
+                Some(Ok(_)) => continue,
+                None => panic!("the watch closed"),
+            }
+        }
+    })
+    .await
+    .expect("the watch ends with too old");
+    assert_eq!(ended, watch::TooOld);
+    cut_off.sync().await.unwrap();
+    let (items, _) = cut_off.list("/");
+    let keys: Vec<&str> = items
+        .iter()
+        .map(|e| e.obj["metadata"]["name"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(keys, ["/new/0", "/new/1", "/new/2", "/new/3", "/new/4"]);
+    assert!(cut_off.get("/old").is_none());
+}
