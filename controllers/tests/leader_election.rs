@@ -256,6 +256,12 @@ fn killing_the_leaders_mid_rollout_of_20_pods_makes_each_pod_once() {
     eprintln!("takeover after SIGKILL: controller manager {cm_took:?}, scheduler {sched_took:?}");
 
     roll_to_completion(&api, &v1, || cm_b.log());
+    // The old template's last Pods may still be finishing their graceful deletion.
+    eventually("the old pods gone", Duration::from_secs(20), || {
+        play_agents(&api, &v1);
+        let old = pods(&api).into_iter().filter(|p| p.hash == v1).count();
+        (old == 0).then_some(()).ok_or(format!("{old} old pods"))
+    });
     // Every Pod of the new template made once: 20 in all, bound, none being deleted (a Pod
     // made twice would have been deleted again, and stays terminating on a Node with no
     // agent); the old template's all gone.
