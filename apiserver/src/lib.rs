@@ -15,6 +15,7 @@ pub mod http;
 pub mod kubeconfig;
 pub mod kubernetes_service;
 pub mod metrics;
+pub mod migrate;
 pub mod negotiate;
 pub mod object;
 pub mod options;

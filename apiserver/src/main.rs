@@ -33,6 +33,15 @@ async fn main() -> anyhow::Result<()> {
         keelson_apiserver::kubeconfig::write(&opts.data_dir, &id, out)?;
         return Ok(());
     }
+    if let Some(Command::Migrate(args)) = &opts.command {
+        let progress = |done, total| eprintln!("copied {done}/{total} objects");
+        let report = keelson_apiserver::migrate::run(args, progress).await?;
+        println!("{report}");
+        println!(
+            "start keelson-apiserver with the same --data-dir and --etcd-servers to serve them"
+        );
+        return Ok(());
+    }
     keelson_apiserver::run(opts).await?;
     Ok(())
 }

@@ -194,6 +194,9 @@ pub enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Copies every stored object from a stopped server's SQLite store into etcd
+    /// (--from sqlite:DIR --to etcd:URL); then start the server with --etcd-servers.
+    Migrate(crate::migrate::MigrateArgs),
 }
 
 #[derive(clap::Subcommand, Debug, Clone, PartialEq)]

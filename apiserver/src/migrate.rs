@@ -1,0 +1,240 @@
+//! `keelson-apiserver migrate --from sqlite:DIR --to etcd:URL`: copies every stored object of a
+//! stopped server's data directory into etcd, so the cluster goes on with the same objects on
+//! etcd (start the server again with the same --data-dir, for its PKI, and --etcd-servers).
+//!
+//! Safe to run again after a failure: objects already copied unchanged are skipped. etcd
+//! holding other objects under the prefix (another cluster's, or changed since) is refused
+//! unless --force, which overwrites those this data directory also holds and leaves the rest.
+
+use crate::store::datadir::{self, DataDirError};
+use crate::store::{
+    Backend, Entry, EtcdConfig, Precondition, SqliteBackend, Store, StoreError, Write, DB_FILE,
+};
+use futures::StreamExt;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Writes in flight at once.
+const PARALLEL: usize = 32;
+
+#[derive(clap::Args, Debug, Clone, PartialEq)]
+pub struct MigrateArgs {
+    /// Where the objects are: sqlite:DIR, the --data-dir of a stopped keelson-apiserver.
+    #[arg(long)]
+    pub from: String,
+    /// Where they go: etcd:URL[,URL...], the --etcd-servers the server will use.
+    #[arg(long)]
+    pub to: String,
+    /// CA bundle that etcd's serving certificates must chain to.
+    #[arg(long)]
+    pub etcd_cafile: Option<PathBuf>,
+    /// Client certificate presented to etcd.
+    #[arg(long)]
+    pub etcd_certfile: Option<PathBuf>,
+    /// The key of --etcd-certfile.
+    #[arg(long)]
+    pub etcd_keyfile: Option<PathBuf>,
+    /// The prefix of every key in etcd (the server's --etcd-prefix).
+    #[arg(long, default_value = "/registry")]
+    pub etcd_prefix: String,
+    /// Overwrite objects etcd holds under the prefix with this data directory's; objects only
+    /// etcd holds are left.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum MigrateError {
+    #[error("--from {0:?}: want sqlite:DIR, the data directory of a stopped keelson-apiserver")]
+    From(String),
+    #[error("--to {0:?}: want etcd:URL[,URL...], e.g. etcd:http://127.0.0.1:2379")]
+    To(String),
+    #[error(transparent)]
+    DataDir(#[from] DataDirError),
+    #[error("{0}")]
+    Store(#[from] StoreError),
+    #[error("etcd already holds {count} object(s) under {prefix} that are not this data directory's (e.g. {example}); migrate into an empty prefix, or pass --force to overwrite the ones this data directory also holds")]
+    NotEmpty {
+        count: usize,
+        prefix: String,
+        example: String,
+    },
+    #[error("copying {key} failed after {copied} object(s) were copied: {error}; run the same command again to go on")]
+    Copy {
+        key: String,
+        copied: usize,
+        error: StoreError,
+    },
+}
+
+/// What a migration did.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Report {
+    pub total: usize,
+    /// Written into etcd by this run.
+    pub copied: usize,
+    /// Already in etcd as they are here (an earlier run).
+    pub unchanged: usize,
+    /// Of those copied, how many replaced something else (--force).
+    pub overwritten: usize,
+}
+
+impl std::fmt::Display for Report {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} object(s): {} copied ({} overwritten), {} already in etcd",
+            self.total, self.copied, self.overwritten, self.unchanged
+        )
+    }
+}
+
+/// Accepts every key: the migration copies what is stored, whatever it is.
+fn any_key(_: &str, _: &Value) -> Result<(), String> {
+    Ok(())
+}
+
+/// An object's content, without what the store sets (resourceVersion).
+fn content(obj: &Value) -> Value {
+    let mut v = obj.clone();
+    if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.remove("resourceVersion");
+    }
+    v
+}
+
+/// Runs the migration; `progress(done, total)` is called every 1000 objects and at the end.
+pub async fn run(
+    args: &MigrateArgs,
+    progress: impl Fn(usize, usize),
+) -> Result<Report, MigrateError> {
+    let dir = args
+        .from
+        .strip_prefix("sqlite:")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .ok_or_else(|| MigrateError::From(args.from.clone()))?;
+    let servers: Vec<String> = args
+        .to
+        .strip_prefix("etcd:")
+        .map(|s| {
+            s.split(',')
+                .filter(|u| !u.is_empty())
+                .map(String::from)
+                .collect()
+        })
+        .filter(|s: &Vec<String>| !s.is_empty())
+        .ok_or_else(|| MigrateError::To(args.to.clone()))?;
+    if !dir.join(DB_FILE).is_file() {
+        return Err(
+            StoreError::Backend(format!("no store at {}", dir.join(DB_FILE).display())).into(),
+        );
+    }
+    // The source server must be stopped: nothing may change behind the copy.
+    let _lock = datadir::lock(&dir)?;
+    let source = SqliteBackend::open_existing(&dir.join(DB_FILE))?
+        .load(0)?
+        .objects;
+    let cfg = EtcdConfig {
+        servers,
+        ca_file: args.etcd_cafile.clone(),
+        cert_file: args.etcd_certfile.clone(),
+        key_file: args.etcd_keyfile.clone(),
+        prefix: args.etcd_prefix.clone(),
+        compaction_interval: Duration::ZERO,
+    };
+    let target = crate::store::etcd::open(&cfg, Duration::from_secs(60), 1000, any_key).await?;
+    let mut objects = Vec::with_capacity(source.len());
+    for row in source {
+        match serde_json::from_slice::<Value>(&row.json) {
+            Ok(v) => objects.push((row.key, v)),
+            Err(e) => tracing::warn!(key = row.key, error = %e, "not JSON; not copied"),
+        }
+    }
+    let present: HashMap<String, Entry> = target.list_keyed("").0.into_iter().collect();
+    check_target(&objects, &present, args)?;
+    copy(&target, objects, &present, progress).await
+}
+
+/// Refuses a target holding objects that are not the source's, unless --force.
+fn check_target(
+    objects: &[(String, Value)],
+    present: &HashMap<String, Entry>,
+    args: &MigrateArgs,
+) -> Result<(), MigrateError> {
+    let ours: HashMap<&str, &Value> = objects.iter().map(|(k, v)| (k.as_str(), v)).collect();
+    let mut foreign: Vec<&String> = present
+        .iter()
+        .filter(|(k, e)| {
+            ours.get(k.as_str())
+                .is_none_or(|v| content(v) != content(&e.obj))
+        })
+        .map(|(k, _)| k)
+        .collect();
+    foreign.sort();
+    match foreign.first() {
+        Some(first) if !args.force => Err(MigrateError::NotEmpty {
+            count: foreign.len(),
+            prefix: args.etcd_prefix.clone(),
+            example: first.to_string(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Writes every object etcd does not hold as it is here, PARALLEL at a time.
+async fn copy(
+    target: &Store,
+    objects: Vec<(String, Value)>,
+    present: &HashMap<String, Entry>,
+    progress: impl Fn(usize, usize),
+) -> Result<Report, MigrateError> {
+    let mut report = Report {
+        total: objects.len(),
+        ..Report::default()
+    };
+    let mut writes = Vec::new();
+    for (key, obj) in objects {
+        let precondition = match present.get(&key) {
+            Some(e) if content(&e.obj) == content(&obj) => {
+                report.unchanged += 1;
+                continue;
+            }
+            Some(e) => {
+                report.overwritten += 1;
+                Precondition::Rev(e.rev)
+            }
+            None => Precondition::MustNotExist,
+        };
+        writes.push(Write {
+            key,
+            value: Some(obj),
+            precondition,
+        });
+    }
+    let mut results = futures::stream::iter(writes)
+        .map(|w| async move {
+            let key = w.key.clone();
+            (key, target.write(w).await)
+        })
+        .buffer_unordered(PARALLEL);
+    let mut done = report.unchanged;
+    while let Some((key, result)) = results.next().await {
+        if let Err(error) = result {
+            return Err(MigrateError::Copy {
+                key,
+                copied: report.copied,
+                error,
+            });
+        }
+        report.copied += 1;
+        done += 1;
+        if done.is_multiple_of(1000) {
+            progress(done, report.total);
+        }
+    }
+    progress(done, report.total);
+    Ok(report)
+}
