@@ -8,6 +8,8 @@ use keelson_apimachinery::parse_duration;
 use super::{Config, LeaderError};
 
 #[derive(clap::Args, Clone, Debug)]
+// Its own group name: the binaries' option structs may be called Flags too.
+#[group(id = "leader-election")]
 pub struct Flags {
     /// Stand by until this process holds the Lease, and act only while it does (several
     /// replicas for high availability). `--leader-elect=false` runs without a Lease.

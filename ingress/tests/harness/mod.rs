@@ -65,11 +65,23 @@ pub struct Ingress {
 impl Ingress {
     /// In `host` (a namespace of its own: fixed ports are free), on its 127.0.0.1.
     pub fn start(host: &TestHost, kubeconfig: &Path) -> Ingress {
+        Ingress::replica(host, kubeconfig, 0, "127.0.0.1", &[])
+    }
+
+    /// Replica `n` of several in one host: ports moved up by `n`, status.loadBalancer naming
+    /// `publish`, and `extra` flags.
+    pub fn replica(
+        host: &TestHost,
+        kubeconfig: &Path,
+        n: u16,
+        publish: &str,
+        extra: &[&str],
+    ) -> Ingress {
         let dir = tempfile::Builder::new()
             .prefix("keelson-ingress-test-nginx")
             .tempdir()
             .unwrap();
-        let [http_port, https_port, metrics_port] = [8080, 8443, 10254];
+        let [http_port, https_port, metrics_port] = [8080 + n, 8443 + n, 10254 + n];
         let mut cmd = host.command(env!("CARGO_BIN_EXE_keelson-ingress"));
         cmd.arg("--kubeconfig")
             .arg(kubeconfig)
@@ -78,11 +90,12 @@ impl Ingress {
             .args(["--https-port", &https_port.to_string()])
             .arg("--conf-dir")
             .arg(dir.path().join("conf"))
-            .args(["--publish-address", "127.0.0.1"])
+            .args(["--publish-address", publish])
             .args([
                 "--metrics-bind-address",
                 &format!("127.0.0.1:{metrics_port}"),
             ])
+            .args(extra)
             .env("RUST_LOG", "info");
         let child = ChildGuard::spawn_logged(&mut cmd, &dir.path().join("ingress.log"));
         Ingress {
