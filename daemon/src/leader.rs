@@ -26,6 +26,10 @@ use decide::Decision;
 /// so standbys do not all try at once.
 const JITTER: f64 = 1.2;
 
+/// How long a stopping leader tries to release: an unreachable API server must not hold up its
+/// exit (the Lease then expires as after a crash).
+const RELEASE_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// The `--leader-elect-*` flags.
 #[derive(Clone, Debug)]
 pub struct Config {
@@ -275,7 +279,7 @@ impl Elector {
     /// try instead of waiting out the lease duration (upstream's ReleaseOnCancel).
     pub async fn release(&mut self) {
         self.status.set(0);
-        let result = async {
+        let release = async {
             let Some(mut lease) = self.api.get_opt(&self.config.name).await? else {
                 return Ok(false);
             };
@@ -289,12 +293,14 @@ impl Elector {
                 .replace(&name, &PostParams::default(), &lease)
                 .await?;
             Ok::<_, kube::Error>(true)
-        }
-        .await;
-        match result {
-            Ok(true) => tracing::info!(lease = %self.lease(), "lease released"),
-            Ok(false) => {}
-            Err(e) => tracing::warn!(lease = %self.lease(), error = %e, "cannot release the lease"),
+        };
+        match tokio::time::timeout(RELEASE_TIMEOUT, release).await {
+            Ok(Ok(true)) => tracing::info!(lease = %self.lease(), "lease released"),
+            Ok(Ok(false)) => {}
+            Ok(Err(e)) => {
+                tracing::warn!(lease = %self.lease(), error = %e, "cannot release the lease")
+            }
+            Err(_) => tracing::warn!(lease = %self.lease(), "releasing the lease timed out"),
         }
     }
 
