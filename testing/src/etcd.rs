@@ -108,8 +108,10 @@ impl Etcd {
             .map(|m| m.client_url.clone())
             .collect();
         eventually("etcd members healthy", Duration::from_secs(30), || {
-            let out = self
-                .etcdctl()
+            // Not `etcdctl()`: its --endpoints (every member) would add to these, not replace
+            // them, and a member still down would fail the check.
+            let out = Command::new("etcdctl")
+                .env("ETCDCTL_API", "3")
                 .args(["--endpoints", &running.join(","), "endpoint", "health"])
                 .output()
                 .map_err(|e| format!("etcdctl: {e}"))?;
