@@ -35,7 +35,10 @@ async fn compact(remote: &Remote, version: i64, rev: i64) -> Result<(i64, i64), 
         .and_then([TxnOp::put(COMPACT_KEY, rev.to_string(), None)])
         .or_else([TxnOp::get(COMPACT_KEY, None)]);
     let mut kv = remote.client.kv_client();
-    let resp = kv.txn(txn).await.map_err(|e| remote.unavailable(e))?;
+    let resp = kv
+        .txn(txn)
+        .await
+        .map_err(|e| remote.unavailable(super::etcd::describe(&e)))?;
     let now = resp.header().map(|h| h.revision()).unwrap_or(0);
     if !resp.succeeded() {
         // Another server is compacting: follow its lead.
@@ -55,7 +58,7 @@ async fn compact(remote: &Remote, version: i64, rev: i64) -> Result<(i64, i64), 
             Ok(_) => tracing::debug!(rev, "etcd history compacted"),
             // Already compacted further (by hand, or by another server's earlier round).
             Err(e) if e.to_string().contains("compacted") => {}
-            Err(e) => return Err(remote.unavailable(e)),
+            Err(e) => return Err(remote.unavailable(super::etcd::describe(&e))),
         }
         remote.shared.cache.compacted(rev as Rev);
     }

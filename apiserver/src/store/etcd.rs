@@ -55,6 +55,28 @@ pub(super) fn unavailable(servers: &str, e: impl std::fmt::Display) -> StoreErro
     StoreError::Unavailable(format!("etcd ({servers}): {e}"))
 }
 
+/// An etcd client error as one line: etcd's message (e.g. "etcdserver: no leader") or the
+/// transport's, with its root cause (e.g. "Connection refused").
+pub(super) fn describe(e: &etcd_client::Error) -> String {
+    let (mut msg, mut cause) = match e {
+        etcd_client::Error::GRpcStatus(s) => {
+            (s.message().to_string(), std::error::Error::source(s))
+        }
+        other => (other.to_string(), std::error::Error::source(other)),
+    };
+    let mut root = None;
+    while let Some(c) = cause {
+        root = Some(c);
+        cause = c.source();
+    }
+    if let Some(root) = root.map(|r| r.to_string()) {
+        if !msg.contains(&root) {
+            msg = format!("{msg}: {root}");
+        }
+    }
+    msg
+}
+
 impl EtcdConfig {
     async fn connect(&self) -> Result<Client, StoreError> {
         let servers = self.servers.join(",");
@@ -69,7 +91,7 @@ impl EtcdConfig {
         }
         Client::connect(&self.servers, Some(opts))
             .await
-            .map_err(|e| unavailable(&servers, e))
+            .map_err(|e| unavailable(&servers, describe(&e)))
     }
 
     fn tls(&self) -> Result<Option<TlsOptions>, StoreError> {
@@ -163,7 +185,7 @@ pub(super) async fn load(
         let resp = kv
             .get(from.clone(), Some(opts))
             .await
-            .map_err(|e| unavailable(servers, e))?;
+            .map_err(|e| unavailable(servers, describe(&e)))?;
         if rev == 0 {
             rev = resp.header().map(|h| h.revision()).unwrap_or(0);
         }
@@ -253,7 +275,7 @@ impl Remote {
             .kv_client()
             .txn(txn)
             .await
-            .map_err(|e| self.unavailable(e))?;
+            .map_err(|e| self.unavailable(describe(&e)))?;
         let rev = resp.header().map(|h| h.revision()).unwrap_or(0).max(0) as Rev;
         let ops = resp.op_responses();
         if !resp.succeeded() {
@@ -337,7 +359,7 @@ impl Remote {
             .kv_client()
             .get(self.prefix.clone(), None)
             .await
-            .map_err(|e| self.unavailable(e))?;
+            .map_err(|e| self.unavailable(describe(&e)))?;
         Ok(resp.header().map(|h| h.revision()).unwrap_or(0).max(0) as Rev)
     }
 

@@ -190,3 +190,49 @@ async fn a_feed_resuming_past_a_compaction_lists_again() {
     assert_eq!(keys, ["/new/0", "/new/1", "/new/2", "/new/3", "/new/4"]);
     assert!(cut_off.get("/old").is_none());
 }
+
+/// Without quorum, writes and consistent reads fail within seconds (not hang), naming etcd;
+/// when the majority returns they work again and the watch goes on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn losing_quorum_fails_requests_within_seconds() {
+    let mut e = Etcd::cluster(3);
+    let s = open_on(config(&e)).await;
+    let (_, mut watch) = s.watch("/", Some(s.current_rev())).unwrap();
+    e.kill(1);
+    e.kill(2);
+    let started = Instant::now();
+    let err = s
+        .write(put("/a", Precondition::MustNotExist))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, StoreError::Unavailable(why) if why.starts_with("etcd")),
+        "{err:?}"
+    );
+    let took = started.elapsed();
+    assert!(
+        took < Duration::from_secs(8),
+        "the write failed after {took:?}"
+    );
+    assert!(matches!(s.sync().await, Err(StoreError::Unavailable(_))));
+    e.restart(1);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let written = loop {
+        match s.write(put("/a", Precondition::MustNotExist)).await {
+            Ok(w) => break w,
+            // The write that timed out may have committed after all (etcd had it): as with
+            // upstream, the client learns so from AlreadyExists.
+            Err(StoreError::AlreadyExists) => break s.get("/a").unwrap(),
+            Err(_) if Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(200)).await
+            }
+            Err(err) => panic!("quorum is back but writes fail: {err}"),
+        }
+    };
+    let ev = tokio::time::timeout(Duration::from_secs(10), watch.next())
+        .await
+        .expect("the watch delivers the write")
+        .unwrap()
+        .unwrap();
+    assert_eq!((ev.key.as_str(), ev.entry.rev), ("/a", written.rev));
+}

@@ -73,7 +73,7 @@ async fn follow(
     let dir = format!("{}/", remote.prefix);
     let mut stream = match remote.client.watch_client().watch(dir, Some(opts)).await {
         Ok(s) => s,
-        Err(e) => return Ended::Broken(e.to_string()),
+        Err(e) => return Ended::Broken(super::etcd::describe(&e)),
     };
     loop {
         let msg = tokio::select! {
@@ -88,7 +88,7 @@ async fn follow(
         let resp = match msg {
             Ok(Some(r)) => r,
             Ok(None) => return Ended::Broken("the watch stream closed".into()),
-            Err(e) => return Ended::Broken(e.to_string()),
+            Err(e) => return Ended::Broken(super::etcd::describe(&e)),
         };
         if resp.canceled() {
             return match resp.compact_revision() {
