@@ -1,12 +1,14 @@
 //! Real etcd members (Debian's etcd-server) for the API server's etcd backend: one member or a
-//! cluster of several, each on free loopback ports with plain HTTP, in a temporary directory,
-//! killed on drop. Members can be killed and restarted to test faults.
+//! cluster of several, each on free loopback ports with plain HTTP (or HTTPS with client
+//! certificates required, as kubeadm sets etcd up), in a temporary directory, killed on drop.
+//! Members can be killed and restarted to test faults.
 
 use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
 use crate::process::{eventually, free_port, ChildGuard};
+use crate::tls::{test_pki, TestPki};
 
 /// One member: its name, URLs and data directory, and its process while it runs.
 pub struct EtcdMember {
@@ -24,6 +26,8 @@ pub struct Etcd {
     initial_cluster: String,
     token: String,
     pub dir: tempfile::TempDir,
+    /// With `start_tls`: the CA, etcd's serving certificate and a client certificate.
+    pub tls: Option<TestPki>,
 }
 
 impl Etcd {
@@ -32,18 +36,30 @@ impl Etcd {
         Etcd::cluster(1)
     }
 
+    /// One member serving clients over HTTPS only to clients with a certificate of its CA
+    /// (`tls.client_cert`), as kubeadm runs etcd.
+    pub fn start_tls() -> Etcd {
+        Etcd::build(1, true)
+    }
+
     /// `n` members forming one cluster, each started; returns once the cluster has a leader.
     pub fn cluster(n: usize) -> Etcd {
+        Etcd::build(n, false)
+    }
+
+    fn build(n: usize, tls: bool) -> Etcd {
         crate::require_tools(&["etcd", "etcdctl"]);
         let dir = tempfile::Builder::new()
             .prefix("keelson-etcd-test")
             .tempdir()
             .expect("a temporary directory for etcd");
+        let tls = tls.then(|| test_pki(dir.path(), "kube-apiserver-etcd-client"));
+        let scheme = if tls.is_some() { "https" } else { "http" };
         let members: Vec<EtcdMember> = (0..n)
             .map(|i| {
                 let name = format!("m{i}");
                 EtcdMember {
-                    client_url: format!("http://127.0.0.1:{}", free_port()),
+                    client_url: format!("{scheme}://127.0.0.1:{}", free_port()),
                     peer_url: format!("http://127.0.0.1:{}", free_port()),
                     data_dir: dir.path().join(format!("{name}.etcd")),
                     log: dir.path().join(format!("{name}.log")),
@@ -62,6 +78,7 @@ impl Etcd {
             initial_cluster,
             token: format!("keelson-test-{}", crate::random_suffix()),
             dir,
+            tls,
         };
         for i in 0..n {
             etcd.spawn(i);
@@ -95,6 +112,15 @@ impl Etcd {
             // Short timeouts so that fault tests see elections within seconds.
             .args(["--heartbeat-interval", "100", "--election-timeout", "1000"])
             .args(["--log-level", "warn", "--logger", "zap"]);
+        if let Some(pki) = &self.tls {
+            cmd.arg("--cert-file")
+                .arg(&pki.server_cert)
+                .arg("--key-file")
+                .arg(&pki.server_key)
+                .arg("--trusted-ca-file")
+                .arg(&pki.ca)
+                .arg("--client-cert-auth");
+        }
         let child = ChildGuard::spawn_logged(&mut cmd, &m.log);
         self.members[i].child = Some(child);
     }
@@ -108,11 +134,11 @@ impl Etcd {
             .map(|m| m.client_url.clone())
             .collect();
         eventually("etcd members healthy", Duration::from_secs(30), || {
-            // Not `etcdctl()`: its --endpoints (every member) would add to these, not replace
-            // them, and a member still down would fail the check.
-            let out = Command::new("etcdctl")
-                .env("ETCDCTL_API", "3")
-                .args(["--endpoints", &running.join(","), "endpoint", "health"])
+            // Only the running members: a second --endpoints would add to etcdctl()'s list of
+            // every member, and a member still down would fail the check.
+            let out = self
+                .etcdctl_to(&running.join(","))
+                .args(["endpoint", "health"])
                 .output()
                 .map_err(|e| format!("etcdctl: {e}"))?;
             match out.status.success() {
@@ -129,9 +155,21 @@ impl Etcd {
 
     /// etcdctl speaking the v3 API (etcd 3.4's default too, said for clarity).
     pub fn etcdctl(&self) -> Command {
+        self.etcdctl_to(&self.endpoints())
+    }
+
+    /// etcdctl speaking to these endpoints only, with the client certificate under TLS.
+    fn etcdctl_to(&self, endpoints: &str) -> Command {
         let mut cmd = Command::new("etcdctl");
-        cmd.env("ETCDCTL_API", "3")
-            .args(["--endpoints", &self.endpoints()]);
+        cmd.env("ETCDCTL_API", "3").args(["--endpoints", endpoints]);
+        if let Some(pki) = &self.tls {
+            cmd.arg("--cacert")
+                .arg(&pki.ca)
+                .arg("--cert")
+                .arg(&pki.client_cert)
+                .arg("--key")
+                .arg(&pki.client_key);
+        }
         cmd
     }
 
