@@ -245,10 +245,11 @@ fn killing_the_leaders_mid_rollout_of_20_pods_makes_each_pod_once() {
     sched_a.kill9();
     let cm_took = takeover(&cm_b, "kube-controller-manager", killed);
     let sched_took = takeover(&sched_b, "kube-scheduler", killed);
-    // Standbys try every retry period (jittered up to 2.2x): lease + 2.2 x 0.5 s + slack.
+    // Standbys try every retry period (jittered up to 2.2x): lease + 2.2 x 0.5 s, plus slack
+    // for a busy machine.
     for (who, took) in [("controller manager", cm_took), ("scheduler", sched_took)] {
         assert!(
-            took < LEASE + Duration::from_secs(3),
+            took < LEASE + Duration::from_secs(4),
             "the standby {who} took {took:?}"
         );
     }
