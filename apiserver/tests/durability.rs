@@ -1,8 +1,8 @@
 //! kill -9 during a write load: every acknowledged write is there after a restart, and
-//! resourceVersions never go backwards.
+//! resourceVersions never go backwards. On both stores: SQLite, and etcd (a real member).
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use keelson_testing::Apiserver;
+use keelson_testing::{Apiserver, Etcd};
 use kube::api::{Api, PostParams};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -15,8 +15,18 @@ fn cm(name: &str) -> ConfigMap {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn acknowledged_writes_survive_kill_9() {
-    let mut server = Apiserver::start();
+async fn acknowledged_writes_survive_kill_9_on_sqlite() {
+    acknowledged_writes_survive_kill_9(&[]).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn acknowledged_writes_survive_kill_9_on_etcd() {
+    let etcd = Etcd::start();
+    acknowledged_writes_survive_kill_9(&["--etcd-servers", &etcd.endpoints()]).await
+}
+
+async fn acknowledged_writes_survive_kill_9(flags: &[&str]) {
+    let mut server = Apiserver::start_with(flags);
     let mut highest_seen: u64 = 0;
     for round in 0..3 {
         let api: Api<ConfigMap> = Api::namespaced(server.client().await, "default");
