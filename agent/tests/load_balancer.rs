@@ -1,6 +1,7 @@
-//! `keelson-agent load-balancer` in front of two API servers of one cluster: kubectl and a
-//! kube-rs client pointed at it keep working when the server they use is killed, and a watch
-//! through it goes on delivering events from the other server.
+//! `keelson-agent load-balancer` in front of two API servers of one cluster on one etcd: kubectl
+//! and a kube-rs client pointed at it keep working when the server they use is killed, see what
+//! was written through it before, and a watch through it goes on delivering events from the
+//! other server.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -8,7 +9,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use keelson_testing::{binary, eventually, free_port, Apiserver, ChildGuard, Kubectl};
+use keelson_testing::{binary, eventually, free_port, Apiserver, ChildGuard, Etcd, Kubectl};
 use kube::api::{Api, PostParams};
 use kube::runtime::watcher;
 
@@ -92,8 +93,11 @@ async fn server_in_use(servers: &[&Apiserver], client: &kube::Client) -> usize {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn clients_through_the_load_balancer_survive_the_loss_of_their_api_server() {
-    let mut first = Apiserver::start();
-    let mut second = Apiserver::start_sharing(&first, &[]);
+    let etcd = Etcd::start();
+    let endpoints = etcd.endpoints();
+    let store = ["--etcd-servers", endpoints.as_str()];
+    let mut first = Apiserver::start_with(&store);
+    let mut second = Apiserver::start_sharing(&first, &store);
     let scratch = tempfile::tempdir().expect("a scratch directory");
     let lb = LoadBalancer::start(&[&first, &second], scratch.path());
     let kubeconfig = lb.kubeconfig(&first, scratch.path());
@@ -127,6 +131,8 @@ async fn clients_through_the_load_balancer_survive_the_loss_of_their_api_server(
         .kubectl(&["get", "namespace", "lb-after"])
         .status
         .success());
+    // What was written through the dead server is there: both stored it in the one etcd.
+    kubectl.ok(&["get", "namespace", "lb-before"]);
 
     // kube-rs: the pooled connection died with the server; the next requests go to the other.
     let namespaces: Api<Namespace> = Api::all(client.clone());
