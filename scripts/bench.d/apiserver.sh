@@ -5,6 +5,11 @@
 # the run and after a restart on the same data. Then (or alone, with the argument "authz") the
 # cost of authorization per request: a user bound to `edit` by a RoleBinding, against a server
 # with the default --authorization-mode Node,RBAC and one with AlwaysAllow.
+# With `--backend etcd`: the same figures for a server storing in a fresh local etcd member
+# (Debian's etcd, plain HTTP on loopback, data on the same disk), beside raw etcd transactions
+# (the etcd-client crate, as the backend writes them) and beside the SQLite server's figures,
+# all in the same run, with the ratios the goals are set on (writes/s >= 0.7x raw etcd; list
+# and watch within 1.5x of SQLite).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -52,28 +57,96 @@ authz() {
     "$adir/allow/admin.kubeconfig" "$adir/allow-bob.kubeconfig"
 }
 
-if [ "${1:-}" = authz ]; then
-  authz
-  exit 0
-fi
+# A fresh local etcd member on free loopback ports; sets etcd_url.
+start_etcd() {
+  local edir cport
+  command -v etcd >/dev/null || { echo "etcd is not installed (scripts/install-deps: etcd-server)" >&2; exit 1; }
+  edir=$(mktemp -d /tmp/keelson-bench-etcd.XXXXXX)
+  dirs+=("$edir")
+  cport=$((30000 + RANDOM % 9000))
+  etcd_url="http://127.0.0.1:$cport"
+  etcd --name bench --data-dir "$edir/data" --listen-client-urls "$etcd_url" --advertise-client-urls "$etcd_url" \
+    --listen-peer-urls "http://127.0.0.1:$((cport + 1))" --initial-advertise-peer-urls "http://127.0.0.1:$((cport + 1))" \
+    --initial-cluster "bench=http://127.0.0.1:$((cport + 1))" --log-level warn --logger zap >"$edir/etcd.log" 2>&1 &
+  pids+=($!)
+  for _ in $(seq 1 300); do
+    ETCDCTL_API=3 etcdctl --endpoints "$etcd_url" endpoint health >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  echo "etcd did not become healthy; its log:" >&2
+  cat "$edir/etcd.log" >&2
+  exit 1
+}
 
-dir=$(mktemp -d /tmp/keelson-bench-apiserver.XXXXXX)
-dirs+=("$dir")
-port=$((20000 + RANDOM % 9000))
-target/release/keelson-apiserver --data-dir "$dir" --bind-address 127.0.0.1 --secure-port "$port" >"$dir/server.log" 2>&1 &
-pid=$!
-pids+=("$pid")
-ready "$port"
-target/release/examples/bench "$dir/admin.kubeconfig" "$dir"
-echo "server RSS after the run: $(awk '/VmRSS/ {print $2, $3}' /proc/$pid/status)"
-# The store alone: the same data (10,000 pods and the writes above) loaded by a fresh server.
-kill "$pid"; wait "$pid" 2>/dev/null || true
-start=$(date +%s%N)
-target/release/keelson-apiserver --data-dir "$dir" --bind-address 127.0.0.1 --secure-port "$port" >>"$dir/server.log" 2>&1 &
-pid=$!
-pids+=("$pid")
-ready "$port"
-echo "restart until ready: $(( ($(date +%s%N) - start) / 1000000 )) ms"
-echo "server RSS after a restart on the same data: $(awk '/VmRSS/ {print $2, $3}' /proc/$pid/status)"
-kill "$pid"; wait "$pid" 2>/dev/null || true
-authz
+# One server's figures, then a restart on its data: backend (sqlite or etcd), then the server's
+# extra flags. The JSON lines are kept in $figures.
+server_bench() {
+  local backend=$1 dir port pid start floor=(); shift
+  dir=$(mktemp -d /tmp/keelson-bench-apiserver.XXXXXX)
+  dirs+=("$dir")
+  port=$((20000 + RANDOM % 9000))
+  [ "$backend" = etcd ] && floor=("$etcd_url")
+  echo "== keelson-apiserver on $backend"
+  target/release/keelson-apiserver --data-dir "$dir" --bind-address 127.0.0.1 --secure-port "$port" "$@" >"$dir/server.log" 2>&1 &
+  pid=$!
+  pids+=("$pid")
+  ready "$port"
+  target/release/examples/bench "$dir/admin.kubeconfig" "$dir" "${floor[@]}" | tee -a "$figures"
+  echo "server RSS after the run: $(awk '/VmRSS/ {print $2, $3}' /proc/$pid/status)"
+  # The store alone: the same data (10,000 pods and the writes above) loaded by a fresh server.
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+  start=$(date +%s%N)
+  target/release/keelson-apiserver --data-dir "$dir" --bind-address 127.0.0.1 --secure-port "$port" "$@" >>"$dir/server.log" 2>&1 &
+  pid=$!
+  pids+=("$pid")
+  ready "$port"
+  echo "restart until ready: $(( ($(date +%s%N) - start) / 1000000 )) ms"
+  echo "server RSS after a restart on the same data: $(awk '/VmRSS/ {print $2, $3}' /proc/$pid/status)"
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+}
+
+# The etcd server's figures against their goals: writes/s over raw etcd's, list and watch over
+# the SQLite server's.
+ratios() {
+  local json
+  json=$(grep '^{' "$figures")
+  jq -rs '
+    def v(b; f): map(select(.backend == b and .figure == f)) | first;
+    def line(name; x; goal): "\(name): \(x * 100 | round / 100)x\(goal)";
+    (v("etcd"; "durable writes/s, 1 writer")) as $w1
+    | (v("etcd"; "durable writes/s, 64 writers")) as $w64
+    | line("etcd server writes/s, 1 writer / raw etcd"; $w1.value / $w1.baseline.value; " (goal >= 0.7)"),
+      line("etcd server writes/s, 64 writers / raw etcd"; $w64.value / $w64.baseline.value; " (goal >= 0.7)"),
+      line("list 10,000 pods, etcd / SQLite";
+        v("etcd"; "list 10,000 pods (median of 5)").value / v("sqlite"; "list 10,000 pods (median of 5)").value; " (goal <= 1.5)"),
+      line("watch delivery p99, etcd / SQLite";
+        v("etcd"; "watch delivery p99, 100 watchers").value / v("sqlite"; "watch delivery p99, 100 watchers").value; " (goal <= 1.5)"),
+      line("create latency p99, etcd / SQLite";
+        v("etcd"; "create latency p99").value / v("sqlite"; "create latency p99").value; "")
+  ' <<<"$json"
+}
+
+backend=sqlite
+case "${1:-}" in
+  authz) authz; exit 0 ;;
+  --backend) backend=${2:-} ;;
+  --backend=*) backend=${1#--backend=} ;;
+  "") ;;
+  *) echo "usage: scripts/bench apiserver [authz | --backend sqlite|etcd]" >&2; exit 2 ;;
+esac
+figures=$(mktemp /tmp/keelson-bench-figures.XXXXXX)
+dirs+=("$figures")
+case "$backend" in
+  sqlite)
+    server_bench sqlite
+    authz
+    ;;
+  etcd)
+    start_etcd
+    server_bench etcd --etcd-servers "$etcd_url"
+    server_bench sqlite
+    echo "== etcd against its goals"
+    ratios
+    ;;
+  *) echo "--backend is sqlite or etcd, not '$backend'" >&2; exit 2 ;;
+esac

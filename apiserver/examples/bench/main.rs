@@ -1,6 +1,9 @@
 //! `scripts/bench apiserver`: figures for a running keelson-apiserver, each beside the floor
-//! measured in the same run (raw SQLite commits on the same disk). Prints a human line and a JSON
-//! line per figure. Usage: bench <kubeconfig> <scratch-dir>
+//! measured in the same run (its store bare: raw SQLite commits on the same disk, or raw etcd
+//! transactions). Prints a human line and a JSON line (with the backend) per figure.
+//! Usage: bench <kubeconfig> <scratch-dir> [<etcd client URL>: the server stores in that etcd]
+
+mod floor;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
@@ -8,13 +11,16 @@ use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// The store the server under test uses: sqlite or etcd.
+static BACKEND: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
 fn figure(name: &str, value: f64, unit: &str, baseline: Option<(&str, f64)>) {
     let base = baseline
         .map(|(b, v)| format!("   (baseline {b}: {v:.3} {unit})"))
         .unwrap_or_default();
     println!("{name:<44} {value:>12.3} {unit}{base}");
-    let mut j =
-        serde_json::json!({ "bench": "apiserver", "figure": name, "value": value, "unit": unit });
+    let backend = BACKEND.get().map_or("sqlite", String::as_str);
+    let mut j = serde_json::json!({ "bench": "apiserver", "backend": backend, "figure": name, "value": value, "unit": unit });
     if let Some((b, v)) = baseline {
         j["baseline"] = serde_json::json!({ "name": b, "value": v });
     }
@@ -30,40 +36,6 @@ fn cm(name: &str) -> ConfigMap {
         serde_json::json!({ "metadata": { "name": name }, "data": { "k": "v" } }),
     )
     .unwrap()
-}
-
-/// The floor: durable SQLite commits (WAL, synchronous=FULL) of one row, and of 64 rows.
-fn sqlite_floor(dir: &std::path::Path) -> (f64, f64) {
-    let path = dir.join("floor.db");
-    let _ = std::fs::remove_file(&path);
-    let conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; CREATE TABLE t (k TEXT PRIMARY KEY, v BLOB);").unwrap();
-    let blob = vec![b'x'; 400];
-    let (mut n, start) = (0u64, Instant::now());
-    while start.elapsed() < Duration::from_secs(2) {
-        conn.execute(
-            "INSERT INTO t VALUES (?1, ?2)",
-            rusqlite::params![format!("a{n}"), blob],
-        )
-        .unwrap();
-        n += 1;
-    }
-    let single = n as f64 / start.elapsed().as_secs_f64();
-    let (mut rows, start) = (0u64, Instant::now());
-    let mut conn = conn;
-    while start.elapsed() < Duration::from_secs(2) {
-        let tx = conn.transaction().unwrap();
-        for _ in 0..64 {
-            tx.execute(
-                "INSERT INTO t VALUES (?1, ?2)",
-                rusqlite::params![format!("b{rows}"), blob],
-            )
-            .unwrap();
-            rows += 1;
-        }
-        tx.commit().unwrap();
-    }
-    (single, rows as f64 / start.elapsed().as_secs_f64())
 }
 
 async fn writes_per_second(api: &Api<ConfigMap>, writers: usize, prefix: &str) -> f64 {
@@ -95,6 +67,9 @@ async fn writes_per_second(api: &Api<ConfigMap>, writers: usize, prefix: &str) -
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
     let (kubeconfig, scratch) = (&args[1], std::path::PathBuf::from(&args[2]));
+    let etcd = args.get(3);
+    let backend = if etcd.is_some() { "etcd" } else { "sqlite" };
+    BACKEND.set(backend.to_string()).unwrap();
     let client = keelson_daemon::client(Some(std::path::Path::new(kubeconfig)))
         .await
         .unwrap();
@@ -104,15 +79,18 @@ async fn main() {
             serde_json::from_value(serde_json::json!({ "metadata": { "name": ns } })).unwrap();
         let _ = ns_api.create(&PostParams::default(), &obj).await;
     }
-    let (floor1, floor64) = sqlite_floor(&scratch);
+    let floor = match etcd {
+        Some(url) => floor::etcd(url).await,
+        None => floor::sqlite(&scratch),
+    };
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "bench-w");
-    create_latency(&api, floor1).await;
-    durable_writes(&api, floor1, floor64).await;
+    create_latency(&api, &floor).await;
+    durable_writes(&api, &floor).await;
     list_pods(&client).await;
     watch_delivery(&client).await;
 }
 
-async fn create_latency(api: &Api<ConfigMap>, floor1: f64) {
+async fn create_latency(api: &Api<ConfigMap>, floor: &floor::Floor) {
     eprintln!("create latency (1,000 sequential creates)...");
     let mut lat = Vec::new();
     for i in 0..1000 {
@@ -123,16 +101,26 @@ async fn create_latency(api: &Api<ConfigMap>, floor1: f64) {
         lat.push(t.elapsed().as_secs_f64() * 1000.0);
     }
     lat.sort_by(f64::total_cmp);
-    let floor = Some(("one durable SQLite commit", 1000.0 / floor1));
-    figure("create latency p50", pct(&lat, 0.5), "ms", floor);
-    figure("create latency p99", pct(&lat, 0.99), "ms", floor);
+    let (p50, p99) = floor.one_ms;
+    figure(
+        "create latency p50",
+        pct(&lat, 0.5),
+        "ms",
+        Some((floor.one_name, p50)),
+    );
+    figure(
+        "create latency p99",
+        pct(&lat, 0.99),
+        "ms",
+        Some((floor.one_name, p99)),
+    );
 }
 
-async fn durable_writes(api: &Api<ConfigMap>, floor1: f64, floor64: f64) {
+async fn durable_writes(api: &Api<ConfigMap>, floor: &floor::Floor) {
     eprintln!("durable writes, 1 and 64 writers (3 s each)...");
     for (writers, floor) in [
-        (1, ("SQLite single-row commits", floor1)),
-        (64, ("SQLite 64-row commits", floor64)),
+        (1, (floor.single_name, floor.single)),
+        (64, (floor.many_name, floor.many)),
     ] {
         let rate = writes_per_second(api, writers, &format!("w{writers}")).await;
         let name = if writers == 1 {
