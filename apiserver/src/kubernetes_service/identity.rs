@@ -1,6 +1,6 @@
-//! Each API server's identity Lease in kube-system (`apiserver-<id>`, labelled
-//! apiserver.kubernetes.io/identity=kube-apiserver, as upstream's), renewed every few seconds
-//! and holding the address clients reach the server at. The `kubernetes` endpoints list the
+//! Each API server's identity Lease in kube-system (`apiserver-<hash>` of its hostname and the
+//! data directory's id, labelled apiserver.kubernetes.io/identity=kube-apiserver, as upstream's),
+//! renewed every few seconds and holding the address clients reach the server at. The `kubernetes` endpoints list the
 //! servers whose leases are fresh (upstream's lease endpoint reconciler), so several servers
 //! agree on them instead of each writing its own address over the others'.
 
@@ -53,7 +53,17 @@ impl Identity {
         let hostname = std::fs::read_to_string("/proc/sys/kernel/hostname")
             .map(|h| h.trim().to_string())
             .unwrap_or_default();
-        let lease = format!("apiserver-{id}");
+        // The hostname too, as upstream names the lease after it: a data directory copied
+        // whole to another machine (its id file with it) still makes another lease.
+        let digest =
+            ring::digest::digest(&ring::digest::SHA256, format!("{hostname}/{id}").as_bytes());
+        let hex: String = digest
+            .as_ref()
+            .iter()
+            .take(8)
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let lease = format!("apiserver-{hex}");
         let holder = format!("{lease}_{}", object::random_suffix());
         Ok(Identity {
             lease,
