@@ -2,12 +2,13 @@
 //! real keelson-apiserver, the test playing the node agent (Nodes it made, Pods it reports
 //! Running and Ready). Killing the leaders in the middle of a rollout finishes the rollout with
 //! every pod made once; a standby takes over within the lease duration; SIGTERM releases the
-//! Lease at once; a leader whose Lease is taken exits at once.
+//! Lease at once; a leader whose Lease is taken exits at once. The rollout runs on SQLite, and
+//! on etcd with the leaders and the standbys on two different API servers.
 
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use keelson_testing::{eventually, Apiserver, Component, Daemon};
+use keelson_testing::{eventually, Apiserver, Component, Daemon, Etcd};
 use serde_json::Value;
 
 /// Short enough for a test, in upstream's proportions (lease > renew deadline > 1.2 x retry).
@@ -192,38 +193,55 @@ fn takeover(d: &Daemon, lease: &str, since: Instant) -> Duration {
 #[test]
 fn killing_the_leaders_mid_rollout_of_20_pods_makes_each_pod_once() {
     let api = Apiserver::start();
-    node(&api, "n1");
-    node(&api, "n2");
-    let mut cm_a = controller_manager(&api, "cm-a", FAST);
+    rollout_with_the_leaders_killed(&api, &api);
+}
+
+/// The same on etcd, as several control-plane machines run: two API servers on one etcd, the
+/// first replicas of the controller manager and scheduler on one, the standbys on the other.
+#[test]
+fn on_etcd_behind_two_api_servers_the_standbys_finish_the_rollout() {
+    let etcd = Etcd::start();
+    let store = ["--etcd-servers", &etcd.endpoints()].map(String::from);
+    let store: Vec<&str> = store.iter().map(String::as_str).collect();
+    let first = Apiserver::start_with(&store);
+    let second = Apiserver::start_sharing(&first, &store);
+    rollout_with_the_leaders_killed(&first, &second);
+}
+
+/// Leaders on `first`, standbys on `api` (kubectl too); both leaders are killed mid-rollout.
+fn rollout_with_the_leaders_killed(first: &Apiserver, api: &Apiserver) {
+    node(api, "n1");
+    node(api, "n2");
+    let mut cm_a = controller_manager(first, "cm-a", FAST);
     wait_status(
         &cm_a,
         "kube-controller-manager",
         1.0,
         Duration::from_secs(20),
     );
-    let cm_b = controller_manager(&api, "cm-b", FAST);
-    let mut sched_a = scheduler(&api, "sched-a", FAST);
+    let cm_b = controller_manager(api, "cm-b", FAST);
+    let mut sched_a = scheduler(first, "sched-a", FAST);
     wait_status(&sched_a, "kube-scheduler", 1.0, Duration::from_secs(20));
-    let sched_b = scheduler(&api, "sched-b", FAST);
+    let sched_b = scheduler(api, "sched-b", FAST);
     leader_and_standby(&cm_a, &cm_b, "kube-controller-manager");
     leader_and_standby(&sched_a, &sched_b, "kube-scheduler");
 
     // kubectl shows who holds each Lease: the leader's identity, <hostname>_<uuid>.
-    let cm_holder = holder(&api, "kube-controller-manager");
+    let cm_holder = holder(api, "kube-controller-manager");
     assert!(cm_holder.contains('_'), "{cm_holder}");
     assert!(cm_a.log().contains(&cm_holder), "{}", cm_a.log());
     let table = api.kubectl_ok(&["get", "lease", "-n", "kube-system"]);
     assert!(table.contains("HOLDER"), "{table}");
     assert!(table.contains(&cm_holder), "{table}");
-    assert!(table.contains(&holder(&api, "kube-scheduler")), "{table}");
+    assert!(table.contains(&holder(api, "kube-scheduler")), "{table}");
 
     api.apply(WEB);
-    roll_to_completion(&api, "", || cm_a.log());
-    let v1 = current_hash(&api);
+    roll_to_completion(api, "", || cm_a.log());
+    let v1 = current_hash(api);
     api.kubectl_ok(&["set", "image", "deployment/web", "web=example.test/web:2"]);
     // Mid-rollout: a few Pods of the new template Ready, most still to come.
     eventually("the rollout under way", Duration::from_secs(60), || {
-        let n = play_agents(&api, &v1);
+        let n = play_agents(api, &v1);
         (4..20)
             .contains(&n)
             .then_some(())
@@ -253,20 +271,20 @@ fn killing_the_leaders_mid_rollout_of_20_pods_makes_each_pod_once() {
             "the standby {who} took {took:?}"
         );
     }
-    assert_ne!(holder(&api, "kube-controller-manager"), cm_holder);
+    assert_ne!(holder(api, "kube-controller-manager"), cm_holder);
     eprintln!("takeover after SIGKILL: controller manager {cm_took:?}, scheduler {sched_took:?}");
 
-    roll_to_completion(&api, &v1, || cm_b.log());
+    roll_to_completion(api, &v1, || cm_b.log());
     // The old template's last Pods may still be finishing their graceful deletion.
     eventually("the old pods gone", Duration::from_secs(20), || {
-        play_agents(&api, &v1);
-        let old = pods(&api).into_iter().filter(|p| p.hash == v1).count();
+        play_agents(api, &v1);
+        let old = pods(api).into_iter().filter(|p| p.hash == v1).count();
         (old == 0).then_some(()).ok_or(format!("{old} old pods"))
     });
     // Every Pod of the new template made once: 20 in all, bound, none being deleted (a Pod
     // made twice would have been deleted again, and stays terminating on a Node with no
     // agent); the old template's all gone.
-    let all = pods(&api);
+    let all = pods(api);
     assert!(all.iter().all(|p| p.hash != v1), "{all:?}");
     let names: BTreeSet<&String> = all.iter().map(|p| &p.name).collect();
     assert_eq!((all.len(), names.len()), (20, 20), "{all:?}");
