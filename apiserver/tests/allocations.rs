@@ -128,3 +128,28 @@ fn the_repair_pass_at_start_records_held_allocations_and_frees_leaked_ones() {
         s.log()
     );
 }
+
+#[test]
+fn an_update_that_drops_a_port_or_the_address_gives_them_back() {
+    let s = Apiserver::start_with(&["--service-cluster-ip-range", "10.96.0.0/24"]);
+    let (ok, out) = create(&s, &service("web", "10.96.0.50", Some(30100)), &[]);
+    assert!(ok, "{out}");
+    let to_cluster_ip = r#"[{"op":"replace","path":"/spec/type","value":"ClusterIP"},{"op":"remove","path":"/spec/ports/0/nodePort"}]"#;
+    s.kubectl_ok(&[
+        "patch",
+        "service",
+        "web",
+        "--type=json",
+        "-p",
+        to_cluster_ip,
+    ]);
+    let (ok, out) = create(&s, &service("port", "10.96.0.51", Some(30100)), &[]);
+    assert!(ok, "the port dropped by the update stayed taken: {out}");
+    let external = r#"{"spec":{"type":"ExternalName","externalName":"example.test","clusterIP":null,"clusterIPs":null}}"#;
+    s.kubectl_ok(&["patch", "service", "web", "-p", external]);
+    let (ok, out) = create(&s, &service("ip", "10.96.0.50", None), &[]);
+    assert!(
+        ok,
+        "the address given up by ExternalName stayed taken: {out}"
+    );
+}
