@@ -238,3 +238,71 @@ async fn copy(
     progress(done, report.total);
     Ok(report)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn args(force: bool) -> MigrateArgs {
+        MigrateArgs {
+            from: "sqlite:/x".into(),
+            to: "etcd:http://127.0.0.1:2379".into(),
+            etcd_cafile: None,
+            etcd_certfile: None,
+            etcd_keyfile: None,
+            etcd_prefix: "/registry".into(),
+            force,
+        }
+    }
+
+    fn obj(name: &str, rv: &str, data: &str) -> Value {
+        json!({ "metadata": { "name": name, "resourceVersion": rv }, "data": { "k": data } })
+    }
+
+    #[test]
+    fn a_target_holding_the_same_objects_is_a_retry_and_others_are_refused_without_force() {
+        let ours = vec![("/core/configmaps/d/a".to_string(), obj("a", "5", "1"))];
+        // The same object at another resourceVersion: copied by an earlier run.
+        let mut present = HashMap::new();
+        present.insert(ours[0].0.clone(), Entry::new(90, obj("a", "90", "1")));
+        assert!(check_target(&ours, &present, &args(false)).is_ok());
+        // Changed since, and one that is not ours at all.
+        present.insert(ours[0].0.clone(), Entry::new(91, obj("a", "91", "2")));
+        present.insert(
+            "/core/configmaps/d/z".into(),
+            Entry::new(92, obj("z", "92", "1")),
+        );
+        let err = check_target(&ours, &present, &args(false))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("2 object(s) under /registry"), "{err}");
+        assert!(err.contains("/core/configmaps/d/a"), "{err}");
+        assert!(check_target(&ours, &present, &args(true)).is_ok());
+    }
+
+    #[tokio::test]
+    async fn bad_from_and_to_are_named() {
+        let mut a = args(false);
+        a.from = "/var/lib/keelson".into();
+        let err = run(&a, |_, _| {}).await.unwrap_err().to_string();
+        assert!(
+            err.starts_with("--from \"/var/lib/keelson\": want sqlite:DIR"),
+            "{err}"
+        );
+        let mut a = args(false);
+        a.to = "http://127.0.0.1:2379".into();
+        let err = run(&a, |_, _| {}).await.unwrap_err().to_string();
+        assert!(
+            err.starts_with("--to \"http://127.0.0.1:2379\": want etcd:URL"),
+            "{err}"
+        );
+        let mut a = args(false);
+        a.from = "sqlite:/nonexistent-keelson-dir".into();
+        let err = run(&a, |_, _| {}).await.unwrap_err().to_string();
+        assert!(
+            err.contains("no store at /nonexistent-keelson-dir/store.db"),
+            "{err}"
+        );
+    }
+}
