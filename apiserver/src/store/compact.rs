@@ -2,6 +2,10 @@
 //! revision seen one interval earlier. Several API servers share the work through one key
 //! (upstream's `compact_rev_key`): the one whose compare-and-swap on its version wins compacts,
 //! the others learn from it how far history goes.
+//!
+//! Unlike upstream the key is under the prefix (`<prefix>/compact_rev_key`, never served): the
+//! watch feed then sees every revision this cluster writes, so a consistent read never has to
+//! ask etcd for the watch's progress (whose notifications etcd 3.4 may send ahead of events).
 
 use super::etcd::Remote;
 use super::Rev;
@@ -9,8 +13,8 @@ use etcd_client::{Compare, CompareOp, Txn, TxnOp, TxnOpResponse};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The key, outside the prefix, named as upstream's so that the servers of one cluster agree.
-pub const COMPACT_KEY: &str = "compact_rev_key";
+/// The key under the prefix, named as upstream's.
+pub const COMPACT_KEY: &str = "/compact_rev_key";
 
 /// Runs for the server's lifetime.
 pub(super) async fn run(remote: Arc<Remote>, interval: Duration) {
@@ -30,10 +34,11 @@ pub(super) async fn run(remote: Arc<Remote>, interval: Duration) {
 /// One round: `version` is the compaction key's version last seen, `rev` the revision seen one
 /// interval ago. Returns the new pair.
 async fn compact(remote: &Remote, version: i64, rev: i64) -> Result<(i64, i64), super::StoreError> {
+    let key = remote.key(COMPACT_KEY);
     let txn = Txn::new()
-        .when([Compare::version(COMPACT_KEY, CompareOp::Equal, version)])
-        .and_then([TxnOp::put(COMPACT_KEY, rev.to_string(), None)])
-        .or_else([TxnOp::get(COMPACT_KEY, None)]);
+        .when([Compare::version(key.clone(), CompareOp::Equal, version)])
+        .and_then([TxnOp::put(key.clone(), rev.to_string(), None)])
+        .or_else([TxnOp::get(key, None)]);
     let mut kv = remote.client.kv_client();
     let resp = kv
         .txn(txn)

@@ -4,12 +4,9 @@
 //! etcd revision that last modified the object (its mod_revision), as upstream.
 
 use super::writer::{checked, Shared, Store};
-use super::{set_resource_version, Check, Entry, Precondition, Rev, Row, StoreError, Write};
+use super::{set_resource_version, Check, Rev, Row, StoreError};
 use bytes::Bytes;
-use etcd_client::{
-    Certificate, Client, Compare, CompareOp, ConnectOptions, DeleteOptions, GetOptions, Identity,
-    TlsOptions, Txn, TxnOp, TxnOpResponse,
-};
+use etcd_client::{Certificate, Client, ConnectOptions, GetOptions, Identity, TlsOptions};
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -44,6 +41,9 @@ pub struct Remote {
     pub(super) shared: Arc<Shared>,
     /// The revision memory has applied, advanced by the feed.
     pub(super) applied: watch::Receiver<Rev>,
+    /// What this server's writes stored, by revision, until the feed applies them: the feed
+    /// takes their bytes instead of parsing etcd's again (`write.rs`).
+    pub(super) pending: std::sync::Mutex<std::collections::HashMap<Rev, (String, Bytes)>>,
     /// Asks the feed for a progress notification (for consistent reads after writes that are
     /// not under the prefix, which the watch does not report).
     pub(super) progress: mpsc::Sender<()>,
@@ -150,6 +150,7 @@ pub async fn open(
         servers,
         shared: shared.clone(),
         applied,
+        pending: Default::default(),
         progress,
     });
     tokio::spawn(super::feed::run(
@@ -193,6 +194,9 @@ pub(super) async fn load(
             let Some(key) = kv.key().strip_prefix(prefix.as_bytes()) else {
                 continue;
             };
+            if key == super::compact::COMPACT_KEY.as_bytes() {
+                continue;
+            }
             let rv = kv.mod_revision() as Rev;
             rows.push(Row {
                 key: String::from_utf8_lossy(key).into_owned(),
@@ -241,78 +245,8 @@ impl Remote {
         unavailable(&self.servers, e)
     }
 
-    /// One write as one transaction: its precondition as the compare; when that fails, the
-    /// key's current state says which error (as the local backend's would).
-    pub async fn write(&self, w: Write) -> Result<Entry, StoreError> {
-        let key = self.key(&w.key);
-        let cmp = match w.precondition {
-            Precondition::MustNotExist => {
-                Compare::create_revision(key.clone(), CompareOp::Equal, 0)
-            }
-            Precondition::MustExist => Compare::create_revision(key.clone(), CompareOp::Greater, 0),
-            Precondition::Rev(rv) => {
-                Compare::mod_revision(key.clone(), CompareOp::Equal, rv as i64)
-            }
-        };
-        let mut value = w.value;
-        let op = match &mut value {
-            Some(obj) => {
-                if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
-                    meta.remove("resourceVersion");
-                }
-                let bytes =
-                    serde_json::to_vec(obj).map_err(|e| StoreError::Backend(e.to_string()))?;
-                TxnOp::put(key.clone(), bytes, None)
-            }
-            None => TxnOp::delete(key.clone(), Some(DeleteOptions::new().with_prev_key())),
-        };
-        let txn = Txn::new()
-            .when([cmp])
-            .and_then([op])
-            .or_else([TxnOp::get(key, None)]);
-        let resp = self
-            .client
-            .kv_client()
-            .txn(txn)
-            .await
-            .map_err(|e| self.unavailable(describe(&e)))?;
-        let rev = resp.header().map(|h| h.revision()).unwrap_or(0).max(0) as Rev;
-        let ops = resp.op_responses();
-        if !resp.succeeded() {
-            let current = match ops.first() {
-                Some(TxnOpResponse::Get(g)) => g.kvs().first().map(|kv| kv.mod_revision() as Rev),
-                _ => None,
-            };
-            return Err(match (w.precondition, current) {
-                (Precondition::MustNotExist, _) => StoreError::AlreadyExists,
-                (_, None) => StoreError::NotFound,
-                (_, Some(current)) => StoreError::Conflict { current },
-            });
-        }
-        let entry = match value {
-            Some(mut obj) => {
-                set_resource_version(&mut obj, rev);
-                Entry::new(rev, obj)
-            }
-            None => {
-                let prev = match ops.first() {
-                    Some(TxnOpResponse::Delete(d)) => {
-                        d.prev_kvs().first().map(|kv| kv.value().to_vec())
-                    }
-                    _ => None,
-                };
-                let prev = prev.ok_or(StoreError::NotFound)?;
-                let mut obj: Value = serde_json::from_slice(&prev).unwrap_or(Value::Null);
-                set_resource_version(&mut obj, rev);
-                Entry::new(rev, obj)
-            }
-        };
-        self.wait_applied(rev).await?;
-        Ok(entry)
-    }
-
     /// Waits until the feed has applied `rev` to memory (read-your-writes on this server).
-    async fn wait_applied(&self, rev: Rev) -> Result<(), StoreError> {
+    pub(super) async fn wait_applied(&self, rev: Rev) -> Result<(), StoreError> {
         let mut applied = self.applied.clone();
         let waited = tokio::time::timeout(REQUEST_TIMEOUT, applied.wait_for(|r| *r >= rev)).await;
         match waited {
@@ -345,7 +279,7 @@ impl Remote {
         if let Ok(Ok(_)) = quick.await {
             return Ok(());
         }
-        // The last writes may be outside the prefix (the compaction key): the watch says
+        // The last writes may be outside the prefix (not this cluster's): the watch says
         // nothing of them until asked for its progress.
         let _ = self.progress.try_send(());
         self.wait_applied(rev).await

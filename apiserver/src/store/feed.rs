@@ -71,6 +71,7 @@ async fn follow(
         .with_progress_notify()
         .with_start_revision(*rev as i64 + 1);
     let dir = format!("{}/", remote.prefix);
+    let opened = tokio::time::Instant::now();
     let mut stream = match remote.client.watch_client().watch(dir, Some(opts)).await {
         Ok(s) => s,
         Err(e) => return Ended::Broken(super::etcd::describe(&e)),
@@ -79,6 +80,9 @@ async fn follow(
         let msg = tokio::select! {
             m = stream.message() => m,
             Some(()) = progress.recv() => {
+                // etcd 3.4 may answer for a watch still catching up with a revision ahead of
+                // events not yet sent; a watch a second old has caught up.
+                tokio::time::sleep_until(opened + Duration::from_secs(1)).await;
                 if let Err(e) = stream.request_progress().await {
                     return Ended::Broken(e.to_string());
                 }
@@ -124,30 +128,20 @@ fn apply(remote: &Remote, events: &[etcd_client::Event]) -> Rev {
             let Some(key) = kv.key().strip_prefix(remote.prefix.as_bytes()) else {
                 continue;
             };
+            if key == super::compact::COMPACT_KEY.as_bytes() {
+                continue;
+            }
             let key = String::from_utf8_lossy(key).into_owned();
             let before = match changed.get(&key) {
                 Some(e) => e.clone(),
                 None => st.objects.get(&key).cloned(),
             };
-            let (kind, json) = match ev.event_type() {
-                EtcdEventType::Put => {
-                    let kind = match before {
-                        Some(_) => EventType::Modified,
-                        None => EventType::Added,
-                    };
-                    (kind, kv.value().to_vec())
-                }
-                EtcdEventType::Delete => {
-                    let last_state = match (&before, ev.prev_kv()) {
-                        (Some(b), _) => b.json.to_vec(),
-                        (None, Some(p)) => p.value().to_vec(),
-                        (None, None) => continue,
-                    };
-                    (EventType::Deleted, last_state)
-                }
+            let kind = match (ev.event_type(), &before) {
+                (EtcdEventType::Delete, _) => EventType::Deleted,
+                (EtcdEventType::Put, Some(_)) => EventType::Modified,
+                (EtcdEventType::Put, None) => EventType::Added,
             };
-            let Some(json) = with_resource_version(&json, rev) else {
-                tracing::error!(%key, rev, "etcd holds a value that is not JSON; not served");
+            let Some(json) = stored_json(remote, &key, rev, ev, before.as_ref()) else {
                 continue;
             };
             let entry = Entry::from_json(rev, json);
@@ -163,6 +157,33 @@ fn apply(remote: &Remote, events: &[etcd_client::Event]) -> Rev {
     }
     remote.shared.publish(changed, last, out);
     last
+}
+
+/// The bytes to serve for one event, resourceVersion set: this server's own write as it stored
+/// it; else etcd's value (for a deletion, the last state known) with the revision put in.
+fn stored_json(
+    remote: &Remote,
+    key: &str,
+    rev: Rev,
+    ev: &etcd_client::Event,
+    before: Option<&Entry>,
+) -> Option<bytes::Bytes> {
+    if let Some((k, own)) = remote.take_pending(rev) {
+        if k == key {
+            return Some(own);
+        }
+    }
+    let raw = match (ev.event_type(), before, ev.prev_kv()) {
+        (EtcdEventType::Put, _, _) => ev.kv().map(|kv| kv.value())?,
+        (EtcdEventType::Delete, Some(b), _) => &b.json[..],
+        (EtcdEventType::Delete, None, Some(p)) => p.value(),
+        (EtcdEventType::Delete, None, None) => return None,
+    };
+    let json = with_resource_version(raw, rev);
+    if json.is_none() {
+        tracing::error!(%key, rev, "etcd holds a value that is not JSON; not served");
+    }
+    json
 }
 
 /// Lists everything again after a compaction: memory becomes etcd's current state and the watch

@@ -8,6 +8,7 @@ mod feed;
 pub mod quarantine;
 mod sqlite;
 mod watch;
+mod write;
 mod writer;
 
 pub use etcd::EtcdConfig;

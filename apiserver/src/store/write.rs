@@ -1,0 +1,104 @@
+//! A write on etcd: one transaction whose compare is the write's precondition. When the compare
+//! fails, the key's current state (read in the same transaction) says which error, exactly as
+//! the local backend's: AlreadyExists, NotFound or Conflict with the current resourceVersion.
+
+use super::etcd::{describe, Remote};
+use super::{set_resource_version, Entry, Precondition, Rev, StoreError, Write};
+use etcd_client::{Compare, CompareOp, DeleteOptions, Txn, TxnOp, TxnOpResponse, TxnResponse};
+use serde_json::Value;
+
+impl Remote {
+    /// Commits one write; returns the stored entry (for a delete, the deleted object at the
+    /// deletion's revision) once memory has it, so this server reads its own writes.
+    pub async fn write(&self, w: Write) -> Result<Entry, StoreError> {
+        let key = self.key(&w.key);
+        let mut value = w.value;
+        let txn = transaction(key, w.precondition, value.as_mut())?;
+        let resp = self
+            .client
+            .kv_client()
+            .txn(txn)
+            .await
+            .map_err(|e| self.unavailable(describe(&e)))?;
+        let rev = resp.header().map(|h| h.revision()).unwrap_or(0).max(0) as Rev;
+        let entry = match (resp.succeeded(), value) {
+            (false, _) => return Err(refusal(w.precondition, &resp)),
+            (true, Some(mut obj)) => {
+                set_resource_version(&mut obj, rev);
+                Entry::new(rev, obj)
+            }
+            (true, None) => deleted(&resp, rev)?,
+        };
+        self.hand_over(&w.key, &entry);
+        let applied = self.wait_applied(rev).await;
+        self.take_pending(rev);
+        applied.map(|()| entry)
+    }
+
+    /// Leaves the stored bytes for the feed, unless it has applied the revision already.
+    fn hand_over(&self, key: &str, entry: &Entry) {
+        if *self.applied.borrow() < entry.rev {
+            let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+            pending.insert(entry.rev, (key.to_string(), entry.json.clone()));
+        }
+    }
+
+    /// The bytes this server stored at `rev`, if it wrote it and still waits for it.
+    pub(super) fn take_pending(&self, rev: Rev) -> Option<(String, bytes::Bytes)> {
+        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        pending.remove(&rev)
+    }
+}
+
+/// The transaction: compare the precondition, then put (the object without resourceVersion,
+/// which is the revision etcd gives it) or delete; else read the key.
+fn transaction(
+    key: String,
+    precondition: Precondition,
+    value: Option<&mut Value>,
+) -> Result<Txn, StoreError> {
+    let cmp = match precondition {
+        Precondition::MustNotExist => Compare::create_revision(key.clone(), CompareOp::Equal, 0),
+        Precondition::MustExist => Compare::create_revision(key.clone(), CompareOp::Greater, 0),
+        Precondition::Rev(rv) => Compare::mod_revision(key.clone(), CompareOp::Equal, rv as i64),
+    };
+    let op = match value {
+        Some(obj) => {
+            if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.remove("resourceVersion");
+            }
+            let bytes = serde_json::to_vec(obj).map_err(|e| StoreError::Backend(e.to_string()))?;
+            TxnOp::put(key.clone(), bytes, None)
+        }
+        None => TxnOp::delete(key.clone(), Some(DeleteOptions::new().with_prev_key())),
+    };
+    Ok(Txn::new()
+        .when([cmp])
+        .and_then([op])
+        .or_else([TxnOp::get(key, None)]))
+}
+
+/// Why the compare failed, from the key's current state.
+fn refusal(precondition: Precondition, resp: &TxnResponse) -> StoreError {
+    let current = match resp.op_responses().first() {
+        Some(TxnOpResponse::Get(g)) => g.kvs().first().map(|kv| kv.mod_revision() as Rev),
+        _ => None,
+    };
+    match (precondition, current) {
+        (Precondition::MustNotExist, _) => StoreError::AlreadyExists,
+        (_, None) => StoreError::NotFound,
+        (_, Some(current)) => StoreError::Conflict { current },
+    }
+}
+
+/// The deleted object (etcd's previous value) at the deletion's revision.
+fn deleted(resp: &TxnResponse, rev: Rev) -> Result<Entry, StoreError> {
+    let prev = match resp.op_responses().into_iter().next() {
+        Some(TxnOpResponse::Delete(d)) => d.prev_kvs().first().map(|kv| kv.value().to_vec()),
+        _ => None,
+    };
+    let prev = prev.ok_or(StoreError::NotFound)?;
+    let mut obj: Value = serde_json::from_slice(&prev).unwrap_or(Value::Null);
+    set_resource_version(&mut obj, rev);
+    Ok(Entry::new(rev, obj))
+}
