@@ -132,10 +132,9 @@ pub async fn open(
     max_events: usize,
     check: Check,
 ) -> Result<Store, StoreError> {
-    let client = cfg.connect().await?;
     let servers = cfg.servers.join(",");
     let prefix = cfg.prefix.trim_end_matches('/').to_string();
-    let (rows, rev) = load(&client, &prefix, &servers).await?;
+    let (client, rows, rev) = first_load(cfg, &prefix).await?;
     let (objects, refused) = checked(rows, check);
     for (row, reason) in &refused {
         // Left in etcd (another server, perhaps newer, may serve it); not served here.
@@ -164,6 +163,27 @@ pub async fn open(
         tokio::spawn(super::compact::run(remote.clone(), cfg.compaction_interval));
     }
     Ok(Store::with_etcd(shared, remote))
+}
+
+/// Connects and loads, waiting (a minute at most) for an etcd that is not up yet, as when the
+/// machines of a cluster start together.
+async fn first_load(cfg: &EtcdConfig, prefix: &str) -> Result<(Client, Vec<Row>, Rev), StoreError> {
+    let servers = cfg.servers.join(",");
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let attempt = async {
+            let client = cfg.connect().await?;
+            let (rows, rev) = load(&client, prefix, &servers).await?;
+            Ok((client, rows, rev))
+        };
+        match attempt.await {
+            Err(StoreError::Unavailable(why)) if tokio::time::Instant::now() < deadline => {
+                tracing::warn!(error = %why, "waiting for etcd");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            other => return other,
+        }
+    }
 }
 
 /// Every object under the prefix at one revision, page by page; resourceVersions set.
