@@ -17,8 +17,12 @@ use tokio::sync::{mpsc, watch};
 /// --etcd-request-timeout is 5s... for dial; requests use the caller's deadline).
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Most objects fetched per range request at load (etcd's replies stay far below 4 MiB).
+/// Most objects fetched per range request at load.
 const PAGE: i64 = 500;
+
+/// The largest reply accepted from etcd (the client's default is 4 MiB): a page of large
+/// objects, or a watch catching up with up to 1000 revisions at once, can be more.
+pub(super) const MAX_REPLY: usize = 512 << 20;
 
 /// The etcd flags.
 #[derive(Debug, Clone)]
@@ -192,7 +196,7 @@ pub(super) async fn load(
     prefix: &str,
     servers: &str,
 ) -> Result<(Vec<Row>, Rev), StoreError> {
-    let mut kv = client.kv_client();
+    let mut kv = client.kv_client().max_decoding_message_size(MAX_REPLY);
     let dir = format!("{prefix}/");
     let end = prefix_end(&dir);
     let mut from = dir.clone().into_bytes();

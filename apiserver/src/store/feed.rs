@@ -2,7 +2,7 @@
 //! revision order. When the watch breaks it resumes after the last revision applied; when etcd
 //! has compacted past that revision, it lists everything again and watchers start over (410).
 
-use super::etcd::{load, with_resource_version, Remote};
+use super::etcd::{load, with_resource_version, Remote, MAX_REPLY};
 use super::writer::checked;
 use super::{Check, Entry, Event, EventType, Rev};
 use etcd_client::{EventType as EtcdEventType, WatchOptions};
@@ -72,7 +72,11 @@ async fn follow(
         .with_start_revision(*rev as i64 + 1);
     let dir = format!("{}/", remote.prefix);
     let opened = tokio::time::Instant::now();
-    let mut stream = match remote.client.watch_client().watch(dir, Some(opts)).await {
+    let mut client = remote
+        .client
+        .watch_client()
+        .max_decoding_message_size(MAX_REPLY);
+    let mut stream = match client.watch(dir, Some(opts)).await {
         Ok(s) => s,
         Err(e) => return Ended::Broken(super::etcd::describe(&e)),
     };

@@ -98,6 +98,7 @@ on_both_backends!(
     watches_see_only_their_prefix,
     the_store_and_its_history_keep_bytes_only,
     objects_survive_reopening,
+    large_objects_survive_reopening,
 );
 
 async fn writes_get_increasing_revisions_and_preconditions_hold(b: Backing) {
@@ -323,4 +324,23 @@ async fn objects_survive_reopening(b: Backing) {
         .await
         .unwrap();
     assert!(next.rev > last);
+}
+
+/// Sixteen objects of half a megabyte: more than one reply of etcd's client default (4 MiB).
+async fn large_objects_survive_reopening(b: Backing) {
+    let big = "x".repeat(512 * 1024);
+    {
+        let s = b.open(100).await;
+        for i in 0..16 {
+            let mut w = put(&format!("/big/{i}"), Precondition::MustNotExist);
+            w.value = Some(json!({"metadata": {"name": format!("big-{i}")}, "data": big}));
+            s.write(w).await.unwrap();
+        }
+    }
+    let s = b.open(100).await;
+    let (items, _) = s.list("/big/");
+    assert_eq!(items.len(), 16);
+    assert!(items
+        .iter()
+        .all(|e| e.obj["data"].as_str() == Some(big.as_str())));
 }
