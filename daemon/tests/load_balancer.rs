@@ -1,0 +1,158 @@
+//! The load balancer between real TLS servers whose /readyz the test turns on and off: a client's
+//! open connection to a server that stops being ready is closed while another is ready, and new
+//! connections go to the ready one; TLS passes through untouched.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::http::StatusCode;
+use keelson_daemon::lb::{LoadBalancer, LoadBalancerConfig};
+use keelson_daemon::{serve_connections, Connections};
+use rustls::pki_types::{PrivateKeyDer, ServerName};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_rustls::{client::TlsStream, TlsAcceptor, TlsConnector};
+
+/// A TLS server that answers /who with its name and /readyz with 200 while `ready`.
+struct Server {
+    addr: SocketAddr,
+    ready: Arc<AtomicBool>,
+}
+
+async fn server(name: &'static str, cert: &rcgen::CertifiedKey<rcgen::KeyPair>) -> Server {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let key = PrivateKeyDer::try_from(cert.signing_key.serialize_der()).unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_no_client_auth()
+        .with_single_cert(vec![cert.cert.der().clone()], key)
+        .unwrap();
+    let ready = Arc::new(AtomicBool::new(true));
+    let flag = ready.clone();
+    let app = axum::Router::new()
+        .route("/who", axum::routing::get(move || async move { name }))
+        .route(
+            "/readyz",
+            axum::routing::get(move || async move {
+                match flag.load(Ordering::SeqCst) {
+                    true => StatusCode::OK,
+                    false => StatusCode::SERVICE_UNAVAILABLE,
+                }
+            }),
+        );
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let tls = Some(TlsAcceptor::from(Arc::new(config)));
+    let limits = Connections::with_max_open(64);
+    tokio::spawn(serve_connections(
+        listener,
+        tls,
+        app,
+        limits,
+        std::future::pending(),
+    ));
+    Server { addr, ready }
+}
+
+/// A client trusting the servers' certificate (for "localhost"), connecting through `lb`.
+async fn connect(
+    lb: SocketAddr,
+    cert: &rcgen::CertifiedKey<rcgen::KeyPair>,
+) -> TlsStream<TcpStream> {
+    let mut roots = rustls::RootCertStore::empty();
+    roots.add(cert.cert.der().clone()).unwrap();
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let client = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    let tcp = TcpStream::connect(lb).await.unwrap();
+    let name = ServerName::try_from("localhost").unwrap();
+    TlsConnector::from(Arc::new(client))
+        .connect(name, tcp)
+        .await
+        .unwrap()
+}
+
+/// Asks /who on a kept-alive connection; None when the connection was closed.
+async fn who(stream: &mut TlsStream<TcpStream>) -> Option<String> {
+    let ask = b"GET /who HTTP/1.1\r\nHost: localhost\r\n\r\n";
+    stream.write_all(ask).await.ok()?;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 1024];
+    loop {
+        let text = String::from_utf8_lossy(&got).to_string();
+        if let Some(name) = ["server-a", "server-b"].iter().find(|n| text.ends_with(*n)) {
+            return Some(name.to_string());
+        }
+        match tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf)).await {
+            Ok(Ok(n)) if n > 0 => got.extend_from_slice(&buf[..n]),
+            _ => return None,
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_follow_the_ready_server() {
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
+    let a = server("server-a", &cert).await;
+    let b = server("server-b", &cert).await;
+    let lb = LoadBalancer::bind(LoadBalancerConfig {
+        listen: "127.0.0.1:0".parse().unwrap(),
+        endpoints: vec![a.addr.to_string(), b.addr.to_string()],
+        health_check_interval: Duration::from_millis(100),
+    })
+    .await
+    .unwrap();
+    let lb_addr = lb.local_addr().unwrap();
+    tokio::spawn(lb.run());
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let mut open = connect(lb_addr, &cert).await;
+    let first = who(&mut open)
+        .await
+        .expect("an answer through the balancer");
+    let (in_use, other) = if first == "server-a" {
+        (&a, "server-b")
+    } else {
+        (&b, "server-a")
+    };
+    // New connections stick to the server in use while it is ready.
+    for _ in 0..3 {
+        assert_eq!(
+            who(&mut connect(lb_addr, &cert).await).await,
+            Some(first.clone())
+        );
+    }
+
+    // It stops being ready: the open connection is closed (a client reconnects), new ones go
+    // to the other server.
+    in_use.ready.store(false, Ordering::SeqCst);
+    let closed = tokio::time::timeout(Duration::from_secs(3), async {
+        loop {
+            if who(&mut open).await.is_none() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert!(
+        closed.is_ok(),
+        "the connection to the unready server stayed open"
+    );
+    assert_eq!(
+        who(&mut connect(lb_addr, &cert).await).await.as_deref(),
+        Some(other)
+    );
+
+    // Both unready: connections still go somewhere rather than nowhere.
+    let other_server = if other == "server-a" { &a } else { &b };
+    other_server.ready.store(false, Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(who(&mut connect(lb_addr, &cert).await).await.is_some());
+}
