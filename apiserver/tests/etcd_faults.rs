@@ -116,15 +116,22 @@ fn acked(rec: &Record) -> usize {
     rec.acked.lock().unwrap().len()
 }
 
-/// Lets the writers run for `d`; panics unless some writes were acknowledged meanwhile.
+/// Lets the writers run for `d`, then until some writes were acknowledged since the start of
+/// the phase (a lost etcd leader or connection may hold writes for a few seconds); panics if
+/// none are within 15 s more.
 async fn writes_go_on(rec: &Record, d: Duration, phase: &str) {
     let before = acked(rec);
     tokio::time::sleep(d).await;
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while acked(rec) <= before + 5 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     let after = acked(rec);
     assert!(
         after > before + 5,
-        "{phase}: {} writes acknowledged in {d:?}",
-        after - before
+        "{phase}: {} writes acknowledged in {:?}",
+        after - before,
+        d + Duration::from_secs(15)
     );
 }
 
