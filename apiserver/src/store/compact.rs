@@ -39,11 +39,11 @@ async fn compact(remote: &Remote, version: i64, rev: i64) -> Result<(i64, i64), 
         .when([Compare::version(key.clone(), CompareOp::Equal, version)])
         .and_then([TxnOp::put(key.clone(), rev.to_string(), None)])
         .or_else([TxnOp::get(key, None)]);
-    let mut kv = remote.client.kv_client();
-    let resp = kv
-        .txn(txn)
-        .await
-        .map_err(|e| remote.unavailable(super::etcd::describe(&e)))?;
+    let send = |c: etcd_client::Client| {
+        let txn = txn.clone();
+        async move { c.kv_client().txn(txn).await }
+    };
+    let resp = remote.endpoints.call(false, send).await?;
     let now = resp.header().map(|h| h.revision()).unwrap_or(0);
     if !resp.succeeded() {
         // Another server is compacting: follow its lead.
@@ -59,7 +59,13 @@ async fn compact(remote: &Remote, version: i64, rev: i64) -> Result<(i64, i64), 
         return Ok((seen.version(), now));
     }
     if rev > 0 {
-        match kv.compact(rev, None).await {
+        match remote
+            .endpoints
+            .current()
+            .kv_client()
+            .compact(rev, None)
+            .await
+        {
             Ok(_) => tracing::debug!(rev, "etcd history compacted"),
             // Already compacted further (by hand, or by another server's earlier round).
             Err(e) if e.to_string().contains("compacted") => {}

@@ -3,6 +3,7 @@
 //! (`feed.rs`), so every API server on the same etcd sees every write. resourceVersion is the
 //! etcd revision that last modified the object (its mod_revision), as upstream.
 
+use super::endpoints::Endpoints;
 use super::writer::{checked, Shared, Store};
 use super::{set_resource_version, Check, Rev, Row, StoreError};
 use bytes::Bytes;
@@ -39,7 +40,7 @@ pub struct EtcdConfig {
 
 /// This server's connection to etcd, shared by every request.
 pub struct Remote {
-    pub(super) client: Client,
+    pub(super) endpoints: super::endpoints::Endpoints,
     pub(super) prefix: String,
     servers: String,
     pub(super) shared: Arc<Shared>,
@@ -82,8 +83,7 @@ pub(super) fn describe(e: &etcd_client::Error) -> String {
 }
 
 impl EtcdConfig {
-    async fn connect(&self) -> Result<Client, StoreError> {
-        let servers = self.servers.join(",");
+    async fn connect(&self) -> Result<Endpoints, StoreError> {
         let mut opts = ConnectOptions::new()
             .with_connect_timeout(REQUEST_TIMEOUT)
             .with_timeout(REQUEST_TIMEOUT)
@@ -93,9 +93,7 @@ impl EtcdConfig {
         if let Some(tls) = self.tls()? {
             opts = opts.with_tls(tls);
         }
-        Client::connect(&self.servers, Some(opts))
-            .await
-            .map_err(|e| unavailable(&servers, describe(&e)))
+        Endpoints::connect(&self.servers, opts).await
     }
 
     fn tls(&self) -> Result<Option<TlsOptions>, StoreError> {
@@ -138,7 +136,7 @@ pub async fn open(
 ) -> Result<Store, StoreError> {
     let servers = cfg.servers.join(",");
     let prefix = cfg.prefix.trim_end_matches('/').to_string();
-    let (client, rows, rev) = first_load(cfg, &prefix).await?;
+    let (endpoints, rows, rev) = first_load(cfg, &prefix).await?;
     let (objects, refused) = checked(rows, check);
     for (row, reason) in &refused {
         // Left in etcd (another server, perhaps newer, may serve it); not served here.
@@ -148,7 +146,7 @@ pub async fn open(
     let (applied_tx, applied) = watch::channel(rev);
     let (progress, progress_rx) = mpsc::channel(1);
     let remote = Arc::new(Remote {
-        client,
+        endpoints,
         prefix,
         servers,
         shared: shared.clone(),
@@ -171,21 +169,23 @@ pub async fn open(
 
 /// Connects and loads, waiting (a minute at most) for an etcd that is not up yet, as when the
 /// machines of a cluster start together.
-async fn first_load(cfg: &EtcdConfig, prefix: &str) -> Result<(Client, Vec<Row>, Rev), StoreError> {
+async fn first_load(
+    cfg: &EtcdConfig,
+    prefix: &str,
+) -> Result<(Endpoints, Vec<Row>, Rev), StoreError> {
     let servers = cfg.servers.join(",");
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let endpoints = cfg.connect().await?;
     loop {
-        let attempt = async {
-            let client = cfg.connect().await?;
-            let (rows, rev) = load(&client, prefix, &servers).await?;
-            Ok((client, rows, rev))
-        };
-        match attempt.await {
+        let loaded = load(&endpoints.current(), prefix, &servers).await;
+        match loaded {
+            Ok((rows, rev)) => return Ok((endpoints, rows, rev)),
             Err(StoreError::Unavailable(why)) if tokio::time::Instant::now() < deadline => {
                 tracing::warn!(error = %why, "waiting for etcd");
+                endpoints.next();
                 tokio::time::sleep(Duration::from_secs(1)).await;
             }
-            other => return other,
+            Err(e) => return Err(e),
         }
     }
 }
@@ -312,12 +312,12 @@ impl Remote {
     /// etcd's current revision, read through the leader.
     pub(super) async fn current_rev(&self) -> Result<Rev, StoreError> {
         // One key that holds nothing: the cheapest linearizable read there is.
-        let resp = self
-            .client
-            .kv_client()
-            .get(self.prefix.clone(), None)
-            .await
-            .map_err(|e| self.unavailable(describe(&e)))?;
+        let key = self.prefix.clone();
+        let get = |c: Client| {
+            let key = key.clone();
+            async move { c.kv_client().get(key, None).await }
+        };
+        let resp = self.endpoints.call(true, get).await?;
         Ok(resp.header().map(|h| h.revision()).unwrap_or(0).max(0) as Rev)
     }
 

@@ -43,11 +43,16 @@ pub(super) async fn run(
                         applied.send_replace(now);
                         continue;
                     }
-                    Err(e) => tracing::warn!(error = %e, "listing etcd again failed; retrying"),
+                    Err(e) => {
+                        tracing::warn!(error = %e, "listing etcd again failed; retrying");
+                        remote.endpoints.next();
+                    }
                 }
             }
             Ended::Broken(why) => {
-                tracing::warn!(error = %why, resume_after = rev, "etcd watch interrupted; resuming")
+                tracing::warn!(error = %why, resume_after = rev, "etcd watch interrupted; resuming");
+                // Perhaps on another member: this one may be down.
+                remote.endpoints.next();
             }
         }
         backoff = match rev > started {
@@ -73,7 +78,8 @@ async fn follow(
     let dir = format!("{}/", remote.prefix);
     let opened = tokio::time::Instant::now();
     let mut client = remote
-        .client
+        .endpoints
+        .current()
         .watch_client()
         .max_decoding_message_size(MAX_REPLY);
     let mut stream = match client.watch(dir, Some(opts)).await {
@@ -193,7 +199,7 @@ fn stored_json(
 /// Lists everything again after a compaction: memory becomes etcd's current state and the watch
 /// history starts over, so every watcher gets 410 Gone and relists (as upstream's cacher).
 async fn relist(remote: &Remote, check: Check) -> Result<Rev, super::StoreError> {
-    let (rows, rev) = load(&remote.client, &remote.prefix, "etcd").await?;
+    let (rows, rev) = load(&remote.endpoints.current(), &remote.prefix, "etcd").await?;
     let (objects, refused) = checked(rows, check);
     for (row, reason) in &refused {
         tracing::error!(key = %row.key, %reason, "stored object in etcd cannot be decoded; not served");

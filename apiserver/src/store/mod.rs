@@ -3,6 +3,7 @@
 
 mod compact;
 pub mod datadir;
+mod endpoints;
 pub mod etcd;
 mod feed;
 pub mod quarantine;

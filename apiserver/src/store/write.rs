@@ -2,7 +2,7 @@
 //! fails, the key's current state (read in the same transaction) says which error, exactly as
 //! the local backend's: AlreadyExists, NotFound or Conflict with the current resourceVersion.
 
-use super::etcd::{describe, Remote};
+use super::etcd::Remote;
 use super::{set_resource_version, Entry, Precondition, Rev, StoreError, Write};
 use etcd_client::{Compare, CompareOp, DeleteOptions, Txn, TxnOp, TxnOpResponse, TxnResponse};
 use serde_json::Value;
@@ -14,12 +14,11 @@ impl Remote {
         let key = self.key(&w.key);
         let mut value = w.value;
         let txn = transaction(key, w.precondition, value.as_mut())?;
-        let resp = self
-            .client
-            .kv_client()
-            .txn(txn)
-            .await
-            .map_err(|e| self.unavailable(describe(&e)))?;
+        let send = |c: etcd_client::Client| {
+            let txn = txn.clone();
+            async move { c.kv_client().txn(txn).await }
+        };
+        let resp = self.endpoints.call(false, send).await?;
         let rev = resp.header().map(|h| h.revision()).unwrap_or(0).max(0) as Rev;
         let entry = match (resp.succeeded(), value) {
             (false, _) => return Err(refusal(w.precondition, &resp)),
