@@ -6,9 +6,10 @@
 //! holding other objects under the prefix (another cluster's, or changed since) is refused
 //! unless --force, which overwrites those this data directory also holds and leaves the rest.
 
+use crate::options::EtcdClientFlags;
 use crate::store::datadir::{self, DataDirError};
 use crate::store::{
-    Backend, Entry, EtcdConfig, Precondition, SqliteBackend, Store, StoreError, Write, DB_FILE,
+    Backend, Entry, Precondition, SqliteBackend, Store, StoreError, Write, DB_FILE,
 };
 use futures::StreamExt;
 use serde_json::Value;
@@ -27,18 +28,9 @@ pub struct MigrateArgs {
     /// Where they go: etcd:URL[,URL...], the --etcd-servers the server will use.
     #[arg(long)]
     pub to: String,
-    /// CA bundle that etcd's serving certificates must chain to.
-    #[arg(long)]
-    pub etcd_cafile: Option<PathBuf>,
-    /// Client certificate presented to etcd.
-    #[arg(long)]
-    pub etcd_certfile: Option<PathBuf>,
-    /// The key of --etcd-certfile.
-    #[arg(long)]
-    pub etcd_keyfile: Option<PathBuf>,
-    /// The prefix of every key in etcd (the server's --etcd-prefix).
-    #[arg(long, default_value = "/registry")]
-    pub etcd_prefix: String,
+    /// The server's --etcd-cafile, --etcd-certfile, --etcd-keyfile and --etcd-prefix.
+    #[command(flatten)]
+    pub etcd: EtcdClientFlags,
     /// Overwrite objects etcd holds under the prefix with this data directory's; objects only
     /// etcd holds are left.
     #[arg(long)]
@@ -137,14 +129,7 @@ pub async fn run(
     let source = SqliteBackend::open_existing(&dir.join(DB_FILE))?
         .load(0)?
         .objects;
-    let cfg = EtcdConfig {
-        servers,
-        ca_file: args.etcd_cafile.clone(),
-        cert_file: args.etcd_certfile.clone(),
-        key_file: args.etcd_keyfile.clone(),
-        prefix: args.etcd_prefix.clone(),
-        compaction_interval: Duration::ZERO,
-    };
+    let cfg = args.etcd.config(servers, Duration::ZERO);
     let target = crate::store::etcd::open(&cfg, Duration::from_secs(60), 1000, any_key).await?;
     let mut objects = Vec::with_capacity(source.len());
     for row in source {
@@ -177,7 +162,7 @@ fn check_target(
     match foreign.first() {
         Some(first) if !args.force => Err(MigrateError::NotEmpty {
             count: foreign.len(),
-            prefix: args.etcd_prefix.clone(),
+            prefix: args.etcd.etcd_prefix.clone(),
             example: first.to_string(),
         }),
         _ => Ok(()),
@@ -248,10 +233,12 @@ mod tests {
         MigrateArgs {
             from: "sqlite:/x".into(),
             to: "etcd:http://127.0.0.1:2379".into(),
-            etcd_cafile: None,
-            etcd_certfile: None,
-            etcd_keyfile: None,
-            etcd_prefix: "/registry".into(),
+            etcd: EtcdClientFlags {
+                etcd_cafile: None,
+                etcd_certfile: None,
+                etcd_keyfile: None,
+                etcd_prefix: "/registry".into(),
+            },
             force,
         }
     }

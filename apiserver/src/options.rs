@@ -109,18 +109,8 @@ pub struct Options {
     /// when unset, objects are stored in SQLite in --data-dir.
     #[arg(long, value_delimiter = ',')]
     pub etcd_servers: Vec<String>,
-    /// CA bundle that etcd's serving certificates must chain to.
-    #[arg(long)]
-    pub etcd_cafile: Option<PathBuf>,
-    /// Client certificate presented to etcd.
-    #[arg(long)]
-    pub etcd_certfile: Option<PathBuf>,
-    /// The key of --etcd-certfile.
-    #[arg(long)]
-    pub etcd_keyfile: Option<PathBuf>,
-    /// The prefix of every key in etcd.
-    #[arg(long, default_value = "/registry")]
-    pub etcd_prefix: String,
+    #[command(flatten)]
+    pub etcd_client: EtcdClientFlags,
     /// How often etcd's history is compacted to the revision seen one interval earlier (older
     /// resourceVersions then get 410 Gone); 0 never compacts.
     #[arg(long, default_value = "5m", value_parser = duration)]
@@ -218,6 +208,36 @@ pub enum FlagError {
     NodePortRange(String, &'static str),
 }
 
+/// How to reach etcd, shared by the server and `migrate` (which must name the same store).
+#[derive(clap::Args, Debug, Clone, PartialEq)]
+pub struct EtcdClientFlags {
+    /// CA bundle that etcd's serving certificates must chain to.
+    #[arg(long)]
+    pub etcd_cafile: Option<PathBuf>,
+    /// Client certificate presented to etcd.
+    #[arg(long)]
+    pub etcd_certfile: Option<PathBuf>,
+    /// The key of --etcd-certfile.
+    #[arg(long)]
+    pub etcd_keyfile: Option<PathBuf>,
+    /// The prefix of every key in etcd.
+    #[arg(long, default_value = "/registry")]
+    pub etcd_prefix: String,
+}
+
+impl EtcdClientFlags {
+    pub fn config(&self, servers: Vec<String>, compaction: Duration) -> crate::store::EtcdConfig {
+        crate::store::EtcdConfig {
+            servers,
+            ca_file: self.etcd_cafile.clone(),
+            cert_file: self.etcd_certfile.clone(),
+            key_file: self.etcd_keyfile.clone(),
+            prefix: self.etcd_prefix.clone(),
+            compaction_interval: compaction,
+        }
+    }
+}
+
 impl Options {
     pub fn cluster_ip_range(&self) -> Result<ipnetwork::Ipv4Network, FlagError> {
         let s = &self.service_cluster_ip_range;
@@ -226,13 +246,9 @@ impl Options {
 
     /// The etcd backend's settings, if --etcd-servers is given.
     pub fn etcd(&self) -> Option<crate::store::EtcdConfig> {
-        (!self.etcd_servers.is_empty()).then(|| crate::store::EtcdConfig {
-            servers: self.etcd_servers.clone(),
-            ca_file: self.etcd_cafile.clone(),
-            cert_file: self.etcd_certfile.clone(),
-            key_file: self.etcd_keyfile.clone(),
-            prefix: self.etcd_prefix.clone(),
-            compaction_interval: self.etcd_compaction_interval,
+        (!self.etcd_servers.is_empty()).then(|| {
+            self.etcd_client
+                .config(self.etcd_servers.clone(), self.etcd_compaction_interval)
         })
     }
 
