@@ -155,6 +155,10 @@ struct LoadBalancerFlags {
     #[arg(long = "health-check-interval", default_value = "2s",
           value_parser = keelson_apimachinery::parse_duration)]
     health_check_interval: std::time::Duration,
+    /// Where /healthz, /readyz (200 while at least one API server is ready) and /metrics
+    /// (keelson_lb_*) are served. A port that cannot be bound is logged; forwarding goes on.
+    #[arg(long = "metrics-bind-address", default_value = "127.0.0.1:6445")]
+    metrics_bind_address: std::net::SocketAddr,
 }
 
 async fn load_balancer(flags: LoadBalancerFlags) -> anyhow::Result<()> {
@@ -164,7 +168,13 @@ async fn load_balancer(flags: LoadBalancerFlags) -> anyhow::Result<()> {
         health_check_interval: flags.health_check_interval,
     })
     .await?;
-    tracing::info!(listen = %lb.local_addr()?, "load balancer listening");
+    tracing::info!(listen = %lb.local_addr()?, metrics = %flags.metrics_bind_address, "load balancer listening");
+    let (health, registry) = lb.health_and_metrics();
+    tokio::spawn(keelson_daemon::serve_health_and_metrics(
+        flags.metrics_bind_address,
+        registry,
+        health,
+    ));
     tokio::select! {
         () = lb.run() => {}
         _ = keelson_daemon::shutdown_signal() => tracing::info!("stopping the load balancer"),

@@ -1,7 +1,7 @@
 //! `keelson-agent load-balancer` in front of two API servers of one cluster on one etcd: kubectl
 //! and a kube-rs client pointed at it keep working when the server they use is killed, see what
 //! was written through it before, and a watch through it goes on delivering events from the
-//! other server.
+//! other server. It serves /healthz on --metrics-bind-address and stops cleanly on SIGTERM.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -15,25 +15,31 @@ use kube::runtime::watcher;
 
 /// A running `keelson-agent load-balancer` (killed on drop) and its log.
 struct LoadBalancer {
-    _child: ChildGuard,
+    child: ChildGuard,
     port: u16,
+    metrics_port: u16,
     log: PathBuf,
 }
 
 impl LoadBalancer {
     fn start(servers: &[&Apiserver], dir: &Path) -> LoadBalancer {
-        let port = free_port();
+        let (port, metrics_port) = (free_port(), free_port());
         let endpoints: Vec<String> = servers.iter().map(|s| s.url("")).collect();
         let log = dir.join("load-balancer.log");
         let mut cmd = Command::new(binary("keelson-agent"));
         cmd.arg("load-balancer")
             .args(["--apiserver-endpoints", &endpoints.join(",")])
             .args(["--listen", &format!("127.0.0.1:{port}")])
-            .args(["--health-check-interval", "200ms"]);
+            .args(["--health-check-interval", "200ms"])
+            .args([
+                "--metrics-bind-address",
+                &format!("127.0.0.1:{metrics_port}"),
+            ]);
         let child = ChildGuard::spawn_logged(&mut cmd, &log);
         let lb = LoadBalancer {
-            _child: child,
+            child,
             port,
+            metrics_port,
             log,
         };
         eventually(
@@ -45,6 +51,18 @@ impl LoadBalancer {
             },
         );
         lb
+    }
+
+    /// The status line of a plain HTTP GET on --metrics-bind-address.
+    fn get(&self, path: &str) -> Result<String, String> {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", self.metrics_port))
+            .map_err(|e| e.to_string())?;
+        let req = format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+        s.write_all(req.as_bytes()).map_err(|e| e.to_string())?;
+        let mut text = String::new();
+        s.read_to_string(&mut text).map_err(|e| e.to_string())?;
+        Ok(text.lines().next().unwrap_or_default().to_string())
     }
 
     fn log(&self) -> String {
@@ -99,7 +117,9 @@ async fn clients_through_the_load_balancer_survive_the_loss_of_their_api_server(
     let mut first = Apiserver::start_with(&store);
     let mut second = Apiserver::start_sharing(&first, &store);
     let scratch = tempfile::tempdir().expect("a scratch directory");
-    let lb = LoadBalancer::start(&[&first, &second], scratch.path());
+    let mut lb = LoadBalancer::start(&[&first, &second], scratch.path());
+    let healthz = eventually("/healthz", Duration::from_secs(10), || lb.get("/healthz"));
+    assert_eq!(healthz, "HTTP/1.1 200 OK", "log:\n{}", lb.log());
     let kubeconfig = lb.kubeconfig(&first, scratch.path());
     let kubectl = Kubectl::new(&kubeconfig);
 
@@ -161,6 +181,13 @@ async fn clients_through_the_load_balancer_survive_the_loss_of_their_api_server(
     })
     .await;
     assert_eq!(seen, Ok(true), "load balancer log:\n{}", lb.log());
+
+    let stopped = lb.child.terminate(Duration::from_secs(5));
+    assert!(
+        stopped.is_some_and(|s| s.success()),
+        "SIGTERM: {stopped:?}; log:\n{}",
+        lb.log()
+    );
 }
 
 /// Retries `f` for 10 s (kube-rs does not retry a request whose connection died).

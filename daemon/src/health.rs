@@ -25,12 +25,17 @@ const HEALTH_MAX_OPEN: usize = 64;
 /// says so here, and a supervisor restarts it.
 type LivenessCheck = Arc<dyn Fn() -> Result<(), String> + Send + Sync>;
 
+/// Why /readyz fails, if it does, asked on each request: for a daemon whose readiness comes and
+/// goes with something it watches (the load balancer's API servers), not a one-time cache sync.
+type ReadinessCheck = LivenessCheck;
+
 /// Whether the daemon is alive and ready. /readyz answers 503 until `set_ready(true)`; /healthz
 /// answers 200 unless a liveness check was given and fails (then both answer 503 with its reason).
 #[derive(Clone, Default)]
 pub struct Health {
     ready: Arc<AtomicBool>,
     liveness: Option<LivenessCheck>,
+    readiness: Option<ReadinessCheck>,
     /// Registries served after the daemon's own (e.g. leader election's status).
     more_metrics: Vec<Arc<Registry>>,
 }
@@ -41,6 +46,7 @@ impl Health {
         Health {
             ready: Arc::default(),
             liveness: Some(Arc::new(check)),
+            readiness: None,
             more_metrics: Vec::new(),
         }
     }
@@ -51,12 +57,31 @@ impl Health {
         self
     }
 
+    /// /readyz answers 503 with the check's reason while it fails (`set_ready` is then unused).
+    pub fn with_readiness(
+        mut self,
+        check: impl Fn() -> Result<(), String> + Send + Sync + 'static,
+    ) -> Health {
+        self.readiness = Some(Arc::new(check));
+        self
+    }
+
     pub fn set_ready(&self, ready: bool) {
         self.ready.store(ready, Ordering::Relaxed);
     }
 
     pub fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::Relaxed)
+        self.not_ready().is_none()
+    }
+
+    fn not_ready(&self) -> Option<String> {
+        match &self.readiness {
+            Some(check) => check().err(),
+            None if !self.ready.load(Ordering::Relaxed) => {
+                Some("not ready: caches not synced".to_string())
+            }
+            None => None,
+        }
     }
 
     fn alive(&self) -> Result<(), String> {
@@ -105,11 +130,10 @@ impl Health {
         let readyz = move || {
             let answer = match self.alive() {
                 Err(why) => (StatusCode::SERVICE_UNAVAILABLE, why),
-                Ok(()) if !self.is_ready() => (
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "not ready: caches not synced".to_string(),
-                ),
-                Ok(()) => (StatusCode::OK, "ok".to_string()),
+                Ok(()) => match self.not_ready() {
+                    Some(why) => (StatusCode::SERVICE_UNAVAILABLE, why),
+                    None => (StatusCode::OK, "ok".to_string()),
+                },
             };
             async move { answer }
         };

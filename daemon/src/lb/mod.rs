@@ -8,7 +8,11 @@
 //! server in use while it is ready, else to the next ready one, and moves on when a connect
 //! fails. When a server stops being ready its open connections (long watches included) are
 //! closed, so clients reconnect to another server instead of waiting on a dead one.
+//!
+//! `health_and_metrics` gives what to serve on /healthz, /readyz (ready while at least one
+//! server is) and /metrics (`keelson_lb_*`, per server).
 
+mod metrics;
 mod pool;
 mod probe;
 
@@ -19,6 +23,7 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use prometheus_client::registry::Registry;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio_rustls::rustls::ClientConfig;
@@ -90,6 +95,8 @@ struct Shared {
     pool: Mutex<Pool>,
     /// Bumped when a server stops being ready: its connections watch it and close.
     closers: Vec<watch::Sender<u64>>,
+    /// Per server, in the endpoints' order.
+    metrics: Vec<metrics::ServerMetrics>,
 }
 
 impl Shared {
@@ -104,6 +111,9 @@ impl Shared {
             let was = pool.health(i);
             (was, pool.observe(i, now))
         };
+        if let Some(m) = self.metrics.get(i) {
+            m.observed(now);
+        }
         let endpoint = self.endpoints.get(i).map_or("?", String::as_str);
         if was != Some(now) {
             tracing::info!(%endpoint, ?was, ?now, "API server health changed");
@@ -115,6 +125,24 @@ impl Shared {
             }
         }
     }
+
+    /// Why the balancer is not ready (no server is), naming each server's state.
+    fn ready(&self) -> Result<(), String> {
+        let pool = self.pool();
+        if pool.any_ready() {
+            return Ok(());
+        }
+        let states: Vec<String> = self
+            .endpoints
+            .iter()
+            .enumerate()
+            .map(|(i, e)| format!("{e} {:?}", pool.health(i).unwrap_or(Health::Unknown)))
+            .collect();
+        Err(format!(
+            "no API server is ready ({}); check that they run and answer /readyz",
+            states.join(", ")
+        ))
+    }
 }
 
 pub struct LoadBalancer {
@@ -122,6 +150,7 @@ pub struct LoadBalancer {
     shared: Arc<Shared>,
     tls: Arc<ClientConfig>,
     interval: Duration,
+    registry: Arc<Registry>,
 }
 
 impl LoadBalancer {
@@ -142,8 +171,10 @@ impl LoadBalancer {
         let start = std::collections::hash_map::RandomState::new()
             .build_hasher()
             .finish() as usize;
+        let mut registry = Registry::default();
         let shared = Shared {
             closers: (0..n).map(|_| watch::channel(0).0).collect(),
+            metrics: metrics::register(&mut registry, &config.endpoints),
             endpoints: config.endpoints,
             pool: Mutex::new(Pool::new(n, start)),
         };
@@ -152,7 +183,16 @@ impl LoadBalancer {
             shared: Arc::new(shared),
             tls: Arc::new(tls),
             interval: config.health_check_interval,
+            registry: Arc::new(registry),
         })
+    }
+
+    /// What to serve on /healthz, /readyz and /metrics (`crate::Health::serve`): /readyz
+    /// answers 200 while at least one API server is ready, else 503 naming each one's state.
+    pub fn health_and_metrics(&self) -> (crate::Health, Arc<Registry>) {
+        let shared = self.shared.clone();
+        let health = crate::Health::default().with_readiness(move || shared.ready());
+        (health, self.registry.clone())
     }
 
     pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
@@ -194,6 +234,9 @@ async fn health_checks(shared: Arc<Shared>, i: usize, tls: Arc<ClientConfig>, ev
     loop {
         tick.tick().await;
         let now = probe::check(&endpoint, tls.clone(), CONNECT_TIMEOUT).await;
+        if let Some(m) = shared.metrics.get(i) {
+            m.checked(now);
+        }
         shared.observe(i, now);
     }
 }
@@ -203,7 +246,8 @@ async fn health_checks(shared: Arc<Shared>, i: usize, tls: Arc<ClientConfig>, ev
 async fn forward(shared: Arc<Shared>, mut client: TcpStream) {
     let candidates = shared.pool().candidates();
     for i in candidates {
-        let Some(endpoint) = shared.endpoints.get(i) else {
+        let (Some(endpoint), Some(metrics)) = (shared.endpoints.get(i), shared.metrics.get(i))
+        else {
             continue;
         };
         let connect = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(endpoint)).await;
@@ -211,16 +255,19 @@ async fn forward(shared: Arc<Shared>, mut client: TcpStream) {
             Ok(Ok(server)) => server,
             Ok(Err(e)) => {
                 tracing::warn!(%endpoint, error = %e, "cannot connect; trying the next API server");
+                metrics.connect_failed();
                 shared.observe(i, Health::Down);
                 continue;
             }
             Err(_) => {
                 tracing::warn!(%endpoint, "connect timed out; trying the next API server");
+                metrics.connect_failed();
                 shared.observe(i, Health::Down);
                 continue;
             }
         };
         shared.pool().connected(i);
+        let _active = metrics.connected();
         let mut closed = match shared.closers.get(i) {
             Some(c) => c.subscribe(),
             None => return,

@@ -48,6 +48,11 @@ impl Pool {
         self.health.get(i).copied()
     }
 
+    /// Whether any server answered its last check ready.
+    pub fn any_ready(&self) -> bool {
+        self.health.contains(&Health::Ready)
+    }
+
     /// The order a new connection tries the servers in: around the list from the one in use,
     /// ready ones first and down ones last. Down ones are still tried: a check can be stale,
     /// and a failed connect costs little.
@@ -122,7 +127,9 @@ mod tests {
     #[test]
     fn connections_are_closed_only_when_a_ready_server_can_take_them() {
         let mut pool = Pool::new(2, 0);
+        assert!(!pool.any_ready());
         pool.observe(0, Health::Ready);
+        assert!(pool.any_ready());
         // The only ready server failing: nowhere better to go, keep what is open.
         assert!(!pool.observe(0, Health::NotReady));
         pool.observe(0, Health::Ready);
