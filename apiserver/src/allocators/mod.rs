@@ -58,13 +58,6 @@ impl Allocators {
         self.ports.clone()
     }
 
-    fn first_last(&self) -> (u32, u32) {
-        // The network address and broadcast are never handed out.
-        let first = u32::from(self.net.network()) + 1;
-        let last = u32::from(self.net.broadcast()).saturating_sub(1);
-        (first, last.max(first))
-    }
-
     /// Allocates `want`, or a random free address when None, for `owner`. A dry run only
     /// checks (against what this server has seen) and stores nothing.
     pub async fn allocate_ip(
@@ -74,20 +67,14 @@ impl Allocators {
         owner: &Owner,
         dry_run: bool,
     ) -> Result<(Ipv4Addr, Option<Held>), AllocError> {
-        let (first, last) = self.first_last();
-        let ip_key = |n: u32| records::ip_key(Ipv4Addr::from(n));
-        if let Some(ip) = want {
-            let n = u32::from(ip);
-            if !self.net.contains(ip) || n < first || n > last {
-                return Err(AllocError::IpOutOfRange(ip, self.net));
-            }
-            return match claim(store, &ip_key(n), &ip.to_string(), owner, dry_run).await? {
-                Some(held) => Ok((ip, held)),
-                None => Err(AllocError::IpTaken(ip)),
-            };
-        }
-        let found = search_synced(store, first, last, &ip_key, owner, dry_run).await?;
-        let (n, held) = found.ok_or(AllocError::IpExhausted(self.net))?;
+        let pool = self.ip_pool();
+        let want = want.map(|ip| match pool.members.contains(&u32::from(ip)) {
+            true if self.net.contains(ip) => Ok(u32::from(ip)),
+            _ => Err(AllocError::IpOutOfRange(ip, self.net)),
+        });
+        let (n, held) = pool
+            .allocate(store, want.transpose()?, owner, dry_run)
+            .await?;
         Ok((Ipv4Addr::from(n), held))
     }
 
@@ -100,92 +87,133 @@ impl Allocators {
         dry_run: bool,
     ) -> Result<(u16, Option<Held>), AllocError> {
         let (lo, hi) = (*self.ports.start(), *self.ports.end());
-        let port_key = |n: u32| records::port_key(n as u16);
-        if let Some(p) = want {
-            if p < i64::from(lo) || p > i64::from(hi) {
-                return Err(AllocError::PortOutOfRange(p, lo, hi));
-            }
-            let p = p as u16;
-            let key = port_key(u32::from(p));
-            return match claim(store, &key, &p.to_string(), owner, dry_run).await? {
-                Some(held) => Ok((p, held)),
-                None => Err(AllocError::PortTaken(p)),
-            };
-        }
-        let found = search_synced(store, lo.into(), hi.into(), &port_key, owner, dry_run).await?;
-        let (n, held) = found.ok_or(AllocError::PortsExhausted(lo, hi))?;
+        let pool = self.port_pool();
+        let want = want.map(|p| match u32::try_from(p) {
+            Ok(n) if pool.members.contains(&n) => Ok(n),
+            _ => Err(AllocError::PortOutOfRange(p, lo, hi)),
+        });
+        let (n, held) = pool
+            .allocate(store, want.transpose()?, owner, dry_run)
+            .await?;
         Ok((n as u16, held))
     }
-}
 
-/// `search`; when this server saw the pool full, once more after catching up with the store
-/// (another server may have freed one a moment ago).
-async fn search_synced(
-    store: &Store,
-    first: u32,
-    last: u32,
-    key_of: &(dyn Fn(u32) -> String + Sync),
-    owner: &Owner,
-    dry_run: bool,
-) -> Result<Option<(u32, Option<Held>)>, AllocError> {
-    let found = search(store, first, last, key_of, owner, dry_run).await?;
-    if found.is_some() {
-        return Ok(found);
-    }
-    store.sync().await.map_err(AllocError::Store)?;
-    search(store, first, last, key_of, owner, dry_run).await
-}
-
-/// Walks `first..=last` from a random start and claims the first member free: skips those this
-/// server has seen taken, and moves on when another server took one first.
-async fn search(
-    store: &Store,
-    first: u32,
-    last: u32,
-    key_of: &(dyn Fn(u32) -> String + Sync),
-    owner: &Owner,
-    dry_run: bool,
-) -> Result<Option<(u32, Option<Held>)>, AllocError> {
-    let size = u64::from(last - first) + 1;
-    let start = rand::rng().random_range(0..size);
-    for i in 0..size {
-        let n = first + ((start + i) % size) as u32;
-        let key = key_of(n);
-        if store.get(&key).is_some() {
-            continue;
-        }
-        let name = key.rsplit('/').next().unwrap_or_default().to_string();
-        if let Some(held) = claim(store, &key, &name, owner, dry_run).await? {
-            return Ok(Some((n, held)));
+    fn ip_pool(&self) -> Pool {
+        // The network address and broadcast are never handed out.
+        let first = u32::from(self.net.network()) + 1;
+        let last = u32::from(self.net.broadcast()).saturating_sub(1);
+        Pool {
+            members: first..=last.max(first),
+            key: |n| records::ip_key(Ipv4Addr::from(n)),
+            taken: |n| AllocError::IpTaken(Ipv4Addr::from(n)),
+            exhausted: AllocError::IpExhausted(self.net),
         }
     }
-    Ok(None)
+
+    fn port_pool(&self) -> Pool {
+        let (lo, hi) = (*self.ports.start(), *self.ports.end());
+        Pool {
+            members: lo.into()..=hi.into(),
+            key: |n| records::port_key(n as u16),
+            taken: |n| AllocError::PortTaken(n as u16),
+            exhausted: AllocError::PortsExhausted(lo, hi),
+        }
+    }
 }
 
-/// Creates the record at `key` for `owner`: Some when it is now ours (None inside for a dry
-/// run), None when it was taken.
+/// One pool, addresses or ports, as numbers: which members it has, where a member's record
+/// lives, and what its errors say. The rest of allocating is the same for both.
+struct Pool {
+    members: RangeInclusive<u32>,
+    key: fn(u32) -> String,
+    taken: fn(u32) -> AllocError,
+    exhausted: AllocError,
+}
+
+impl Pool {
+    /// Claims `want` (already checked to be a member), or searches for a free member.
+    async fn allocate(
+        self,
+        store: &Store,
+        want: Option<u32>,
+        owner: &Owner,
+        dry_run: bool,
+    ) -> Result<(u32, Option<Held>), AllocError> {
+        if let Some(n) = want {
+            return match claim(store, &(self.key)(n), owner, dry_run).await? {
+                Some(held) => Ok((n, held)),
+                None => Err((self.taken)(n)),
+            };
+        }
+        if let Some(found) = self.search(store, owner, dry_run).await? {
+            return Ok(found);
+        }
+        // This server saw the pool full: once more after catching up with the store (another
+        // server may have freed one a moment ago).
+        store.sync().await.map_err(AllocError::Store)?;
+        let found = self.search(store, owner, dry_run).await?;
+        found.ok_or(self.exhausted)
+    }
+
+    /// Walks the members from a random start and claims the first free one: skips those this
+    /// server has seen taken, and moves on when another server took one first.
+    async fn search(
+        &self,
+        store: &Store,
+        owner: &Owner,
+        dry_run: bool,
+    ) -> Result<Option<(u32, Option<Held>)>, AllocError> {
+        let first = *self.members.start();
+        let size = u64::from(self.members.end() - first) + 1;
+        let start = rand::rng().random_range(0..size);
+        for i in 0..size {
+            let n = first + ((start + i) % size) as u32;
+            let key = (self.key)(n);
+            if store.get(&key).is_some() {
+                continue;
+            }
+            if let Some(held) = claim(store, &key, owner, dry_run).await? {
+                return Ok(Some((n, held)));
+            }
+        }
+        Ok(None)
+    }
+}
+
+/// Claims `key` for `owner`: Some when it is now ours (None inside for a dry run), None when
+/// it was taken.
 async fn claim(
     store: &Store,
     key: &str,
-    name: &str,
     owner: &Owner,
     dry_run: bool,
 ) -> Result<Option<Option<Held>>, AllocError> {
     if dry_run {
         return Ok(store.get(key).is_none().then_some(None));
     }
+    let created = create_record(store, key, owner).await;
+    let rev = created.map_err(AllocError::Store)?;
+    Ok(rev.map(|rev| {
+        Some(Held {
+            key: key.to_string(),
+            rev,
+        })
+    }))
+}
+
+/// Creates the record at `key` for `owner`, named as the last part of its key, if there is
+/// none: its revision, or None when one was there.
+async fn create_record(store: &Store, key: &str, owner: &Owner) -> Result<Option<Rev>, StoreError> {
+    let name = key.rsplit('/').next().unwrap_or_default();
     let w = Write {
         key: key.to_string(),
         value: Some(records::record(key, name, owner)),
         precondition: Precondition::MustNotExist,
     };
     match store.write(w).await {
-        Ok(e) => Ok(Some(Some(Held {
-            key: key.to_string(),
-            rev: e.rev,
-        }))),
+        Ok(e) => Ok(Some(e.rev)),
         Err(StoreError::AlreadyExists) => Ok(None),
-        Err(e) => Err(AllocError::Store(e)),
+        Err(e) => Err(e),
     }
 }
 

@@ -5,8 +5,8 @@
 //! period is left alone: another server may be between storing it and storing its Service.
 
 use super::records::{self, Owner, IP_PREFIX, PORT_PREFIX};
-use super::{undo, Held};
-use crate::store::{Precondition, Store, StoreError, Write};
+use super::{create_record, undo, Held};
+use crate::store::Store;
 use chrono::{DateTime, Utc};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
@@ -121,15 +121,9 @@ pub async fn run(store: &Store) -> (usize, usize) {
     }
     let mut made = 0;
     for (key, owner) in &plan.record {
-        let name = key.rsplit('/').next().unwrap_or_default();
-        let w = Write {
-            key: key.clone(),
-            value: Some(records::record(key, name, owner)),
-            precondition: Precondition::MustNotExist,
-        };
-        match store.write(w).await {
-            Ok(_) => made += 1,
-            Err(StoreError::AlreadyExists) => {}
+        match create_record(store, key, owner).await {
+            Ok(Some(_)) => made += 1,
+            Ok(None) => {}
             Err(e) => tracing::warn!(%key, error = %e, "recording an allocation failed"),
         }
     }
