@@ -1,20 +1,10 @@
 //! What only the etcd backend does: several servers on one etcd, consistent reads, compaction,
 //! an etcd outage, and the watch feed resuming past a compaction. Real etcd members on loopback.
 
-use super::suite::{config, put};
+use super::suite::{config, create, open_etcd, put, Backing};
 use super::*;
 use keelson_testing::Etcd;
 use std::time::{Duration, Instant};
-
-fn any(_: &str, _: &Value) -> Result<(), String> {
-    Ok(())
-}
-
-async fn open_on(cfg: EtcdConfig) -> Store {
-    etcd::open(&cfg, Duration::from_secs(300), 1000, any)
-        .await
-        .unwrap()
-}
 
 /// The config of a server that talks to one member only.
 fn member(e: &Etcd, i: usize) -> EtcdConfig {
@@ -26,8 +16,8 @@ fn member(e: &Etcd, i: usize) -> EtcdConfig {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_servers_see_each_others_writes() {
-    let e = Etcd::start();
-    let (a, b) = (open_on(config(&e)).await, open_on(config(&e)).await);
+    let etcd = Backing::etcd();
+    let (a, b) = (etcd.open(1000).await, etcd.open(1000).await);
     let (_, mut watch_a) = a.watch("/core/pods/", Some(a.current_rev())).unwrap();
     let pod = put("/core/pods/default/web", Precondition::MustNotExist);
     let written = b.write(pod).await.unwrap();
@@ -57,14 +47,9 @@ async fn compaction_turns_old_revisions_into_too_old() {
         compaction_interval: Duration::from_millis(500),
         ..config(&e)
     };
-    let s = open_on(cfg).await;
-    let first = s
-        .write(put("/a", Precondition::MustNotExist))
-        .await
-        .unwrap();
-    s.write(put("/b", Precondition::MustNotExist))
-        .await
-        .unwrap();
+    let s = open_etcd(&cfg, 1000).await;
+    let first = create(&s, "/a").await;
+    create(&s, "/b").await;
     assert!(s.watch("/", Some(first.rev)).is_ok());
     // The second round compacts to what the first saw, which includes both writes.
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -84,10 +69,7 @@ async fn compaction_turns_old_revisions_into_too_old() {
         first.rev
     );
     // Reads and writes go on.
-    let c = s
-        .write(put("/c", Precondition::MustNotExist))
-        .await
-        .unwrap();
+    let c = create(&s, "/c").await;
     s.sync().await.unwrap();
     assert_eq!(s.get("/c").unwrap().rev, c.rev);
     assert_eq!(s.list("/").0.len(), 3);
@@ -96,19 +78,11 @@ async fn compaction_turns_old_revisions_into_too_old() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_etcd_outage_fails_requests_quickly_and_they_work_again() {
     let mut e = Etcd::start();
-    let s = open_on(config(&e)).await;
+    let s = open_etcd(&config(&e), 1000).await;
     let (_, mut watch) = s.watch("/", Some(s.current_rev())).unwrap();
     e.kill(0);
     let started = Instant::now();
-    let err = s
-        .write(put("/a", Precondition::MustNotExist))
-        .await
-        .unwrap_err();
-    assert!(
-        matches!(&err, StoreError::Unavailable(why) if why.contains("etcd")),
-        "{err:?}"
-    );
-    assert!(matches!(s.sync().await, Err(StoreError::Unavailable(_))));
+    fails_unavailable(&s).await;
     assert!(matches!(s.check().await, Some(Err(_))));
     assert!(
         started.elapsed() < Duration::from_secs(12),
@@ -116,25 +90,8 @@ async fn an_etcd_outage_fails_requests_quickly_and_they_work_again() {
         started.elapsed()
     );
     e.restart(0);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let written = loop {
-        match s.write(put("/a", Precondition::MustNotExist)).await {
-            Ok(w) => break w,
-            Err(err) if Instant::now() < deadline => {
-                tracing::info!(%err, "not yet");
-                tokio::time::sleep(Duration::from_millis(200)).await;
-            }
-            Err(err) => panic!("etcd is back but writes fail: {err}"),
-        }
-    };
+    works_again(&s, &mut watch).await;
     assert!(matches!(s.check().await, Some(Ok(()))));
-    // The watch made before the outage goes on: the feed resumed.
-    let ev = tokio::time::timeout(Duration::from_secs(10), watch.next())
-        .await
-        .expect("the watch delivers the write made after the outage")
-        .unwrap()
-        .unwrap();
-    assert_eq!((ev.key.as_str(), ev.entry.rev), ("/a", written.rev));
 }
 
 /// A server cut off from etcd while the others write and compact: when it reaches etcd again
@@ -142,12 +99,9 @@ async fn an_etcd_outage_fails_requests_quickly_and_they_work_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_feed_resuming_past_a_compaction_lists_again() {
     let mut e = Etcd::cluster(3);
-    let cut_off = open_on(member(&e, 0)).await;
-    let other = open_on(member(&e, 1)).await;
-    let old = other
-        .write(put("/old", Precondition::MustNotExist))
-        .await
-        .unwrap();
+    let cut_off = open_etcd(&member(&e, 0), 1000).await;
+    let other = open_etcd(&member(&e, 1), 1000).await;
+    let old = create(&other, "/old").await;
     cut_off.wait_for(old.rev).await.unwrap();
     let (_, mut watch) = cut_off.watch("/", Some(cut_off.current_rev())).unwrap();
     e.kill(0);
@@ -198,47 +152,66 @@ async fn a_feed_resuming_past_a_compaction_lists_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn losing_quorum_fails_requests_within_seconds() {
     let mut e = Etcd::cluster(3);
-    let s = open_on(config(&e)).await;
+    let s = open_etcd(&config(&e), 1000).await;
     let (_, mut watch) = s.watch("/", Some(s.current_rev())).unwrap();
     e.kill(1);
     e.kill(2);
+    let took = fails_unavailable(&s).await;
+    assert!(
+        took < Duration::from_secs(8),
+        "the write failed after {took:?}"
+    );
+    e.restart(1);
+    works_again(&s, &mut watch).await;
+}
+
+/// With etcd out of reach, a write of /a and a consistent read fail as unavailable, the write
+/// naming etcd; how long the write took to fail.
+async fn fails_unavailable(s: &Store) -> Duration {
     let started = Instant::now();
     let err = s
         .write(put("/a", Precondition::MustNotExist))
         .await
         .unwrap_err();
+    let took = started.elapsed();
     assert!(
         matches!(&err, StoreError::Unavailable(why) if why.starts_with("etcd")),
         "{err:?}"
     );
-    let took = started.elapsed();
-    assert!(
-        took < Duration::from_secs(8),
-        "the write failed after {took:?}"
-    );
     assert!(matches!(s.sync().await, Err(StoreError::Unavailable(_))));
-    e.restart(1);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let written = loop {
-        match s.write(put("/a", Precondition::MustNotExist)).await {
-            Ok(w) => break w,
-            // The write that timed out may have committed after all (etcd had it): as with
-            // upstream, the client learns so from AlreadyExists.
-            Err(StoreError::AlreadyExists) => match s.sync().await {
-                Ok(()) => break s.get("/a").unwrap(),
-                Err(err) if Instant::now() > deadline => panic!("no consistent read: {err}"),
-                Err(_) => continue,
-            },
-            Err(_) if Instant::now() < deadline => {
-                tokio::time::sleep(Duration::from_millis(200)).await
-            }
-            Err(err) => panic!("quorum is back but writes fail: {err}"),
-        }
-    };
+    took
+}
+
+/// Once etcd is back, a write of /a works within 20 s, and `watch`, made before the outage,
+/// delivers it: the feed resumed.
+async fn works_again(s: &Store, watch: &mut Subscription) {
+    let written = write_when_back(s).await;
     let ev = tokio::time::timeout(Duration::from_secs(10), watch.next())
         .await
-        .expect("the watch delivers the write")
+        .expect("the watch delivers the write made after the outage")
         .unwrap()
         .unwrap();
     assert_eq!((ev.key.as_str(), ev.entry.rev), ("/a", written.rev));
+}
+
+/// Writes /a again and again until etcd takes it.
+async fn write_when_back(s: &Store) -> Entry {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        match s.write(put("/a", Precondition::MustNotExist)).await {
+            Ok(w) => return w,
+            // A write that timed out may have committed after all (etcd had it): as with
+            // upstream, the client learns so from AlreadyExists.
+            Err(StoreError::AlreadyExists) => match s.sync().await {
+                Ok(()) => return s.get("/a").unwrap(),
+                Err(err) if Instant::now() > deadline => panic!("no consistent read: {err}"),
+                Err(_) => continue,
+            },
+            Err(err) if Instant::now() < deadline => {
+                tracing::info!(%err, "not yet");
+                tokio::time::sleep(Duration::from_millis(200)).await
+            }
+            Err(err) => panic!("etcd is back but writes fail: {err}"),
+        }
+    }
 }

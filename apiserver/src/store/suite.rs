@@ -24,19 +24,26 @@ impl Backing {
         Backing::Etcd(keelson_testing::Etcd::start())
     }
 
-    /// A store on this backend keeping at most `max_events` of watch history.
+    /// A store on this backend keeping at most `max_events` of watch history. Each call on
+    /// etcd is one more server on the same etcd.
     pub(super) async fn open(&self, max_events: usize) -> Store {
-        let history = Duration::from_secs(300);
         match self {
             Backing::Sqlite(dir) => {
                 let b = SqliteBackend::open(&dir.path().join(DB_FILE)).unwrap();
-                Store::open(b, history, max_events, any).unwrap()
+                Store::open(b, HISTORY, max_events, any).unwrap()
             }
-            Backing::Etcd(e) => crate::store::etcd::open(&config(e), history, max_events, any)
-                .await
-                .unwrap(),
+            Backing::Etcd(e) => open_etcd(&config(e), max_events).await,
         }
     }
+}
+
+const HISTORY: Duration = Duration::from_secs(300);
+
+/// A server's store on etcd with these flags, keeping at most `max_events` of watch history.
+pub(super) async fn open_etcd(cfg: &EtcdConfig, max_events: usize) -> Store {
+    crate::store::etcd::open(cfg, HISTORY, max_events, any)
+        .await
+        .unwrap()
 }
 
 /// The flags a server on `e` would have, without compaction.
@@ -57,6 +64,11 @@ pub(super) fn put(key: &str, p: Precondition) -> Write {
         value: Some(json!({"metadata": {"name": key}})),
         precondition: p,
     }
+}
+
+/// Creates `key` (it must not exist) with `put`'s object.
+pub(super) async fn create(s: &Store, key: &str) -> Entry {
+    s.write(put(key, Precondition::MustNotExist)).await.unwrap()
 }
 
 pub(super) fn delete(key: &str, p: Precondition) -> Write {
@@ -104,10 +116,7 @@ on_both_backends!(
 async fn writes_get_increasing_revisions_and_preconditions_hold(b: Backing) {
     let s = b.open(100).await;
     let r0 = s.current_rev();
-    let a = s
-        .write(put("/a", Precondition::MustNotExist))
-        .await
-        .unwrap();
+    let a = create(&s, "/a").await;
     assert!(a.rev > r0);
     assert_eq!(a.obj["metadata"]["resourceVersion"], a.rev.to_string());
     assert_eq!(s.get("/a").unwrap().rev, a.rev);
@@ -240,10 +249,7 @@ async fn watches_resume_after_a_revision_and_too_old_is_refused(b: Backing) {
 
 async fn modified_events_carry_the_previous_object(b: Backing) {
     let s = b.open(100).await;
-    let a = s
-        .write(put("/a", Precondition::MustNotExist))
-        .await
-        .unwrap();
+    let a = create(&s, "/a").await;
     let (_, mut sub) = s.watch("/", Some(a.rev)).unwrap();
     let mut w = put("/a", Precondition::MustExist);
     w.value = Some(json!({"metadata": {"name": "a", "labels": {"x": "y"}}}));
@@ -279,10 +285,7 @@ async fn watches_see_only_their_prefix(b: Backing) {
 async fn the_store_and_its_history_keep_bytes_only(b: Backing) {
     let s = b.open(100).await;
     let (_, mut sub) = s.watch("/", Some(s.current_rev())).unwrap();
-    let written = s
-        .write(put("/a", Precondition::MustNotExist))
-        .await
-        .unwrap();
+    let written = create(&s, "/a").await;
     // The writer's copy keeps the object it wrote; the store's copies are parsed on use only.
     assert!(written.obj.cell.get().is_some());
     let stored = s.get("/a").unwrap();
@@ -300,13 +303,8 @@ async fn the_store_and_its_history_keep_bytes_only(b: Backing) {
 async fn objects_survive_reopening(b: Backing) {
     let (kept, last) = {
         let s = b.open(100).await;
-        let kept = s
-            .write(put("/a", Precondition::MustNotExist))
-            .await
-            .unwrap();
-        s.write(put("/b", Precondition::MustNotExist))
-            .await
-            .unwrap();
+        let kept = create(&s, "/a").await;
+        create(&s, "/b").await;
         let del = s
             .write(delete("/b", Precondition::MustExist))
             .await
@@ -319,10 +317,7 @@ async fn objects_survive_reopening(b: Backing) {
     assert_eq!(*a.obj, *kept.obj);
     assert!(s.get("/b").is_none());
     assert!(s.current_rev() >= last);
-    let next = s
-        .write(put("/c", Precondition::MustNotExist))
-        .await
-        .unwrap();
+    let next = create(&s, "/c").await;
     assert!(next.rev > last);
 }
 
