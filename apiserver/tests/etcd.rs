@@ -163,6 +163,13 @@ fn an_etcd_outage_is_503_and_not_ready_until_etcd_returns() {
         "a write, a read and /readyz took {:?} with etcd down",
         started.elapsed()
     );
+    let (code, body) = s.curl_admin("GET", "/readyz/etcd", None, None);
+    assert_eq!(code, 500, "{body}");
+    // What needs no storage answers as usual: the version and discovery.
+    let (code, body) = s.curl("GET", "/version", None, None, None);
+    assert_eq!(code, 200, "{body}");
+    let (code, body) = s.curl_admin("GET", "/apis", None, None);
+    assert!(code == 200 && body.contains("apps"), "{code} {body}");
     etcd.restart(0);
     wait_until("writes to work again", Duration::from_secs(20), || {
         s.kubectl(&["create", "configmap", "c1", "--from-literal=a=b"])

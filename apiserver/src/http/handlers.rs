@@ -9,8 +9,14 @@ use axum::response::{IntoResponse, Response};
 use http::{header, Method, StatusCode};
 
 pub async fn handle(app: &App, route: Option<Route>, call: &Call) -> ApiResult<Response> {
-    if let Some(resp) = storage_health(app, call).await {
-        return Ok(resp);
+    // The etcd health check comes before `fixed_path`, which would answer /healthz and /readyz
+    // "ok" without asking etcd. Only the health paths wait for it: every other fixed path and
+    // discovery answer while etcd is down, and a resource request learns of an outage from its
+    // own read or write (503).
+    if let Some(health) = HealthPath::of(call.path()) {
+        if let Some(resp) = storage_health(app, call, health).await {
+            return Ok(resp);
+        }
     }
     if let Some(resp) = fixed_path(app, call.path()) {
         return Ok(resp);
@@ -31,15 +37,29 @@ pub async fn handle(app: &App, route: Option<Route>, call: &Call) -> ApiResult<R
     }
 }
 
-/// /healthz and /readyz with upstream's `etcd` check when etcd is the store (and /readyz/etcd
-/// alone); None for other paths and for the local store, whose health is the process's.
-async fn storage_health(app: &App, call: &Call) -> Option<Response> {
-    let path = call.path();
-    let (name, only_etcd) = match path.strip_suffix("/etcd") {
-        Some(p @ ("/readyz" | "/healthz")) => (p, true),
-        _ if matches!(path, "/readyz" | "/healthz") => (path, false),
-        _ => return None,
-    };
+/// A health path that includes upstream's `etcd` check: /healthz or /readyz, or the check alone
+/// (/healthz/etcd, /readyz/etcd).
+#[derive(Debug, PartialEq)]
+struct HealthPath<'a> {
+    name: &'a str,
+    only_etcd: bool,
+}
+
+impl HealthPath<'_> {
+    fn of(path: &str) -> Option<HealthPath<'_>> {
+        let (name, only_etcd) = match path.strip_suffix("/etcd") {
+            Some(p @ ("/readyz" | "/healthz")) => (p, true),
+            _ if matches!(path, "/readyz" | "/healthz") => (path, false),
+            _ => return None,
+        };
+        Some(HealthPath { name, only_etcd })
+    }
+}
+
+/// The health path's answer with the `etcd` check when etcd is the store; None for the local
+/// store, whose health is the process's.
+async fn storage_health(app: &App, call: &Call, health: HealthPath<'_>) -> Option<Response> {
+    let HealthPath { name, only_etcd } = health;
     let timeout = std::time::Duration::from_secs(2);
     let check = tokio::time::timeout(timeout, app.api.store.check()).await;
     let failed = match check {
@@ -142,5 +162,22 @@ fn discovery_document(route: Route, call: &Call) -> ApiResult<Response> {
             Ok(ok(&discovery::resource_list(&group, &version)))
         }
         Route::Resource(_) => Err(ApiError::no_route(call.path())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::HealthPath;
+
+    #[test]
+    fn only_the_health_paths_wait_for_the_etcd_check() {
+        let health = |name, only_etcd| Some(HealthPath { name, only_etcd });
+        assert_eq!(HealthPath::of("/readyz"), health("/readyz", false));
+        assert_eq!(HealthPath::of("/healthz"), health("/healthz", false));
+        assert_eq!(HealthPath::of("/readyz/etcd"), health("/readyz", true));
+        assert_eq!(HealthPath::of("/healthz/etcd"), health("/healthz", true));
+        for other in ["/version", "/apis", "/metrics", "/api/v1/pods", "/etcd"] {
+            assert_eq!(HealthPath::of(other), None, "{other}");
+        }
     }
 }
