@@ -88,98 +88,93 @@ mod tests {
         Timestamp::from_second(1_700_000_000 + secs).unwrap()
     }
 
-    fn held_by(holder: &str, transitions: i32) -> LeaseSpec {
+    /// A Lease spec held by `holder` for `secs`, acquired and renewed at these times.
+    fn lease(holder: &str, secs: i32, acquired: i64, renewed: i64, transitions: i32) -> LeaseSpec {
         LeaseSpec {
             holder_identity: Some(holder.into()),
-            lease_duration_seconds: Some(15),
-            acquire_time: Some(MicroTime(at(0))),
-            renew_time: Some(MicroTime(at(5))),
+            lease_duration_seconds: Some(secs),
+            acquire_time: Some(MicroTime(at(acquired))),
+            renew_time: Some(MicroTime(at(renewed))),
             lease_transitions: Some(transitions),
             ..LeaseSpec::default()
         }
     }
 
+    fn held_by(holder: &str, transitions: i32) -> LeaseSpec {
+        lease(holder, 15, 0, 5, transitions)
+    }
+
     #[test]
     fn a_new_lease_names_its_holder_and_times() {
-        let spec = new_record("a_1", LEASE, at(3));
-        assert_eq!(spec.holder_identity.as_deref(), Some("a_1"));
-        assert_eq!(spec.lease_duration_seconds, Some(15));
-        assert_eq!(spec.acquire_time, Some(MicroTime(at(3))));
-        assert_eq!(spec.renew_time, Some(MicroTime(at(3))));
-        assert_eq!(spec.lease_transitions, Some(0));
+        assert_eq!(new_record("a_1", LEASE, at(3)), lease("a_1", 15, 3, 3, 0));
     }
 
+    /// What "a_1" decides on reading `current`, seen unchanged for `unchanged` seconds, at `now`.
     #[test]
-    fn another_holders_valid_lease_is_waited_for() {
-        let d = decide(
-            &held_by("b_2", 4),
-            Duration::from_secs(14),
-            "a_1",
-            LEASE,
-            at(20),
-        );
-        assert_eq!(d, Decision::HeldBy("b_2".into()));
-    }
-
-    #[test]
-    fn a_lease_unchanged_for_its_duration_is_taken_over_counting_a_transition() {
-        let Decision::Write(next) = decide(
-            &held_by("b_2", 4),
-            Duration::from_secs(15),
-            "a_1",
-            LEASE,
-            at(30),
-        ) else {
-            panic!("an expired lease is taken");
+    fn decisions() {
+        let mut far_past_renewal = held_by("b_2", 0);
+        far_past_renewal.renew_time = Some(MicroTime(at(-3600)));
+        let short = LeaseSpec {
+            lease_duration_seconds: Some(1),
+            ..far_past_renewal.clone()
         };
-        assert_eq!(next.holder_identity.as_deref(), Some("a_1"));
-        assert_eq!(next.acquire_time, Some(MicroTime(at(30))));
-        assert_eq!(next.renew_time, Some(MicroTime(at(30))));
-        assert_eq!(next.lease_transitions, Some(5));
+        let cases = [
+            (
+                "another holder's valid lease is waited for",
+                held_by("b_2", 4),
+                14,
+                20,
+                Decision::HeldBy("b_2".into()),
+            ),
+            (
+                "a lease unchanged for its duration is taken over, counting a transition",
+                held_by("b_2", 4),
+                15,
+                30,
+                Decision::Write(lease("a_1", 15, 30, 30, 5)),
+            ),
+            (
+                // Another machine's clock is never trusted: the record changed 2 s ago by ours.
+                "expiry follows the record's duration, not its renew time",
+                far_past_renewal,
+                2,
+                0,
+                Decision::HeldBy("b_2".into()),
+            ),
+            (
+                "a shorter duration in the record expires sooner",
+                short,
+                2,
+                0,
+                Decision::Write(lease("a_1", 15, 0, 0, 1)),
+            ),
+            (
+                "a renewal keeps acquire time and transitions",
+                held_by("a_1", 3),
+                1,
+                9,
+                Decision::Write(lease("a_1", 15, 0, 9, 3)),
+            ),
+            (
+                "a released lease is free at once",
+                released(&held_by("b_2", 2), at(10)),
+                0,
+                11,
+                Decision::Write(lease("a_1", 15, 11, 11, 3)),
+            ),
+        ];
+        for (case, current, unchanged, now, want) in cases {
+            let unchanged = Duration::from_secs(unchanged);
+            let got = decide(&current, unchanged, "a_1", LEASE, at(now));
+            assert_eq!(got, want, "{case}");
+        }
     }
 
     #[test]
-    fn expiry_follows_the_records_duration_not_the_renew_time() {
-        // The holder's renewTime is far in the past by our wall clock, but we have seen the
-        // record change only 2 s ago: another machine's clock is never trusted.
-        let mut spec = held_by("b_2", 0);
-        spec.renew_time = Some(MicroTime(at(-3600)));
-        let d = decide(&spec, Duration::from_secs(2), "a_1", LEASE, at(0));
-        assert_eq!(d, Decision::HeldBy("b_2".into()));
-        // A shorter duration in the record expires sooner.
-        spec.lease_duration_seconds = Some(1);
-        assert!(matches!(
-            decide(&spec, Duration::from_secs(2), "a_1", LEASE, at(0)),
-            Decision::Write(_)
-        ));
-    }
-
-    #[test]
-    fn a_renewal_keeps_acquire_time_and_transitions() {
-        let Decision::Write(next) = decide(
-            &held_by("a_1", 3),
-            Duration::from_secs(1),
-            "a_1",
-            LEASE,
-            at(9),
-        ) else {
-            panic!("the holder renews");
-        };
-        assert_eq!(next.acquire_time, Some(MicroTime(at(0))));
-        assert_eq!(next.renew_time, Some(MicroTime(at(9))));
-        assert_eq!(next.lease_transitions, Some(3));
-    }
-
-    #[test]
-    fn a_released_lease_is_free_at_once() {
-        let released = released(&held_by("b_2", 2), at(10));
-        assert_eq!(released.holder_identity.as_deref(), Some(""));
-        assert_eq!(released.lease_duration_seconds, Some(1));
-        assert_eq!(released.lease_transitions, Some(2));
-        let Decision::Write(next) = decide(&released, Duration::ZERO, "a_1", LEASE, at(11)) else {
-            panic!("a released lease is free");
-        };
-        assert_eq!(next.holder_identity.as_deref(), Some("a_1"));
-        assert_eq!(next.lease_transitions, Some(3));
+    fn a_release_gives_up_the_lease_keeping_its_transitions() {
+        let mut want = lease("", 1, 10, 10, 2);
+        assert_eq!(released(&held_by("b_2", 2), at(10)), want);
+        want.lease_transitions = None;
+        assert_eq!(released(&LeaseSpec::default(), at(10)), want);
     }
 }
