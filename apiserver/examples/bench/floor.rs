@@ -1,15 +1,20 @@
 //! The floor the server's writes are set beside: what its store does bare, in the same run on the
 //! same disk. SQLite: durable commits (WAL, synchronous=FULL) of one row, and of 64 rows at once.
 //! etcd: transactions as the backend writes them (create-if-absent of one 400-byte value), from
-//! one writer and from 64 concurrent writers over one client.
+//! one writer and from 64 concurrent writers over one client. Rounds of the floor alternate with
+//! rounds of the server (`main.rs`), so both see the same moments of a shared machine's disk.
 
 use std::time::{Duration, Instant};
 
+enum Bare {
+    Sqlite(rusqlite::Connection),
+    Etcd(Box<etcd_client::Client>),
+}
+
 pub struct Floor {
-    /// Sequential writes per second, one at a time.
-    pub single: f64,
-    /// Writes per second with many at once (SQLite: rows in 64-row commits).
-    pub many: f64,
+    bare: Bare,
+    /// Keys written so far (every write is a new key, as the server's creates are).
+    written: u64,
     pub single_name: &'static str,
     pub many_name: &'static str,
     /// What one sequential write is called (the create latency's baseline).
@@ -26,55 +31,100 @@ fn p50_p99(mut ms: Vec<f64>) -> (f64, f64) {
 }
 
 const VALUE: usize = 400;
-const RUN: Duration = Duration::from_secs(2);
 
-pub fn sqlite(dir: &std::path::Path) -> Floor {
-    let path = dir.join("floor.db");
-    let _ = std::fs::remove_file(&path);
-    let mut conn = rusqlite::Connection::open(&path).unwrap();
-    conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; CREATE TABLE t (k TEXT PRIMARY KEY, v BLOB);").unwrap();
-    let blob = vec![b'x'; VALUE];
-    let (mut n, start, mut ms) = (0u64, Instant::now(), Vec::new());
-    while start.elapsed() < RUN {
-        let t = Instant::now();
-        conn.execute(
-            "INSERT INTO t VALUES (?1, ?2)",
-            rusqlite::params![format!("a{n}"), blob],
-        )
-        .unwrap();
-        ms.push(t.elapsed().as_secs_f64() * 1000.0);
-        n += 1;
+impl Floor {
+    pub fn sqlite(dir: &std::path::Path) -> Floor {
+        let path = dir.join("floor.db");
+        let _ = std::fs::remove_file(&path);
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; CREATE TABLE t (k TEXT PRIMARY KEY, v BLOB);").unwrap();
+        let mut floor = Floor {
+            bare: Bare::Sqlite(conn),
+            written: 0,
+            single_name: "SQLite single-row commits",
+            many_name: "SQLite 64-row commits",
+            one_name: "one durable SQLite commit",
+            one_ms: (0.0, 0.0),
+        };
+        floor.one_ms = p50_p99(floor.sqlite_commits(1, Duration::from_secs(2)));
+        floor
     }
-    let single = n as f64 / start.elapsed().as_secs_f64();
-    let (mut rows, start) = (0u64, Instant::now());
-    while start.elapsed() < RUN {
-        let tx = conn.transaction().unwrap();
-        for _ in 0..64 {
-            tx.execute(
-                "INSERT INTO t VALUES (?1, ?2)",
-                rusqlite::params![format!("b{rows}"), blob],
-            )
+
+    pub async fn etcd(endpoint: &str) -> Floor {
+        let client = etcd_client::Client::connect([endpoint], None)
+            .await
             .unwrap();
-            rows += 1;
+        let one = etcd_writer(
+            client.kv_client(),
+            "/floor/one".into(),
+            Duration::from_secs(2),
+        );
+        Floor {
+            one_ms: p50_p99(one.await),
+            bare: Bare::Etcd(Box::new(client)),
+            written: 0,
+            single_name: "raw etcd transactions, 1 writer",
+            many_name: "raw etcd transactions, 64 writers",
+            one_name: "one raw etcd transaction",
         }
-        tx.commit().unwrap();
     }
-    Floor {
-        single,
-        many: rows as f64 / start.elapsed().as_secs_f64(),
-        single_name: "SQLite single-row commits",
-        many_name: "SQLite 64-row commits",
-        one_name: "one durable SQLite commit",
-        one_ms: p50_p99(ms),
+
+    /// Durable writes per second over `run`: one writer, or 64 (SQLite: 64-row commits).
+    pub async fn writes(&mut self, writers: usize, run: Duration) -> f64 {
+        let start = Instant::now();
+        let n = match &self.bare {
+            Bare::Sqlite(_) => None,
+            Bare::Etcd(client) => {
+                let round = self.written;
+                let tasks: Vec<_> = (0..writers)
+                    .map(|w| {
+                        let prefix = format!("/floor/{round}/{w}");
+                        tokio::spawn(etcd_writer(client.kv_client(), prefix, run))
+                    })
+                    .collect();
+                let mut total = 0;
+                for t in tasks {
+                    total += t.await.unwrap().len();
+                }
+                self.written += total as u64;
+                Some(total)
+            }
+        };
+        let n = n.unwrap_or_else(|| self.sqlite_commits(writers, run).len() * writers);
+        n as f64 / start.elapsed().as_secs_f64()
+    }
+
+    /// Commits of `rows` rows each for `run`; each commit's latency (ms).
+    fn sqlite_commits(&mut self, rows: usize, run: Duration) -> Vec<f64> {
+        let Bare::Sqlite(conn) = &mut self.bare else {
+            unreachable!()
+        };
+        let blob = vec![b'x'; VALUE];
+        let (start, mut ms) = (Instant::now(), Vec::new());
+        while start.elapsed() < run {
+            let t = Instant::now();
+            let tx = conn.transaction().unwrap();
+            for _ in 0..rows {
+                tx.execute(
+                    "INSERT INTO t VALUES (?1, ?2)",
+                    rusqlite::params![format!("k{}", self.written), blob],
+                )
+                .unwrap();
+                self.written += 1;
+            }
+            tx.commit().unwrap();
+            ms.push(t.elapsed().as_secs_f64() * 1000.0);
+        }
+        ms
     }
 }
 
-/// One writer's create-if-absent transactions under `prefix` for RUN; each one's latency (ms).
-async fn etcd_writer(mut kv: etcd_client::KvClient, prefix: String) -> Vec<f64> {
+/// One writer's create-if-absent transactions under `prefix` for `run`; each one's latency (ms).
+async fn etcd_writer(mut kv: etcd_client::KvClient, prefix: String, run: Duration) -> Vec<f64> {
     use etcd_client::{Compare, CompareOp, Txn, TxnOp};
     let value = vec![b'x'; VALUE];
     let (mut n, start, mut ms) = (0u64, Instant::now(), Vec::new());
-    while start.elapsed() < RUN {
+    while start.elapsed() < run {
         let t = Instant::now();
         let key = format!("{prefix}/{n}");
         let txn = Txn::new()
@@ -86,29 +136,4 @@ async fn etcd_writer(mut kv: etcd_client::KvClient, prefix: String) -> Vec<f64> 
         n += 1;
     }
     ms
-}
-
-pub async fn etcd(endpoint: &str) -> Floor {
-    let client = etcd_client::Client::connect([endpoint], None)
-        .await
-        .unwrap();
-    let start = Instant::now();
-    let one = etcd_writer(client.kv_client(), "/floor/one".into()).await;
-    let single = one.len() as f64 / start.elapsed().as_secs_f64();
-    let start = Instant::now();
-    let writers: Vec<_> = (0..64)
-        .map(|w| tokio::spawn(etcd_writer(client.kv_client(), format!("/floor/many/{w}"))))
-        .collect();
-    let mut total = 0;
-    for w in writers {
-        total += w.await.unwrap().len();
-    }
-    Floor {
-        single,
-        many: total as f64 / start.elapsed().as_secs_f64(),
-        single_name: "raw etcd transactions, 1 writer",
-        many_name: "raw etcd transactions, 64 writers",
-        one_name: "one raw etcd transaction",
-        one_ms: p50_p99(one),
-    }
 }

@@ -11,6 +11,11 @@ use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+// The load generator shares the machine's cores with the server and its store: it should take
+// as little of them as it can (the floor's writers run in this process too).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The store the server under test uses: sqlite or etcd.
 static BACKEND: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
@@ -46,7 +51,7 @@ async fn writes_per_second(api: &Api<ConfigMap>, writers: usize, prefix: &str) -
             let prefix = prefix.to_string();
             tokio::spawn(async move {
                 let mut n = 0u64;
-                while start.elapsed() < Duration::from_secs(3) {
+                while start.elapsed() < ROUND {
                     api.create(&PostParams::default(), &cm(&format!("{prefix}-{w}-{n}")))
                         .await
                         .unwrap();
@@ -61,6 +66,15 @@ async fn writes_per_second(api: &Api<ConfigMap>, writers: usize, prefix: &str) -
         total += t.await.unwrap();
     }
     total as f64 / start.elapsed().as_secs_f64()
+}
+
+/// One round of writes; the floor's and the server's alternate, ROUNDS of each.
+const ROUND: Duration = Duration::from_secs(1);
+const ROUNDS: usize = 5;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
 }
 
 #[tokio::main]
@@ -79,13 +93,13 @@ async fn main() {
             serde_json::from_value(serde_json::json!({ "metadata": { "name": ns } })).unwrap();
         let _ = ns_api.create(&PostParams::default(), &obj).await;
     }
-    let floor = match etcd {
-        Some(url) => floor::etcd(url).await,
-        None => floor::sqlite(&scratch),
+    let mut floor = match etcd {
+        Some(url) => floor::Floor::etcd(url).await,
+        None => floor::Floor::sqlite(&scratch),
     };
     let api: Api<ConfigMap> = Api::namespaced(client.clone(), "bench-w");
     create_latency(&api, &floor).await;
-    durable_writes(&api, &floor).await;
+    durable_writes(&api, &mut floor).await;
     list_pods(&client).await;
     watch_delivery(&client).await;
 }
@@ -114,21 +128,54 @@ async fn create_latency(api: &Api<ConfigMap>, floor: &floor::Floor) {
         "ms",
         Some((floor.one_name, p99)),
     );
+    request_floor(api).await;
 }
 
-async fn durable_writes(api: &Api<ConfigMap>, floor: &floor::Floor) {
-    eprintln!("durable writes, 1 and 64 writers (3 s each)...");
-    for (writers, floor) in [
-        (1, (floor.single_name, floor.single)),
-        (64, (floor.many_name, floor.many)),
-    ] {
-        let rate = writes_per_second(api, writers, &format!("w{writers}")).await;
-        let name = if writers == 1 {
-            "durable writes/s, 1 writer".to_string()
-        } else {
-            format!("durable writes/s, {writers} writers")
+/// The part of a create's latency that is the request itself (client, TLS, HTTP, routing,
+/// authentication, authorization, JSON) and not the store: a GET answered from memory
+/// (resourceVersion=0, no store round trip) of one of the objects just made.
+async fn request_floor(api: &Api<ConfigMap>) {
+    let mut lat = Vec::new();
+    for i in 0..1000 {
+        let t = Instant::now();
+        let params = kube::api::GetParams::any();
+        api.get_with(&format!("lat-{i}"), &params).await.unwrap();
+        lat.push(t.elapsed().as_secs_f64() * 1000.0);
+    }
+    lat.sort_by(f64::total_cmp);
+    figure(
+        "GET from memory p50 (the request's own cost)",
+        pct(&lat, 0.5),
+        "ms",
+        None,
+    );
+}
+
+/// Writes/s of the server and of its bare store, each the median of ROUNDS rounds taken in
+/// turn: on a shared machine the disk's and CPU's pace drift over seconds, and a floor measured
+/// once, before the server, was off by up to half.
+async fn durable_writes(api: &Api<ConfigMap>, floor: &mut floor::Floor) {
+    for writers in [1, 64] {
+        eprintln!("durable writes, {writers} writer(s): {ROUNDS} rounds of 1 s each, server and bare store in turn...");
+        let (mut server, mut bare) = (Vec::new(), Vec::new());
+        for round in 0..ROUNDS {
+            bare.push(floor.writes(writers, ROUND).await);
+            server.push(writes_per_second(api, writers, &format!("w{writers}-{round}")).await);
+        }
+        let floor_name = match writers {
+            1 => floor.single_name,
+            _ => floor.many_name,
         };
-        figure(&name, rate, "writes/s", Some(floor));
+        let name = match writers {
+            1 => "durable writes/s, 1 writer".to_string(),
+            _ => format!("durable writes/s, {writers} writers"),
+        };
+        figure(
+            &name,
+            median(server),
+            "writes/s",
+            Some((floor_name, median(bare))),
+        );
     }
 }
 
