@@ -105,8 +105,14 @@ async fn who(stream: &mut TlsStream<TcpStream>) -> Option<String> {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn connections_follow_the_ready_server() {
+/// Servers "server-a" and "server-b" on one self-signed certificate, and a balancer (not yet
+/// running) in front of them, checking them every 100 ms.
+async fn two_servers_behind_a_balancer() -> (
+    rcgen::CertifiedKey<rcgen::KeyPair>,
+    Server,
+    Server,
+    LoadBalancer,
+) {
     let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
     let a = server("server-a", &cert).await;
     let b = server("server-b", &cert).await;
@@ -117,6 +123,12 @@ async fn connections_follow_the_ready_server() {
     })
     .await
     .unwrap();
+    (cert, a, b, lb)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_follow_the_ready_server() {
+    let (cert, a, b, lb) = two_servers_behind_a_balancer().await;
     let lb_addr = lb.local_addr().unwrap();
     tokio::spawn(lb.run());
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -205,16 +217,7 @@ async fn eventually<T: std::fmt::Debug>(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readyz_and_metrics_follow_the_servers() {
-    let cert = rcgen::generate_simple_self_signed(vec!["localhost".to_string()]).unwrap();
-    let a = server("server-a", &cert).await;
-    let b = server("server-b", &cert).await;
-    let lb = LoadBalancer::bind(LoadBalancerConfig {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        endpoints: vec![a.addr.to_string(), b.addr.to_string()],
-        health_check_interval: Duration::from_millis(100),
-    })
-    .await
-    .unwrap();
+    let (cert, a, b, lb) = two_servers_behind_a_balancer().await;
     let lb_addr = lb.local_addr().unwrap();
     let (health, registry) = lb.health_and_metrics();
     let health_listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
