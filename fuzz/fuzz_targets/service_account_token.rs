@@ -6,20 +6,23 @@ use keelson_apiserver::auth::serviceaccount::{KeyConfig, TokenKeys};
 use libfuzzer_sys::fuzz_target;
 use std::sync::OnceLock;
 
-/// One signing key for the whole run, made in a folder that outlives it.
+/// One signing key for the whole run, generated into a scratch folder that is removed once the
+/// key is in memory (each run left one behind in /tmp otherwise).
 fn keys() -> &'static TokenKeys {
     static KEYS: OnceLock<TokenKeys> = OnceLock::new();
     KEYS.get_or_init(|| {
         let dir = std::env::temp_dir().join(format!("keelson-fuzz-sa-{}", std::process::id()));
         std::fs::create_dir_all(&dir).expect("a key folder");
-        TokenKeys::load(KeyConfig {
+        let keys = TokenKeys::load(KeyConfig {
             data_dir: &dir,
             signing_key_file: None,
             key_files: &[],
             issuer: "https://kubernetes.default.svc.cluster.local".into(),
             api_audiences: vec![],
         })
-        .expect("a generated key")
+        .expect("a generated key");
+        let _ = std::fs::remove_dir_all(&dir);
+        keys
     })
 }
 
