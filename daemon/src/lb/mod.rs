@@ -253,14 +253,12 @@ async fn forward(shared: Arc<Shared>, mut client: TcpStream) {
         let connect = tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(endpoint)).await;
         let mut server = match connect {
             Ok(Ok(server)) => server,
-            Ok(Err(e)) => {
-                tracing::warn!(%endpoint, error = %e, "cannot connect; trying the next API server");
-                metrics.connect_failed();
-                shared.observe(i, Health::Down);
-                continue;
-            }
-            Err(_) => {
-                tracing::warn!(%endpoint, "connect timed out; trying the next API server");
+            failed => {
+                let error = match failed {
+                    Ok(Err(e)) => e.to_string(),
+                    _ => "connect timed out".to_string(),
+                };
+                tracing::warn!(%endpoint, %error, "cannot connect; trying the next API server");
                 metrics.connect_failed();
                 shared.observe(i, Health::Down);
                 continue;
