@@ -1,6 +1,8 @@
-//! `scripts/bench scheduler`: how fast keelson-scheduler binds pending Pods across 100 Nodes,
-//! beside the floor measured in the same run: the same number of bindings POSTed straight to the
-//! API server, 64 at a time, with no decisions. Usage: bench_scheduler <kubeconfig> <scheduler-binary> [N]
+//! `scripts/bench scheduler`: how fast keelson-scheduler binds pending Pods across a number of
+//! Nodes (upstream scheduler_perf's SchedulingBasic shape: nodes with capacity, pods with
+//! requests), beside the floor measured in the same run: the same number of bindings POSTed
+//! straight to the API server, 64 at a time, with no decisions; and the scheduler's peak memory.
+//! Usage: bench_scheduler <kubeconfig> <scheduler-binary> [pods (3000)] [nodes (100)]
 
 use futures::{stream, StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
@@ -9,8 +11,6 @@ use kube::runtime::watcher;
 use std::collections::BTreeMap;
 use std::process::{Command, Stdio};
 use std::time::Instant;
-
-const NODES: usize = 100;
 
 fn json<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> T {
     serde_json::from_value(v).expect("valid object")
@@ -25,7 +25,7 @@ async fn create_pods(client: &kube::Client, ns: &str, n: usize, scheduler: &str)
                 "metadata": { "name": format!("p{i}") },
                 "spec": { "schedulerName": scheduler,
                     "containers": [{ "name": "c", "image": "busybox",
-                        "resources": { "requests": { "cpu": "10m", "memory": "16Mi" } } }] },
+                        "resources": { "requests": { "cpu": "100m", "memory": "500Mi" } } }] },
             }));
             async move { api.create(&PostParams::default(), &pod).await.map(|_| ()) }
         })
@@ -35,8 +35,40 @@ async fn create_pods(client: &kube::Client, ns: &str, n: usize, scheduler: &str)
         .expect("create pods");
 }
 
+/// `count` Ready Nodes with room for both sets of pods (the floor's are bound to them too).
+async fn create_nodes(client: &kube::Client, count: usize) {
+    let api: Api<Node> = Api::all(client.clone());
+    stream::iter(0..count)
+        .map(|i| {
+            let api = api.clone();
+            let node: Node = json(serde_json::json!({
+                "metadata": { "name": format!("n{i}"), "labels": { "kubernetes.io/hostname": format!("n{i}") } },
+                "status": { "allocatable": { "cpu": "32", "memory": "128Gi", "pods": "110" },
+                    "capacity": { "cpu": "32", "memory": "128Gi", "pods": "110" },
+                    "conditions": [{ "type": "Ready", "status": "True" }] },
+            }));
+            async move { api.create(&PostParams::default(), &node).await.map(|_| ()) }
+        })
+        .buffer_unordered(64)
+        .try_collect::<Vec<_>>()
+        .await
+        .expect("create nodes");
+}
+
+/// The process's peak resident memory (VmHWM), KiB; 0 if unreadable.
+fn peak_rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
 /// Pods per second for `n` bindings POSTed directly, round-robin over the nodes.
-async fn binding_floor(client: &kube::Client, n: usize) -> f64 {
+async fn binding_floor(client: &kube::Client, n: usize, nodes: usize) -> f64 {
     let api: Api<Pod> = Api::namespaced(client.clone(), "floor");
     let start = Instant::now();
     stream::iter(0..n)
@@ -44,7 +76,7 @@ async fn binding_floor(client: &kube::Client, n: usize) -> f64 {
             let api = api.clone();
             let body = serde_json::json!({ "apiVersion": "v1", "kind": "Binding",
                 "metadata": { "name": format!("p{i}") },
-                "target": { "apiVersion": "v1", "kind": "Node", "name": format!("n{}", i % NODES) } });
+                "target": { "apiVersion": "v1", "kind": "Node", "name": format!("n{}", i % nodes) } });
             async move {
                 let bound: Result<serde_json::Value, _> = api
                     .create_subresource("binding", &format!("p{i}"), &PostParams::default(), &body)
@@ -85,7 +117,14 @@ async fn all_bound(client: &kube::Client, ns: &str, n: usize) -> BTreeMap<String
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
     let (kubeconfig, scheduler) = (&args[1], &args[2]);
-    let n: usize = args.get(3).map(|s| s.parse().expect("N")).unwrap_or(3000);
+    let n: usize = args
+        .get(3)
+        .map(|s| s.parse().expect("pods"))
+        .unwrap_or(3000);
+    let nodes: usize = args
+        .get(4)
+        .map(|s| s.parse().expect("nodes"))
+        .unwrap_or(100);
     let client = keelson_daemon::client(Some(kubeconfig.as_ref()))
         .await
         .expect("client");
@@ -98,24 +137,13 @@ async fn main() {
             .await
             .expect("namespace");
     }
-    eprintln!("creating {NODES} nodes and {n} pending pods twice...");
-    let nodes: Api<Node> = Api::all(client.clone());
-    for i in 0..NODES {
-        let node: Node = json(serde_json::json!({
-            "metadata": { "name": format!("n{i}"), "labels": { "kubernetes.io/hostname": format!("n{i}") } },
-            "status": { "allocatable": { "cpu": "32", "memory": "128Gi", "pods": "110" },
-                "conditions": [{ "type": "Ready", "status": "True" }] },
-        }));
-        nodes
-            .create(&PostParams::default(), &node)
-            .await
-            .expect("node");
-    }
+    eprintln!("creating {nodes} nodes and {n} pending pods twice...");
+    create_nodes(&client, nodes).await;
     create_pods(&client, "floor", n, "nobody").await;
     create_pods(&client, "bench", n, "default-scheduler").await;
 
     eprintln!("floor: {n} bindings POSTed, 64 at a time...");
-    let floor = binding_floor(&client, n).await;
+    let floor = binding_floor(&client, n, nodes).await;
 
     eprintln!("keelson-scheduler: binding {n} pending pods...");
     let start = Instant::now();
@@ -132,6 +160,7 @@ async fn main() {
         .expect("start keelson-scheduler");
     let per_node = all_bound(&client, "bench", n).await;
     let rate = n as f64 / start.elapsed().as_secs_f64();
+    let peak_rss_mib = peak_rss_kib(child.id()) as f64 / 1024.0;
     let _ = nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(child.id() as i32),
         nix::sys::signal::Signal::SIGTERM,
@@ -142,7 +171,7 @@ async fn main() {
         per_node.values().min().copied().unwrap_or(0),
         per_node.values().max().copied().unwrap_or(0),
     );
-    let name = format!("pods bound/s, {n} pods over {NODES} nodes (from scheduler start)");
+    let name = format!("pods bound/s, {n} pods over {nodes} nodes (from scheduler start)");
     println!("{name:<64} {rate:>10.1} pods/s   (baseline direct bindings, 64 at a time: {floor:.1} pods/s)");
     println!(
         "{:<64} {:>10} pods",
@@ -150,9 +179,14 @@ async fn main() {
         format!("{min} / {max}")
     );
     println!(
+        "{:<64} {peak_rss_mib:>10.1} MiB",
+        format!("scheduler peak RSS, {n} pods over {nodes} nodes")
+    );
+    println!(
         "{}",
         serde_json::json!({ "bench": "scheduler", "figure": name, "unit": "pods/s", "value": rate,
             "baseline": { "name": "direct bindings, 64 at a time", "value": floor },
-            "pods_per_node": { "min": min, "max": max, "nodes": per_node.len() } })
+            "pods_per_node": { "min": min, "max": max, "nodes": per_node.len() },
+            "peak_rss_mib": peak_rss_mib })
     );
 }

@@ -35,15 +35,51 @@ pub fn pick_for(
     nodes: &[NodeInfo],
     vols: &volumes::PodVolumes,
 ) -> Result<usize, String> {
+    pick_from(pod, nodes, vols, 0).0
+}
+
+/// How many fitting nodes to find before the search stops, as upstream's numFeasibleNodesToFind
+/// with the adaptive percentageOfNodesToScore: every node below 100; else 50% less one point
+/// per 125 nodes, never under 5% nor under 100 nodes. A large cluster is not scored whole for
+/// every Pod (at 5,000 nodes, 500 fitting ones are enough).
+pub fn feasible_nodes_to_find(all: usize) -> usize {
+    const MIN_NODES: usize = 100;
+    const MIN_PERCENT: usize = 5;
+    if all < MIN_NODES {
+        return all;
+    }
+    let percent = 50usize.saturating_sub(all / 125).max(MIN_PERCENT);
+    (all * percent / 100).max(MIN_NODES)
+}
+
+/// `pick_for` from node `start` on, wrapping around, until `feasible_nodes_to_find` nodes fit;
+/// also returns how many nodes were looked at, so that the next Pod starts after them (as
+/// upstream's nextStartNodeIndex) and every node gets its turn. When none fits, every node was
+/// looked at and the message counts them all.
+pub fn pick_from(
+    pod: &Pod,
+    nodes: &[NodeInfo],
+    vols: &volumes::PodVolumes,
+    start: usize,
+) -> (Result<usize, String>, usize) {
     let req = node_info::requests(pod);
+    let want = feasible_nodes_to_find(nodes.len());
     let mut reasons: HashMap<Cow<'static, str>, usize> = HashMap::new();
     let mut best: Option<(f64, usize)> = None;
-    for (i, info) in nodes.iter().enumerate() {
+    let (mut found, mut looked) = (0, 0);
+    for k in 0..nodes.len() {
+        if found >= want {
+            break;
+        }
+        let i = (start + k) % nodes.len();
+        let info = &nodes[i];
+        looked += 1;
         let unfit = filter::unfit(pod, req, info)
             .or_else(|| volumes::unfit(vols, &info.node).map(Cow::Borrowed));
         match unfit {
             Some(r) => *reasons.entry(r).or_default() += 1,
             None => {
+                found += 1;
                 let s = score::score(pod, req, info);
                 if best.is_none_or(|(b, _)| s > b) {
                     best = Some((s, i));
@@ -51,11 +87,12 @@ pub fn pick_for(
             }
         }
     }
-    match best {
+    let picked = match best {
         Some((_, i)) => Ok(i),
         None if nodes.is_empty() => Err("no nodes available to schedule pods".into()),
         None => Err(unschedulable_message(nodes.len(), &reasons)),
-    }
+    };
+    (picked, looked)
 }
 
 /// Upstream's FitError text when a PreFilter (the claims) already rules out every node.
@@ -302,5 +339,46 @@ mod tests {
         let mut p = pod("1", None, "o");
         p.spec.as_mut().unwrap().tolerations = Some(vec![serde_json::from_value(serde_json::json!({ "key": "gpu", "operator": "Equal", "value": "yes", "effect": "NoSchedule" })).unwrap()]);
         assert_eq!(pick(&p, &nodes), Ok(0));
+    }
+
+    #[test]
+    fn large_clusters_are_searched_in_part_as_upstream() {
+        // Upstream's numFeasibleNodesToFind with the adaptive percentage.
+        for (all, want) in [
+            (5, 5),
+            (99, 99),
+            (100, 100),
+            (1000, 420),
+            (5000, 500),
+            (6000, 300),
+            (20000, 1000),
+        ] {
+            assert_eq!(feasible_nodes_to_find(all), want, "{all} nodes");
+        }
+    }
+
+    #[test]
+    fn each_search_starts_where_the_last_one_stopped() {
+        let nodes: Vec<NodeInfo> = (0..200)
+            .map(|i| node(&format!("n{i}"), true, "4", serde_json::json!({})))
+            .collect();
+        let vols = volumes::PodVolumes::default();
+        let (picked, looked) = pick_from(&pod("1", None, "o"), &nodes, &vols, 0);
+        assert_eq!(looked, 100, "100 fitting nodes are enough out of 200");
+        assert!(picked.unwrap() < 100);
+        // Wrapping around the end: nodes 150..200 then 0..50.
+        let (picked, looked) = pick_from(&pod("1", None, "o"), &nodes, &vols, 150);
+        assert_eq!(looked, 100);
+        let i = picked.unwrap();
+        assert!(
+            !(50..150).contains(&i),
+            "picked node {i}, outside the nodes searched"
+        );
+        // Nothing fits: every node is looked at, and the message counts them all.
+        let (picked, looked) = pick_from(&pod("8", None, "o"), &nodes, &vols, 150);
+        assert_eq!(looked, 200);
+        assert!(picked
+            .unwrap_err()
+            .starts_with("0/200 nodes are available: 200 Insufficient cpu."));
     }
 }

@@ -8,13 +8,14 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::reflector::Store;
 use kube::ResourceExt;
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
 use crate::volumes::{self, PodVolumes};
-use crate::{metrics, pending, pick_for, unresolvable_message, NodeInfo};
+use crate::{metrics, pending, pick_from, unresolvable_message, NodeInfo};
 
 /// The watches volume binding reads.
 pub(crate) struct VolumeStores {
@@ -35,6 +36,8 @@ pub(crate) struct State {
     reported: Mutex<HashMap<String, Reported>>,
     events: Recorder,
     binds: Arc<Semaphore>,
+    /// Where the next Pod's search over the nodes starts (upstream's nextStartNodeIndex).
+    next_start: AtomicUsize,
     metrics: metrics::Metrics,
 }
 
@@ -66,6 +69,7 @@ impl State {
                 },
             ),
             binds: Arc::new(Semaphore::new(Self::CONCURRENT_BINDS)),
+            next_start: AtomicUsize::new(0),
             metrics,
         }
     }
@@ -148,7 +152,11 @@ impl State {
                     continue;
                 }
             };
-            match pick_for(&pod, &infos, &vols) {
+            let start = self.next_start.load(Ordering::Relaxed);
+            let (picked, looked) = pick_from(&pod, &infos, &vols, start);
+            let next = (start + looked) % infos.len().max(1);
+            self.next_start.store(next, Ordering::Relaxed);
+            match picked {
                 Ok(i) => {
                     let node = infos[i].node.name_any();
                     infos[i].add(&pod);

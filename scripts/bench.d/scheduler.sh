@@ -1,14 +1,28 @@
 #!/usr/bin/env bash
-# Benchmarks keelson-scheduler (release build): N pending Pods (default 3000) bound across 100
-# Nodes, timed from the scheduler's start until the last binding is seen, beside the floor of the
-# same number of bindings POSTed straight to the API server in the same run. Loopback only.
+# Benchmarks keelson-scheduler (release build): N pending Pods (default 3000) bound across 100,
+# 1,000 and 5,000 Nodes (upstream scheduler_perf's SchedulingBasic shape), each timed from the
+# scheduler's start until the last binding is seen, beside the floor of the same number of
+# bindings POSTed straight to the API server in the same run; the scheduler's peak RSS. Each size
+# runs on a fresh API server. Loopback only.
+# Usage: scripts/bench scheduler [pods] [nodes...]
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
+pods=${1:-3000}
+shift || true
+sizes=("$@")
+[ ${#sizes[@]} -gt 0 ] || sizes=(100 1000 5000)
 echo "building (release)..." >&2
 cargo build --release -q -p keelson-apiserver --bin keelson-apiserver
 cargo build --release -q -p keelson-scheduler --bin keelson-scheduler --example bench_scheduler
 target=${CARGO_TARGET_DIR:-target}
+echo "binaries: $target/release"
 . scripts/lib/release-apiserver.bash
-start_release_apiserver scheduler
-"$target/release/examples/bench_scheduler" "$dir/admin.kubeconfig" "$target/release/keelson-scheduler" "${1:-3000}"
+for nodes in "${sizes[@]}"; do
+  echo "== $pods pods over $nodes nodes"
+  # A subshell per size: its API server and data directory go when it ends.
+  (
+    start_release_apiserver scheduler
+    "$target/release/examples/bench_scheduler" "$dir/admin.kubeconfig" "$target/release/keelson-scheduler" "$pods" "$nodes"
+  )
+done
