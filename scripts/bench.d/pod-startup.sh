@@ -4,19 +4,19 @@
 # CreateContainer + StartContainer, N at once) timed in the same run on the same containerd; then
 # the agent's RSS with 30 and with 100 pods. Runs a one-node cluster in two test hosts
 # (control plane + node, veth 172.31.254.0/30), removed on exit.
-# Env: COUNT (30), BIG (100), KEELSON_BIN_DIR (target/release if the binaries are there, else target/debug).
+# Env: COUNT (30), BIG (100). Release binaries, as every benchmark.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 count=${COUNT:-30}
 big=${BIG:-100}
 cd "$root"
-echo "pod-startup: building keelson-agent and the measurement helper (debug profile)"
-cargo build -q -p keelson-agent --bin keelson-agent --example bench_pod_startup
-for b in keelson-apiserver keelson-cni; do
-  [ -x "target/debug/$b" ] || cargo build -q -p "$b"
-done
-bin=${KEELSON_BIN_DIR:-target/debug}
-helper=target/debug/examples/bench_pod_startup
+echo "pod-startup: building the agent, API server, CNI plugin and the measurement helper (release)"
+cargo build --release -q -p keelson-agent --bin keelson-agent --example bench_pod_startup
+cargo build --release -q -p keelson-apiserver --bin keelson-apiserver
+cargo build --release -q -p keelson-cni
+bin=${CARGO_TARGET_DIR:-$root/target}/release
+echo "binaries: $bin"
+helper=$bin/examples/bench_pod_startup
 sfx=$(head -c3 /dev/urandom | od -An -tx1 | tr -d ' \n')
 cp=kt-benchc-$sfx node=kt-bench-$sfx nodename=kt-bench-$sfx
 tmp=$(mktemp -d)
@@ -50,7 +50,7 @@ ip -n "$cp" link add kv0 type veth peer name kv1 netns "$node"
 ip -n "$cp" addr add 172.31.254.1/30 dev kv0; ip -n "$cp" link set kv0 up
 ip -n "$node" addr add 172.31.254.2/30 dev kv1; ip -n "$node" link set kv1 up
 mkdir -p "$tmp/cni-bin" "$tmp/net.d"
-for n in keelson-cni keelson-ipam loopback; do ln -s "$root/$bin/keelson-cni" "$tmp/cni-bin/$n"; done
+for n in keelson-cni keelson-ipam loopback; do ln -s "$bin/keelson-cni" "$tmp/cni-bin/$n"; done
 scripts/images/build | tail -1
 nsenter --net="/var/run/netns/$cp" "$bin/keelson-apiserver" --data-dir "$tmp/api" --advertise-address 172.31.254.1 \
   >"$tmp/apiserver.log" 2>&1 </dev/null &
