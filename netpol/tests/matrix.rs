@@ -225,7 +225,7 @@ fn probe_matrix_through_policy_changes() {
     c.expect("no policy", 80, |_, _, _, _| true);
 
     let deny_x = policy("x", "deny", json!({"podSelector": {}}));
-    load(&[deny_x.clone()]);
+    load(std::slice::from_ref(&deny_x));
     c.expect("default-deny ingress in x", 80, |_, _, dn, _| dn != "x");
 
     let from_y = policy(
@@ -244,7 +244,7 @@ fn probe_matrix_through_policy_changes() {
         json!({"podSelector": {"matchLabels": {"app": "a"}},
                "ingress": [{"from": [{"podSelector": {"matchLabels": {"app": "b"}}}]}]}),
     );
-    load(&[b_to_a.clone()]);
+    load(std::slice::from_ref(&b_to_a));
     c.expect("allow from pod label", 80, |sn, sp, dn, dp| {
         !(dn == "x" && dp == "a") || (sn == "x" && sp == "b")
     });
@@ -266,7 +266,7 @@ fn probe_matrix_through_policy_changes() {
         json!({"podSelector": {"matchLabels": {"app": "a"}},
                "ingress": [{"ports": [{"port": "http"}]}]}),
     );
-    load(&[named.clone()]);
+    load(std::slice::from_ref(&named));
     c.expect("named port: http open", 80, |_, _, _, _| true);
     c.expect("named port: alt closed", 81, |_, _, dn, dp| {
         !(dn == "x" && dp == "a")
