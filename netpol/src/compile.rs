@@ -262,7 +262,10 @@ impl<'a> Compiler<'a> {
                 .or_insert_with(|| addr_set(BTreeSet::new()));
             isolated.elements.extend(local_ips.iter().cloned());
             if let Some(d) = dispatch.get_mut(slot) {
-                d.push(format!("{} @{id}_sel jump {chain}", dir.own()));
+                d.push(format!(
+                    "{} @{id}_sel jump {chain} comment \"{key}\"",
+                    dir.own()
+                ));
             }
         }
     }

@@ -1,5 +1,6 @@
 # Shared by scripts/up and scripts/join: settings from the environment, the build, starting a
-# daemon with its PID recorded, waiting, and a node's own processes (containerd, agent, proxy).
+# daemon with its PID recorded, waiting, and a node's own processes (containerd, agent, proxy,
+# NetworkPolicy).
 # Sourced, not run. Callers set `root` (the repository) first.
 
 data=${KEELSON_DATA:-/var/lib/keelson}
@@ -125,6 +126,8 @@ start_node() {
   wait_for "the agent's own credentials ($kubeconfig)" 120 test -s "$kubeconfig"
   start proxy "$bin/keelson-proxy" --kubeconfig "${proxy_kubeconfig:-$kubeconfig}" --hostname-override "$node" \
     --cluster-cidr "$cluster_cidr"
+  # NetworkPolicy, with the proxy's identity (ClusterRole keelson:network-policy).
+  start netpol "$bin/keelson-netpol" --kubeconfig "${proxy_kubeconfig:-$kubeconfig}" --hostname-override "$node"
   wait_for "node $node to be Ready" 120 \
     in_ns kubectl --kubeconfig "$kubeconfig" wait --for=condition=Ready "node/$node" --timeout=1s
 }

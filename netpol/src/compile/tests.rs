@@ -73,7 +73,7 @@ fn default_deny_isolates_only_this_nodes_pods_and_allows_nothing() {
     assert_eq!(
         rs.chains["ingress"],
         [
-            format!("ip daddr @{id}_sel jump {id}_in"),
+            format!("ip daddr @{id}_sel jump {id}_in comment \"a/deny\""),
             "meta mark and 0x20000 == 0 counter drop".to_string()
         ]
     );
