@@ -393,6 +393,18 @@ pub static RESOURCES: &[Resource] = &[
         networking::v1::IngressClass
     ),
     res!(
+        "networking.k8s.io",
+        "v1",
+        "networkpolicies",
+        "networkpolicy",
+        "NetworkPolicy",
+        true,
+        &["netpol"],
+        &[],
+        false,
+        networking::v1::NetworkPolicy
+    ),
+    res!(
         "coordination.k8s.io",
         "v1",
         "leases",

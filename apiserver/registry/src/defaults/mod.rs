@@ -5,6 +5,7 @@
 mod apps;
 mod batch;
 mod core;
+mod network;
 mod pod;
 mod rbac;
 mod service;
@@ -37,6 +38,7 @@ pub fn apply_defaults(kind: &str, obj: &mut Value) {
         "PersistentVolumeClaim" => storage::persistent_volume_claim(obj),
         "StorageClass" => storage::storage_class(obj),
         "EndpointSlice" => core::endpoint_slice(obj),
+        "NetworkPolicy" => network::network_policy(obj),
         "RoleBinding" | "ClusterRoleBinding" => rbac::binding(obj),
         _ => {}
     }

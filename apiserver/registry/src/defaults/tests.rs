@@ -228,6 +228,27 @@ fn namespace_secret_and_small_kinds() {
 }
 
 #[test]
+fn network_policy_gets_protocols_and_policy_types() {
+    let np = defaulted(
+        "NetworkPolicy",
+        json!({"spec": {"ingress": [{"ports": [{"port": 80}, {"port": 53, "protocol": "UDP"}]}]}}),
+    );
+    assert_eq!(np["spec"]["ingress"][0]["ports"][0]["protocol"], "TCP");
+    assert_eq!(np["spec"]["ingress"][0]["ports"][1]["protocol"], "UDP");
+    assert_eq!(np["spec"]["policyTypes"], json!(["Ingress"]));
+    assert_eq!(np["spec"]["podSelector"], json!({}));
+    let both = defaulted(
+        "NetworkPolicy",
+        json!({"spec": {"podSelector": {"matchLabels": {"a": "b"}}, "egress": [{"ports": [{}]}]}}),
+    );
+    assert_eq!(both["spec"]["policyTypes"], json!(["Ingress", "Egress"]));
+    assert_eq!(both["spec"]["egress"][0]["ports"][0]["protocol"], "TCP");
+    assert_eq!(both["spec"]["podSelector"]["matchLabels"]["a"], "b");
+    let egress_only = json!({"spec": {"podSelector": {}, "policyTypes": ["Egress"]}});
+    assert_eq!(defaulted("NetworkPolicy", egress_only.clone()), egress_only);
+}
+
+#[test]
 fn garbage_is_left_alone() {
     assert_eq!(defaulted("Pod", json!("x")), json!("x"));
     let odd = json!({"spec": {"containers": "nope"}});

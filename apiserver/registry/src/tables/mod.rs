@@ -90,6 +90,7 @@ const PRINTERS: &[Printer] = printers! {
     "EndpointSlice" => service::endpoint_slice_columns, service::endpoint_slice_cells;
     "Ingress" => network::ingress_columns, network::ingress_cells;
     "IngressClass" => network::ingress_class_columns, network::ingress_class_cells;
+    "NetworkPolicy" => network::network_policy_columns, network::network_policy_cells;
     "PersistentVolume" => storage::persistent_volume_columns, storage::persistent_volume_cells;
     "PersistentVolumeClaim" => storage::persistent_volume_claim_columns, storage::persistent_volume_claim_cells;
     "StorageClass" => storage::storage_class_columns, storage::storage_class_cells;

@@ -1,9 +1,10 @@
-//! Ingress and IngressClass rows.
+//! Ingress, IngressClass and NetworkPolicy rows.
 
 use super::service::load_balancer_text;
 use super::{age, age_col, col, name, name_col, Column};
 use crate::json::{items, str_at};
 use chrono::{DateTime, Utc};
+use keelson_apimachinery::LabelSelector;
 use serde_json::{json, Value};
 
 pub(super) fn ingress_columns() -> Vec<Column> {
@@ -121,6 +122,38 @@ pub(super) fn ingress_class_cells(obj: &Value, now: DateTime<Utc>) -> Vec<Value>
         name(obj),
         json!(str_at(spec, "controller")),
         json!(parameters),
+        age(obj, now),
+    ]
+}
+
+pub(super) fn network_policy_columns() -> Vec<Column> {
+    vec![
+        name_col(),
+        col(
+            "Pod-Selector",
+            "string",
+            0,
+            "Selects the pods to which this NetworkPolicy object applies. The array of ingress rules is applied to any pods selected by this field. Multiple network policy can select the same set of pods. In this case, the ingress rules for each are combined additively. This field is NOT optional and follows standard label selector semantics. An empty podSelector matches all pods in this namespace.",
+        ),
+        age_col(),
+    ]
+}
+
+/// Upstream's metav1.FormatLabelSelector: `<none>` when the selector selects everything (or is
+/// absent), `<error>` when it cannot be converted.
+fn format_label_selector(sel: Option<&Value>) -> String {
+    match sel.map(LabelSelector::from_json) {
+        Some(Err(_)) => "<error>".to_string(),
+        Some(Ok(s)) if !s.requirements().is_empty() => s.to_string(),
+        _ => "<none>".to_string(),
+    }
+}
+
+pub(super) fn network_policy_cells(obj: &Value, now: DateTime<Utc>) -> Vec<Value> {
+    let selector = obj.get("spec").and_then(|s| s.get("podSelector"));
+    vec![
+        name(obj),
+        json!(format_label_selector(selector)),
         age(obj, now),
     ]
 }

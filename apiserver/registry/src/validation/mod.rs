@@ -42,6 +42,7 @@ pub fn validate(kind: &str, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         "EndpointSlice" => network::endpoint_slice(obj, old, &mut out),
         "Ingress" => network::ingress(obj, &mut out),
         "IngressClass" => network::ingress_class(obj, old, &mut out),
+        "NetworkPolicy" => network::network_policy(obj, &mut out),
         "ConfigMap" => core::config_map(obj, old, &mut out),
         "Secret" => core::secret(obj, old, &mut out),
         "Namespace" => core::namespace(obj, &mut out),

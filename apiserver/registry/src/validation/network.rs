@@ -1,7 +1,7 @@
-//! Endpoints, EndpointSlice, Ingress and IngressClass rules.
+//! Endpoints, EndpointSlice, Ingress, IngressClass and NetworkPolicy rules.
 
 use super::container::port_range;
-use super::field_checks::{immutable, int_field, name_check, one_of, PROTOCOLS};
+use super::field_checks::{immutable, int_field, label_selector, name_check, one_of, PROTOCOLS};
 use crate::cause::Cause;
 use crate::json::{items, str_at};
 use crate::path::Path;
@@ -298,5 +298,174 @@ pub(crate) fn ingress_class(obj: &Value, old: Option<&Value>, out: &mut Vec<Caus
         let old_controller = old_spec.get("controller").unwrap_or(&Value::Null);
         let new_controller = spec.get("controller").unwrap_or(&Value::Null);
         immutable(new_controller, old_controller, &cp, out);
+    }
+}
+
+/// Upstream's ValidateNetworkPolicySpec. Nothing is immutable, so updates get the same checks.
+pub(crate) fn network_policy(obj: &Value, out: &mut Vec<Cause>) {
+    let path = Path::root().child("spec");
+    let empty = json!({});
+    let spec = obj.get("spec").unwrap_or(&empty);
+    let selector = spec.get("podSelector").unwrap_or(&empty);
+    label_selector(selector, &path.child("podSelector"), out);
+    for (direction, peers) in [("ingress", "from"), ("egress", "to")] {
+        for (i, rule) in items(spec, direction).iter().enumerate() {
+            let rp = path.child(direction).index(i);
+            for (j, port) in items(rule, "ports").iter().enumerate() {
+                policy_port(port, &rp.child("ports").index(j), out);
+            }
+            for (j, peer) in items(rule, peers).iter().enumerate() {
+                policy_peer(peer, &rp.child(peers).index(j), out);
+            }
+        }
+    }
+    policy_types(spec, &path.child("policyTypes"), out);
+}
+
+/// Upstream's ValidateNetworkPolicyPort: a numeric port may open a range up to endPort.
+fn policy_port(p: &Value, path: &Path, out: &mut Vec<Cause>) {
+    // Upstream lists the protocols in this order in its message.
+    one_of(p, "protocol", &["TCP", "UDP", "SCTP"], false, path, out);
+    let end = int_field(p, "endPort", path, out);
+    let ep = path.child("endPort");
+    match p.get("port").filter(|v| !v.is_null()) {
+        Some(Value::Number(n)) => {
+            let port = n.as_i64().unwrap_or(0);
+            port_range(port, &path.child("port"), out);
+            if let Some(end) = end {
+                if end < port {
+                    // Upstream shows the port, not endPort, as the invalid value.
+                    let msg = "must be greater than or equal to `port`";
+                    out.push(Cause::invalid(&ep, &json!(port), msg));
+                }
+                port_range(end, &ep, out);
+            }
+        }
+        Some(Value::String(name)) => {
+            if let Some(end) = end {
+                let msg = "may not be specified when `port` is non-numeric";
+                out.push(Cause::invalid(&ep, &json!(end), msg));
+            }
+            name_check(names::port_name(name), &path.child("port"), name, out);
+        }
+        Some(other) => {
+            let msg = "must be a port number or name";
+            out.push(Cause::invalid(path.child("port"), other, msg));
+        }
+        None => {
+            if let Some(end) = end {
+                let msg = "may not be specified when `port` is not specified";
+                out.push(Cause::invalid(&ep, &json!(end), msg));
+            }
+        }
+    }
+}
+
+/// Upstream's ValidateNetworkPolicyPeer: at least one selector or an ipBlock, and an ipBlock
+/// alone.
+fn policy_peer(peer: &Value, path: &Path, out: &mut Vec<Cause>) {
+    let set = |key: &str| peer.get(key).filter(|v| !v.is_null());
+    let mut count = 0;
+    for key in ["podSelector", "namespaceSelector"] {
+        if let Some(sel) = set(key) {
+            count += 1;
+            label_selector(sel, &path.child(key), out);
+        }
+    }
+    let block = set("ipBlock");
+    if let Some(b) = block {
+        count += 1;
+        ip_block(b, &path.child("ipBlock"), out);
+    }
+    if count == 0 {
+        out.push(Cause::required(path, "must specify a peer"));
+    } else if count > 1 && block.is_some() {
+        let msg = "may not specify both ipBlock and another peer";
+        out.push(Cause::forbidden(path, msg));
+    }
+}
+
+const CIDR_MESSAGE: &str = "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)";
+
+/// Upstream's ValidateIPBlock: every `except` lies strictly inside `cidr`.
+fn ip_block(b: &Value, path: &Path, out: &mut Vec<Cause>) {
+    let text = str_at(b, "cidr");
+    let cp = path.child("cidr");
+    if text.is_empty() {
+        out.push(Cause::required(cp, ""));
+        return;
+    }
+    let Some(cidr) = Cidr::parse(text) else {
+        out.push(Cause::invalid(cp, &json!(text), CIDR_MESSAGE));
+        return;
+    };
+    for (i, e) in items(b, "except").iter().enumerate() {
+        let ep = path.child("except").index(i);
+        let e = e.as_str().unwrap_or("");
+        match Cidr::parse(e) {
+            None => out.push(Cause::invalid(ep, &json!(e), CIDR_MESSAGE)),
+            Some(except) if !cidr.strictly_contains(&except) => {
+                let msg = "must be a strict subset of `cidr`";
+                out.push(Cause::invalid(ep, &json!(e), msg));
+            }
+            Some(_) => {}
+        }
+    }
+}
+
+/// An address range; IPv4 addresses sit in the low 32 bits, so families never compare equal.
+struct Cidr {
+    v4: bool,
+    network: u128,
+    prefix: u32,
+}
+
+impl Cidr {
+    fn parse(text: &str) -> Option<Cidr> {
+        let (ip, bits) = text.split_once('/')?;
+        let prefix: u32 = bits.parse().ok()?;
+        let (v4, addr, width) = match ip.parse::<std::net::IpAddr>().ok()? {
+            std::net::IpAddr::V4(a) => (true, u128::from(u32::from(a)), 32),
+            std::net::IpAddr::V6(a) => (false, u128::from(a), 128),
+        };
+        (prefix <= width).then(|| Cidr {
+            v4,
+            network: addr & Cidr::mask(prefix, width),
+            prefix,
+        })
+    }
+
+    /// Ones in the top `prefix` of `width` bits.
+    fn mask(prefix: u32, width: u32) -> u128 {
+        let ones = u128::MAX.checked_shl(width - prefix).unwrap_or(0);
+        ones & (u128::MAX >> (128 - width))
+    }
+
+    /// Go's `cidr.Contains(except.IP) && cidrLen < exceptLen`.
+    fn strictly_contains(&self, other: &Cidr) -> bool {
+        let width = if self.v4 { 32 } else { 128 };
+        self.v4 == other.v4
+            && other.prefix > self.prefix
+            && other.network & Cidr::mask(self.prefix, width) == self.network
+    }
+}
+
+/// Upstream's policyTypes check: at most two, each Ingress or Egress (a repeated type is
+/// accepted, as upstream accepts it).
+fn policy_types(spec: &Value, path: &Path, out: &mut Vec<Cause>) {
+    let types = items(spec, "policyTypes");
+    if types.len() > 2 {
+        let msg = "may not specify more than two policyTypes";
+        out.push(Cause::invalid(path, &spec["policyTypes"], msg));
+        return;
+    }
+    for (i, t) in types.iter().enumerate() {
+        if !matches!(t.as_str(), Some("Ingress" | "Egress")) {
+            out.push(Cause::not_supported(
+                path.index(i),
+                t,
+                &["Ingress", "Egress"],
+            ));
+        }
     }
 }

@@ -295,6 +295,34 @@ fn ingress_rows() {
 }
 
 #[test]
+fn network_policy_rows() {
+    let np = |selector: Value| json!({"metadata": meta("db"), "spec": {"podSelector": selector}});
+    let headers: Vec<String> = row("NetworkPolicy", &np(json!({})))
+        .into_iter()
+        .map(|(c, _)| c)
+        .collect();
+    assert_eq!(headers, ["NAME", "POD-SELECTOR", "AGE"]);
+    // Upstream's FormatLabelSelector: requirements sorted by key, sets in parentheses.
+    let mixed = np(json!({"matchLabels": {"tier": "db", "app": "web"},
+        "matchExpressions": [{"key": "env", "operator": "In", "values": ["b", "a"]},
+            {"key": "zone", "operator": "DoesNotExist"}]}));
+    assert_eq!(
+        values("NetworkPolicy", &mixed),
+        vec![
+            json!("db"),
+            json!("app=web,env in (a,b),tier=db,!zone"),
+            json!("5m")
+        ]
+    );
+    assert_eq!(
+        cell("NetworkPolicy", &np(json!({})), "POD-SELECTOR"),
+        "<none>"
+    );
+    let absent = json!({"metadata": meta("db"), "spec": {}});
+    assert_eq!(cell("NetworkPolicy", &absent, "POD-SELECTOR"), "<none>");
+}
+
+#[test]
 fn daemon_set_and_csr_rows() {
     let ds = json!({"metadata": meta("agent"), "spec": {
         "selector": {"matchLabels": {"app": "agent"}},

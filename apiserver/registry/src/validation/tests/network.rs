@@ -152,3 +152,164 @@ fn endpoint_slices_point_at_pods_only() {
         vec![pair("FieldValueInvalid", "subsets[0].addresses[0].ip")]
     );
 }
+
+fn policy(spec: Value) -> Value {
+    json!({"metadata": {"name": "db", "namespace": "default"}, "spec": spec})
+}
+
+/// (field, message) of each cause, as kubectl prints them.
+fn messages(kind: &str, obj: Value) -> Vec<(String, String)> {
+    causes(kind, obj)
+        .into_iter()
+        .map(|c| (c.field, c.message))
+        .collect()
+}
+
+fn message(field: &str, text: &str) -> (String, String) {
+    (field.to_string(), text.to_string())
+}
+
+#[test]
+fn network_policies_accept_what_upstream_accepts() {
+    let ok = policy(json!({"podSelector": {"matchLabels": {"app": "db"}},
+        "ingress": [{"from": [
+            {"namespaceSelector": {"matchLabels": {"team": "web"}},
+             "podSelector": {"matchExpressions": [{"key": "app", "operator": "In", "values": ["a", "b"]}]}},
+            {"ipBlock": {"cidr": "10.0.0.0/8", "except": ["10.1.0.0/16", "10.2.3.4/32"]}}],
+            "ports": [{"port": "postgres"}, {"port": 5432, "endPort": 5440, "protocol": "TCP"},
+                {"port": 53, "endPort": 53, "protocol": "UDP"}, {"protocol": "SCTP"}]}],
+        "egress": [{"to": [{"ipBlock": {"cidr": "fd00::/64", "except": ["fd00::1/128"]}}]}, {}],
+        "policyTypes": ["Ingress", "Egress"]}));
+    assert_eq!(causes("NetworkPolicy", ok), vec![]);
+    assert_eq!(causes("NetworkPolicy", policy(json!({}))), vec![]);
+    // Upstream checks the count of policyTypes, not repeats.
+    let repeated = policy(json!({"policyTypes": ["Ingress", "Ingress"]}));
+    assert_eq!(causes("NetworkPolicy", repeated), vec![]);
+}
+
+#[test]
+fn network_policy_ports() {
+    let ports = |ports: Value| policy(json!({"ingress": [{"ports": ports}]}));
+    let p = "spec.ingress[0].ports";
+    assert_eq!(
+        messages(
+            "NetworkPolicy",
+            ports(json!([{"port": 8080, "endPort": 80}, {"port": 0, "protocol": "ICMP"},
+                {"port": "http", "endPort": 90}, {"endPort": 90}, {"port": 70000, "endPort": 70001},
+                {"port": "HTTP"}]))
+        ),
+        vec![
+            message(
+                &format!("{p}[0].endPort"),
+                "Invalid value: 8080: must be greater than or equal to `port`"
+            ),
+            message(
+                &format!("{p}[1].protocol"),
+                "Unsupported value: \"ICMP\": supported values: \"TCP\", \"UDP\", \"SCTP\""
+            ),
+            message(
+                &format!("{p}[1].port"),
+                "Invalid value: 0: must be between 1 and 65535, inclusive"
+            ),
+            message(
+                &format!("{p}[2].endPort"),
+                "Invalid value: 90: may not be specified when `port` is non-numeric"
+            ),
+            message(
+                &format!("{p}[3].endPort"),
+                "Invalid value: 90: may not be specified when `port` is not specified"
+            ),
+            message(
+                &format!("{p}[4].port"),
+                "Invalid value: 70000: must be between 1 and 65535, inclusive"
+            ),
+            message(
+                &format!("{p}[4].endPort"),
+                "Invalid value: 70001: must be between 1 and 65535, inclusive"
+            ),
+            message(
+                &format!("{p}[5].port"),
+                "Invalid value: \"HTTP\": must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)"
+            ),
+            message(
+                &format!("{p}[5].port"),
+                "Invalid value: \"HTTP\": must contain at least one letter (a-z)"
+            ),
+        ]
+    );
+}
+
+#[test]
+fn network_policy_peers_and_ip_blocks() {
+    let peers = |to: Value| policy(json!({"egress": [{"to": to}]}));
+    let p = "spec.egress[0].to";
+    let got = messages(
+        "NetworkPolicy",
+        peers(json!([
+            {},
+            {"podSelector": {}, "ipBlock": {"cidr": "10.0.0.0/8"}},
+            {"ipBlock": {"cidr": "10.0.0.0/16", "except": ["10.1.0.0/24", "10.0.0.0/16",
+                "10.0.0.0/8", "fd00::/120", "10.0.0.0/33", "10.0.1.0/24"]}},
+            {"ipBlock": {"cidr": "10.0.0.0"}},
+            {"ipBlock": {}},
+            {"namespaceSelector": {"matchLabels": {"team": "-x"}}},
+        ])),
+    );
+    let strict = "must be a strict subset of `cidr`";
+    let cidr = "must be a valid CIDR value, (e.g. 10.9.8.0/24 or 2001:db8::/64)";
+    let except = |i: usize, v: &str, m: &str| {
+        message(
+            &format!("{p}[2].ipBlock.except[{i}]"),
+            &format!("Invalid value: \"{v}\": {m}"),
+        )
+    };
+    assert_eq!(
+        got,
+        vec![
+            message(&format!("{p}[0]"), "Required value: must specify a peer"),
+            message(
+                &format!("{p}[1]"),
+                "Forbidden: may not specify both ipBlock and another peer"
+            ),
+            except(0, "10.1.0.0/24", strict),
+            except(1, "10.0.0.0/16", strict),
+            except(2, "10.0.0.0/8", strict),
+            except(3, "fd00::/120", strict),
+            except(4, "10.0.0.0/33", cidr),
+            message(
+                &format!("{p}[3].ipBlock.cidr"),
+                &format!("Invalid value: \"10.0.0.0\": {cidr}")
+            ),
+            message(&format!("{p}[4].ipBlock.cidr"), "Required value"),
+            message(
+                &format!("{p}[5].namespaceSelector.matchLabels"),
+                "Invalid value: \"-x\": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+            ),
+        ]
+    );
+}
+
+#[test]
+fn network_policy_selectors_and_types() {
+    let bad = policy(json!({
+        "podSelector": {"matchExpressions": [{"key": "app", "operator": "In"}]},
+        "policyTypes": ["Ingress", "Other"]}));
+    assert_eq!(
+        fields("NetworkPolicy", bad),
+        vec![
+            pair(
+                "FieldValueRequired",
+                "spec.podSelector.matchExpressions[0].values"
+            ),
+            pair("FieldValueNotSupported", "spec.policyTypes[1]")
+        ]
+    );
+    let three = policy(json!({"policyTypes": ["Ingress", "Egress", "Other"]}));
+    assert_eq!(
+        messages("NetworkPolicy", three),
+        vec![message(
+            "spec.policyTypes",
+            "Invalid value: [\"Ingress\",\"Egress\",\"Other\"]: may not specify more than two policyTypes"
+        )]
+    );
+}
