@@ -90,6 +90,7 @@ pub fn cluster_roles() -> Vec<(String, Vec<Rule>)> {
         (CSR_NODE_CLIENT, roles::csr_node_client()),
         (CSR_SELF_NODE_CLIENT, roles::csr_self_node_client()),
         ("system:node-proxier", roles::node_proxier()),
+        ("keelson:network-policy", roles::network_policy()),
         ("system:kubelet-api-admin", roles::kubelet_api_admin()),
         ("system:kube-scheduler", roles::scheduler()),
         (
@@ -127,6 +128,10 @@ fn cluster_role_bindings() -> Vec<(String, String, Vec<Subject>)> {
             "system:node-proxier",
             vec![user("system:kube-proxy"), group(NODES_GROUP)],
         ),
+        // The NetworkPolicy enforcer, as the proxy's identity. Not system:nodes: the Node
+        // authorizer has no opinion on a node listing every pod, so binding the group here
+        // would let any node read all pods' specs, the isolation tests/node_authorizer.rs keeps.
+        ("keelson:network-policy", vec![user("system:kube-proxy")]),
         (
             "system:kubelet-api-admin",
             vec![user("kube-apiserver-kubelet-client")],

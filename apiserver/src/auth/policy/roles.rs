@@ -349,6 +349,22 @@ pub fn node_proxier() -> Vec<Rule> {
     ]
 }
 
+/// Keelson's NetworkPolicy enforcer on each node: it matches policies' pod and namespace
+/// selectors against every pod and namespace of the cluster (peers may be anywhere), so it
+/// reads them all, and reports what it could not apply as events.
+pub fn network_policy() -> Vec<Rule> {
+    vec![
+        r(READ, CORE, &["pods", "namespaces"]),
+        r(READ, &["networking.k8s.io"], &["networkpolicies"]),
+        r(&["create", "update", "patch"], CORE, &["events"]),
+        r(
+            &["create", "update", "patch"],
+            &["events.k8s.io"],
+            &["events"],
+        ),
+    ]
+}
+
 /// What cluster DNS reads (upstream's system:coredns from the CoreDNS addon): keelson-dns
 /// watches Services and EndpointSlices; the rest keeps CoreDNS itself working on Keelson.
 pub fn coredns() -> Vec<Rule> {

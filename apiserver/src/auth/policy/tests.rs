@@ -302,3 +302,95 @@ fn every_component_may_make_the_calls_it_makes() {
         assert!(index.allows(who, &secrets).is_none(), "{}", who.name);
     }
 }
+
+/// NetworkPolicies: written by namespace admins and editors, read by viewers, and read with
+/// every pod and namespace by the enforcer as the proxy's identity; a node's own identity keeps
+/// reading only its own pods.
+#[test]
+fn network_policies_are_written_by_editors_and_read_by_the_enforcer() {
+    use crate::auth::authorize::Attributes;
+    use crate::auth::node::{self, Graph};
+    use crate::auth::rbac::Index;
+    use crate::auth::User;
+    let objs = objects();
+    let index = Index::build(objs.iter().map(|(k, v)| (*k, v)));
+    let role_allows = |role: &str, verb: &str| {
+        let rules = cluster_roles()
+            .into_iter()
+            .find(|(n, _)| n == role)
+            .map(|(_, r)| r)
+            .unwrap();
+        let a = Attributes::on_resource(verb, "networking.k8s.io", "networkpolicies", "", "d", "");
+        rules.iter().any(|r| r.allows(&a))
+    };
+    for verb in [
+        "create",
+        "delete",
+        "deletecollection",
+        "patch",
+        "update",
+        "get",
+        "list",
+        "watch",
+    ] {
+        assert!(
+            role_allows("admin", verb) && role_allows("edit", verb),
+            "{verb}"
+        );
+    }
+    for verb in ["get", "list", "watch"] {
+        assert!(role_allows("view", verb), "{verb}");
+    }
+    for verb in ["create", "delete", "patch", "update"] {
+        assert!(!role_allows("view", verb), "{verb}");
+    }
+
+    let who = |name: &str, groups: &[&str]| User {
+        name: name.into(),
+        uid: String::new(),
+        groups: groups.iter().map(|g| g.to_string()).collect(),
+    };
+    let proxy = who("system:kube-proxy", &["system:authenticated"]);
+    let node_user = who("system:node:n1", &["system:nodes", "system:authenticated"]);
+    let graph = Graph::default();
+    let node_rules = roles::node();
+    // Authorizer::decide with --authorization-mode=Node,RBAC: the Node authorizer first (for
+    // nodes only), RBAC when it has no opinion.
+    let decide = |u: &User, a: &Attributes| match node::authorize(&graph, &node_rules, u, a) {
+        Ok(_) => true,
+        Err(_) => index.allows(u, a).is_some(),
+    };
+    let reads = [
+        ("", "pods"),
+        ("", "namespaces"),
+        ("networking.k8s.io", "networkpolicies"),
+    ];
+    for (group, resource) in reads {
+        for verb in ["list", "watch"] {
+            // All namespaces, no spec.nodeName field selector.
+            let a = Attributes::on_resource(verb, group, resource, "", "", "");
+            assert!(decide(&proxy, &a), "{verb} {resource}");
+        }
+    }
+    for group in ["", "events.k8s.io"] {
+        let a = Attributes::on_resource("create", group, "events", "", "d", "");
+        assert!(decide(&proxy, &a), "create {group} events");
+    }
+    let write = Attributes::on_resource(
+        "create",
+        "networking.k8s.io",
+        "networkpolicies",
+        "",
+        "d",
+        "",
+    );
+    assert!(!decide(&proxy, &write));
+    let all_pods = Attributes::on_resource("list", "", "pods", "", "", "");
+    assert!(!decide(&node_user, &all_pods));
+    let binding = stored("ClusterRoleBinding", "keelson:network-policy");
+    assert_eq!(binding["roleRef"]["name"], "keelson:network-policy");
+    assert_eq!(
+        binding["subjects"],
+        json!([{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "system:kube-proxy"}])
+    );
+}
