@@ -244,7 +244,16 @@ fn the_enforcer_reads_policies_pods_and_namespaces_cluster_wide() {
     );
     let namespaces = proxy.ok(&["get", "namespaces", "-o", "name"]);
     assert!(namespaces.contains("namespace/web"), "{namespaces}");
-    // A node's own credentials still list only the node's pods (tests/node_authorizer.rs).
+    // On joined machines the enforcer runs with the node's credentials: they read the same,
+    // and still write no policy.
     let node = Kubectl::new(s.kubeconfig_for("system:node:x", &["system:nodes"]));
-    assert_eq!(can_i(&node, &["list", "pods", "--all-namespaces"]), "no");
+    assert_eq!(can_i(&node, &["list", "pods", "--all-namespaces"]), "yes");
+    assert_eq!(
+        can_i(&node, &["watch", "networkpolicies", "--all-namespaces"]),
+        "yes"
+    );
+    assert_eq!(
+        can_i(&node, &["create", "networkpolicies", "-n", "web"]),
+        "no"
+    );
 }

@@ -91,18 +91,10 @@ fn a_node_reads_only_the_secrets_and_config_maps_of_its_pods() {
     ]);
     assert_eq!(own.trim(), "pod/pod-n1");
     n1.ok(&["get", "pod", "pod-n1"]);
-    forbidden(
-        n1.output(&["get", "pods", "-A"]),
-        "can only list/watch pods with spec.nodeName field selector",
-    );
-    forbidden(
-        n1.output(&["get", "pods", "-A", "--field-selector", "spec.nodeName=n2"]),
-        "pods is forbidden",
-    );
-    forbidden(
-        n1.output(&["get", "pod", "pod-n2"]),
-        "no relationship found",
-    );
+    // Listing every pod is allowed (keelson:network-policy: the node's policy enforcer selects
+    // peers cluster-wide); writes to other nodes' pods stay refused (the test below).
+    let all = n1.ok(&["get", "pods", "-A", "-o", "name"]);
+    assert!(all.contains("pod/pod-n1"), "{all}");
     n1.ok(&["get", "services"]);
 }
 

@@ -128,10 +128,15 @@ fn cluster_role_bindings() -> Vec<(String, String, Vec<Subject>)> {
             "system:node-proxier",
             vec![user("system:kube-proxy"), group(NODES_GROUP)],
         ),
-        // The NetworkPolicy enforcer, as the proxy's identity. Not system:nodes: the Node
-        // authorizer has no opinion on a node listing every pod, so binding the group here
-        // would let any node read all pods' specs, the isolation tests/node_authorizer.rs keeps.
-        ("keelson:network-policy", vec![user("system:kube-proxy")]),
+        // The NetworkPolicy enforcer runs on every node, as the proxy's identity or (joined
+        // machines) the node's: peers are selected cluster-wide, so it reads every pod. This
+        // gives each node what a policy agent's DaemonSet ServiceAccount gives it upstream
+        // (Calico, Cilium, kube-router: the node holds that token); secrets, config maps and
+        // writes stay limited to the node's own pods.
+        (
+            "keelson:network-policy",
+            vec![user("system:kube-proxy"), group(NODES_GROUP)],
+        ),
         (
             "system:kubelet-api-admin",
             vec![user("kube-apiserver-kubelet-client")],

@@ -386,11 +386,15 @@ fn network_policies_are_written_by_editors_and_read_by_the_enforcer() {
     );
     assert!(!decide(&proxy, &write));
     let all_pods = Attributes::on_resource("list", "", "pods", "", "", "");
-    assert!(!decide(&node_user, &all_pods));
+    assert!(
+        decide(&node_user, &all_pods),
+        "keelson-netpol on a joined node"
+    );
     let binding = stored("ClusterRoleBinding", "keelson:network-policy");
     assert_eq!(binding["roleRef"]["name"], "keelson:network-policy");
     assert_eq!(
         binding["subjects"],
-        json!([{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "system:kube-proxy"}])
+        json!([{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "system:kube-proxy"},
+               {"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": "system:nodes"}])
     );
 }
