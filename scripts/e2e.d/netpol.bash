@@ -46,7 +46,7 @@ np_probe() {
   for src in $(np_ips | awk '{print $1}'); do
     k exec -n "e2e-np-${src%/*}" "${src#*/}" -- sh -c "
       for t in $targets; do
-        (if timeout 2 wget -q -O /dev/null http://\${t#*=}:8080/; then echo \"$src->\${t%%=*} ok\"; else echo \"$src->\${t%%=*} no\"; fi) &
+        (if timeout 2 wget -q -O /dev/null http://\${t#*=}:8080/ 2>/dev/null; then echo \"$src->\${t%%=*} ok\"; else echo \"$src->\${t%%=*} no\"; fi) 2>/dev/null &
       done; wait" >"$out/${src/\//-}" 2>&1 &
   done
   wait
@@ -133,7 +133,7 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 ms=$((($(date +%s%N) - t0) / 1000000))
-blocked=$(k exec -n e2e-np-y a -- sh -c "timeout 2 wget -q -O /dev/null http://$(np_ips | awk '$1 == "z/a" {print $2}'):8080/ && echo open || echo blocked" 2>&1)
+blocked=$(k exec -n e2e-np-y a -- sh -c "(timeout 2 wget -q -O /dev/null http://$(np_ips | awk '$1 == "z/a" {print $2}'):8080/) 2>/dev/null && echo open || echo blocked" 2>/dev/null | tail -n 1)
 if [ "$ms" -le 2000 ] && [ "$blocked" = blocked ]; then
   pass netpol_a_new_policy_takes_effect_within_2s
   echo "    in the kernel $ms ms after kubectl apply began (0.1 s polling)"
