@@ -1,22 +1,35 @@
 //! The namespace controller, as a periodic sweep: a terminating Namespace is emptied of every
-//! namespaced kind Keelson serves, then removed.
+//! namespaced kind the API server serves (found by discovery, as upstream's controller does, so
+//! a kind served later, e.g. NetworkPolicy, is never left behind), then removed.
 
-use crate::api::{delete_if_present, Namespaced};
-use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
-use k8s_openapi::api::core::v1::{
-    ConfigMap, Endpoints, Event, Namespace, Pod, Secret, Service, ServiceAccount,
-};
-use k8s_openapi::api::discovery::v1::EndpointSlice;
-use k8s_openapi::api::networking::v1::Ingress;
-use kube::api::{Api, DeleteParams, ListParams};
+use crate::api::delete_if_present;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams};
+use kube::discovery::{verbs, ApiResource, Discovery, Scope};
 use kube::ResourceExt;
 
+/// Every namespaced kind that can be listed and deleted (subresources are not listed).
+async fn namespaced_kinds(client: &kube::Client) -> Result<Vec<ApiResource>, kube::Error> {
+    let discovery = Discovery::new(client.clone()).run().await?;
+    Ok(discovery
+        .groups()
+        .flat_map(|g| g.recommended_resources())
+        .filter(|(_, caps)| {
+            caps.scope == Scope::Namespaced
+                && caps.supports_operation(verbs::LIST)
+                && caps.supports_operation(verbs::DELETE)
+        })
+        .map(|(ar, _)| ar)
+        .collect())
+}
+
 /// Deletes everything of one kind in a namespace; returns how many were still there.
-async fn empty_kind<K>(client: &kube::Client, ns: &str) -> Result<usize, kube::Error>
-where
-    K: Namespaced,
-{
-    let api: Api<K> = Api::namespaced(client.clone(), ns);
+async fn empty_kind(
+    client: &kube::Client,
+    ns: &str,
+    ar: &ApiResource,
+) -> Result<usize, kube::Error> {
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), ns, ar);
     let items = api.list_metadata(&ListParams::default()).await?.items;
     for o in items
         .iter()
@@ -28,29 +41,33 @@ where
 }
 
 /// Deletes what is left in `ns`; returns how many objects were still there.
-async fn empty(client: &kube::Client, ns: &str) -> Result<usize, kube::Error> {
-    Ok(empty_kind::<Deployment>(client, ns).await?
-        + empty_kind::<ReplicaSet>(client, ns).await?
-        + empty_kind::<Pod>(client, ns).await?
-        + empty_kind::<Service>(client, ns).await?
-        + empty_kind::<EndpointSlice>(client, ns).await?
-        + empty_kind::<Endpoints>(client, ns).await?
-        + empty_kind::<Ingress>(client, ns).await?
-        + empty_kind::<ConfigMap>(client, ns).await?
-        + empty_kind::<Secret>(client, ns).await?
-        + empty_kind::<ServiceAccount>(client, ns).await?
-        + empty_kind::<Event>(client, ns).await?)
+async fn empty(
+    client: &kube::Client,
+    ns: &str,
+    kinds: &[ApiResource],
+) -> Result<usize, kube::Error> {
+    let mut left = 0;
+    for ar in kinds {
+        left += empty_kind(client, ns, ar).await?;
+    }
+    Ok(left)
 }
 
 /// One pass: empties every terminating Namespace, and removes those already empty.
 pub async fn sweep(client: &kube::Client) -> Result<(), kube::Error> {
     let nss: Api<Namespace> = Api::all(client.clone());
+    let mut kinds: Option<Vec<ApiResource>> = None;
     for ns in nss.list(&ListParams::default()).await?.items {
         if ns.metadata.deletion_timestamp.is_none() {
             continue;
         }
         let name = ns.name_any();
-        if empty(client, &name).await? == 0 {
+        // Discovery once per sweep, and only when some namespace is terminating.
+        let kinds = match &kinds {
+            Some(k) => k,
+            None => kinds.insert(namespaced_kinds(client).await?),
+        };
+        if empty(client, &name, kinds).await? == 0 {
             tracing::info!(namespace = %name, "namespace empty; removing it");
             delete_if_present(&nss, &name, &DeleteParams::default()).await?;
         }

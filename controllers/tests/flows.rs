@@ -292,6 +292,19 @@ fn namespace_deletion_empties_then_removes_it() {
         "doomed",
         "--image=busybox",
     ]);
+    // Kinds beyond the workloads: the controller finds them by discovery.
+    c.ok(&[
+        "create",
+        "role",
+        "r",
+        "-n",
+        "doomed",
+        "--verb=get",
+        "--resource=pods",
+    ]);
+    c.api.apply(
+        "apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: deny, namespace: doomed}\nspec: {podSelector: {}}\n",
+    );
     c.eventually("the deployment's pod", || {
         c.ok(&["get", "pods", "-n", "doomed", "-o", "name"])
             .lines()
@@ -301,6 +314,20 @@ fn namespace_deletion_empties_then_removes_it() {
     let out = c.ok(&["delete", "namespace", "doomed", "--timeout=90s"]);
     assert!(out.contains("deleted"), "{out}");
     assert!(!c.kubectl(&["get", "namespace", "doomed"]).status.success());
+    // A namespace of the same name starts empty: nothing of the old one was left in the store.
+    c.ok(&["create", "namespace", "doomed"]);
+    let left = c.ok(&[
+        "get",
+        "netpol,role,configmap,deployment",
+        "-n",
+        "doomed",
+        "-o",
+        "name",
+    ]);
+    assert!(
+        left.lines().all(|l| l == "configmap/kube-root-ca.crt"),
+        "{left}"
+    );
 }
 
 fn node(name: &str) -> String {
