@@ -239,7 +239,12 @@ async fn serve(cfg: &AgentConfig, node_ip: IpAddr, ctx: Arc<Context>) -> Result<
         ctx: ctx.clone(),
         idle_timeout: cfg.streaming_connection_idle_timeout,
     });
-    server::serve(addr, tls, server::router(ctx, auth, streaming))
+    let stats = Arc::new(crate::stats::Stats::new(
+        ctx.cri.clone(),
+        cfg.node_name.clone(),
+    ));
+    tokio::spawn(stats.clone().run());
+    server::serve(addr, tls, server::router(ctx, auth, streaming, stats))
         .await
         .map_err(|source| AgentError::Serve {
             addr: addr.to_string(),

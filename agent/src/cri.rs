@@ -76,6 +76,11 @@ pub trait Cri: Send + Sync {
     ) -> CriResult<cri::ExecSyncResponse>;
     /// Asks the runtime to reopen the container's log file (after the agent rotated it).
     async fn reopen_container_log(&self, id: &str) -> CriResult<()>;
+    /// Resource usage (CPU time, memory) of the containers that `filter` selects.
+    async fn list_container_stats(
+        &self,
+        filter: cri::ContainerStatsFilter,
+    ) -> CriResult<Vec<cri::ContainerStats>>;
     async fn list_images(&self) -> CriResult<Vec<cri::Image>>;
     async fn image_status(&self, image: &str) -> CriResult<Option<cri::Image>>;
     async fn pull_image(
@@ -303,6 +308,23 @@ impl Cri for GrpcCri {
             req
         )
         .map(|_| ())
+    }
+
+    async fn list_container_stats(
+        &self,
+        filter: cri::ContainerStatsFilter,
+    ) -> CriResult<Vec<cri::ContainerStats>> {
+        let req = cri::ListContainerStatsRequest {
+            filter: Some(filter),
+        };
+        call!(
+            self,
+            runtime,
+            list_container_stats,
+            "ListContainerStats",
+            req
+        )
+        .map(|r| r.stats)
     }
 
     async fn list_images(&self) -> CriResult<Vec<cri::Image>> {

@@ -27,6 +27,10 @@ pub struct FakeCri {
     /// ExecSync answers by command (joined with spaces): the exit code, and how long the
     /// command runs first. Other commands exit 0 at once.
     pub exec_answers: Mutex<HashMap<String, (i32, std::time::Duration)>>,
+    /// What ListContainerStats answers (filtered by id and labels), as a test sets it.
+    pub container_stats: Mutex<Vec<cri::ContainerStats>>,
+    /// ListContainerStats fails while this is set (a runtime that cannot read cgroups).
+    pub container_stats_fail: std::sync::atomic::AtomicBool,
 }
 
 fn now_ns() -> i64 {
@@ -336,6 +340,35 @@ impl Cri for FakeCri {
     async fn reopen_container_log(&self, id: &str) -> CriResult<()> {
         self.log(format!("ReopenContainerLog {id}"));
         Ok(())
+    }
+
+    async fn list_container_stats(
+        &self,
+        filter: cri::ContainerStatsFilter,
+    ) -> CriResult<Vec<cri::ContainerStats>> {
+        self.log("ListContainerStats");
+        if self
+            .container_stats_fail
+            .load(std::sync::atomic::Ordering::SeqCst)
+        {
+            return Err(CriError {
+                call: "ListContainerStats",
+                status: tonic::Status::unavailable("cgroup stats unavailable"),
+            });
+        }
+        let stats = self
+            .container_stats
+            .lock()
+            .map_err(|_| not_found("ListContainerStats", "lock"))?;
+        Ok(stats
+            .iter()
+            .filter(|s| {
+                let attrs = s.attributes.clone().unwrap_or_default();
+                (filter.id.is_empty() || attrs.id == filter.id)
+                    && matches(&attrs.labels, &filter.label_selector)
+            })
+            .cloned()
+            .collect())
     }
 
     async fn list_images(&self) -> CriResult<Vec<cri::Image>> {

@@ -24,6 +24,7 @@ pub mod paths;
 pub mod pod;
 pub use keelson_apimachinery::quantity;
 pub mod server;
+pub mod stats;
 
 pub use agent::run;
 pub use config::AgentConfig;

@@ -1,10 +1,11 @@
 //! HTTPS on port 10250: `/containerLogs/{ns}/{pod}/{container}` (what the apiserver's pods/log
-//! proxies to), `/exec`, `/attach` and `/portForward` (`streaming`), `/pods`, `/healthz` and
-//! `/metrics`; all but /healthz need a user the API server allows on this Node's subresources
-//! (`auth`).
+//! proxies to), `/exec`, `/attach` and `/portForward` (`streaming`), `/pods`, `/healthz`,
+//! `/metrics`, `/stats/summary` and `/metrics/resource` (`stats`); all but /healthz need a user
+//! the API server allows on this Node's subresources (`auth`).
 
 pub mod auth;
 pub mod logs;
+pub mod stats;
 pub mod streaming;
 pub mod tls;
 
@@ -32,6 +33,7 @@ pub fn router(
     ctx: Arc<Context>,
     auth: Arc<auth::PortAuth>,
     streaming: Arc<streaming::Streaming>,
+    stats: Arc<crate::stats::Stats>,
 ) -> Router {
     Router::new()
         .route("/healthz", get(|| async { "ok" }))
@@ -43,6 +45,7 @@ pub fn router(
         )
         .with_state(ctx)
         .merge(streaming::routes(streaming))
+        .merge(stats::routes(stats))
         .layer(axum::middleware::from_fn_with_state(auth, auth::require))
 }
 
