@@ -1,4 +1,5 @@
-//! Keelson's controllers: deployment, replicaset, daemonset, job, cronjob, endpointslice, the
+//! Keelson's controllers: deployment, replicaset, daemonset, job, cronjob, horizontal pod
+//! autoscaler, endpointslice, the
 //! garbage collector, the namespace controller, node lifecycle (with taint eviction), node IPAM
 //! and the CSR controllers. Ordinary API clients (kube-rs), as against any cluster.
 
@@ -11,6 +12,7 @@ pub mod endpointslice;
 pub mod error;
 pub mod gc;
 pub mod hash;
+pub mod hpa;
 pub mod job;
 pub mod metrics;
 pub mod namespace;
@@ -193,7 +195,7 @@ pub async fn run(
 async fn run_controllers(ctx: Arc<Ctx>, node_lifecycle: nodelifecycle::Config, optional: Optional) {
     let sweeper = tokio::spawn(sweeps(ctx.clone(), Duration::from_secs(1)));
     tracing::info!(
-        "controllers running: deployment, replicaset, endpointslice, garbage collector, namespace, node lifecycle, daemonset, statefulset, job, cronjob, serviceaccount"
+        "controllers running: deployment, replicaset, endpointslice, garbage collector, namespace, node lifecycle, daemonset, statefulset, job, cronjob, serviceaccount, horizontal-pod-autoscaler"
     );
     let nodes = nodelifecycle::run(
         ctx.clone(),
@@ -208,10 +210,12 @@ async fn run_controllers(ctx: Arc<Ctx>, node_lifecycle: nodelifecycle::Config, o
     ));
     let storage = tokio::spawn(volume::run(ctx.clone()));
     let stateful = statefulset::run(ctx.clone());
+    let autoscaling = tokio::spawn(hpa::run(ctx.clone()));
     // Aborted also when this future is dropped (leadership lost): nothing acts on after.
     let mut tasks: Vec<_> = optional.iter().map(|t| t.abort_handle()).collect();
     tasks.extend([
         storage.abort_handle(),
+        autoscaling.abort_handle(),
         batch.abort_handle(),
         sweeper.abort_handle(),
     ]);
