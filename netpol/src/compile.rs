@@ -15,7 +15,7 @@
 //! What cannot be compiled (a bad selector, CIDR or protocol) is left out, so it allows nothing:
 //! a broken rule fails closed, and is reported.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::net::Ipv4Addr;
 
 use k8s_openapi::api::networking::v1::{NetworkPolicy, NetworkPolicyPeer, NetworkPolicyPort};
@@ -90,9 +90,14 @@ pub fn compile(
     pods: &[PodInfo],
     namespaces: &[NamespaceInfo],
 ) -> Compiled {
+    let mut by_ns: HashMap<&str, Vec<&PodInfo>> = HashMap::new();
+    for p in pods {
+        by_ns.entry(p.namespace.as_str()).or_default().push(p);
+    }
     let mut c = Compiler {
         node,
         pods,
+        by_ns,
         namespaces,
         out: Compiled::default(),
     };
@@ -166,6 +171,8 @@ fn protocol(p: &NetworkPolicyPort) -> Result<&'static str, String> {
 struct Compiler<'a> {
     node: &'a str,
     pods: &'a [PodInfo],
+    /// Pods by namespace: a policy and most peers look at one namespace, not the cluster.
+    by_ns: HashMap<&'a str, Vec<&'a PodInfo>>,
     namespaces: &'a [NamespaceInfo],
     out: Compiled,
 }
@@ -201,9 +208,8 @@ impl<'a> Compiler<'a> {
             Err(e) => return self.problem(&key, format!("spec.podSelector: {e}")),
         };
         let local: Vec<&'a PodInfo> = self
-            .pods
-            .iter()
-            .filter(|pod| pod.namespace == ns && pod.node == self.node)
+            .in_namespace(&ns)
+            .filter(|pod| pod.node == self.node)
             .filter(|pod| sel.matches_map(&pod.labels))
             .collect();
         let id = format!("p_{:016x}", fnv(&key));
@@ -288,11 +294,15 @@ impl<'a> Compiler<'a> {
                     .collect()
             }
         };
-        Ok(self
-            .pods
-            .iter()
-            .filter(|p| namespaces.contains(p.namespace.as_str()) && pod_sel.matches_map(&p.labels))
+        Ok(namespaces
+            .into_iter()
+            .flat_map(|n| self.in_namespace(n))
+            .filter(|p| pod_sel.matches_map(&p.labels))
             .collect())
+    }
+
+    fn in_namespace(&self, ns: &str) -> impl Iterator<Item = &'a PodInfo> + '_ {
+        self.by_ns.get(ns).into_iter().flatten().copied()
     }
 
     fn block(peer: &NetworkPolicyPeer) -> Result<Vec<Range>, String> {
@@ -362,10 +372,12 @@ impl<'a> Compiler<'a> {
         let owners: Vec<&PodInfo> = match dir {
             Dir::Ingress => local.to_vec(),
             Dir::Egress if any_peer => self.pods.iter().collect(),
+            Dir::Egress if blocks.is_empty() => peer_pods.clone(),
             Dir::Egress => self
                 .pods
                 .iter()
-                .filter(|p| peer_pods.iter().any(|q| q.ip == p.ip) || in_blocks(p.ip))
+                .filter(|p| in_blocks(p.ip))
+                .chain(peer_pods.iter().copied())
                 .collect(),
         };
         let mut port_matches = Vec::new();
