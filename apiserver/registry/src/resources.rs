@@ -77,10 +77,18 @@ impl Resource {
     }
 
     pub fn verbs(&self) -> &'static [&'static str] {
+        if self.is_metrics() {
+            return &["get", "list"];
+        }
         match self.is_review() {
             true => &["create"],
             false => &VERBS,
         }
+    }
+
+    /// metrics.k8s.io: read from the agents on each request, never stored (as metrics-server).
+    pub fn is_metrics(&self) -> bool {
+        self.group == METRICS_GROUP
     }
 
     /// A review (TokenReview, SubjectAccessReview, ...): created to get an answer, never stored.
@@ -102,6 +110,16 @@ impl Resource {
     }
 }
 
+pub const METRICS_GROUP: &str = "metrics.k8s.io";
+
+/// NodeMetrics and PodMetrics are answers, not objects: no write reaches the store.
+fn not_stored(_: &serde_json::Value) -> Result<(), crate::Cause> {
+    Err(crate::Cause::forbidden(
+        "metadata",
+        "metrics.k8s.io objects are read-only",
+    ))
+}
+
 macro_rules! res {
     ($g:expr, $v:expr, $p:expr, $s:expr, $k:expr, $ns:expr, $short:expr, $sub:expr, $all:expr, $t:ty) => {
         Resource {
@@ -117,6 +135,27 @@ macro_rules! res {
             decode: decode::<$t>,
         }
     };
+}
+
+/// A metrics.k8s.io/v1beta1 resource (`kubectl top`).
+const fn metrics(
+    plural: &'static str,
+    singular: &'static str,
+    kind: &'static str,
+    namespaced: bool,
+) -> Resource {
+    Resource {
+        group: METRICS_GROUP,
+        version: "v1beta1",
+        plural,
+        singular,
+        kind,
+        namespaced,
+        short_names: &[],
+        subresources: &[],
+        in_all: false,
+        decode: not_stored,
+    }
 }
 
 pub static RESOURCES: &[Resource] = &[
@@ -536,6 +575,8 @@ pub static RESOURCES: &[Resource] = &[
         false,
         rbac::v1::ClusterRoleBinding
     ),
+    metrics("nodes", "", "NodeMetrics", false),
+    metrics("pods", "", "PodMetrics", true),
 ];
 
 /// Finds a resource by group, version and plural as they appear in a URL.
@@ -597,7 +638,10 @@ mod tests {
 
     #[test]
     fn each_kind_decodes_as_its_own_type() {
-        for r in RESOURCES.iter().filter(|r| !r.is_review()) {
+        for r in RESOURCES
+            .iter()
+            .filter(|r| !r.is_review() && !r.is_metrics())
+        {
             let mut obj = serde_json::json!({"apiVersion": r.api_version(), "kind": r.kind,
                 "metadata": {"name": "x"}});
             assert_eq!((r.decode)(&obj), Ok(()), "{}", r.kind);

@@ -7,6 +7,7 @@ mod handlers;
 pub mod kubelet_client;
 mod logs;
 mod resource;
+mod resource_metrics;
 mod route;
 mod streaming;
 mod token_review;

@@ -22,7 +22,7 @@ pub use create::create;
 pub use delete::{delete, delete_collection, DeleteOptions};
 pub use expiry::expire_events;
 pub use propagation::release_foreground_owners;
-pub use read::{get, list, ListParams};
+pub use read::{get, list, Filter, ListParams};
 
 /// Whether a GET of a collection asks for a watch.
 pub fn read_is_watch(p: &ListParams) -> bool {

@@ -9,6 +9,8 @@ use crate::auth::rbac::Rule;
 const CORE: &[&str] = &[""];
 const APPS: &[&str] = &["apps"];
 const BATCH: &[&str] = &["batch"];
+const AUTOSCALING: &[&str] = &["autoscaling"];
+const METRICS: &str = crate::resources::METRICS_GROUP;
 
 fn r(verbs: &[&str], groups: &[&str], resources: &[&str]) -> Rule {
     Rule::resources(verbs, groups, resources)
@@ -332,6 +334,21 @@ pub fn controller_roles() -> Vec<(&'static str, Vec<Rule>)> {
         (
             "service-account-controller",
             with_events(vec![r(&["get", "create"], CORE, &["serviceaccounts"])]),
+        ),
+        (
+            "horizontal-pod-autoscaler",
+            with_events(vec![
+                r(READ, AUTOSCALING, &["horizontalpodautoscalers"]),
+                r(
+                    &["update", "patch"],
+                    AUTOSCALING,
+                    &["horizontalpodautoscalers/status"],
+                ),
+                r(&["get", "update", "patch"], &["*"], &["*/scale"]),
+                r(&["get", "list"], CORE, &["pods"]),
+                // Resource metrics come from the API server's own metrics.k8s.io.
+                r(&["get", "list"], &[METRICS], &["pods"]),
+            ]),
         ),
         (
             "root-ca-cert-publisher",

@@ -81,6 +81,10 @@ pub fn cluster_roles() -> Vec<(String, Vec<Rule>)> {
         ("admin", roles::admin()),
         ("edit", roles::edit()),
         ("view", roles::view()),
+        (
+            "system:aggregated-metrics-reader",
+            roles::aggregated_metrics_reader(),
+        ),
         ("system:discovery", roles::discovery()),
         ("system:basic-user", roles::basic_user()),
         ("system:public-info-viewer", roles::public_info_viewer()),

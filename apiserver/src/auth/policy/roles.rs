@@ -31,7 +31,7 @@ pub fn cluster_admin() -> Vec<Rule> {
 
 /// Read access to a namespace's objects, not to Secrets or roles.
 pub fn view() -> Vec<Rule> {
-    vec![
+    let mut rules = vec![
         r(
             READ,
             CORE,
@@ -101,7 +101,19 @@ pub fn view() -> Vec<Rule> {
             &["ingresses", "ingresses/status", "networkpolicies"],
         ),
         r(READ, &["coordination.k8s.io"], &["leases"]),
-    ]
+    ];
+    rules.extend(aggregated_metrics_reader());
+    rules
+}
+
+/// `kubectl top`: upstream's system:aggregated-metrics-reader, which aggregates into view (and
+/// so edit and admin); here its rules are part of view.
+pub fn aggregated_metrics_reader() -> Vec<Rule> {
+    vec![r(
+        READ,
+        &[crate::resources::METRICS_GROUP],
+        &["pods", "nodes"],
+    )]
 }
 
 /// `view` plus writing a namespace's workloads, Secrets and configuration; not roles.

@@ -173,6 +173,27 @@ fn every_component_may_make_the_calls_it_makes() {
         (&kcm, "get", "", "persistentvolumeclaims", "", "d"),
         (&kcm, "patch", "", "persistentvolumeclaims", "", "d"),
         (&kcm, "patch", "", "persistentvolumeclaims", "status", "d"),
+        // The HorizontalPodAutoscaler controller: usage from metrics.k8s.io, the target's scale.
+        (&kcm, "get", "metrics.k8s.io", "pods", "", "d"),
+        (&kcm, "list", "metrics.k8s.io", "pods", "", "d"),
+        (&kcm, "get", "apps", "deployments", "scale", "d"),
+        (&kcm, "update", "apps", "statefulsets", "scale", "d"),
+        (
+            &kcm,
+            "update",
+            "autoscaling",
+            "horizontalpodautoscalers",
+            "status",
+            "d",
+        ),
+        (
+            &kcm,
+            "patch",
+            "autoscaling",
+            "horizontalpodautoscalers",
+            "status",
+            "d",
+        ),
         (&kcm, "get", "storage.k8s.io", "storageclasses", "", ""),
         (&kcm, "get", "", "nodes", "", ""),
         (&scheduler, "watch", "", "persistentvolumeclaims", "", ""),
@@ -397,4 +418,35 @@ fn network_policies_are_written_by_editors_and_read_by_the_enforcer() {
         json!([{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "system:kube-proxy"},
                {"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": "system:nodes"}])
     );
+}
+
+/// `kubectl top` for whoever may view a namespace: upstream's aggregated metrics reader is part
+/// of view, edit and admin (read only: metrics.k8s.io has no writes).
+#[test]
+fn viewers_read_resource_metrics() {
+    use crate::auth::authorize::Attributes;
+    let rules_of = |role: &str| {
+        cluster_roles()
+            .into_iter()
+            .find(|(n, _)| n == role)
+            .map(|(_, r)| r)
+            .unwrap()
+    };
+    for role in ["view", "edit", "admin", "system:aggregated-metrics-reader"] {
+        let rules = rules_of(role);
+        for (verb, resource, ns) in [
+            ("list", "pods", "d"),
+            ("get", "nodes", ""),
+            ("watch", "pods", "d"),
+        ] {
+            let a = Attributes::on_resource(verb, "metrics.k8s.io", resource, "", ns, "");
+            assert!(
+                rules.iter().any(|r| r.allows(&a)),
+                "{role} {verb} {resource}"
+            );
+        }
+    }
+    let basic = rules_of("system:basic-user");
+    let a = Attributes::on_resource("list", "metrics.k8s.io", "pods", "", "d", "");
+    assert!(!basic.iter().any(|r| r.allows(&a)));
 }
