@@ -21,8 +21,10 @@ use serde_json::json;
 const NODE: &str = "n1";
 const NAMESPACES: [&str; 3] = ["x", "y", "z"];
 const PODS: [&str; 3] = ["a", "b", "c"];
-/// A Service address the node DNATs to x/a:80, as the proxy would.
+/// Service addresses the node DNATs to x/a:80, as the proxy would: in nftables mode, and in
+/// iptables mode (iptables-legacy here, a separate netfilter table of its own).
 const CLUSTER_IP: &str = "10.96.0.10";
+const CLUSTER_IP_IPTABLES: &str = "10.96.0.11";
 
 struct Pod {
     info: PodInfo,
@@ -47,7 +49,7 @@ fn ip_of(ns: usize, pod: usize) -> Ipv4Addr {
 
 impl Cluster {
     fn new() -> Cluster {
-        require_root_and_tools(&["ip", "nft", "nsenter"]);
+        require_root_and_tools(&["ip", "nft", "nsenter", "iptables-legacy"]);
         let node = TestHost::create("netpol-node");
         node.sysctl("net.ipv4.ip_forward=1");
         node.ip(&["link", "add", "br0", "type", "bridge"]);
@@ -59,6 +61,10 @@ impl Cluster {
         node.sh_ok(&format!(
             "nft add table ip svc && nft add chain ip svc pre '{{ type nat hook prerouting priority -100 ; }}' \
              && nft add rule ip svc pre ip daddr {CLUSTER_IP} tcp dport 80 dnat to {}:80",
+            ip_of(0, 0)
+        ));
+        node.sh_ok(&format!(
+            "iptables-legacy -t nat -A PREROUTING -d {CLUSTER_IP_IPTABLES} -p tcp --dport 80 -j DNAT --to-destination {}:80",
             ip_of(0, 0)
         ));
         let stop = Arc::new(AtomicBool::new(false));
@@ -126,6 +132,7 @@ impl Cluster {
             // Not from x/a itself: hairpin needs the proxy's masquerade, which is not here.
             if port == 80 && src.info.ip != ip_of(0, 0) {
                 targets.push(("svc".into(), CLUSTER_IP.parse().unwrap()));
+                targets.push(("svc-iptables".into(), CLUSTER_IP_IPTABLES.parse().unwrap()));
             }
             for (dst, ip) in targets {
                 let key = format!("{}/{}->{dst}", src.info.namespace, src.info.name);
@@ -151,11 +158,11 @@ impl Cluster {
         let mut wrong = Vec::new();
         for (key, ok) in &got {
             let (src, dst) = key.split_once("->").unwrap();
-            let dst = if dst == "svc" { "x/a" } else { dst };
+            let dst = if dst.starts_with("svc") { "x/a" } else { dst };
             let (sn, sp) = src.split_once('/').unwrap();
             let (dn, dp) = dst.split_once('/').unwrap();
             // A pod reaching itself never leaves it: no policy applies.
-            let want = src == dst && !key.ends_with("svc") || allowed(sn, sp, dn, dp);
+            let want = src == dst && !key.contains("->svc") || allowed(sn, sp, dn, dp);
             if *ok != want {
                 wrong.push(format!(
                     "{key}:{port} {} (want {})",
