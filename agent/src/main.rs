@@ -202,12 +202,7 @@ async fn main() -> anyhow::Result<()> {
 
 /// The agent's settings from the flags (the node name defaults to the host name).
 fn agent_config(flags: Flags) -> anyhow::Result<keelson_agent::AgentConfig> {
-    let node_name = match flags.hostname_override {
-        Some(n) => n,
-        None => std::fs::read_to_string("/proc/sys/kernel/hostname")?
-            .trim()
-            .to_lowercase(),
-    };
+    let node_name = keelson_daemon::node_name(flags.hostname_override)?;
     keelson_agent::paths::check_node_name(&node_name).map_err(anyhow::Error::msg)?;
     let defaults = keelson_agent::paths::NodePaths::defaults(&node_name);
     let socket = flags

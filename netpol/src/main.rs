@@ -43,13 +43,8 @@ fn duration(flag: &str, s: &str) -> anyhow::Result<std::time::Duration> {
 async fn main() -> anyhow::Result<()> {
     keelson_daemon::init_logging();
     let f = Flags::parse();
-    let node_name = match f.hostname_override {
-        Some(n) => n,
-        None => std::fs::read_to_string("/proc/sys/kernel/hostname")
-            .context("reading the hostname; pass --hostname-override")?
-            .trim()
-            .to_string(),
-    };
+    let node_name = keelson_daemon::node_name(f.hostname_override)
+        .context("reading the hostname; pass --hostname-override")?;
     let opts = Options {
         kubeconfig: f.kubeconfig,
         node_name,
