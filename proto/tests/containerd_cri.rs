@@ -1,6 +1,6 @@
 //! Proves the CRI messages' field numbers against a real containerd: every field the test sets
 //! must come back from containerd (labels, metadata, hostname, env, log path) or have an effect
-//! (image pulled, pod address, HTTP answer from inside the pod).
+//! (image pulled, pod address, HTTP answer from inside the pod, CPU time and memory in stats).
 
 use std::collections::HashMap;
 
@@ -8,6 +8,7 @@ use keelson_proto::runtime::v1 as cri;
 use keelson_proto::{connect_unix, ImageServiceClient, RuntimeServiceClient};
 use keelson_testing::containerd::write_reference_conflist;
 use keelson_testing::{eventually, require_root_and_tools, run, Containerd, TestHost};
+use tonic::transport::Channel;
 
 const IMAGE: &str = "127.0.0.1:5000/keelson/podname-http:1";
 
@@ -261,6 +262,71 @@ async fn cri_calls_round_trip_with_real_containerd() {
     assert_eq!(String::from_utf8_lossy(&exec.stdout), "hello-cri\n/tmp\n");
     assert_eq!(exec.exit_code, 3);
 
+    // Stats (field numbers of ListContainerStats and ContainerStats): a second of a busy loop
+    // in the container is far more than 100 ms of CPU, and CPU time only grows.
+    rt.exec_sync(cri::ExecSyncRequest {
+        container_id: container_id.clone(),
+        cmd: vec![
+            "timeout".into(),
+            "1".into(),
+            "sh".into(),
+            "-c".into(),
+            "while :; do :; done".into(),
+        ],
+        timeout: 5,
+    })
+    .await
+    .expect("ExecSync busy loop");
+    let by_id = list_stats(
+        &mut rt,
+        cri::ContainerStatsFilter {
+            id: container_id.clone(),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(by_id.len(), 1, "{by_id:?}");
+    let attrs = by_id[0].attributes.as_ref().expect("attributes");
+    assert_eq!(attrs.id, container_id);
+    assert_eq!(
+        attrs.metadata.as_ref().map(|m| m.name.as_str()),
+        Some("web")
+    );
+    assert_eq!(
+        attrs.labels.get("io.keelson.container").map(String::as_str),
+        Some("web")
+    );
+    assert!(cpu_ns(&by_id[0]) > 100_000_000, "{:?}", by_id[0]);
+    assert!(working_set(&by_id[0]) > 0, "{:?}", by_id[0]);
+    assert!(by_id[0].cpu.as_ref().is_some_and(|c| c.timestamp > 0));
+    let by_sandbox = list_stats(
+        &mut rt,
+        cri::ContainerStatsFilter {
+            pod_sandbox_id: sandbox_id.clone(),
+            label_selector: HashMap::from([(
+                "io.keelson.container".to_string(),
+                "web".to_string(),
+            )]),
+            ..Default::default()
+        },
+    )
+    .await;
+    assert_eq!(by_sandbox.len(), 1, "{by_sandbox:?}");
+    assert!(
+        cpu_ns(&by_sandbox[0]) >= cpu_ns(&by_id[0]),
+        "CPU time grows"
+    );
+    let single = rt
+        .container_stats(cri::ContainerStatsRequest {
+            container_id: container_id.clone(),
+        })
+        .await
+        .expect("ContainerStats")
+        .into_inner()
+        .stats
+        .expect("stats");
+    assert_eq!(single.attributes.map(|a| a.id), Some(container_id.clone()));
+
     let url = format!("http://{pod_ip}:8080/");
     let body = eventually(
         "the pod's HTTP answer",
@@ -316,4 +382,31 @@ async fn cri_calls_round_trip_with_real_containerd() {
     assert!(left.is_empty(), "{left:?}");
     drop(containerd);
     drop(host);
+}
+
+async fn list_stats(
+    rt: &mut RuntimeServiceClient<Channel>,
+    filter: cri::ContainerStatsFilter,
+) -> Vec<cri::ContainerStats> {
+    rt.list_container_stats(cri::ListContainerStatsRequest {
+        filter: Some(filter),
+    })
+    .await
+    .expect("ListContainerStats")
+    .into_inner()
+    .stats
+}
+
+fn cpu_ns(s: &cri::ContainerStats) -> u64 {
+    s.cpu
+        .as_ref()
+        .and_then(|c| c.usage_core_nano_seconds.as_ref())
+        .map_or(0, |v| v.value)
+}
+
+fn working_set(s: &cri::ContainerStats) -> u64 {
+    s.memory
+        .as_ref()
+        .and_then(|m| m.working_set_bytes.as_ref())
+        .map_or(0, |v| v.value)
 }
