@@ -10,6 +10,7 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)
 )]
 
+pub mod autoscaling_v1;
 mod cause;
 mod defaults;
 mod json;

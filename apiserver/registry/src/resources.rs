@@ -3,8 +3,8 @@
 
 use crate::schema::{decode, Decode};
 use k8s_openapi::api::{
-    apps, authentication, authorization, batch, certificates, coordination, core, discovery,
-    networking, rbac, storage,
+    apps, authentication, authorization, autoscaling, batch, certificates, coordination, core,
+    discovery, networking, rbac, storage,
 };
 
 /// One served resource (a REST collection), as discovery describes it.
@@ -348,6 +348,32 @@ pub static RESOURCES: &[Resource] = &[
         apps::v1::ControllerRevision
     ),
     res!(
+        "autoscaling",
+        "v2",
+        "horizontalpodautoscalers",
+        "horizontalpodautoscaler",
+        "HorizontalPodAutoscaler",
+        true,
+        &["hpa"],
+        &["status"],
+        true,
+        autoscaling::v2::HorizontalPodAutoscaler
+    ),
+    // Older clients' form (`kubectl autoscale` writes v1), converted to the stored v2 form:
+    // see `autoscaling_v1`. After v2, so v2 is the group's preferred version.
+    res!(
+        "autoscaling",
+        "v1",
+        "horizontalpodautoscalers",
+        "horizontalpodautoscaler",
+        "HorizontalPodAutoscaler",
+        true,
+        &["hpa"],
+        &["status"],
+        true,
+        autoscaling::v1::HorizontalPodAutoscaler
+    ),
+    res!(
         "batch",
         "v1",
         "jobs",
@@ -607,6 +633,23 @@ pub fn groups() -> Vec<&'static str> {
     out
 }
 
+/// A group's versions in table order; the first is the preferred one.
+pub fn versions(group: &str) -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = Vec::new();
+    for r in RESOURCES.iter().filter(|r| r.group == group) {
+        if !out.contains(&r.version) {
+            out.push(r.version);
+        }
+    }
+    out
+}
+
+/// Whether this is an older version of a kind also served at its group's preferred version,
+/// stored in that version's form.
+pub fn is_converted(r: &Resource) -> bool {
+    versions(r.group).first() != Some(&r.version)
+}
+
 pub fn in_group<'a>(
     group: &'a str,
     version: &'a str,
@@ -660,15 +703,14 @@ mod tests {
         );
     }
 
+    /// A kind served in an older version too is served, and stored, at the preferred one.
     #[test]
-    fn every_group_has_one_version() {
-        for g in groups() {
-            let versions: Vec<_> = RESOURCES
-                .iter()
-                .filter(|r| r.group == g)
-                .map(|r| r.version)
-                .collect();
-            assert!(versions.iter().all(|v| *v == versions[0]), "{g}");
+    fn older_versions_only_beside_the_preferred_one() {
+        for r in RESOURCES.iter().filter(|r| is_converted(r)) {
+            let preferred = versions(r.group)[0];
+            assert!(lookup(r.group, preferred, r.plural).is_some(), "{r:?}");
         }
+        assert_eq!(versions("autoscaling"), ["v2", "v1"]);
+        assert_eq!(by_kind("HorizontalPodAutoscaler").unwrap().version, "v2");
     }
 }

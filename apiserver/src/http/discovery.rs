@@ -12,13 +12,14 @@ pub fn core_versions() -> Value {
     })
 }
 
+/// A group with its versions, the preferred one first.
 fn group_entry(g: &str) -> Value {
-    let v = resources::RESOURCES
-        .iter()
-        .find(|r| r.group == g)
-        .map_or("v1", |r| r.version);
-    let gv = json!({ "groupVersion": format!("{g}/{v}"), "version": v });
-    json!({ "name": g, "versions": [gv.clone()], "preferredVersion": gv })
+    let versions: Vec<Value> = resources::versions(g)
+        .into_iter()
+        .map(|v| json!({ "groupVersion": format!("{g}/{v}"), "version": v }))
+        .collect();
+    let preferred = versions.first().cloned().unwrap_or(Value::Null);
+    json!({ "name": g, "versions": versions, "preferredVersion": preferred })
 }
 
 pub fn groups() -> Value {
@@ -156,17 +157,16 @@ pub fn aggregated(core: bool) -> Value {
     let items: Vec<Value> = groups
         .into_iter()
         .map(|g| {
-            let version = resources::RESOURCES
-                .iter()
-                .find(|r| r.group == g)
-                .map_or("v1", |r| r.version);
-            let res: Vec<Value> = resources::in_group(g, version)
-                .map(aggregated_resource)
+            let versions: Vec<Value> = resources::versions(g)
+                .into_iter()
+                .map(|version| {
+                    let res: Vec<Value> = resources::in_group(g, version)
+                        .map(aggregated_resource)
+                        .collect();
+                    json!({ "version": version, "resources": res, "freshness": "Current" })
+                })
                 .collect();
-            json!({
-                "metadata": { "name": g, "creationTimestamp": null },
-                "versions": [{ "version": version, "resources": res, "freshness": "Current" }],
-            })
+            json!({ "metadata": { "name": g, "creationTimestamp": null }, "versions": versions })
         })
         .collect();
     json!({ "kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2", "metadata": {}, "items": items })
@@ -193,5 +193,28 @@ mod tests {
         assert_eq!(deploy["categories"], json!(["all"]));
         let core = resource_list("", "v1");
         assert_eq!(core["groupVersion"], "v1");
+    }
+
+    /// kubectl picks the preferred version; `kubectl autoscale` still writes the older one.
+    #[test]
+    fn autoscaling_prefers_v2_and_serves_v1() {
+        let g = group("autoscaling").unwrap();
+        assert_eq!(g["preferredVersion"]["groupVersion"], "autoscaling/v2");
+        let versions: Vec<&str> = g["versions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|v| v["version"].as_str())
+            .collect();
+        assert_eq!(versions, ["v2", "v1"]);
+        let all = aggregated(false);
+        let autoscaling = all["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["metadata"]["name"] == "autoscaling")
+            .unwrap();
+        assert_eq!(autoscaling["versions"][0]["version"], "v2");
+        assert_eq!(autoscaling["versions"][1]["version"], "v1");
     }
 }

@@ -1,4 +1,5 @@
-//! Small groups: autoscaling/v1 Scale, discovery.k8s.io/v1, coordination.k8s.io/v1.
+//! Small groups: autoscaling/v1 Scale and HorizontalPodAutoscaler (`kubectl autoscale`),
+//! discovery.k8s.io/v1, coordination.k8s.io/v1.
 
 use super::core::OBJECT_REFERENCE;
 use super::meta::OBJECT_META;
@@ -10,6 +11,24 @@ message! { pub SCALE = "Scale" {
 message! { SCALE_SPEC = "ScaleSpec" { 1 replicas Int32 }}
 
 message! { SCALE_STATUS = "ScaleStatus" { 1 replicas Int32, 2 selector }}
+
+message! { pub HORIZONTAL_POD_AUTOSCALER = "HorizontalPodAutoscaler" {
+    1 metadata Msg(OBJECT_META), 2 spec Msg(HPA_SPEC), 3 status Msg(HPA_STATUS),
+}}
+
+message! { HPA_SPEC = "HorizontalPodAutoscalerSpec" {
+    1 scaleTargetRef Msg(CROSS_VERSION_OBJECT_REFERENCE), ptr 2 minReplicas Int32,
+    3 maxReplicas Int32, ptr 4 targetCPUUtilizationPercentage Int32,
+}}
+
+message! { CROSS_VERSION_OBJECT_REFERENCE = "CrossVersionObjectReference" {
+    1 kind, 2 name, 3 apiVersion,
+}}
+
+message! { HPA_STATUS = "HorizontalPodAutoscalerStatus" {
+    ptr 1 observedGeneration Int64, ptr 2 lastScaleTime Time, 3 currentReplicas Int32,
+    4 desiredReplicas Int32, ptr 5 currentCPUUtilizationPercentage Int32,
+}}
 
 message! { pub ENDPOINT_SLICE = "EndpointSlice" {
     1 metadata Msg(OBJECT_META), 4 addressType, list 2 endpoints Msg(ENDPOINT),

@@ -137,6 +137,7 @@ pub fn lookup(api_version: &str, kind: &str) -> Option<&'static Message> {
         ("apps/v1", "Deployment") => &apps::DEPLOYMENT,
         ("apps/v1", "ReplicaSet") => &apps::REPLICA_SET,
         ("autoscaling/v1", "Scale") => &misc::SCALE,
+        ("autoscaling/v1", "HorizontalPodAutoscaler") => &misc::HORIZONTAL_POD_AUTOSCALER,
         ("certificates.k8s.io/v1", "CertificateSigningRequest") => &certificates::CSR,
         ("policy/v1", "Eviction") => &certificates::EVICTION,
         ("authentication.k8s.io/v1", "SelfSubjectReview") => &certificates::SELF_SUBJECT_REVIEW,

@@ -3,6 +3,7 @@
 //! nothing more.
 
 mod apps;
+mod autoscaling;
 mod batch;
 mod core;
 mod network;
@@ -39,6 +40,7 @@ pub fn apply_defaults(kind: &str, obj: &mut Value) {
         "StorageClass" => storage::storage_class(obj),
         "EndpointSlice" => core::endpoint_slice(obj),
         "NetworkPolicy" => network::network_policy(obj),
+        "HorizontalPodAutoscaler" => autoscaling::horizontal_pod_autoscaler(obj),
         "RoleBinding" | "ClusterRoleBinding" => rbac::binding(obj),
         _ => {}
     }

@@ -4,6 +4,7 @@
 
 mod age;
 mod apps;
+mod autoscaling;
 mod batch;
 mod certificates;
 mod core;
@@ -91,6 +92,7 @@ const PRINTERS: &[Printer] = printers! {
     "Ingress" => network::ingress_columns, network::ingress_cells;
     "IngressClass" => network::ingress_class_columns, network::ingress_class_cells;
     "NetworkPolicy" => network::network_policy_columns, network::network_policy_cells;
+    "HorizontalPodAutoscaler" => autoscaling::hpa_columns, autoscaling::hpa_cells;
     "PersistentVolume" => storage::persistent_volume_columns, storage::persistent_volume_cells;
     "PersistentVolumeClaim" => storage::persistent_volume_claim_columns, storage::persistent_volume_claim_cells;
     "StorageClass" => storage::storage_class_columns, storage::storage_class_cells;

@@ -1,6 +1,7 @@
 //! Validation of whole objects, after defaulting, with upstream's field paths and messages.
 
 mod apps;
+mod autoscaling;
 mod batch;
 mod certificates;
 mod container;
@@ -43,6 +44,7 @@ pub fn validate(kind: &str, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         "Ingress" => network::ingress(obj, &mut out),
         "IngressClass" => network::ingress_class(obj, old, &mut out),
         "NetworkPolicy" => network::network_policy(obj, &mut out),
+        "HorizontalPodAutoscaler" => autoscaling::horizontal_pod_autoscaler(obj, &mut out),
         "ConfigMap" => core::config_map(obj, old, &mut out),
         "Secret" => core::secret(obj, old, &mut out),
         "Namespace" => core::namespace(obj, &mut out),

@@ -398,3 +398,50 @@ fn daemon_set_and_csr_rows() {
         "Denied,Failed"
     );
 }
+
+#[test]
+fn horizontal_pod_autoscaler_rows() {
+    let hpa = |status: Value| {
+        json!({"metadata": meta("web"), "spec": {"scaleTargetRef": {"kind": "Deployment",
+            "name": "web"}, "minReplicas": 1, "maxReplicas": 5, "metrics": [{"type": "Resource",
+            "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 50}}}]},
+            "status": status})
+    };
+    let headers: Vec<String> = row("HorizontalPodAutoscaler", &hpa(json!({})))
+        .into_iter()
+        .map(|(c, _)| c)
+        .collect();
+    assert_eq!(
+        headers,
+        [
+            "NAME",
+            "REFERENCE",
+            "TARGETS",
+            "MINPODS",
+            "MAXPODS",
+            "REPLICAS",
+            "AGE"
+        ]
+    );
+    assert_eq!(
+        values("HorizontalPodAutoscaler", &hpa(json!({}))),
+        vec![
+            json!("web"),
+            json!("Deployment/web"),
+            json!("cpu: <unknown>/50%"),
+            json!("1"),
+            json!(5),
+            json!(0),
+            json!("5m")
+        ]
+    );
+    let measured = hpa(
+        json!({"currentReplicas": 2, "currentMetrics": [{"type": "Resource",
+        "resource": {"name": "cpu", "current": {"averageUtilization": 20, "averageValue": "100m"}}}]}),
+    );
+    assert_eq!(
+        cell("HorizontalPodAutoscaler", &measured, "TARGETS"),
+        "cpu: 20%/50%"
+    );
+    assert_eq!(cell("HorizontalPodAutoscaler", &measured, "REPLICAS"), 2);
+}

@@ -1,6 +1,7 @@
 //! Validation tests, one file per group of kinds; names and metadata here.
 
 mod apps;
+mod autoscaling;
 mod certificates;
 mod core;
 mod network;
