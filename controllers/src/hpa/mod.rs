@@ -130,6 +130,39 @@ pub async fn reconcile(
         write_status(ctx, &hpa, Some(current), current, vec![], conds, None).await?;
         return Ok(Action::requeue(SYNC_PERIOD));
     }
+    // Outside [min, max] the bound is the answer, metrics or not (upstream's order).
+    if current > max || current < min {
+        let (desired, why) = if current > max {
+            (max, "Current number of replicas above Spec.MaxReplicas")
+        } else {
+            (min, "Current number of replicas below Spec.MinReplicas")
+        };
+        target.set_replicas(scale.clone(), desired).await?;
+        let message = format!("New size: {desired}; reason: {why}");
+        events.publish(
+            hpa.as_ref(),
+            EventType::Normal,
+            "SuccessfulRescale",
+            message,
+        );
+        let conds = vec![condition(
+            "AbleToScale",
+            true,
+            "SucceededRescale",
+            format!("the HPA controller was able to update the target scale to {desired}"),
+        )];
+        write_status(
+            ctx,
+            &hpa,
+            Some(current),
+            desired,
+            vec![],
+            conds,
+            Some(Time(Timestamp::now())),
+        )
+        .await?;
+        return Ok(Action::requeue(SYNC_PERIOD));
+    }
     let selector = scale
         .status
         .as_ref()
