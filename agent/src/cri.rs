@@ -81,6 +81,11 @@ pub trait Cri: Send + Sync {
         &self,
         filter: cri::ContainerStatsFilter,
     ) -> CriResult<Vec<cri::ContainerStats>>;
+    /// Pods' sandboxes as a whole (their network, here).
+    async fn list_pod_sandbox_stats(
+        &self,
+        filter: cri::PodSandboxStatsFilter,
+    ) -> CriResult<Vec<cri::PodSandboxStats>>;
     async fn list_images(&self) -> CriResult<Vec<cri::Image>>;
     async fn image_status(&self, image: &str) -> CriResult<Option<cri::Image>>;
     async fn pull_image(
@@ -322,6 +327,23 @@ impl Cri for GrpcCri {
             runtime,
             list_container_stats,
             "ListContainerStats",
+            req
+        )
+        .map(|r| r.stats)
+    }
+
+    async fn list_pod_sandbox_stats(
+        &self,
+        filter: cri::PodSandboxStatsFilter,
+    ) -> CriResult<Vec<cri::PodSandboxStats>> {
+        let req = cri::ListPodSandboxStatsRequest {
+            filter: Some(filter),
+        };
+        call!(
+            self,
+            runtime,
+            list_pod_sandbox_stats,
+            "ListPodSandboxStats",
             req
         )
         .map(|r| r.stats)

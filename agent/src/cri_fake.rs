@@ -31,6 +31,8 @@ pub struct FakeCri {
     pub container_stats: Mutex<Vec<cri::ContainerStats>>,
     /// ListContainerStats fails while this is set (a runtime that cannot read cgroups).
     pub container_stats_fail: std::sync::atomic::AtomicBool,
+    /// What ListPodSandboxStats answers (filtered by id and labels).
+    pub pod_sandbox_stats: Mutex<Vec<cri::PodSandboxStats>>,
 }
 
 fn now_ns() -> i64 {
@@ -340,6 +342,26 @@ impl Cri for FakeCri {
     async fn reopen_container_log(&self, id: &str) -> CriResult<()> {
         self.log(format!("ReopenContainerLog {id}"));
         Ok(())
+    }
+
+    async fn list_pod_sandbox_stats(
+        &self,
+        filter: cri::PodSandboxStatsFilter,
+    ) -> CriResult<Vec<cri::PodSandboxStats>> {
+        self.log("ListPodSandboxStats");
+        let stats = self
+            .pod_sandbox_stats
+            .lock()
+            .map_err(|_| not_found("ListPodSandboxStats", "lock"))?;
+        Ok(stats
+            .iter()
+            .filter(|s| {
+                let attrs = s.attributes.clone().unwrap_or_default();
+                (filter.id.is_empty() || attrs.id == filter.id)
+                    && matches(&attrs.labels, &filter.label_selector)
+            })
+            .cloned()
+            .collect())
     }
 
     async fn list_container_stats(

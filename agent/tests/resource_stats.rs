@@ -132,6 +132,9 @@ fn summary_reports_a_busy_containers_rate_as_its_cgroup_counts_it() {
     );
     assert_eq!(pod["podRef"]["namespace"], "default");
     assert!(pod["memory"]["workingSetBytes"].as_u64() > Some(0), "{pod}");
+    // The pod's network from containerd's ListPodSandboxStats: its eth0 on the bridge.
+    assert_eq!(pod["network"]["name"], "eth0", "{pod}");
+    assert!(pod["network"]["rxBytes"].as_u64().is_some(), "{pod}");
     assert_eq!(summary["node"]["nodeName"], node.as_str());
     // The node runs at least the burner.
     let node_rate = summary["node"]["cpu"]["usageNanoCores"]

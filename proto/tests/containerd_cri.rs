@@ -326,6 +326,40 @@ async fn cri_calls_round_trip_with_real_containerd() {
         .stats
         .expect("stats");
     assert_eq!(single.attributes.map(|a| a.id), Some(container_id.clone()));
+    // The sandbox as a whole: its cgroup's CPU (the busy loop included) and its network.
+    let pods = rt
+        .list_pod_sandbox_stats(cri::ListPodSandboxStatsRequest {
+            filter: Some(cri::PodSandboxStatsFilter {
+                id: sandbox_id.clone(),
+                ..Default::default()
+            }),
+        })
+        .await
+        .expect("ListPodSandboxStats")
+        .into_inner()
+        .stats;
+    assert_eq!(pods.len(), 1, "{pods:?}");
+    assert_eq!(
+        pods[0].attributes.as_ref().map(|a| a.id.as_str()),
+        Some(sandbox_id.as_str())
+    );
+    let linux = pods[0].linux.as_ref().expect("linux stats");
+    let pod_cpu = linux
+        .cpu
+        .as_ref()
+        .and_then(|c| c.usage_core_nano_seconds.as_ref())
+        .map_or(0, |v| v.value);
+    assert!(
+        pod_cpu >= cpu_ns(&by_id[0]),
+        "pod {pod_cpu} < container {}",
+        cpu_ns(&by_id[0])
+    );
+    let eth0 = linux
+        .network
+        .as_ref()
+        .and_then(|n| n.default_interface.as_ref())
+        .expect("network");
+    assert_eq!(eth0.name, "eth0");
 
     let url = format!("http://{pod_ip}:8080/");
     let body = eventually(

@@ -1,5 +1,6 @@
 //! Resource usage as the kubelet serves it (`/stats/summary`, `/metrics/resource`): the node's
-//! from /proc, the containers' from CRI ListContainerStats, pods' as their containers' sum.
+//! from /proc, the containers' from CRI ListContainerStats, pods' as their containers' sum (and
+//! their network from ListPodSandboxStats).
 //! CPU rates come from samples taken every [`SAMPLE_PERIOD`] in the background (`rate`).
 //!
 //! Parsing, rates, assembly and rendering are pure (`proc`, `rate`, `summary`,
@@ -143,10 +144,23 @@ impl Stats {
         let mut containers = self.cri.list_containers(self.selector()).await?;
         containers.retain(|c| c.state == running);
         let stats = self.cri.list_container_stats(self.filter()).await?;
+        let filter = cri::PodSandboxStatsFilter {
+            label_selector: self.selector(),
+            ..Default::default()
+        };
+        // Only the network comes from here: an older runtime without the call loses just that.
+        let sandbox_stats = match self.cri.list_pod_sandbox_stats(filter).await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::debug!(error = %e, "no pod sandbox stats; pods without network stats");
+                Vec::new()
+            }
+        };
         Ok(RuntimeReading {
             sandboxes,
             containers,
             stats,
+            sandbox_stats,
         })
     }
 }

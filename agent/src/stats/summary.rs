@@ -57,6 +57,56 @@ pub struct PodStats {
     pub cpu: Option<CpuStats>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memory: Option<MemoryStats>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub network: Option<NetworkStats>,
+}
+
+/// A pod's network (its default interface's counters, then every interface), as the kubelet's.
+#[derive(Debug, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct NetworkStats {
+    pub time: Time,
+    #[serde(flatten)]
+    pub default: InterfaceStats,
+    pub interfaces: Vec<InterfaceStats>,
+}
+
+#[derive(Debug, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct InterfaceStats {
+    pub name: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rx_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rx_errors: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tx_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tx_errors: Option<u64>,
+}
+
+fn interface(i: &cri::NetworkInterfaceUsage) -> InterfaceStats {
+    let v = |x: &Option<cri::UInt64Value>| x.as_ref().map(|v| v.value);
+    InterfaceStats {
+        name: i.name.clone(),
+        rx_bytes: v(&i.rx_bytes),
+        rx_errors: v(&i.rx_errors),
+        tx_bytes: v(&i.tx_bytes),
+        tx_errors: v(&i.tx_errors),
+    }
+}
+
+/// The network part of a sandbox's stats, when the runtime gave one.
+fn network(s: &cri::PodSandboxStats) -> Option<NetworkStats> {
+    let n = s.linux.as_ref()?.network.as_ref()?;
+    let default = n.default_interface.as_ref()?;
+    let mut interfaces = vec![interface(default)];
+    interfaces.extend(n.interfaces.iter().map(interface));
+    Some(NetworkStats {
+        time: Time(n.timestamp),
+        default: interface(default),
+        interfaces,
+    })
 }
 
 #[derive(Debug, Serialize, PartialEq, Eq)]
@@ -118,6 +168,8 @@ pub struct RuntimeReading {
     pub sandboxes: Vec<cri::PodSandbox>,
     pub containers: Vec<cri::Container>,
     pub stats: Vec<cri::ContainerStats>,
+    /// Empty when the runtime has no ListPodSandboxStats (the pods then have no network).
+    pub sandbox_stats: Vec<cri::PodSandboxStats>,
 }
 
 pub fn node_stats(name: &str, node: &NodeReading, history: &History) -> NodeStats {
@@ -225,6 +277,11 @@ pub fn pod_stats(rt: &RuntimeReading, history: &History, at_ns: i64) -> Vec<PodS
                 containers: Vec::new(),
                 cpu: None,
                 memory: None,
+                network: rt
+                    .sandbox_stats
+                    .iter()
+                    .find(|s| s.attributes.as_ref().is_some_and(|a| a.id == sb.id))
+                    .and_then(network),
             };
             (uid, pod)
         })

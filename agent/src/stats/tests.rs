@@ -282,3 +282,62 @@ async fn a_failing_runtime_is_reported_with_the_nodes_own_stats() {
     assert_eq!(v["pods"], json!([]));
     assert_eq!(v["node"]["cpu"]["usageCoreNanoSeconds"], 15 * S);
 }
+
+/// A pod's network comes from its sandbox's stats (the runtime's view of the pod's eth0).
+#[tokio::test]
+async fn pod_network_from_sandbox_stats() {
+    let f = fixture().await;
+    let web = f
+        .fake
+        .list_pod_sandbox(HashMap::from([(
+            labels::POD_NAME.to_string(),
+            "web".to_string(),
+        )]))
+        .await
+        .unwrap();
+    let counters = |name: &str, rx: u64, tx: u64| cri::NetworkInterfaceUsage {
+        name: name.into(),
+        rx_bytes: Some(cri::UInt64Value { value: rx }),
+        tx_bytes: Some(cri::UInt64Value { value: tx }),
+        ..Default::default()
+    };
+    *f.fake.pod_sandbox_stats.lock().unwrap() = vec![cri::PodSandboxStats {
+        attributes: Some(cri::PodSandboxAttributes {
+            id: web[0].id.clone(),
+            labels: web[0].labels.clone(),
+            ..Default::default()
+        }),
+        linux: Some(cri::LinuxPodSandboxStats {
+            network: Some(cri::NetworkUsage {
+                timestamp: T0,
+                default_interface: Some(counters("eth0", 1000, 2000)),
+                interfaces: vec![counters("net1", 5, 6)],
+            }),
+            ..Default::default()
+        }),
+        windows: None,
+    }];
+    let v = serde_json::to_value(f.stats.collect().await.summary).unwrap();
+    let pods = v["pods"].as_array().unwrap();
+    let web = pods.iter().find(|p| p["podRef"]["name"] == "web").unwrap();
+    assert_eq!(web["network"]["name"], "eth0");
+    assert_eq!(
+        (
+            web["network"]["rxBytes"].as_u64(),
+            web["network"]["txBytes"].as_u64()
+        ),
+        (Some(1000), Some(2000))
+    );
+    let names: Vec<&str> = web["network"]["interfaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["eth0", "net1"]);
+    let api = pods.iter().find(|p| p["podRef"]["name"] == "api").unwrap();
+    assert!(
+        api.get("network").is_none(),
+        "no sandbox stats, no network: {api}"
+    );
+}
