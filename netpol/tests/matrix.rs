@@ -25,6 +25,8 @@ const PODS: [&str; 3] = ["a", "b", "c"];
 /// iptables mode (iptables-legacy here, a separate netfilter table of its own).
 const CLUSTER_IP: &str = "10.96.0.10";
 const CLUSTER_IP_IPTABLES: &str = "10.96.0.11";
+/// An address of the node outside the pod network (as its InternalIP would be).
+const NODE_OWN: Ipv4Addr = Ipv4Addr::new(192, 168, 100, 1);
 
 struct Pod {
     info: PodInfo,
@@ -55,6 +57,7 @@ impl Cluster {
         node.ip(&["link", "add", "br0", "type", "bridge"]);
         node.ip(&["addr", "add", "10.244.0.1/24", "dev", "br0"]);
         node.ip(&["link", "set", "br0", "up"]);
+        node.ip(&["addr", "add", &format!("{NODE_OWN}/32"), "dev", "lo"]);
         // Bridged pod-to-pod traffic must pass the forward hook, as on a node with br_netfilter.
         node.sysctl("net.bridge.bridge-nf-call-iptables=1");
         // The proxy's part, reduced to one Service: ClusterIP:80 -> x/a:80.
@@ -68,6 +71,8 @@ impl Cluster {
             ip_of(0, 0)
         ));
         let stop = Arc::new(AtomicBool::new(false));
+        // Something of the node's own for pods to reach (as a kubelet's port or DNS on the host).
+        serve(&node, 9000, stop.clone());
         let mut pods = Vec::new();
         for (n, ns) in NAMESPACES.iter().enumerate() {
             for (p, name) in PODS.iter().enumerate() {
@@ -82,6 +87,13 @@ impl Cluster {
                 host.ip(&["addr", "add", &format!("{ip}/24"), "dev", "eth0"]);
                 host.ip(&["link", "set", "eth0", "up"]);
                 host.ip(&["route", "add", "10.96.0.0/16", "via", "10.244.0.1"]);
+                host.ip(&[
+                    "route",
+                    "add",
+                    &format!("{NODE_OWN}/32"),
+                    "via",
+                    "10.244.0.1",
+                ]);
                 for port in [80u16, 81] {
                     serve(&host, port, stop.clone());
                 }
@@ -193,6 +205,11 @@ fn verdict(ok: bool) -> &'static str {
     }
 }
 
+/// Whether `from` connects to `to` on TCP (a second at most).
+fn connects(from: &TestHost, to: SocketAddr) -> bool {
+    from.run_in(move || TcpStream::connect_timeout(&to, Duration::from_secs(1)).is_ok())
+}
+
 fn serve(host: &TestHost, port: u16, stop: Arc<AtomicBool>) {
     let l = host.run_in(move || TcpListener::bind(("0.0.0.0", port)).expect("bind"));
     l.set_nonblocking(true).unwrap();
@@ -234,6 +251,11 @@ fn probe_matrix_through_policy_changes() {
     let deny_x = policy("x", "deny", json!({"podSelector": {}}));
     load(std::slice::from_ref(&deny_x));
     c.expect("default-deny ingress in x", 80, |_, _, dn, _| dn != "x");
+    // The node itself (kubelet probes, host services) is not judged by policy.
+    assert!(
+        connects(&c.node, SocketAddr::from((ip_of(0, 1), 80))),
+        "the node reaches an isolated pod"
+    );
 
     let from_y = policy(
         "x",
@@ -263,6 +285,12 @@ fn probe_matrix_through_policy_changes() {
                "egress": [{"to": [{"ipBlock": {"cidr": "10.244.0.0/24", "except": [format!("{}/32", ip_of(0, 0))]}}]}]}),
     );
     load(&[egress]);
+    // An egress-isolated pod still reaches its node, even at an address no rule allows
+    // (traffic to the node goes through input, which policy leaves alone).
+    assert!(
+        connects(&c.pods[3].host, SocketAddr::from((NODE_OWN, 9000))),
+        "an egress-isolated pod reaches its node"
+    );
     c.expect("egress ipBlock with except", 80, |sn, _, dn, dp| {
         !(sn == "y" && dn == "x" && dp == "a")
     });
