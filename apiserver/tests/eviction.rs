@@ -1,5 +1,6 @@
-//! Draining a node: kubectl drain evicts its pods through pods/eviction; and every new pod
-//! tolerates a node's outage for the default seconds (admission DefaultTolerationSeconds).
+//! Draining a node: kubectl drain evicts its pods through pods/eviction, and waits rather than
+//! break a PodDisruptionBudget; and every new pod tolerates a node's outage for the default
+//! seconds (admission DefaultTolerationSeconds).
 
 use keelson_testing::Apiserver;
 
@@ -37,6 +38,108 @@ fn kubectl_drain_evicts_the_nodes_pods() {
     let unschedulable =
         s.kubectl_ok(&["get", "node", "n1", "-o", "jsonpath={.spec.unschedulable}"]);
     assert_eq!(unschedulable, "true");
+}
+
+/// The disruption controller is not running here: the test writes the budget's status as it
+/// would, so the eviction side is checked on its own (controllers/tests/disruption.rs runs both).
+#[test]
+fn drain_waits_rather_than_break_a_disruption_budget() {
+    let s = Apiserver::start();
+    s.apply("apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\n");
+    for name in ["a", "b"] {
+        s.apply(&pod(name, "n1", "").replace("  name: ", "  labels: {app: web}\n  name: "));
+        s.kubectl_ok(&[
+            "patch",
+            "pod",
+            name,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}"#,
+        ]);
+    }
+    s.apply("apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: web\nspec:\n  minAvailable: 2\n  selector: {matchLabels: {app: web}}\n");
+    let status = |allowed: i32| {
+        format!(
+            r#"{{"status":{{"observedGeneration":1,"disruptionsAllowed":{allowed},"currentHealthy":2,"desiredHealthy":{},"expectedPods":2}}}}"#,
+            2 - allowed
+        )
+    };
+    s.kubectl_ok(&[
+        "patch",
+        "pdb",
+        "web",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        &status(0),
+    ]);
+    let row = s.kubectl_ok(&["get", "pdb", "web", "--no-headers"]);
+    assert!(
+        row.starts_with("web ") && row.contains(" 2 ") && row.contains("N/A"),
+        "{row}"
+    );
+    let out = s.kubectl(&["drain", "n1", "--force", "--grace-period=0", "--timeout=7s"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "drain must not finish");
+    assert!(
+        err.contains("Cannot evict pod as it would violate the pod's disruption budget."),
+        "{err}"
+    );
+    let left = s.kubectl_ok(&["get", "pods", "-o", "jsonpath={.items[*].metadata.name}"]);
+    assert_eq!(left, "a b", "no pod was evicted");
+    // One disruption allowed: one pod goes, the grant is recorded, the second waits again.
+    s.kubectl_ok(&[
+        "patch",
+        "pdb",
+        "web",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        &status(1),
+    ]);
+    let out = s.kubectl(&["drain", "n1", "--force", "--grace-period=0", "--timeout=7s"]);
+    assert!(!out.status.success(), "the second pod must wait");
+    let left = s.kubectl_ok(&["get", "pods", "-o", "jsonpath={.items[*].metadata.name}"]);
+    assert_eq!(left.split(' ').count(), 1, "one pod evicted: {left}");
+    let allowed = s.kubectl_ok(&[
+        "get",
+        "pdb",
+        "web",
+        "-o",
+        "jsonpath={.status.disruptionsAllowed}",
+    ]);
+    assert_eq!(allowed, "0");
+    let disrupted = s.kubectl_ok(&[
+        "get",
+        "pdb",
+        "web",
+        "-o",
+        "jsonpath={.status.disruptedPods}",
+    ]);
+    assert!(
+        disrupted.contains("\"a\"") || disrupted.contains("\"b\""),
+        "{disrupted}"
+    );
+    // Two budgets over one pod: upstream refuses to choose.
+    s.apply("apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: also\nspec:\n  maxUnavailable: 1\n  selector: {matchLabels: {app: web}}\n");
+    let out = s.kubectl(&["drain", "n1", "--force", "--grace-period=0", "--timeout=3s"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("more than one PodDisruptionBudget"), "{err}");
+    // Refused specs name the field, as upstream.
+    let bad = s.kubectl_stdin(
+        &["apply", "-f", "-"],
+        "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: bad\nspec:\n  minAvailable: 150%\n  maxUnavailable: 1\n",
+    );
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("minAvailable and maxUnavailable cannot be both set"),
+        "{err}"
+    );
+    assert!(
+        err.contains("spec.minAvailable: Invalid value: \"150%\": must not be greater than 100%"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -4,7 +4,7 @@
 use crate::schema::{decode, Decode};
 use k8s_openapi::api::{
     apps, authentication, authorization, autoscaling, batch, certificates, coordination, core,
-    discovery, networking, rbac, storage,
+    discovery, networking, policy, rbac, storage,
 };
 
 /// One served resource (a REST collection), as discovery describes it.
@@ -456,6 +456,18 @@ pub static RESOURCES: &[Resource] = &[
         &[],
         false,
         networking::v1::IngressClass
+    ),
+    res!(
+        "policy",
+        "v1",
+        "poddisruptionbudgets",
+        "poddisruptionbudget",
+        "PodDisruptionBudget",
+        true,
+        &["pdb"],
+        &["status"],
+        false,
+        policy::v1::PodDisruptionBudget
     ),
     res!(
         "networking.k8s.io",

@@ -6,6 +6,7 @@ pub mod admission;
 pub mod certificates;
 mod create;
 mod delete;
+mod disruption;
 mod expiry;
 mod initial_status;
 pub mod podsecurity;

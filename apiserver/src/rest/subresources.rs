@@ -100,7 +100,8 @@ pub async fn bind(api: &Api, t: &Target, binding: &Value, dry_run: bool) -> ApiR
 }
 
 /// POST pods/{name}/eviction (policy/v1 Eviction): deletes the Pod with the eviction's
-/// deleteOptions, as a DELETE would (there are no PodDisruptionBudgets to honour yet).
+/// deleteOptions, as a DELETE would, once its PodDisruptionBudget (if any) allows it (429
+/// TooManyRequests otherwise, which `kubectl drain` waits on).
 pub async fn evict(api: &Api, t: &Target, eviction: &Value, dry_run: bool) -> ApiResult<()> {
     undecodable("Eviction", schema::EVICTION, eviction)?;
     let named = object::name(eviction);
@@ -109,7 +110,7 @@ pub async fn evict(api: &Api, t: &Target, eviction: &Value, dry_run: bool) -> Ap
             "name in URL does not match name in Eviction object",
         ));
     }
-    api.get_entry(t)?;
+    let pod = api.get_entry(t)?;
     let mut opts: DeleteOptions = match eviction.get("deleteOptions") {
         Some(o) if !o.is_null() => serde_json::from_value(o.clone())
             .map_err(|e| ApiError::bad_request(format!("invalid deleteOptions: {e}")))?,
@@ -117,6 +118,10 @@ pub async fn evict(api: &Api, t: &Target, eviction: &Value, dry_run: bool) -> Ap
     };
     if dry_run && opts.dry_run.is_none() {
         opts.dry_run = Some(vec!["All".into()]);
+    }
+    if !super::disruption::can_ignore(&pod.obj) {
+        let dry = opts.dry_run.as_ref().is_some_and(|d| !d.is_empty());
+        super::disruption::check_and_record(api, &t.namespace, &pod.obj, dry).await?;
     }
     delete(api, t, &opts).await.map(|_| ())
 }

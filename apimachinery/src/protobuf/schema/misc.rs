@@ -1,8 +1,9 @@
 //! Small groups: autoscaling/v1 Scale and HorizontalPodAutoscaler (`kubectl autoscale`),
-//! discovery.k8s.io/v1, coordination.k8s.io/v1.
+//! policy/v1 PodDisruptionBudget (`kubectl create pdb`), discovery.k8s.io/v1,
+//! coordination.k8s.io/v1.
 
 use super::core::OBJECT_REFERENCE;
-use super::meta::OBJECT_META;
+use super::meta::{LABEL_SELECTOR, OBJECT_META};
 
 message! { pub SCALE = "Scale" {
     1 metadata Msg(OBJECT_META), 2 spec Msg(SCALE_SPEC), 3 status Msg(SCALE_STATUS),
@@ -28,6 +29,16 @@ message! { CROSS_VERSION_OBJECT_REFERENCE = "CrossVersionObjectReference" {
 message! { HPA_STATUS = "HorizontalPodAutoscalerStatus" {
     ptr 1 observedGeneration Int64, ptr 2 lastScaleTime Time, 3 currentReplicas Int32,
     4 desiredReplicas Int32, ptr 5 currentCPUUtilizationPercentage Int32,
+}}
+
+// What `kubectl create pdb` sends: metadata and spec (the status is the controller's).
+message! { pub POD_DISRUPTION_BUDGET = "PodDisruptionBudget" {
+    1 metadata Msg(OBJECT_META), 2 spec Msg(PDB_SPEC),
+}}
+
+message! { PDB_SPEC = "PodDisruptionBudgetSpec" {
+    ptr 1 minAvailable IntOrString, ptr 2 selector Msg(LABEL_SELECTOR),
+    ptr 3 maxUnavailable IntOrString, ptr 4 unhealthyPodEvictionPolicy,
 }}
 
 message! { pub ENDPOINT_SLICE = "EndpointSlice" {

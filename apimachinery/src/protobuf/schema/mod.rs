@@ -140,6 +140,7 @@ pub fn lookup(api_version: &str, kind: &str) -> Option<&'static Message> {
         ("autoscaling/v1", "HorizontalPodAutoscaler") => &misc::HORIZONTAL_POD_AUTOSCALER,
         ("certificates.k8s.io/v1", "CertificateSigningRequest") => &certificates::CSR,
         ("policy/v1", "Eviction") => &certificates::EVICTION,
+        ("policy/v1", "PodDisruptionBudget") => &misc::POD_DISRUPTION_BUDGET,
         ("authentication.k8s.io/v1", "SelfSubjectReview") => &certificates::SELF_SUBJECT_REVIEW,
         ("authentication.k8s.io/v1", "TokenRequest") => &authentication::TOKEN_REQUEST,
         ("authentication.k8s.io/v1", "TokenReview") => &authentication::TOKEN_REVIEW,

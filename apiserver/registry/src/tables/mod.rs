@@ -10,6 +10,7 @@ mod certificates;
 mod core;
 mod network;
 mod pod;
+mod policy;
 mod rbac;
 mod service;
 mod statefulset;
@@ -93,6 +94,7 @@ const PRINTERS: &[Printer] = printers! {
     "IngressClass" => network::ingress_class_columns, network::ingress_class_cells;
     "NetworkPolicy" => network::network_policy_columns, network::network_policy_cells;
     "HorizontalPodAutoscaler" => autoscaling::hpa_columns, autoscaling::hpa_cells;
+    "PodDisruptionBudget" => policy::pdb_columns, policy::pdb_cells;
     "PersistentVolume" => storage::persistent_volume_columns, storage::persistent_volume_cells;
     "PersistentVolumeClaim" => storage::persistent_volume_claim_columns, storage::persistent_volume_claim_cells;
     "StorageClass" => storage::storage_class_columns, storage::storage_class_cells;

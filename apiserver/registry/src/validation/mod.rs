@@ -11,6 +11,7 @@ mod lifecycle;
 mod meta;
 mod network;
 mod pod;
+mod policy;
 pub(crate) mod rbac;
 mod service;
 mod statefulset;
@@ -45,6 +46,7 @@ pub fn validate(kind: &str, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         "IngressClass" => network::ingress_class(obj, old, &mut out),
         "NetworkPolicy" => network::network_policy(obj, &mut out),
         "HorizontalPodAutoscaler" => autoscaling::horizontal_pod_autoscaler(obj, &mut out),
+        "PodDisruptionBudget" => policy::pod_disruption_budget(obj, &mut out),
         "ConfigMap" => core::config_map(obj, old, &mut out),
         "Secret" => core::secret(obj, old, &mut out),
         "Namespace" => core::namespace(obj, &mut out),

@@ -351,6 +351,23 @@ pub fn controller_roles() -> Vec<(&'static str, Vec<Rule>)> {
             ]),
         ),
         (
+            "disruption-controller",
+            with_events(vec![
+                r(
+                    &["get", "list", "watch"],
+                    APPS,
+                    &["deployments", "replicasets", "statefulsets"],
+                ),
+                r(&["get", "list", "watch"], CORE, &["pods"]),
+                r(READ, &["policy"], &["poddisruptionbudgets"]),
+                r(
+                    &["update", "patch"],
+                    &["policy"],
+                    &["poddisruptionbudgets/status"],
+                ),
+            ]),
+        ),
+        (
             "root-ca-cert-publisher",
             with_events(vec![r(&["get", "create", "update"], CORE, &["configmaps"])]),
         ),
