@@ -8,6 +8,7 @@ pub mod certificates;
 pub mod cronjob;
 pub mod daemonset;
 pub mod deployment;
+pub mod disruption;
 pub mod endpointslice;
 pub mod error;
 pub mod gc;
@@ -195,7 +196,7 @@ pub async fn run(
 async fn run_controllers(ctx: Arc<Ctx>, node_lifecycle: nodelifecycle::Config, optional: Optional) {
     let sweeper = tokio::spawn(sweeps(ctx.clone(), Duration::from_secs(1)));
     tracing::info!(
-        "controllers running: deployment, replicaset, endpointslice, garbage collector, namespace, node lifecycle, daemonset, statefulset, job, cronjob, serviceaccount, horizontal-pod-autoscaler"
+        "controllers running: deployment, replicaset, endpointslice, garbage collector, namespace, node lifecycle, daemonset, statefulset, job, cronjob, serviceaccount, horizontal-pod-autoscaler, disruption"
     );
     let nodes = nodelifecycle::run(
         ctx.clone(),
@@ -211,11 +212,13 @@ async fn run_controllers(ctx: Arc<Ctx>, node_lifecycle: nodelifecycle::Config, o
     let storage = tokio::spawn(volume::run(ctx.clone()));
     let stateful = statefulset::run(ctx.clone());
     let autoscaling = tokio::spawn(hpa::run(ctx.clone()));
+    let disruption = tokio::spawn(disruption::run(ctx.clone()));
     // Aborted also when this future is dropped (leadership lost): nothing acts on after.
     let mut tasks: Vec<_> = optional.iter().map(|t| t.abort_handle()).collect();
     tasks.extend([
         storage.abort_handle(),
         autoscaling.abort_handle(),
+        disruption.abort_handle(),
         batch.abort_handle(),
         sweeper.abort_handle(),
     ]);

@@ -482,3 +482,72 @@ fn describe_shows_scaling_scheduling_and_counted_failed_scheduling_events() {
         "{out}"
     );
 }
+
+/// The disruption controller keeps a budget's status from its pods, and the eviction
+/// subresource honours it: with minAvailable 2 of a 2-replica Deployment nothing may go; one
+/// more replica allows one eviction, recorded until the budget is computed again.
+#[test]
+fn disruption_budget_follows_its_pods_and_limits_evictions() {
+    let c = Cluster::start();
+    c.ok(&[
+        "create",
+        "deployment",
+        "db",
+        "--image=busybox",
+        "--replicas=2",
+    ]);
+    c.eventually("2 pods", || c.pods("app=db").len() == 2);
+    c.mark_ready("app=db");
+    c.ok(&[
+        "create",
+        "pdb",
+        "db",
+        "--selector=app=db",
+        "--min-available=2",
+    ]);
+    let status = || {
+        c.jsonpath(&["pdb", "db"], "{.status.currentHealthy}/{.status.desiredHealthy}/{.status.expectedPods}/{.status.disruptionsAllowed}")
+    };
+    c.eventually("2 healthy of 2 needed, none allowed", || {
+        status() == "2/2/2/0"
+    });
+    let reason = c.jsonpath(&["pdb", "db"], "{.status.conditions[0].reason}");
+    assert_eq!(reason, "InsufficientPods");
+    let victim = c.pods("app=db")[0].clone();
+    let evict = format!(
+        r#"{{"apiVersion":"policy/v1","kind":"Eviction","metadata":{{"name":"{victim}","namespace":"default"}}}}"#
+    );
+    let eviction = |c: &Cluster| {
+        c.api.kubectl_stdin(
+            &[
+                "create",
+                "--raw",
+                &format!("/api/v1/namespaces/default/pods/{victim}/eviction"),
+                "-f",
+                "-",
+            ],
+            &evict,
+        )
+    };
+    let refused = eviction(&c);
+    let err = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        !refused.status.success() && err.contains("disruption budget"),
+        "{err}"
+    );
+    c.ok(&["scale", "deployment", "db", "--replicas=3"]);
+    c.eventually("a third pod", || c.pods("app=db").len() == 3);
+    c.mark_ready("app=db");
+    c.eventually("one disruption allowed", || status() == "3/2/3/1");
+    let granted = eviction(&c);
+    assert!(
+        granted.status.success(),
+        "{}",
+        String::from_utf8_lossy(&granted.stderr)
+    );
+    let disrupted = c.jsonpath(&["pdb", "db"], "{.status.disruptedPods}");
+    assert!(
+        disrupted.is_empty() || disrupted.contains(&victim),
+        "{disrupted}"
+    );
+}
