@@ -39,6 +39,26 @@ fn now_ns() -> i64 {
     i64::try_from(k8s_openapi::jiff::Timestamp::now().as_nanosecond()).unwrap_or(0)
 }
 
+/// The stats a test set that a List*Stats filter (id, labels) selects.
+fn selected<T: Clone>(
+    items: &Mutex<Vec<T>>,
+    call: &'static str,
+    attrs: impl Fn(&T) -> (Option<String>, Option<HashMap<String, String>>),
+    id: &str,
+    selector: &HashMap<String, String>,
+) -> CriResult<Vec<T>> {
+    let items = items.lock().map_err(|_| not_found(call, "lock"))?;
+    Ok(items
+        .iter()
+        .filter(|s| {
+            let (sid, labels) = attrs(s);
+            (id.is_empty() || sid.as_deref() == Some(id))
+                && matches(&labels.unwrap_or_default(), selector)
+        })
+        .cloned()
+        .collect())
+}
+
 fn matches(labels: &HashMap<String, String>, selector: &HashMap<String, String>) -> bool {
     selector.iter().all(|(k, v)| labels.get(k) == Some(v))
 }
@@ -349,19 +369,17 @@ impl Cri for FakeCri {
         filter: cri::PodSandboxStatsFilter,
     ) -> CriResult<Vec<cri::PodSandboxStats>> {
         self.log("ListPodSandboxStats");
-        let stats = self
-            .pod_sandbox_stats
-            .lock()
-            .map_err(|_| not_found("ListPodSandboxStats", "lock"))?;
-        Ok(stats
-            .iter()
-            .filter(|s| {
-                let attrs = s.attributes.clone().unwrap_or_default();
-                (filter.id.is_empty() || attrs.id == filter.id)
-                    && matches(&attrs.labels, &filter.label_selector)
-            })
-            .cloned()
-            .collect())
+        let attrs = |s: &cri::PodSandboxStats| {
+            let a = s.attributes.as_ref();
+            (a.map(|a| a.id.clone()), a.map(|a| a.labels.clone()))
+        };
+        selected(
+            &self.pod_sandbox_stats,
+            "ListPodSandboxStats",
+            attrs,
+            &filter.id,
+            &filter.label_selector,
+        )
     }
 
     async fn list_container_stats(
@@ -378,19 +396,17 @@ impl Cri for FakeCri {
                 status: tonic::Status::unavailable("cgroup stats unavailable"),
             });
         }
-        let stats = self
-            .container_stats
-            .lock()
-            .map_err(|_| not_found("ListContainerStats", "lock"))?;
-        Ok(stats
-            .iter()
-            .filter(|s| {
-                let attrs = s.attributes.clone().unwrap_or_default();
-                (filter.id.is_empty() || attrs.id == filter.id)
-                    && matches(&attrs.labels, &filter.label_selector)
-            })
-            .cloned()
-            .collect())
+        let attrs = |s: &cri::ContainerStats| {
+            let a = s.attributes.as_ref();
+            (a.map(|a| a.id.clone()), a.map(|a| a.labels.clone()))
+        };
+        selected(
+            &self.container_stats,
+            "ListContainerStats",
+            attrs,
+            &filter.id,
+            &filter.label_selector,
+        )
     }
 
     async fn list_images(&self) -> CriResult<Vec<cri::Image>> {

@@ -65,21 +65,34 @@ fn drain_waits_rather_than_break_a_disruption_budget() {
             2 - allowed
         )
     };
-    s.kubectl_ok(&[
-        "patch",
-        "pdb",
-        "web",
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        &status(0),
-    ]);
+    // What the disruption controller would write.
+    let set_allowed = |allowed: i32| {
+        s.kubectl_ok(&[
+            "patch",
+            "pdb",
+            "web",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            &status(allowed),
+        ])
+    };
+    let drain = |timeout: &str| {
+        s.kubectl(&[
+            "drain",
+            "n1",
+            "--force",
+            "--grace-period=0",
+            &format!("--timeout={timeout}"),
+        ])
+    };
+    set_allowed(0);
     let row = s.kubectl_ok(&["get", "pdb", "web", "--no-headers"]);
     assert!(
         row.starts_with("web ") && row.contains(" 2 ") && row.contains("N/A"),
         "{row}"
     );
-    let out = s.kubectl(&["drain", "n1", "--force", "--grace-period=0", "--timeout=7s"]);
+    let out = drain("7s");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "drain must not finish");
     assert!(
@@ -89,16 +102,8 @@ fn drain_waits_rather_than_break_a_disruption_budget() {
     let left = s.kubectl_ok(&["get", "pods", "-o", "jsonpath={.items[*].metadata.name}"]);
     assert_eq!(left, "a b", "no pod was evicted");
     // One disruption allowed: one pod goes, the grant is recorded, the second waits again.
-    s.kubectl_ok(&[
-        "patch",
-        "pdb",
-        "web",
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        &status(1),
-    ]);
-    let out = s.kubectl(&["drain", "n1", "--force", "--grace-period=0", "--timeout=7s"]);
+    set_allowed(1);
+    let out = drain("7s");
     assert!(!out.status.success(), "the second pod must wait");
     let left = s.kubectl_ok(&["get", "pods", "-o", "jsonpath={.items[*].metadata.name}"]);
     assert_eq!(left.split(' ').count(), 1, "one pod evicted: {left}");
@@ -123,7 +128,7 @@ fn drain_waits_rather_than_break_a_disruption_budget() {
     );
     // Two budgets over one pod: upstream refuses to choose.
     s.apply("apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: also\nspec:\n  maxUnavailable: 1\n  selector: {matchLabels: {app: web}}\n");
-    let out = s.kubectl(&["drain", "n1", "--force", "--grace-period=0", "--timeout=3s"]);
+    let out = drain("3s");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("more than one PodDisruptionBudget"), "{err}");
     // Refused specs name the field, as upstream.

@@ -2,6 +2,18 @@
 //! host name in lower case, as the kubelet and kube-proxy derive it (Node names are lower-case
 //! DNS subdomains, so an agent and a proxy on one machine always agree on it).
 
+/// The flags every node daemon beside the agent takes, with kube-proxy's names
+/// (`#[command(flatten)]` into the daemon's own flags).
+#[derive(Debug, Clone, clap::Args)]
+pub struct NodeFlags {
+    /// Path to a kubeconfig; default: in-cluster or $KUBECONFIG.
+    #[arg(long)]
+    pub kubeconfig: Option<std::path::PathBuf>,
+    /// This node's name; default: the hostname.
+    #[arg(long)]
+    pub hostname_override: Option<String>,
+}
+
 /// The override (trimmed, lower-cased), or the host name from /proc/sys/kernel/hostname.
 pub fn node_name(hostname_override: Option<String>) -> std::io::Result<String> {
     let name = match hostname_override {

@@ -13,12 +13,8 @@ use keelson_netpol::app::{self, Options};
     about = "Keelson NetworkPolicy enforcement on this node (nftables)"
 )]
 struct Flags {
-    /// Path to a kubeconfig; default: in-cluster or $KUBECONFIG.
-    #[arg(long)]
-    kubeconfig: Option<PathBuf>,
-    /// This node's name; default: the hostname.
-    #[arg(long)]
-    hostname_override: Option<String>,
+    #[command(flatten)]
+    node: keelson_daemon::NodeFlags,
     #[arg(long, default_value = "127.0.0.1:10262")]
     metrics_bind_address: SocketAddr,
     /// Batch the changes of this long into one load.
@@ -43,10 +39,10 @@ fn duration(flag: &str, s: &str) -> anyhow::Result<std::time::Duration> {
 async fn main() -> anyhow::Result<()> {
     keelson_daemon::init_logging();
     let f = Flags::parse();
-    let node_name = keelson_daemon::node_name(f.hostname_override)
+    let node_name = keelson_daemon::node_name(f.node.hostname_override)
         .context("reading the hostname; pass --hostname-override")?;
     let opts = Options {
-        kubeconfig: f.kubeconfig,
+        kubeconfig: f.node.kubeconfig,
         node_name,
         metrics_bind: f.metrics_bind_address,
         min_sync_period: duration("min-sync-period", &f.min_sync_period)?,

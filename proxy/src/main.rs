@@ -32,12 +32,8 @@ enum VariantFlag {
     about = "Keelson service proxy (Services to NAT rules)"
 )]
 struct Flags {
-    /// Path to a kubeconfig; default: in-cluster or $KUBECONFIG.
-    #[arg(long)]
-    kubeconfig: Option<PathBuf>,
-    /// This node's name; default: the hostname.
-    #[arg(long)]
-    hostname_override: Option<String>,
+    #[command(flatten)]
+    node: keelson_daemon::NodeFlags,
     #[arg(long, value_enum, default_value = "iptables")]
     proxy_mode: Mode,
     /// Which iptables implementation to use in iptables mode.
@@ -66,10 +62,10 @@ struct Flags {
 async fn main() -> anyhow::Result<()> {
     keelson_daemon::init_logging();
     let f = Flags::parse();
-    let node_name = keelson_daemon::node_name(f.hostname_override)
+    let node_name = keelson_daemon::node_name(f.node.hostname_override)
         .context("reading the hostname; pass --hostname-override")?;
     let opts = Options {
-        kubeconfig: f.kubeconfig,
+        kubeconfig: f.node.kubeconfig,
         node_name,
         mode: match f.proxy_mode {
             Mode::Iptables => ProxyMode::Iptables,
