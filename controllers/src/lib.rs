@@ -59,7 +59,7 @@ where
 }
 
 /// Counts each finished reconcile for /metrics.
-fn counted<T>(ctx: Arc<Ctx>) -> impl FnMut(T) -> futures::future::Ready<()> {
+pub(crate) fn counted<T>(ctx: Arc<Ctx>) -> impl FnMut(T) -> futures::future::Ready<()> {
     move |_| {
         ctx.metrics.reconciles.inc();
         futures::future::ready(())

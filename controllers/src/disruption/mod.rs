@@ -47,10 +47,7 @@ pub async fn run(ctx: Arc<Ctx>) {
     })
     .shutdown_on_signal()
     .run(reconcile, crate::error_policy, ctx.clone())
-    .for_each(|_| {
-        ctx.metrics.reconciles.inc();
-        futures::future::ready(())
-    })
+    .for_each(crate::counted(ctx.clone()))
     .await;
 }
 

@@ -46,10 +46,7 @@ pub async fn run(ctx: Arc<Ctx>) {
     Controller::new(api, watcher::Config::default())
         .shutdown_on_signal()
         .run(reconcile, error_policy, state)
-        .for_each(|_| {
-            ctx.metrics.reconciles.inc();
-            futures::future::ready(())
-        })
+        .for_each(crate::counted(ctx.clone()))
         .await;
 }
 

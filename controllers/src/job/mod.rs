@@ -37,10 +37,7 @@ pub async fn run(ctx: Arc<Ctx>) {
         .owns(Api::<Pod>::all(client), cfg)
         .shutdown_on_signal()
         .run(reconcile, crate::error_policy, ctx.clone())
-        .for_each(|_| {
-            ctx.metrics.reconciles.inc();
-            futures::future::ready(())
-        })
+        .for_each(crate::counted(ctx.clone()))
         .await;
     orphans.abort();
 }
