@@ -156,7 +156,8 @@ pub async fn run(opts: Options) -> Result<(), AppError> {
             .iter()
             .map(|n| namespace_info(n))
             .collect();
-        let pols: Vec<NetworkPolicy> = policies.state().iter().map(|p| (**p).clone()).collect();
+        // The store's own Arcs: compiling borrows them, nothing is copied per sync.
+        let pols = policies.state();
         metrics.policies.set(pols.len() as i64);
         match syncer.sync(compile(&opts.node_name, &pols, &pods, &nss)) {
             Ok(wrote) => {

@@ -15,6 +15,7 @@
 //! What cannot be compiled (a bad selector, CIDR or protocol) is left out, so it allows nothing:
 //! a broken rule fails closed, and is reported.
 
+use std::borrow::Borrow;
 use std::collections::{BTreeSet, HashMap};
 use std::net::Ipv4Addr;
 
@@ -84,9 +85,9 @@ pub struct Compiled {
 
 /// Compiles every policy for node `node`. Output depends only on the inputs' content, not their
 /// order, so an unchanged cluster renders an unchanged ruleset (and no nft call).
-pub fn compile(
+pub fn compile<P: Borrow<NetworkPolicy>>(
     node: &str,
-    policies: &[NetworkPolicy],
+    policies: &[P],
     pods: &[PodInfo],
     namespaces: &[NamespaceInfo],
 ) -> Compiled {
@@ -104,7 +105,7 @@ pub fn compile(
     if policies.is_empty() {
         return c.out;
     }
-    let mut sorted: Vec<&NetworkPolicy> = policies.iter().collect();
+    let mut sorted: Vec<&NetworkPolicy> = policies.iter().map(Borrow::borrow).collect();
     sorted.sort_by_key(|p| (p.metadata.namespace.clone(), p.metadata.name.clone()));
     let mut dispatch = [Vec::new(), Vec::new()];
     for p in sorted {

@@ -50,7 +50,7 @@ fn deny_all() -> NetworkPolicy {
 #[test]
 fn no_policy_no_table() {
     let (pods, nss) = world();
-    let c = compile("n1", &[], &pods, &nss);
+    let c = compile::<NetworkPolicy>("n1", &[], &pods, &nss);
     assert!(c.ruleset.is_empty());
 }
 
