@@ -2,9 +2,11 @@
 //! at a time against an in-memory view (reflectors of Pods and Nodes, plus the Pods it has just
 //! bound and not yet seen back); bindings are sent concurrently.
 
+mod evict;
 pub mod filter;
 mod metrics;
 pub mod node_info;
+pub mod preemption;
 pub mod score;
 pub mod volumes;
 
@@ -35,7 +37,61 @@ pub fn pick_for(
     nodes: &[NodeInfo],
     vols: &volumes::PodVolumes,
 ) -> Result<usize, String> {
-    pick_from(pod, nodes, vols, 0).0
+    pick_from(pod, nodes, vols, 0).0.map_err(|u| u.message())
+}
+
+/// Why no node fits a Pod: the filters' reasons counted over nodes, and the nodes where
+/// evicting lower-priority Pods could make room (preemption's candidates).
+#[derive(Debug)]
+pub struct Unfit {
+    pub nodes: usize,
+    reasons: HashMap<Cow<'static, str>, usize>,
+    pub could_help: Vec<usize>,
+}
+
+impl Unfit {
+    /// Upstream's FitError text when preemption found no victims on any node (or was not
+    /// tried): what preemption made of each node follows the filters' reasons. The doubled
+    /// final period is upstream's too.
+    pub fn message(&self) -> String {
+        if self.nodes == 0 {
+            return "no nodes available to schedule pods".into();
+        }
+        let nodes = self.nodes;
+        let mut preemption: HashMap<Cow<'static, str>, usize> = HashMap::new();
+        let helpable = self.could_help.len();
+        if helpable > 0 {
+            preemption.insert(
+                "No preemption victims found for incoming pod".into(),
+                helpable,
+            );
+        }
+        if nodes > helpable {
+            preemption.insert(
+                "Preemption is not helpful for scheduling".into(),
+                nodes - helpable,
+            );
+        }
+        self.message_with(&format!(
+            "0/{nodes} nodes are available: {}.",
+            histogram(&preemption)
+        ))
+    }
+
+    /// The FitError text with preemption's verdict: why the Pod may not preempt, or empty
+    /// once it nominated a node (upstream then adds nothing).
+    pub fn message_with(&self, preemption: &str) -> String {
+        let filters = format!(
+            "0/{} nodes are available: {}.",
+            self.nodes,
+            histogram(&self.reasons)
+        );
+        if preemption.is_empty() {
+            filters
+        } else {
+            format!("{filters} preemption: {preemption}.")
+        }
+    }
 }
 
 /// How many fitting nodes to find before the search stops, as upstream's numFeasibleNodesToFind
@@ -61,10 +117,11 @@ pub fn pick_from(
     nodes: &[NodeInfo],
     vols: &volumes::PodVolumes,
     start: usize,
-) -> (Result<usize, String>, usize) {
+) -> (Result<usize, Unfit>, usize) {
     let req = node_info::requests(pod);
     let want = feasible_nodes_to_find(nodes.len());
     let mut reasons: HashMap<Cow<'static, str>, usize> = HashMap::new();
+    let mut could_help = Vec::new();
     let mut best: Option<(f64, usize)> = None;
     let (mut found, mut looked) = (0, 0);
     for k in 0..nodes.len() {
@@ -77,7 +134,12 @@ pub fn pick_from(
         let unfit = filter::unfit(pod, req, info)
             .or_else(|| volumes::unfit(vols, &info.node).map(Cow::Borrowed));
         match unfit {
-            Some(r) => *reasons.entry(r).or_default() += 1,
+            Some(r) => {
+                if filter::preemption_could_help(&r) {
+                    could_help.push(i);
+                }
+                *reasons.entry(r).or_default() += 1
+            }
             None => {
                 found += 1;
                 let s = score::score(pod, req, info);
@@ -89,8 +151,11 @@ pub fn pick_from(
     }
     let picked = match best {
         Some((_, i)) => Ok(i),
-        None if nodes.is_empty() => Err("no nodes available to schedule pods".into()),
-        None => Err(unschedulable_message(nodes.len(), &reasons)),
+        None => Err(Unfit {
+            nodes: nodes.len(),
+            reasons,
+            could_help,
+        }),
     };
     (picked, looked)
 }
@@ -98,26 +163,6 @@ pub fn pick_from(
 /// Upstream's FitError text when a PreFilter (the claims) already rules out every node.
 pub fn unresolvable_message(nodes: usize, why: &str) -> String {
     format!("0/{nodes} nodes are available: {why}. preemption: 0/{nodes} nodes are available: {nodes} Preemption is not helpful for scheduling..")
-}
-
-/// Upstream's FitError text: the filters' reasons counted over nodes, then what preemption
-/// found. Keelson does not preempt, which reads as upstream's "no victims found" for the
-/// nodes where preemption could have helped. The doubled final period is upstream's too.
-fn unschedulable_message(nodes: usize, reasons: &HashMap<Cow<'static, str>, usize>) -> String {
-    let mut preemption: HashMap<Cow<'static, str>, usize> = HashMap::new();
-    for (reason, n) in reasons {
-        let why = if filter::preemption_could_help(reason) {
-            "No preemption victims found for incoming pod"
-        } else {
-            "Preemption is not helpful for scheduling"
-        };
-        *preemption.entry(Cow::Borrowed(why)).or_default() += n;
-    }
-    format!(
-        "0/{nodes} nodes are available: {}. preemption: 0/{nodes} nodes are available: {}..",
-        histogram(reasons),
-        histogram(&preemption)
-    )
 }
 
 /// "COUNT REASON" entries sorted as strings, as upstream sorts them.
@@ -218,7 +263,15 @@ async fn schedule(
             &changes,
         ),
     };
-    let state = Arc::new(state::State::new(client, pods, nodes, volumes, metrics));
+    // Preemption spares Pods that a PodDisruptionBudget protects where it can.
+    let budgets = reflect(
+        Api::all(client.clone()),
+        watcher::Config::default(),
+        &changes,
+    );
+    let state = Arc::new(state::State::new(
+        client, pods, nodes, volumes, budgets, metrics,
+    ));
     tracing::info!("scheduler running");
     // No debounce: a Pod waits for nothing but the decision. Unschedulable Pods are tried again
     // as the cluster changes, and at least every 5 s.
@@ -329,6 +382,26 @@ mod tests {
     }
 
     #[test]
+    fn preemptions_verdict_ends_the_message_as_upstreams() {
+        let mut nodes = vec![node("n1", true, "1", serde_json::json!({}))];
+        nodes[0].add(&pod("900m", None, "a"));
+        let vols = volumes::PodVolumes::default();
+        let unfit = pick_from(&pod("500m", None, "b"), &nodes, &vols, 0)
+            .0
+            .unwrap_err();
+        assert_eq!(unfit.could_help, [0]);
+        assert_eq!(
+            unfit.message_with("not eligible due to preemptionPolicy=Never."),
+            "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never.."
+        );
+        // Once it nominated a node, upstream reports the filters alone.
+        assert_eq!(
+            unfit.message_with(""),
+            "0/1 nodes are available: 1 Insufficient cpu."
+        );
+    }
+
+    #[test]
     fn tolerations_let_pods_onto_tainted_nodes() {
         let nodes = vec![node(
             "n1",
@@ -379,6 +452,7 @@ mod tests {
         assert_eq!(looked, 200);
         assert!(picked
             .unwrap_err()
+            .message()
             .starts_with("0/200 nodes are available: 200 Insufficient cpu."));
     }
 }

@@ -60,6 +60,7 @@ fn allocatable(node: &Node, r: &str) -> f64 {
         .unwrap_or(0.0)
 }
 
+#[derive(Clone)]
 pub struct NodeInfo {
     pub node: Node,
     /// Allocatable cpu (cores), memory (bytes) and Pod count; 0 when not reported.
@@ -107,5 +108,22 @@ impl NodeInfo {
             *self.owners.entry(uid.to_string()).or_default() += 1;
         }
         self.host_ports.extend(host_ports(pod));
+    }
+
+    /// Stops counting `pod` here (a preemption victim, in a dry run). Sums never go below
+    /// zero, so float rounding cannot make a node look emptier than it is.
+    pub fn remove(&mut self, pod: &Pod) {
+        let (cpu, mem) = requests(pod);
+        self.pods = self.pods.saturating_sub(1);
+        self.requested.0 = (self.requested.0 - cpu).max(0.0);
+        self.requested.1 = (self.requested.1 - mem).max(0.0);
+        if let Some(uid) = owner(pod) {
+            if let Some(n) = self.owners.get_mut(uid) {
+                *n = n.saturating_sub(1);
+            }
+        }
+        for port in host_ports(pod) {
+            self.host_ports.remove(&port);
+        }
     }
 }

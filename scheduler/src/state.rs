@@ -1,7 +1,8 @@
 //! The scheduler's in-memory view and its actions: which Pods wait, which node each goes to, the
-//! Binding sent for it, and the "unschedulable" condition when none fits.
+//! Binding sent for it, preemption when none fits, and the "unschedulable" condition.
 
 use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::StorageClass;
 use keelson_daemon::events::{EventType, Recorder, Reporter};
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -14,8 +15,9 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
+use crate::preemption::{self, Budget};
 use crate::volumes::{self, PodVolumes};
-use crate::{metrics, pending, pick_from, unresolvable_message, NodeInfo};
+use crate::{evict, filter, metrics, pending, pick_from, unresolvable_message, NodeInfo, Unfit};
 
 /// The watches volume binding reads.
 pub(crate) struct VolumeStores {
@@ -29,8 +31,12 @@ pub(crate) struct State {
     pods: Store<Pod>,
     nodes: Store<Node>,
     storage: VolumeStores,
+    budgets: Store<PodDisruptionBudget>,
     /// Pods bound (or being bound) by this scheduler that the Pod store does not show yet.
-    assumed: Mutex<HashMap<String, (Pod, String)>>,
+    assumed: Mutex<HashMap<String, (Arc<Pod>, String)>>,
+    /// Preemption victims deleted by this scheduler that the Pod store does not show
+    /// terminating yet: their room is already free (a terminating Pod counts on no node).
+    evicted: Mutex<HashSet<String>>,
     /// Per Pod: the last "unschedulable" condition message written (so it is not written
     /// again) and when the last FailedScheduling Event was.
     reported: Mutex<HashMap<String, Reported>>,
@@ -52,6 +58,7 @@ impl State {
         pods: Store<Pod>,
         nodes: Store<Node>,
         storage: VolumeStores,
+        budgets: Store<PodDisruptionBudget>,
         metrics: metrics::Metrics,
     ) -> State {
         State {
@@ -59,7 +66,9 @@ impl State {
             pods,
             nodes,
             storage,
+            budgets,
             assumed: Mutex::new(HashMap::new()),
+            evicted: Mutex::new(HashSet::new()),
             reported: Mutex::new(HashMap::new()),
             events: Recorder::new(
                 client.clone(),
@@ -74,7 +83,7 @@ impl State {
         }
     }
 
-    fn view(&self) -> Vec<NodeInfo> {
+    fn view(&self) -> View {
         let mut infos: Vec<NodeInfo> = self
             .nodes
             .state()
@@ -99,10 +108,20 @@ impl State {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .retain(|uid, _| still_pending.contains(uid));
-        for p in pods
-            .iter()
-            .filter(|p| p.metadata.deletion_timestamp.is_none())
-        {
+        let mut evicted = self.evicted.lock().unwrap_or_else(|p| p.into_inner());
+        if !evicted.is_empty() {
+            let running: HashSet<String> = pods
+                .iter()
+                .filter(|p| p.metadata.deletion_timestamp.is_none())
+                .filter_map(|p| p.uid())
+                .collect();
+            evicted.retain(|uid| running.contains(uid));
+        }
+        let mut on_node = vec![Vec::new(); infos.len()];
+        for p in pods.iter().filter(|p| {
+            p.metadata.deletion_timestamp.is_none()
+                && (evicted.is_empty() || !p.uid().is_some_and(|u| evicted.contains(&u)))
+        }) {
             if let Some(i) = p
                 .spec
                 .as_ref()
@@ -110,14 +129,16 @@ impl State {
                 .and_then(|n| index.get(n))
             {
                 infos[*i].add(p);
+                on_node[*i].push(p.clone());
             }
         }
         for (pod, node) in assumed.values() {
             if let Some(i) = index.get(node) {
                 infos[*i].add(pod);
+                on_node[*i].push(pod.clone());
             }
         }
-        infos
+        View { infos, on_node }
     }
 
     pub(crate) async fn schedule_pending(self: &Arc<Self>) {
@@ -127,8 +148,14 @@ impl State {
             .into_iter()
             .filter(|p| pending(p))
             .collect();
-        queue.sort_by_key(|p| p.metadata.creation_timestamp.as_ref().map(|t| t.0));
-        let mut infos = self.view();
+        queue.sort_by(|a, b| preemption::queue_order(a, b));
+        let mut view = self.view();
+        let budgets: Vec<Budget> = self
+            .budgets
+            .state()
+            .iter()
+            .filter_map(|b| Budget::new(b))
+            .collect();
         let snapshot = volumes::Snapshot {
             claims: self.storage.claims.state(),
             volumes: self.storage.volumes.state(),
@@ -147,23 +174,23 @@ impl State {
             let vols = match volumes::resolve(&pod, &snapshot) {
                 Ok(v) => v,
                 Err(why) => {
-                    let message = unresolvable_message(infos.len(), &why);
+                    let message = unresolvable_message(view.infos.len(), &why);
                     self.unschedulable(&pod, message).await;
                     continue;
                 }
             };
             let start = self.next_start.load(Ordering::Relaxed);
-            let (picked, looked) = pick_from(&pod, &infos, &vols, start);
-            let next = (start + looked) % infos.len().max(1);
+            let (picked, looked) = pick_from(&pod, &view.infos, &vols, start);
+            let next = (start + looked) % view.infos.len().max(1);
             self.next_start.store(next, Ordering::Relaxed);
             match picked {
                 Ok(i) => {
-                    let node = infos[i].node.name_any();
-                    infos[i].add(&pod);
+                    let node = view.infos[i].node.name_any();
+                    view.place(i, &pod);
                     self.assumed
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())
-                        .insert(uid.clone(), ((*pod).clone(), node.clone()));
+                        .insert(uid.clone(), (pod.clone(), node.clone()));
                     let me = self.clone();
                     let permit = self.binds.clone().acquire_owned().await;
                     tokio::spawn(async move {
@@ -173,9 +200,68 @@ impl State {
                         }
                     });
                 }
-                Err(message) => self.unschedulable(&pod, message).await,
+                Err(unfit) => {
+                    let message = self.preempt(&pod, &vols, &unfit, &budgets, &mut view).await;
+                    self.unschedulable(&pod, message).await
+                }
             }
         }
+    }
+
+    /// PostFilter: preemption for a Pod that fits nowhere. Evicts the victims on the chosen
+    /// node and holds its room for the Pod in `view`, so that no lower-priority Pod takes it
+    /// before the Pod is tried again. Returns the FitError text to report.
+    async fn preempt(
+        &self,
+        pod: &Arc<Pod>,
+        vols: &PodVolumes,
+        unfit: &Unfit,
+        budgets: &[Budget],
+        view: &mut View,
+    ) -> String {
+        if unfit.nodes == 0 {
+            return unfit.message();
+        }
+        self.metrics.preemption_attempts.inc();
+        if let Some(why) = preemption::not_eligible(pod) {
+            return unfit.message_with(why);
+        }
+        let req = crate::node_info::requests(pod);
+        let fits = |n: &NodeInfo| {
+            filter::unfit(pod, req, n).is_none() && volumes::unfit(vols, &n.node).is_none()
+        };
+        let found = preemption::find(
+            pod,
+            &unfit.could_help,
+            &view.infos,
+            &view.on_node,
+            budgets,
+            &fits,
+        );
+        let Some((i, victims)) = found else {
+            return unfit.message();
+        };
+        let node = view.infos[i].node.name_any();
+        self.metrics
+            .preemption_victims
+            .observe(victims.pods.len() as f64);
+        tracing::info!(pod = %pod.name_any(), node, victims = victims.pods.len(), "preempting");
+        self.evicted
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(victims.pods.iter().filter_map(|v| v.uid()));
+        let failed = evict::preempt(&self.client, &self.events, pod, &node, &victims.pods).await;
+        let mut evicted = self.evicted.lock().unwrap_or_else(|p| p.into_inner());
+        for v in &victims.pods {
+            let uid = v.uid().unwrap_or_default();
+            if failed.contains(&uid) {
+                evicted.remove(&uid);
+            } else {
+                view.unplace(i, v);
+            }
+        }
+        view.place(i, pod);
+        unfit.message_with("")
     }
 
     /// PreBind: each WaitForFirstConsumer claim gets the chosen node (selected-node), then the
@@ -290,6 +376,24 @@ impl State {
                 tracing::warn!(pod = %pod.name_any(), error = %e, "could not report unschedulable")
             }
         }
+    }
+}
+
+/// The nodes with what counts on them, and which Pods those are (preemption's candidates).
+struct View {
+    infos: Vec<NodeInfo>,
+    on_node: Vec<Vec<Arc<Pod>>>,
+}
+
+impl View {
+    fn place(&mut self, i: usize, pod: &Arc<Pod>) {
+        self.infos[i].add(pod);
+        self.on_node[i].push(pod.clone());
+    }
+
+    fn unplace(&mut self, i: usize, pod: &Arc<Pod>) {
+        self.infos[i].remove(pod);
+        self.on_node[i].retain(|p| !Arc::ptr_eq(p, pod));
     }
 }
 
