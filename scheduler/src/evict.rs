@@ -8,7 +8,23 @@ use kube::api::{Api, DeleteParams, Patch, PatchParams};
 use kube::ResourceExt;
 use std::sync::Arc;
 
-/// Returns the uids of the victims that could not be deleted (still running).
+/// Sets the Pod's status.nominatedNodeName, or clears it (None).
+pub(crate) async fn nominate(client: &kube::Client, pod: &Pod, node: Option<&str>) {
+    let api: Api<Pod> = Api::namespaced(client.clone(), &pod.namespace().unwrap_or_default());
+    let patch = serde_json::json!({ "status": { "nominatedNodeName": node } });
+    if let Err(e) = api
+        .patch_status(
+            &pod.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+    {
+        tracing::warn!(pod = %pod.name_any(), ?node, error = %e, "could not set nominatedNodeName");
+    }
+}
+
+/// Deletes the victims; returns the uids of those that could not be deleted (still running).
 pub(crate) async fn preempt(
     client: &kube::Client,
     events: &Recorder,
@@ -16,18 +32,6 @@ pub(crate) async fn preempt(
     node: &str,
     victims: &[Arc<Pod>],
 ) -> Vec<String> {
-    let api: Api<Pod> = Api::namespaced(client.clone(), &preemptor.namespace().unwrap_or_default());
-    let nominate = serde_json::json!({ "status": { "nominatedNodeName": node } });
-    if let Err(e) = api
-        .patch_status(
-            &preemptor.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&nominate),
-        )
-        .await
-    {
-        tracing::warn!(pod = %preemptor.name_any(), node, error = %e, "could not set nominatedNodeName");
-    }
     let uid = preemptor.uid().unwrap_or_default();
     let uid = uid.as_str();
     let deletes = victims.iter().map(|v| async move {

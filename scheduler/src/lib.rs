@@ -8,6 +8,7 @@ mod metrics;
 pub mod node_info;
 pub mod preemption;
 pub mod score;
+mod view;
 pub mod volumes;
 
 pub use node_info::NodeInfo;

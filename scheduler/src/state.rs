@@ -16,6 +16,7 @@ use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
 use crate::preemption::{self, Budget};
+use crate::view::{Nominations, View};
 use crate::volumes::{self, PodVolumes};
 use crate::{evict, filter, metrics, pending, pick_from, unresolvable_message, NodeInfo, Unfit};
 
@@ -37,6 +38,9 @@ pub(crate) struct State {
     /// Preemption victims deleted by this scheduler that the Pod store does not show
     /// terminating yet: their room is already free (a terminating Pod counts on no node).
     evicted: Mutex<HashSet<String>>,
+    /// Node per Pod nominated by this scheduler's preemption, until the Pod store shows it
+    /// in status.nominatedNodeName (or the Pod is no longer pending).
+    nominated: Mutex<HashMap<String, String>>,
     /// Per Pod: the last "unschedulable" condition message written (so it is not written
     /// again) and when the last FailedScheduling Event was.
     reported: Mutex<HashMap<String, Reported>>,
@@ -69,6 +73,7 @@ impl State {
             budgets,
             assumed: Mutex::new(HashMap::new()),
             evicted: Mutex::new(HashSet::new()),
+            nominated: Mutex::new(HashMap::new()),
             reported: Mutex::new(HashMap::new()),
             events: Recorder::new(
                 client.clone(),
@@ -108,6 +113,10 @@ impl State {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .retain(|uid, _| still_pending.contains(uid));
+        self.nominated
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .retain(|uid, _| still_pending.contains(uid));
         let mut evicted = self.evicted.lock().unwrap_or_else(|p| p.into_inner());
         if !evicted.is_empty() {
             let running: HashSet<String> = pods
@@ -138,7 +147,11 @@ impl State {
                 on_node[*i].push(pod.clone());
             }
         }
-        View { infos, on_node }
+        View {
+            infos,
+            on_node,
+            index,
+        }
     }
 
     pub(crate) async fn schedule_pending(self: &Arc<Self>) {
@@ -161,6 +174,7 @@ impl State {
             volumes: self.storage.volumes.state(),
             classes: self.storage.classes.state(),
         };
+        let mut nominations = self.nominations(&queue, &view);
         for pod in queue {
             let uid = pod.uid().unwrap_or_default();
             if self
@@ -171,6 +185,7 @@ impl State {
             {
                 continue;
             }
+            nominations.hold_for(&pod, &mut view);
             let vols = match volumes::resolve(&pod, &snapshot) {
                 Ok(v) => v,
                 Err(why) => {
@@ -208,6 +223,33 @@ impl State {
         }
     }
 
+    /// The nominated node of each pending Pod not being bound: set by this scheduler just
+    /// now, or as the Pod store shows it.
+    fn nominations(&self, queue: &[Arc<Pod>], view: &View) -> Nominations {
+        let mine = self
+            .nominated
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let assumed = self.assumed.lock().unwrap_or_else(|p| p.into_inner());
+        Nominations::new(queue, |p| {
+            let stored = p
+                .status
+                .as_ref()
+                .and_then(|s| s.nominated_node_name.as_ref())
+                .filter(|n| !n.is_empty());
+            if stored.is_none() && mine.is_empty() {
+                return None;
+            }
+            let uid = p.uid()?;
+            if assumed.contains_key(&uid) {
+                return None;
+            }
+            let node = mine.get(&uid).or(stored)?;
+            view.index.get(node).copied()
+        })
+    }
+
     /// PostFilter: preemption for a Pod that fits nowhere. Evicts the victims on the chosen
     /// node and holds its room for the Pod in `view`, so that no lower-priority Pod takes it
     /// before the Pod is tried again. Returns the FitError text to report.
@@ -239,6 +281,8 @@ impl State {
             &fits,
         );
         let Some((i, victims)) = found else {
+            // Upstream clears a nomination that no longer holds, so the Pod holds no room.
+            self.nominate(pod, None).await;
             return unfit.message();
         };
         let node = view.infos[i].node.name_any();
@@ -250,6 +294,7 @@ impl State {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .extend(victims.pods.iter().filter_map(|v| v.uid()));
+        self.nominate(pod, Some(&node)).await;
         let failed = evict::preempt(&self.client, &self.events, pod, &node, &victims.pods).await;
         let mut evicted = self.evicted.lock().unwrap_or_else(|p| p.into_inner());
         for v in &victims.pods {
@@ -262,6 +307,27 @@ impl State {
         }
         view.place(i, pod);
         unfit.message_with("")
+    }
+
+    /// Sets (or clears) the Pod's status.nominatedNodeName, remembered until the store shows it.
+    async fn nominate(&self, pod: &Pod, node: Option<&str>) {
+        let uid = pod.uid().unwrap_or_default();
+        let stored = pod
+            .status
+            .as_ref()
+            .and_then(|s| s.nominated_node_name.as_deref());
+        {
+            let mut mine = self.nominated.lock().unwrap_or_else(|p| p.into_inner());
+            let current = mine.get(&uid).map(String::as_str).or(stored);
+            if current.filter(|n| !n.is_empty()) == node {
+                return;
+            }
+            match node {
+                Some(n) => mine.insert(uid, n.to_string()),
+                None => mine.remove(&uid),
+            };
+        }
+        evict::nominate(&self.client, pod, node).await;
     }
 
     /// PreBind: each WaitForFirstConsumer claim gets the chosen node (selected-node), then the
@@ -376,24 +442,6 @@ impl State {
                 tracing::warn!(pod = %pod.name_any(), error = %e, "could not report unschedulable")
             }
         }
-    }
-}
-
-/// The nodes with what counts on them, and which Pods those are (preemption's candidates).
-struct View {
-    infos: Vec<NodeInfo>,
-    on_node: Vec<Vec<Arc<Pod>>>,
-}
-
-impl View {
-    fn place(&mut self, i: usize, pod: &Arc<Pod>) {
-        self.infos[i].add(pod);
-        self.on_node[i].push(pod.clone());
-    }
-
-    fn unplace(&mut self, i: usize, pod: &Arc<Pod>) {
-        self.infos[i].remove(pod);
-        self.on_node[i].retain(|p| !Arc::ptr_eq(p, pod));
     }
 }
 
