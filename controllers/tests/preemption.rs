@@ -1,0 +1,146 @@
+//! Pod priority and preemption against a real keelson-apiserver (PriorityClasses, the Priority
+//! admission plugin) and keelson-scheduler, driven by kubectl as a user would. No agent: one
+//! registered Node with 1 cpu; a bound Pod stays bound without running, and a deleted one
+//! stays terminating (its node never confirms), which is all the scheduler looks at.
+
+use std::time::Duration;
+
+use keelson_testing::{eventually, Apiserver, Component, Daemon};
+
+const NODE: &str = "apiVersion: v1
+kind: Node
+metadata: {name: node-a, labels: {kubernetes.io/hostname: node-a}}
+status:
+  allocatable: {cpu: '1', memory: 4Gi, pods: '110'}
+  conditions: [{type: Ready, status: 'True', reason: KubeletReady, message: ready}]
+";
+
+const CLASSES: &str = "apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: low}
+value: 10
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high}
+value: 1000
+---
+apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: high-polite}
+value: 1000
+preemptionPolicy: Never
+";
+
+/// A Pod of `class` asking for most of the node's cpu: two never fit together.
+fn pod(name: &str, class: &str) -> String {
+    format!(
+        "apiVersion: v1
+kind: Pod
+metadata: {{name: {name}}}
+spec:
+  priorityClassName: {class}
+  containers: [{{name: c, image: busybox, resources: {{requests: {{cpu: 800m}}}}}}]
+"
+    )
+}
+
+struct Cluster {
+    api: Apiserver,
+    scheduler: Daemon,
+    /// For the default ServiceAccount that Pod admission wants.
+    _cm: Daemon,
+}
+
+impl Cluster {
+    /// `kubectl get <what> -o jsonpath=<path>` (empty when it fails, e.g. not found).
+    fn get(&self, what: &[&str], path: &str) -> String {
+        let path = format!("jsonpath={path}");
+        let mut args = vec!["get"];
+        args.extend_from_slice(what);
+        args.extend(["-o", &path]);
+        self.api.kubectl_cmd().run(&args).unwrap_or_default()
+    }
+
+    fn wait(&self, what: &str, mut check: impl FnMut() -> bool) {
+        eventually(what, Duration::from_secs(60), || match check() {
+            true => Ok(()),
+            false => Err(format!("scheduler log:\n{}", self.scheduler.log())),
+        });
+    }
+
+    fn node_of(&self, pod: &str) -> String {
+        self.get(&["pod", pod], "{.spec.nodeName}")
+    }
+}
+
+#[test]
+fn a_high_priority_pod_preempts_a_low_priority_one_and_a_never_policy_pod_waits() {
+    let api = Apiserver::start();
+    let scheduler = Daemon::start(&api, "keelson-scheduler", Component::Scheduler, &[]);
+    let _cm = Daemon::controller_manager(&api, &[]);
+    let c = Cluster {
+        api,
+        scheduler,
+        _cm,
+    };
+    c.api.apply(NODE);
+    c.api.apply(CLASSES);
+
+    c.api.apply(&pod("low", "low"));
+    c.wait("the low-priority pod bound to node-a", || {
+        c.node_of("low") == "node-a"
+    });
+    assert_eq!(c.get(&["pod", "low"], "{.spec.priority}"), "10");
+
+    // Important, but never preempting: it waits, and says why.
+    c.api.apply(&pod("polite", "high-polite"));
+    let want = "0/1 nodes are available: 1 Insufficient cpu. preemption: not eligible due to preemptionPolicy=Never..";
+    c.wait("FailedScheduling of the Never pod in describe", || {
+        let out = c
+            .api
+            .kubectl_cmd()
+            .run(&["describe", "pod", "polite"])
+            .unwrap_or_default();
+        out.contains("FailedScheduling") && out.contains(want)
+    });
+    let scheduled = "{.status.conditions[?(@.type==\"PodScheduled\")].reason}";
+    assert_eq!(c.get(&["pod", "polite"], scheduled), "Unschedulable");
+    assert_eq!(c.get(&["pod", "low"], "{.metadata.deletionTimestamp}"), "");
+
+    // As important, and allowed to preempt: the low-priority pod makes room for it.
+    c.api.apply(&pod("urgent", "high"));
+    c.wait("the preemptor bound to node-a", || {
+        c.node_of("urgent") == "node-a"
+    });
+    assert_eq!(
+        c.get(&["pod", "urgent"], "{.status.nominatedNodeName}"),
+        "node-a"
+    );
+    assert_ne!(
+        c.get(&["pod", "low"], "{.metadata.deletionTimestamp}"),
+        "",
+        "the victim is not being deleted"
+    );
+    let target = "{.status.conditions[?(@.type==\"DisruptionTarget\")].reason}";
+    assert_eq!(c.get(&["pod", "low"], target), "PreemptionByScheduler");
+    let uid = c.get(&["pod", "urgent"], "{.metadata.uid}");
+    c.wait("the Preempted event on the victim", || {
+        c.get(
+            &[
+                "events",
+                "--field-selector",
+                "involvedObject.name=low,reason=Preempted",
+            ],
+            "{.items[*].message}",
+        ) == format!("Preempted by pod {uid} on node node-a")
+    });
+    // The room the preemption freed was held for the preemptor, not given to the older pod
+    // of equal priority.
+    assert_eq!(c.node_of("polite"), "");
+
+    let metric = |name: &str| c.scheduler.metric(name).unwrap_or(0.0);
+    assert!(metric("scheduler_preemption_attempts_total") >= 2.0);
+    assert_eq!(metric("scheduler_preemption_victims_sum"), 1.0);
+    assert_eq!(metric("scheduler_preemption_victims_count"), 1.0);
+}
