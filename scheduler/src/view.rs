@@ -49,7 +49,8 @@ impl Nominations {
     }
 
     /// Before `pod` is tried: the room of every nominated Pod at least as important is held,
-    /// and `pod`'s own nomination is given back to it.
+    /// and `pod`'s own nomination is given back to it (the caller places it again where it
+    /// binds or preempts; otherwise its nomination is cleared, as upstream's).
     pub fn hold_for(&mut self, pod: &Arc<Pod>, view: &mut View) {
         let floor = priority(pod);
         while let Some((p, i)) = self.pods.get(self.held) {
@@ -65,5 +66,53 @@ impl Nominations {
         {
             view.unplace(*i, p);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pod(name: &str, priority: i32) -> Arc<Pod> {
+        Arc::new(
+            serde_json::from_value(json!({
+                "metadata": { "name": name },
+                "spec": { "priority": priority, "containers": [{ "name": "c",
+                    "resources": { "requests": { "cpu": "800m" } } }] },
+            }))
+            .unwrap(),
+        )
+    }
+
+    fn one_node() -> View {
+        let node = serde_json::from_value(json!({ "metadata": { "name": "n" },
+            "status": { "allocatable": { "cpu": "1" } } }))
+        .unwrap();
+        View {
+            infos: vec![NodeInfo::new(node)],
+            on_node: vec![Vec::new()],
+            index: HashMap::from([("n".to_string(), 0)]),
+        }
+    }
+
+    #[test]
+    fn a_nomination_holds_room_against_equal_and_lower_priority_only() {
+        let (top, peer, nominee) = (pod("top", 2000), pod("peer", 1000), pod("nominee", 1000));
+        // The queue's order: the peer of equal priority has waited longer than the nominee.
+        let queue = [top.clone(), peer.clone(), nominee.clone()];
+        let mut view = one_node();
+        let mut n = Nominations::new(&queue, |p| {
+            (p.metadata.name.as_deref() == Some("nominee")).then_some(0)
+        });
+        // A more important Pod does not see the hold.
+        n.hold_for(&top, &mut view);
+        assert_eq!(view.infos[0].pods, 0);
+        // One of equal priority finds the room taken, as upstream's nominated pods.
+        n.hold_for(&peer, &mut view);
+        assert_eq!((view.infos[0].pods, view.infos[0].requested.0), (1, 0.8));
+        // The nominee itself tries with its hold given back.
+        n.hold_for(&nominee, &mut view);
+        assert_eq!((view.infos[0].pods, view.on_node[0].len()), (0, 0));
     }
 }
