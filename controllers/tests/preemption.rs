@@ -7,15 +7,25 @@ use std::time::Duration;
 
 use keelson_testing::{eventually, Apiserver, Component, Daemon};
 
-const NODE: &str = "apiVersion: v1
+/// A Ready Node with 1 cpu.
+fn node(name: &str) -> String {
+    format!(
+        "apiVersion: v1
 kind: Node
-metadata: {name: node-a, labels: {kubernetes.io/hostname: node-a}}
+metadata: {{name: {name}, labels: {{kubernetes.io/hostname: {name}}}}}
 status:
-  allocatable: {cpu: '1', memory: 4Gi, pods: '110'}
-  conditions: [{type: Ready, status: 'True', reason: KubeletReady, message: ready}]
-";
+  allocatable: {{cpu: '1', memory: 4Gi, pods: '110'}}
+  conditions: [{{type: Ready, status: 'True', reason: KubeletReady, message: ready}}]
+"
+    )
+}
 
 const CLASSES: &str = "apiVersion: scheduling.k8s.io/v1
+kind: PriorityClass
+metadata: {name: lowest}
+value: 5
+---
+apiVersion: scheduling.k8s.io/v1
 kind: PriorityClass
 metadata: {name: low}
 value: 10
@@ -32,17 +42,22 @@ value: 1000
 preemptionPolicy: Never
 ";
 
-/// A Pod of `class` asking for most of the node's cpu: two never fit together.
+/// A Pod of `class` asking for most of a node's cpu: two never fit together.
 fn pod(name: &str, class: &str) -> String {
     format!(
         "apiVersion: v1
 kind: Pod
-metadata: {{name: {name}}}
+metadata: {{name: {name}, labels: {{app: {name}}}}}
 spec:
   priorityClassName: {class}
   containers: [{{name: c, image: busybox, resources: {{requests: {{cpu: 800m}}}}}}]
 "
     )
+}
+
+/// `pod`, bound to `node` by the scheduler through its nodeSelector.
+fn pod_on(name: &str, class: &str, node: &str) -> String {
+    pod(name, class) + &format!("  nodeSelector: {{kubernetes.io/hostname: {node}}}\n")
 }
 
 struct Cluster {
@@ -53,6 +68,22 @@ struct Cluster {
 }
 
 impl Cluster {
+    /// The API server, scheduler and controller manager, the `nodes` and the PriorityClasses.
+    fn start(nodes: &[&str]) -> Cluster {
+        let api = Apiserver::start();
+        let scheduler = Daemon::start(&api, "keelson-scheduler", Component::Scheduler, &[]);
+        let _cm = Daemon::controller_manager(&api, &[]);
+        for n in nodes {
+            api.apply(&node(n));
+        }
+        api.apply(CLASSES);
+        Cluster {
+            api,
+            scheduler,
+            _cm,
+        }
+    }
+
     /// `kubectl get <what> -o jsonpath=<path>` (empty when it fails, e.g. not found).
     fn get(&self, what: &[&str], path: &str) -> String {
         let path = format!("jsonpath={path}");
@@ -76,16 +107,7 @@ impl Cluster {
 
 #[test]
 fn a_high_priority_pod_preempts_a_low_priority_one_and_a_never_policy_pod_waits() {
-    let api = Apiserver::start();
-    let scheduler = Daemon::start(&api, "keelson-scheduler", Component::Scheduler, &[]);
-    let _cm = Daemon::controller_manager(&api, &[]);
-    let c = Cluster {
-        api,
-        scheduler,
-        _cm,
-    };
-    c.api.apply(NODE);
-    c.api.apply(CLASSES);
+    let c = Cluster::start(&["node-a"]);
 
     c.api.apply(&pod("low", "low"));
     c.wait("the low-priority pod bound to node-a", || {
@@ -143,4 +165,40 @@ fn a_high_priority_pod_preempts_a_low_priority_one_and_a_never_policy_pod_waits(
     assert!(metric("scheduler_preemption_attempts_total") >= 2.0);
     assert_eq!(metric("scheduler_preemption_victims_sum"), 1.0);
     assert_eq!(metric("scheduler_preemption_victims_count"), 1.0);
+}
+
+#[test]
+fn preemption_spares_a_pod_that_a_disruption_budget_protects() {
+    let c = Cluster::start(&["node-a", "node-b"]);
+    // The least important pod is the cheapest victim, but a budget allows no disruption of it.
+    c.api.apply(&pod_on("guarded", "lowest", "node-a"));
+    c.api.apply(&pod_on("plain", "low", "node-b"));
+    c.api.apply(
+        "apiVersion: policy/v1
+kind: PodDisruptionBudget
+metadata: {name: guard}
+spec: {minAvailable: 1, selector: {matchLabels: {app: guarded}}}
+",
+    );
+    c.wait("both low-priority pods bound", || {
+        c.node_of("guarded") == "node-a" && c.node_of("plain") == "node-b"
+    });
+    c.wait("the budget's status from the disruption controller", || {
+        c.get(&["pdb", "guard"], "{.status.expectedPods}") == "1"
+            && c.get(&["pdb", "guard"], "{.status.disruptionsAllowed}") == "0"
+    });
+
+    c.api.apply(&pod("urgent", "high"));
+    c.wait("the preemptor bound to node-b", || {
+        c.node_of("urgent") == "node-b"
+    });
+    assert_ne!(
+        c.get(&["pod", "plain"], "{.metadata.deletionTimestamp}"),
+        ""
+    );
+    assert_eq!(
+        c.get(&["pod", "guarded"], "{.metadata.deletionTimestamp}"),
+        "",
+        "the budget-protected pod was preempted"
+    );
 }

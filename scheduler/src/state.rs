@@ -163,12 +163,8 @@ impl State {
             .collect();
         queue.sort_by(|a, b| preemption::queue_order(a, b));
         let mut view = self.view();
-        let budgets: Vec<Budget> = self
-            .budgets
-            .state()
-            .iter()
-            .filter_map(|b| Budget::new(b))
-            .collect();
+        // Read only when a Pod fits nowhere: most passes never preempt.
+        let mut budgets: Option<Vec<Budget>> = None;
         let snapshot = volumes::Snapshot {
             claims: self.storage.claims.state(),
             volumes: self.storage.volumes.state(),
@@ -216,7 +212,11 @@ impl State {
                     });
                 }
                 Err(unfit) => {
-                    let message = self.preempt(&pod, &vols, &unfit, &budgets, &mut view).await;
+                    let budgets = budgets.get_or_insert_with(|| {
+                        let all = self.budgets.state();
+                        all.iter().filter_map(|b| Budget::new(b)).collect()
+                    });
+                    let message = self.preempt(&pod, &vols, &unfit, budgets, &mut view).await;
                     self.unschedulable(&pod, message).await
                 }
             }
