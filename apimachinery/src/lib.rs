@@ -21,6 +21,7 @@ pub mod node_affinity;
 pub mod patch;
 pub mod protobuf;
 pub mod quantity;
+pub mod quota;
 pub mod taints;
 pub mod validation;
 pub mod volume_match;

@@ -124,6 +124,23 @@ pub fn bytes(text: &str) -> Option<i64> {
     parse_milli(text).and_then(|m| i64::try_from((m + 999).div_euclid(1000)).ok())
 }
 
+/// A milli-unit amount as upstream prints a sum: "250m" when it has a fraction, "3Gi" style
+/// when `binary` (memory, storage) and a whole number of Ki..Ti, else the plain number.
+pub fn format_milli(milli: i128, binary: bool) -> String {
+    if milli % 1000 != 0 {
+        return format!("{milli}m");
+    }
+    let whole = milli / 1000;
+    if binary && whole != 0 {
+        for (suffix, shift) in [("Ti", 40), ("Gi", 30), ("Mi", 20), ("Ki", 10)] {
+            if whole % (1i128 << shift) == 0 {
+                return format!("{}{suffix}", whole >> shift);
+            }
+        }
+    }
+    whole.to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -141,6 +158,15 @@ mod tests {
         assert_eq!(parse("10Xi"), None);
         assert_eq!(parse(""), None);
         assert_eq!(parse_value(&serde_json::json!(1)), Some(1.0));
+    }
+
+    #[test]
+    fn sums_print_as_upstream() {
+        assert_eq!(format_milli(300, false), "300m");
+        assert_eq!(format_milli(2000, false), "2");
+        assert_eq!(format_milli(1536 * 1024 * 1024 * 1000, true), "1536Mi");
+        assert_eq!(format_milli(1000 * 1000, true), "1000");
+        assert_eq!(format_milli(0, true), "0");
     }
 
     #[test]

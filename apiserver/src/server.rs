@@ -213,6 +213,33 @@ async fn bootstrap(api: &Api) {
             }
         }
     }
+    system_priority_classes(api).await;
+}
+
+/// The two PriorityClasses every cluster has, as upstream's scheduling post-start hook.
+async fn system_priority_classes(api: &Api) {
+    let Some(pc) = resources::lookup("scheduling.k8s.io", "v1", "priorityclasses") else {
+        return;
+    };
+    for (name, value) in keelson_apiserver_registry::SYSTEM_PRIORITY_CLASSES {
+        if api.store.get(&pc.key("", name)).is_some() {
+            continue;
+        }
+        let description = if *name == "system-node-critical" {
+            "Used for system critical pods that must not be moved from their current node."
+        } else {
+            "Used for system critical pods that must run in the cluster, but can be moved to another node if necessary."
+        };
+        let obj = serde_json::json!({
+            "metadata": { "name": name }, "value": value, "description": description,
+        });
+        // Another API server sharing the store may have made it a moment ago.
+        match rest::create(api, pc, "", obj, false).await {
+            Ok(_) => {}
+            Err(e) if e.code == 409 => {}
+            Err(e) => tracing::warn!(name, error = %e.message, "bootstrap failed"),
+        }
+    }
 }
 
 /// The admin token: kept in the data directory, made on the first start.

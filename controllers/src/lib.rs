@@ -21,6 +21,7 @@ pub mod nodeipam;
 pub mod nodelifecycle;
 pub mod pods;
 pub mod replicaset;
+pub mod resourcequota;
 pub mod root_ca_publisher;
 pub mod serviceaccounts;
 pub mod statefulset;
@@ -196,7 +197,7 @@ pub async fn run(
 async fn run_controllers(ctx: Arc<Ctx>, node_lifecycle: nodelifecycle::Config, optional: Optional) {
     let sweeper = tokio::spawn(sweeps(ctx.clone(), Duration::from_secs(1)));
     tracing::info!(
-        "controllers running: deployment, replicaset, endpointslice, garbage collector, namespace, node lifecycle, daemonset, statefulset, job, cronjob, serviceaccount, horizontal-pod-autoscaler, disruption"
+        "controllers running: deployment, replicaset, endpointslice, garbage collector, namespace, node lifecycle, daemonset, statefulset, job, cronjob, serviceaccount, horizontal-pod-autoscaler, disruption, resourcequota"
     );
     let nodes = nodelifecycle::run(
         ctx.clone(),
@@ -213,12 +214,14 @@ async fn run_controllers(ctx: Arc<Ctx>, node_lifecycle: nodelifecycle::Config, o
     let stateful = statefulset::run(ctx.clone());
     let autoscaling = tokio::spawn(hpa::run(ctx.clone()));
     let disruption = tokio::spawn(disruption::run(ctx.clone()));
+    let quotas = tokio::spawn(resourcequota::run(ctx.clone()));
     // Aborted also when this future is dropped (leadership lost): nothing acts on after.
     let mut tasks: Vec<_> = optional.iter().map(|t| t.abort_handle()).collect();
     tasks.extend([
         storage.abort_handle(),
         autoscaling.abort_handle(),
         disruption.abort_handle(),
+        quotas.abort_handle(),
         batch.abort_handle(),
         sweeper.abort_handle(),
     ]);

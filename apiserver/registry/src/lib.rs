@@ -24,6 +24,6 @@ mod tables;
 mod validation;
 
 pub use cause::Cause;
-pub use defaults::apply_defaults;
+pub use defaults::{apply_defaults, refresh_qos_class};
 pub use tables::{cells, columns, human_age, Column};
-pub use validation::validate;
+pub use validation::{validate, SYSTEM_PRIORITY_CLASSES};

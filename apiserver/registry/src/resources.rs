@@ -4,7 +4,7 @@
 use crate::schema::{decode, Decode};
 use k8s_openapi::api::{
     apps, authentication, authorization, autoscaling, batch, certificates, coordination, core,
-    discovery, networking, policy, rbac, storage,
+    discovery, networking, policy, rbac, scheduling, storage,
 };
 
 /// One served resource (a REST collection), as discovery describes it.
@@ -456,6 +456,42 @@ pub static RESOURCES: &[Resource] = &[
         &[],
         false,
         networking::v1::IngressClass
+    ),
+    res!(
+        "",
+        "v1",
+        "resourcequotas",
+        "resourcequota",
+        "ResourceQuota",
+        true,
+        &["quota"],
+        &["status"],
+        false,
+        core::v1::ResourceQuota
+    ),
+    res!(
+        "",
+        "v1",
+        "limitranges",
+        "limitrange",
+        "LimitRange",
+        true,
+        &["limits"],
+        &[],
+        false,
+        core::v1::LimitRange
+    ),
+    res!(
+        "scheduling.k8s.io",
+        "v1",
+        "priorityclasses",
+        "priorityclass",
+        "PriorityClass",
+        false,
+        &["pc"],
+        &[],
+        false,
+        scheduling::v1::PriorityClass
     ),
     res!(
         "policy",

@@ -1,8 +1,12 @@
 //! Admission plugins that change what is created, after the kind's defaults: upstream's
-//! DefaultTolerationSeconds. NodeRestriction, which only refuses, is checked with the
-//! authorizers (`node_restriction`).
+//! DefaultTolerationSeconds here; LimitRanger, Priority and ResourceQuota, which read other
+//! objects, in their modules (run by `create`). NodeRestriction, which only refuses, is
+//! checked with the authorizers (`node_restriction`).
 
+pub mod limit_ranger;
 pub mod node_restriction;
+pub mod priority;
+pub mod quota;
 
 use crate::object;
 use keelson_apimachinery::well_known::{NOT_READY_TAINT, UNREACHABLE_TAINT};

@@ -1,7 +1,7 @@
 //! POST: server-owned metadata, generateName, defaults, validation, initial status, Service
 //! allocations, then a write that fails if the name is taken.
 
-use super::admission::Admission;
+use super::admission::{self, Admission};
 use super::{initial_status, service_allocation, store_error, Api, Target};
 use crate::object::{self, meta_mut};
 use crate::resources::Resource;
@@ -187,6 +187,35 @@ fn prepare(res: &Resource, ns: &str, mut obj: Value, admission: Admission) -> Ap
     Ok(obj)
 }
 
+/// The admission plugins that read other objects (LimitRanger, ServiceAccount, Priority),
+/// in upstream's order; a pod they changed is validated again, as upstream validates after
+/// mutating admission.
+fn admit_reading_others(api: &Api, res: &Resource, ns: &str, obj: &mut Value) -> ApiResult<()> {
+    match res.kind {
+        "Pod" => {
+            let limited = admission::limit_ranger::admit_pod(api, ns, obj)?;
+            super::service_account_admission::admit_pod(api, ns, obj)?;
+            admission::priority::admit_pod(api, obj)?;
+            if limited {
+                keelson_apiserver_registry::refresh_qos_class(obj);
+                let causes = keelson_apiserver_registry::validate(res.kind, obj, None);
+                if !causes.is_empty() {
+                    return Err(ApiError::invalid(
+                        res.kind,
+                        res.group,
+                        object::name(obj),
+                        &causes,
+                    ));
+                }
+            }
+        }
+        "PersistentVolumeClaim" => admission::limit_ranger::admit_claim(api, ns, obj)?,
+        "PriorityClass" => admission::priority::admit_class(api, obj)?,
+        _ => {}
+    }
+    Ok(())
+}
+
 pub async fn create(
     api: &Api,
     res: &'static Resource,
@@ -203,9 +232,7 @@ pub async fn create(
     if res.namespaced {
         api.check_namespace(ns, true)?;
     }
-    if res.kind == "Pod" {
-        super::service_account_admission::admit_pod(api, ns, &mut obj)?;
-    }
+    admit_reading_others(api, res, ns, &mut obj)?;
     super::podsecurity::enforce_create(api, res, ns, &requested_name, &obj)?;
     let name = object::name(&obj).to_string();
     let target = Target {
@@ -220,6 +247,9 @@ pub async fn create(
             &target.name,
         ));
     }
+    // Last, as upstream's validating ResourceQuota: nothing after it refuses but the store.
+    // Boxed: the charge is an update of the quota, and an update may create.
+    Box::pin(admission::quota::charge(api, res, ns, &obj, dry_run)).await?;
     let reservation = service_allocation::allocate(api, res, None, &mut obj, dry_run).await?;
     if dry_run {
         return Ok(Entry::new(0, obj));

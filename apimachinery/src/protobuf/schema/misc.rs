@@ -41,6 +41,26 @@ message! { PDB_SPEC = "PodDisruptionBudgetSpec" {
     ptr 3 maxUnavailable IntOrString, ptr 4 unhealthyPodEvictionPolicy,
 }}
 
+// `kubectl create quota` and `kubectl create priorityclass`.
+message! { pub RESOURCE_QUOTA = "ResourceQuota" {
+    1 metadata Msg(OBJECT_META), 2 spec Msg(RESOURCE_QUOTA_SPEC),
+}}
+
+message! { RESOURCE_QUOTA_SPEC = "ResourceQuotaSpec" {
+    1 hard QuantityMap, list 2 scopes, ptr 3 scopeSelector Msg(SCOPE_SELECTOR),
+}}
+
+message! { SCOPE_SELECTOR = "ScopeSelector" { list 1 matchExpressions Msg(SCOPE_REQUIREMENT) }}
+
+message! { SCOPE_REQUIREMENT = "ScopedResourceSelectorRequirement" {
+    1 scopeName, 2 operator, list 3 values,
+}}
+
+message! { pub PRIORITY_CLASS = "PriorityClass" {
+    1 metadata Msg(OBJECT_META), 2 value Int32, 3 globalDefault Bool, 4 description,
+    ptr 5 preemptionPolicy,
+}}
+
 message! { pub ENDPOINT_SLICE = "EndpointSlice" {
     1 metadata Msg(OBJECT_META), 4 addressType, list 2 endpoints Msg(ENDPOINT),
     list 3 ports Msg(ENDPOINT_PORT),

@@ -141,6 +141,8 @@ pub fn lookup(api_version: &str, kind: &str) -> Option<&'static Message> {
         ("certificates.k8s.io/v1", "CertificateSigningRequest") => &certificates::CSR,
         ("policy/v1", "Eviction") => &certificates::EVICTION,
         ("policy/v1", "PodDisruptionBudget") => &misc::POD_DISRUPTION_BUDGET,
+        ("v1", "ResourceQuota") => &misc::RESOURCE_QUOTA,
+        ("scheduling.k8s.io/v1", "PriorityClass") => &misc::PRIORITY_CLASS,
         ("authentication.k8s.io/v1", "SelfSubjectReview") => &certificates::SELF_SUBJECT_REVIEW,
         ("authentication.k8s.io/v1", "TokenRequest") => &authentication::TOKEN_REQUEST,
         ("authentication.k8s.io/v1", "TokenReview") => &authentication::TOKEN_REVIEW,

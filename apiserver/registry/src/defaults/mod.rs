@@ -8,12 +8,15 @@ mod batch;
 mod core;
 mod network;
 mod pod;
+mod quota;
 mod rbac;
 mod service;
 mod statefulset;
 mod storage;
 
 use serde_json::Value;
+
+pub use pod::refresh_qos_class;
 
 /// Fills the fields kube-apiserver would fill for `kind`. Unknown kinds and non-object values
 /// are left alone.
@@ -42,6 +45,8 @@ pub fn apply_defaults(kind: &str, obj: &mut Value) {
         "NetworkPolicy" => network::network_policy(obj),
         "HorizontalPodAutoscaler" => autoscaling::horizontal_pod_autoscaler(obj),
         "RoleBinding" | "ClusterRoleBinding" => rbac::binding(obj),
+        "LimitRange" => quota::limit_range(obj),
+        "PriorityClass" => quota::priority_class(obj),
         _ => {}
     }
 }

@@ -15,8 +15,8 @@ pub(crate) fn pod(obj: &mut Map<String, Value>) {
     for key in ["containers", "initContainers"] {
         each_object_mut(spec, key, requests_from_limits);
     }
-    // Admission plugins: Priority and ServiceAccount.
-    default(spec, "priority", json!(0));
+    // Admission plugins: ServiceAccount (Priority sets spec.priority, for it must know
+    // whether the client set one).
     if is_unset(spec, "serviceAccountName") {
         spec.insert("serviceAccountName".into(), json!("default"));
     }
@@ -163,6 +163,18 @@ fn requests_from_limits(c: &mut Map<String, Value>) {
         for (k, v) in limits {
             requests.entry(k).or_insert(v);
         }
+    }
+}
+
+/// Sets status.qosClass again after admission (LimitRanger) changed the containers' resources:
+/// upstream computes it in the create strategy, after mutating admission.
+pub fn refresh_qos_class(pod: &mut Value) {
+    let Some(spec) = pod.get("spec").and_then(Value::as_object) else {
+        return;
+    };
+    let qos = qos_class(spec);
+    if let Some(status) = pod.get_mut("status").and_then(Value::as_object_mut) {
+        status.insert("qosClass".into(), json!(qos));
     }
 }
 

@@ -11,6 +11,7 @@ mod core;
 mod network;
 mod pod;
 mod policy;
+mod quota;
 mod rbac;
 mod service;
 mod statefulset;
@@ -95,6 +96,9 @@ const PRINTERS: &[Printer] = printers! {
     "NetworkPolicy" => network::network_policy_columns, network::network_policy_cells;
     "HorizontalPodAutoscaler" => autoscaling::hpa_columns, autoscaling::hpa_cells;
     "PodDisruptionBudget" => policy::pdb_columns, policy::pdb_cells;
+    "ResourceQuota" => quota::resource_quota_columns, quota::resource_quota_cells;
+    "LimitRange" => rbac::role_columns, rbac::role_cells;
+    "PriorityClass" => quota::priority_class_columns, quota::priority_class_cells;
     "PersistentVolume" => storage::persistent_volume_columns, storage::persistent_volume_cells;
     "PersistentVolumeClaim" => storage::persistent_volume_claim_columns, storage::persistent_volume_claim_cells;
     "StorageClass" => storage::storage_class_columns, storage::storage_class_cells;

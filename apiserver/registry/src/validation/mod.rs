@@ -12,12 +12,14 @@ mod meta;
 mod network;
 mod pod;
 mod policy;
+mod quota;
 pub(crate) mod rbac;
 mod service;
 mod statefulset;
 mod storage;
 
 use crate::cause::Cause;
+pub use quota::SYSTEM_PRIORITY_CLASSES;
 use serde_json::Value;
 
 /// Everything wrong with `obj`; empty means valid. `old` is the stored object on update, for the
@@ -47,6 +49,9 @@ pub fn validate(kind: &str, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         "NetworkPolicy" => network::network_policy(obj, &mut out),
         "HorizontalPodAutoscaler" => autoscaling::horizontal_pod_autoscaler(obj, &mut out),
         "PodDisruptionBudget" => policy::pod_disruption_budget(obj, &mut out),
+        "ResourceQuota" => quota::resource_quota(obj, &mut out),
+        "LimitRange" => quota::limit_range(obj, &mut out),
+        "PriorityClass" => quota::priority_class(obj, old, &mut out),
         "ConfigMap" => core::config_map(obj, old, &mut out),
         "Secret" => core::secret(obj, old, &mut out),
         "Namespace" => core::namespace(obj, &mut out),

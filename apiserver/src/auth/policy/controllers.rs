@@ -351,6 +351,15 @@ pub fn controller_roles() -> Vec<(&'static str, Vec<Rule>)> {
             ]),
         ),
         (
+            // Counts any kind a quota names (count/<resource>.<group>), as upstream's.
+            "resourcequota-controller",
+            with_events(vec![
+                r(&["list", "watch"], &["*"], &["*"]),
+                r(&["get"], CORE, &["resourcequotas"]),
+                r(&["update"], CORE, &["resourcequotas/status"]),
+            ]),
+        ),
+        (
             "disruption-controller",
             with_events(vec![
                 r(

@@ -52,8 +52,8 @@ fn every_kind_has_name_and_age_and_matching_cells() {
         if kind != "Event" {
             assert_eq!(cols[0].format, "name", "{kind}");
         }
-        // Roles print "Created At" instead, as upstream.
-        if !matches!(kind, "Event" | "Role" | "ClusterRole") {
+        // Roles and LimitRanges print "Created At" instead, as upstream.
+        if !matches!(kind, "Event" | "Role" | "ClusterRole" | "LimitRange") {
             assert!(names.contains(&"Age"), "{kind}");
         }
     }
