@@ -6,11 +6,19 @@ use crate::object::{partial_metadata, set_path};
 use crate::resources::Resource;
 use crate::store::{Entry, Rev};
 use bytes::{BufMut, Bytes, BytesMut};
+use keelson_apiserver_registry::custom::columns as custom_columns;
 use serde_json::{json, Value};
 
 pub fn table(res: &Resource, items: &[Entry], rev: Rev, include_object: bool) -> Value {
     let now = chrono::Utc::now();
-    let cols: Vec<Value> = keelson_apiserver_registry::columns(res.kind)
+    // A custom resource prints its version's additionalPrinterColumns.
+    let printer: Option<Vec<Value>> = keelson_apiserver_registry::custom::definition(res)
+        .and_then(|d| d.version(res.version).map(|v| v.columns.clone()));
+    let columns = match &printer {
+        Some(p) => custom_columns::columns(p),
+        None => keelson_apiserver_registry::columns(res.kind),
+    };
+    let cols: Vec<Value> = columns
         .iter()
         .map(|c| {
             json!({
@@ -22,8 +30,11 @@ pub fn table(res: &Resource, items: &[Entry], rev: Rev, include_object: bool) ->
     let rows: Vec<Value> = items
         .iter()
         .map(|e| {
-            let mut row =
-                json!({ "cells": keelson_apiserver_registry::cells(res.kind, &e.obj, now) });
+            let cells = match &printer {
+                Some(p) => custom_columns::cells(p, &e.obj, now),
+                None => keelson_apiserver_registry::cells(res.kind, &e.obj, now),
+            };
+            let mut row = json!({ "cells": cells });
             if include_object {
                 set_path(&mut row, &["object"], partial_metadata(&e.obj));
             }

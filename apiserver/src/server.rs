@@ -58,6 +58,7 @@ pub async fn run(opts: Options) -> Result<(), ServerError> {
     // Before serving: Services stored before allocation records existed get theirs.
     crate::allocators::repair::run(&api.store).await;
     tokio::spawn(crate::allocators::repair::every_interval(api.store.clone()));
+    crate::rest::custom::keep_up(api.store.clone());
     bootstrap(&api).await;
     crate::auth::policy::reconcile(&api).await;
     let token = admin_token(dir)?;
@@ -165,6 +166,15 @@ fn servable(key: &str, obj: &serde_json::Value) -> Result<(), String> {
         .iter()
         .find(|r| key.starts_with(&r.key_prefix()));
     let Some(res) = res else {
+        // Custom objects (their definitions are loaded after the store): any object with a
+        // name under /<group.with.dots>/<plural>/, as their schema checked it when written.
+        let group = key.trim_start_matches('/').split('/').next().unwrap_or("");
+        if group.contains('.') {
+            return match crate::object::name(obj).is_empty() {
+                true => Err("not a custom object: no metadata.name".into()),
+                false => Ok(()),
+            };
+        }
         // The ClusterIP and NodePort allocation records are the only other keys stored.
         return crate::allocators::check_record(key, obj);
     };

@@ -12,6 +12,7 @@
 
 pub mod autoscaling_v1;
 mod cause;
+pub mod custom;
 mod defaults;
 mod json;
 pub mod limits;

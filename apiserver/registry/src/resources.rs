@@ -6,6 +6,8 @@ use k8s_openapi::api::{
     apps, authentication, authorization, autoscaling, batch, certificates, coordination, core,
     discovery, networking, policy, rbac, scheduling, storage,
 };
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
+use std::sync::RwLock;
 
 /// One served resource (a REST collection), as discovery describes it.
 #[derive(Clone, Copy)]
@@ -458,6 +460,18 @@ pub static RESOURCES: &[Resource] = &[
         networking::v1::IngressClass
     ),
     res!(
+        "apiextensions.k8s.io",
+        "v1",
+        "customresourcedefinitions",
+        "customresourcedefinition",
+        "CustomResourceDefinition",
+        false,
+        &["crd", "crds"],
+        &["status"],
+        false,
+        apiextensions::CustomResourceDefinition
+    ),
+    res!(
         "",
         "v1",
         "resourcequotas",
@@ -653,15 +667,42 @@ pub static RESOURCES: &[Resource] = &[
     metrics("pods", "", "PodMetrics", true),
 ];
 
+/// The resources of CustomResourceDefinitions, one per served version, storage version first
+/// (so it is the group's preferred one, and the others are served converted). Replaced whole
+/// when a definition changes; entries are leaked, interned by `custom::intern`, so a
+/// `&'static Resource` handed out stays valid while the table moves on.
+static CUSTOM: RwLock<Vec<&'static Resource>> = RwLock::new(Vec::new());
+
+/// Replaces the custom resources (see `custom::Definition::resources`).
+pub fn set_custom(list: Vec<&'static Resource>) {
+    if let Ok(mut c) = CUSTOM.write() {
+        *c = list;
+    }
+}
+
+fn custom() -> Vec<&'static Resource> {
+    CUSTOM.read().map(|c| c.clone()).unwrap_or_default()
+}
+
+/// Every served resource: the built-in table, then the custom ones.
+pub fn all() -> Vec<&'static Resource> {
+    RESOURCES.iter().chain(custom()).collect()
+}
+
 /// Finds a resource by group, version and plural as they appear in a URL.
 pub fn lookup(group: &str, version: &str, plural: &str) -> Option<&'static Resource> {
+    let found = |r: &&Resource| r.group == group && r.version == version && r.plural == plural;
     RESOURCES
         .iter()
-        .find(|r| r.group == group && r.version == version && r.plural == plural)
+        .find(found)
+        .or_else(|| custom().into_iter().find(found))
 }
 
 pub fn by_kind(kind: &str) -> Option<&'static Resource> {
-    RESOURCES.iter().find(|r| r.kind == kind)
+    RESOURCES
+        .iter()
+        .find(|r| r.kind == kind)
+        .or_else(|| custom().into_iter().find(|r| r.kind == kind))
 }
 
 /// False for cluster-scoped kinds (Namespace, Node, IngressClass); kinds not served count as
@@ -673,7 +714,7 @@ pub fn is_namespaced(kind: &str) -> bool {
 /// The groups served, each with its one version, in discovery order.
 pub fn groups() -> Vec<&'static str> {
     let mut out: Vec<&'static str> = Vec::new();
-    for r in RESOURCES {
+    for r in all() {
         if !r.group.is_empty() && !out.contains(&r.group) {
             out.push(r.group);
         }
@@ -684,7 +725,7 @@ pub fn groups() -> Vec<&'static str> {
 /// A group's versions in table order; the first is the preferred one.
 pub fn versions(group: &str) -> Vec<&'static str> {
     let mut out: Vec<&'static str> = Vec::new();
-    for r in RESOURCES.iter().filter(|r| r.group == group) {
+    for r in all().into_iter().filter(|r| r.group == group) {
         if !out.contains(&r.version) {
             out.push(r.version);
         }
@@ -698,13 +739,11 @@ pub fn is_converted(r: &Resource) -> bool {
     versions(r.group).first() != Some(&r.version)
 }
 
-pub fn in_group<'a>(
-    group: &'a str,
-    version: &'a str,
-) -> impl Iterator<Item = &'static Resource> + 'a {
-    RESOURCES
-        .iter()
+pub fn in_group(group: &str, version: &str) -> Vec<&'static Resource> {
+    all()
+        .into_iter()
         .filter(move |r| r.group == group && r.version == version)
+        .collect()
 }
 
 #[cfg(test)]

@@ -1,10 +1,12 @@
-//! autoscaling/v1 HorizontalPodAutoscalers: the request is served as the same request on
-//! autoscaling/v2 (the stored form), its body converted on the way in and the answer on the
-//! way out (`keelson_apiserver_registry::autoscaling_v1`), so both versions see one object.
+//! Kinds served in a version other than the stored one: the request is served as the same
+//! request on the stored version, its body converted on the way in and the answer on the way
+//! out, so both versions see one object. autoscaling/v1 HorizontalPodAutoscalers convert
+//! field by field (`keelson_apiserver_registry::autoscaling_v1`); a custom resource's other
+//! versions convert as upstream's `None` strategy does, by apiVersion alone.
 
 use super::route::ResourcePath;
 use super::{json_value, resource, App, Call};
-use crate::resources;
+use crate::resources::{self, Resource};
 use crate::status::{ApiError, ApiResult};
 use axum::body::Bytes;
 use axum::response::Response;
@@ -12,30 +14,61 @@ use http::{header, Method};
 use keelson_apiserver_registry::autoscaling_v1::{to_v1, to_v2};
 use serde_json::{json, Value};
 
+/// How an object of one version becomes the stored version's and back.
+struct Conversion {
+    to_stored: fn(&Value, &str) -> Value,
+    from_stored: fn(&Value, &str) -> Value,
+}
+
+const HPA: Conversion = Conversion {
+    to_stored: |v, _| to_v2(v),
+    from_stored: |v, _| to_v1(v),
+};
+
+/// Conversion `None`: the same fields under another apiVersion.
+const API_VERSION_ONLY: Conversion = Conversion {
+    to_stored: with_api_version,
+    from_stored: with_api_version,
+};
+
+fn with_api_version(v: &Value, api_version: &str) -> Value {
+    let mut out = v.clone();
+    if let Some(m) = out.as_object_mut() {
+        m.insert("apiVersion".into(), json!(api_version));
+    }
+    out
+}
+
 pub async fn handle(app: &App, rp: ResourcePath, call: &Call) -> ApiResult<Response> {
+    let conversion = match rp.res.kind {
+        "HorizontalPodAutoscaler" => &HPA,
+        _ => &API_VERSION_ONLY,
+    };
     let watch = rp.legacy_watch || crate::auth::authorize::is_watch(call.query());
     // A patch is written against the v1 form, which is not stored; watches would need every
     // event converted. Clients that do either (kubectl apply, edit, get -w) use v2.
     if watch || call.method() == Method::PATCH {
         return Err(ApiError::method_not_allowed(format!(
-            "{} of autoscaling/v1 {} is not supported here: use autoscaling/v2",
+            "{} of {} {} is not supported here: use {}",
             if watch { "WATCH" } else { "PATCH" },
-            rp.res.plural
+            rp.res.api_version(),
+            rp.res.plural,
+            stored_version(rp.res)?.api_version(),
         )));
     }
-    let stored = resources::versions(rp.res.group)
-        .first()
-        .and_then(|v| resources::lookup(rp.res.group, v, rp.res.plural))
-        .ok_or_else(|| ApiError::internal("autoscaling/v2 is not served"))?;
+    let stored = stored_version(rp.res)?;
+    let (outer, inner_version) = (rp.res.api_version(), stored.api_version());
     let body = match *call.method() {
-        Method::POST | Method::PUT => Bytes::from(to_v2(&call.object()?).to_string()),
+        Method::POST | Method::PUT => {
+            Bytes::from((conversion.to_stored)(&call.object()?, &inner_version).to_string())
+        }
         _ => call.body.clone(),
     };
     // Tables and metadata-only answers are the same in both versions.
     let accept = call.header(header::ACCEPT).unwrap_or_default();
     let as_is = accept.contains("as=Table") || accept.contains("as=PartialObjectMetadata");
     let inner = Call {
-        head: stored_request(call, stored.version, as_is)?,
+        head: stored_request(call, rp.res, stored.version, as_is)?,
         body,
         user: call.user.clone(),
     };
@@ -50,26 +83,43 @@ pub async fn handle(app: &App, rp: ResourcePath, call: &Call) -> ApiResult<Respo
     let Ok(mut v) = serde_json::from_slice::<Value>(&bytes) else {
         return Ok(Response::from_parts(parts, bytes.into()));
     };
-    match v.get("kind").and_then(Value::as_str) {
-        Some("HorizontalPodAutoscaler") => v = to_v1(&v),
-        Some("HorizontalPodAutoscalerList") => {
-            if let Some(list) = v.as_object_mut() {
-                list.insert("apiVersion".into(), json!("autoscaling/v1"));
-            }
-            if let Some(items) = v.get_mut("items").and_then(Value::as_array_mut) {
-                items.iter_mut().for_each(|i| *i = to_v1(i));
-            }
+    let kind = v.get("kind").and_then(Value::as_str).unwrap_or("");
+    if kind == rp.res.kind {
+        v = (conversion.from_stored)(&v, &outer);
+    } else if kind == rp.res.list_kind() {
+        if let Some(list) = v.as_object_mut() {
+            list.insert("apiVersion".into(), json!(outer));
         }
-        _ => {}
+        if let Some(items) = v.get_mut("items").and_then(Value::as_array_mut) {
+            items
+                .iter_mut()
+                .for_each(|i| *i = (conversion.from_stored)(i, &outer));
+        }
     }
     Ok(json_value(parts.status, &v))
 }
 
+/// The version the kind is stored at: its group's preferred one.
+fn stored_version(res: &Resource) -> ApiResult<&'static Resource> {
+    resources::versions(res.group)
+        .first()
+        .and_then(|v| resources::lookup(res.group, v, res.plural))
+        .ok_or_else(|| ApiError::internal(format!("{} is not served", res.plural)))
+}
+
 /// The request's head on the stored version's path, with a JSON body and JSON answer.
-fn stored_request(call: &Call, version: &str, as_is: bool) -> ApiResult<http::request::Parts> {
-    let path = call
-        .path()
-        .replacen("/autoscaling/v1/", &format!("/autoscaling/{version}/"), 1);
+fn stored_request(
+    call: &Call,
+    res: &Resource,
+    version: &str,
+    as_is: bool,
+) -> ApiResult<http::request::Parts> {
+    let (group, from) = (res.group, res.version);
+    let path = call.path().replacen(
+        &format!("/{group}/{from}/"),
+        &format!("/{group}/{version}/"),
+        1,
+    );
     let uri = match call.head.uri.query() {
         Some(q) => format!("{path}?{q}"),
         None => path,

@@ -41,8 +41,12 @@ fn with_names(mut e: Value, r: &Resource) -> Value {
     if !r.short_names.is_empty() {
         set_path(&mut e, &["shortNames"], json!(r.short_names));
     }
+    let mut categories = keelson_apiserver_registry::custom::categories(r);
     if r.in_all {
-        set_path(&mut e, &["categories"], json!(["all"]));
+        categories.insert(0, "all".to_string());
+    }
+    if !categories.is_empty() {
+        set_path(&mut e, &["categories"], json!(categories));
     }
     e
 }
@@ -161,6 +165,7 @@ pub fn aggregated(core: bool) -> Value {
                 .into_iter()
                 .map(|version| {
                     let res: Vec<Value> = resources::in_group(g, version)
+                        .into_iter()
                         .map(aggregated_resource)
                         .collect();
                     json!({ "version": version, "resources": res, "freshness": "Current" })

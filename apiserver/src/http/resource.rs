@@ -16,6 +16,22 @@ use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::StreamExt;
 
 pub async fn handle(app: &App, rp: ResourcePath, call: &Call) -> ApiResult<Response> {
+    let custom = keelson_apiserver_registry::custom::definition(rp.res).is_some();
+    let content_type = call.header(header::CONTENT_TYPE).unwrap_or_default();
+    if custom && call.method() == Method::PATCH && content_type.contains("strategic-merge-patch") {
+        // Custom objects have no Go struct tags to merge by, so upstream refuses the format.
+        return Err(ApiError::unsupported_media(content_type));
+    }
+    if rp.res.kind != "CustomResourceDefinition" || call.method() == Method::GET {
+        return serve(app, rp, call).await;
+    }
+    let before = rest::custom::definitions(&app.api.store);
+    let answer = serve(app, rp, call).await;
+    rest::custom::after_write(&app.api, &before).await;
+    answer
+}
+
+async fn serve(app: &App, rp: ResourcePath, call: &Call) -> ApiResult<Response> {
     let r = Request::new(app, &rp, call)?;
     let watch = rp.legacy_watch || rest::read_is_watch(&r.params);
     if call.method() == Method::GET

@@ -41,7 +41,7 @@ pub fn parse(path: &str) -> Option<Route> {
         _ => return None,
     };
     if rest.is_empty() {
-        let known = resources::in_group(group, version).next().is_some();
+        let known = !resources::in_group(group, version).is_empty();
         return known.then(|| Route::ResourceList {
             group: group.into(),
             version: version.into(),

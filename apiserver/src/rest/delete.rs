@@ -198,8 +198,8 @@ fn namespace_has_content(api: &Api, t: &Target) -> bool {
     if t.res.kind != "Namespace" {
         return false;
     }
-    crate::resources::RESOURCES
-        .iter()
+    crate::resources::all()
+        .into_iter()
         .filter(|r| r.namespaced)
         .any(|r| {
             !api.store

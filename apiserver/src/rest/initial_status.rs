@@ -13,6 +13,9 @@ pub(super) fn reset_status_on_create(res: &Resource, obj: &mut Value) {
 
 /// A new Pod is Pending, with the QoS class its resources give it.
 pub(super) fn fill_on_create(res: &Resource, obj: &mut Value) {
+    if res.kind == "CustomResourceDefinition" {
+        super::custom::definition_status(obj);
+    }
     if res.kind == "Pod" {
         let qos = qos_class(obj);
         let status = json!({ "phase": "Pending", "qosClass": qos });

@@ -5,6 +5,7 @@
 pub mod admission;
 pub mod certificates;
 mod create;
+pub mod custom;
 mod delete;
 mod disruption;
 mod expiry;

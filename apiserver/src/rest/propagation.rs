@@ -6,7 +6,7 @@
 
 use super::{Api, Target};
 use crate::object;
-use crate::resources::{self, Resource, RESOURCES};
+use crate::resources::{self, Resource};
 use crate::status::{ApiError, ApiResult};
 use crate::store::{Entry, Precondition, StoreError, Write};
 use serde_json::Value;
@@ -52,7 +52,9 @@ fn names_owner(obj: &Value, uid: &str) -> bool {
 
 /// The served kind stored under a key.
 fn resource_of(key: &str) -> Option<&'static Resource> {
-    RESOURCES.iter().find(|r| key.starts_with(&r.key_prefix()))
+    resources::all()
+        .into_iter()
+        .find(|r| key.starts_with(&r.key_prefix()))
 }
 
 /// The objects whose ownerReferences name `owner`'s uid, with their keys: in the owner's
@@ -63,8 +65,8 @@ fn dependents(api: &Api, owner: &Value) -> Vec<(String, Entry)> {
         return Vec::new();
     }
     let ns = object::namespace(owner);
-    let mut prefixes: Vec<String> = RESOURCES
-        .iter()
+    let mut prefixes: Vec<String> = resources::all()
+        .into_iter()
         .filter(|r| ns.is_empty() || r.namespaced)
         .map(|r| match ns {
             "" => r.key_prefix(),
@@ -174,7 +176,10 @@ pub async fn removed(api: &Api, removed: &Value) {
 /// (an update that removed a dependent's last finalizer, the garbage collector, ...): the
 /// periodic safety net beside `removed`.
 pub async fn release_foreground_owners(api: &Api) -> usize {
-    let mut prefixes: Vec<String> = RESOURCES.iter().map(Resource::key_prefix).collect();
+    let mut prefixes: Vec<String> = resources::all()
+        .into_iter()
+        .map(Resource::key_prefix)
+        .collect();
     prefixes.sort();
     prefixes.dedup();
     let mut released = 0;

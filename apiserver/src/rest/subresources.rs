@@ -7,6 +7,7 @@ use crate::negotiate::PatchType;
 use crate::object;
 use crate::status::{ApiError, ApiResult};
 use crate::store::Entry;
+use keelson_apiserver_registry::custom::ScalePaths;
 use keelson_apiserver_registry::schema;
 use serde_json::{json, Value};
 
@@ -126,19 +127,44 @@ pub async fn evict(api: &Api, t: &Target, eviction: &Value, dry_run: bool) -> Ap
     delete(api, t, &opts).await.map(|_| ())
 }
 
-/// The autoscaling/v1 Scale view of a Deployment or ReplicaSet.
-pub fn scale_of(obj: &Value) -> Value {
-    let m = |field: &str| object::meta(obj).and_then(|m| m.get(field));
-    let selector = obj
-        .pointer("/spec/selector/matchLabels")
-        .and_then(Value::as_object)
-        .map(|l| {
-            l.iter()
-                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
-                .collect::<Vec<_>>()
-                .join(",")
+/// Where a kind keeps what its Scale shows: fixed for Deployments, ReplicaSets and
+/// StatefulSets, its definition's subresources.scale for a custom resource.
+fn scale_paths(t: &Target) -> ScalePaths {
+    keelson_apiserver_registry::custom::definition(t.res)
+        .and_then(|d| d.version(t.res.version).and_then(|v| v.scale.clone()))
+        .unwrap_or_else(|| ScalePaths {
+            spec_replicas: ".spec.replicas".into(),
+            status_replicas: ".status.replicas".into(),
+            label_selector: None,
         })
-        .unwrap_or_default();
+}
+
+/// ".spec.replicas" as a JSON pointer.
+fn pointer(path: &str) -> String {
+    path.replace('.', "/")
+}
+
+/// The autoscaling/v1 Scale view of a Deployment, ReplicaSet or custom resource.
+fn scale_of(obj: &Value, paths: &ScalePaths) -> Value {
+    let m = |field: &str| object::meta(obj).and_then(|m| m.get(field));
+    let selector = match &paths.label_selector {
+        Some(p) => obj
+            .pointer(&pointer(p))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
+        None => obj
+            .pointer("/spec/selector/matchLabels")
+            .and_then(Value::as_object)
+            .map(|l| {
+                l.iter()
+                    .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("")))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            })
+            .unwrap_or_default(),
+    };
+    let default_replicas = i64::from(paths.label_selector.is_none());
     json!({
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
@@ -146,8 +172,8 @@ pub fn scale_of(obj: &Value) -> Value {
             "name": m("name"), "namespace": m("namespace"), "uid": m("uid"),
             "resourceVersion": m("resourceVersion"), "creationTimestamp": m("creationTimestamp"),
         },
-        "spec": { "replicas": int_at(obj, "/spec/replicas").unwrap_or(1) },
-        "status": { "replicas": int_at(obj, "/status/replicas").unwrap_or(0), "selector": selector },
+        "spec": { "replicas": int_at(obj, &pointer(&paths.spec_replicas)).unwrap_or(default_replicas) },
+        "status": { "replicas": int_at(obj, &pointer(&paths.status_replicas)).unwrap_or(0), "selector": selector },
     })
 }
 
@@ -156,7 +182,7 @@ fn int_at(obj: &Value, pointer: &str) -> Option<i64> {
 }
 
 pub fn get_scale(api: &Api, t: &Target) -> ApiResult<Value> {
-    Ok(scale_of(&api.get_entry(t)?.obj))
+    Ok(scale_of(&api.get_entry(t)?.obj, &scale_paths(t)))
 }
 
 /// PUT or PATCH of a Scale: computes the wanted replicas on the Scale view, then writes them
@@ -169,7 +195,8 @@ pub async fn update_scale(
     dry_run: bool,
 ) -> ApiResult<Value> {
     let cur = api.get_entry(t)?;
-    let scale = scale_of(&cur.obj);
+    let paths = scale_paths(t);
+    let scale = scale_of(&cur.obj, &paths);
     let wanted = match kind {
         None => {
             undecodable("Scale", schema::SCALE, body)?;
@@ -205,10 +232,16 @@ pub async fn update_scale(
         ));
     }
     let rv = object::meta_str(&wanted, "resourceVersion");
-    let mut p = json!({ "spec": { "replicas": replicas } });
+    let mut p = json!({});
+    let at: Vec<&str> = paths
+        .spec_replicas
+        .split('.')
+        .filter(|s| !s.is_empty())
+        .collect();
+    object::set_path(&mut p, &at, json!(replicas));
     if kind.is_none() && !rv.is_empty() {
         object::set_path(&mut p, &["metadata", "resourceVersion"], json!(rv));
     }
     let e = patch(api, t, PatchType::Merge, p, Sub::Main, dry_run).await?;
-    Ok(scale_of(&e.obj))
+    Ok(scale_of(&e.obj, &paths))
 }

@@ -52,6 +52,7 @@ pub fn validate(kind: &str, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         "ResourceQuota" => quota::resource_quota(obj, &mut out),
         "LimitRange" => quota::limit_range(obj, &mut out),
         "PriorityClass" => quota::priority_class(obj, old, &mut out),
+        "CustomResourceDefinition" => crate::custom::validate_crd(obj, old, &mut out),
         "ConfigMap" => core::config_map(obj, old, &mut out),
         "Secret" => core::secret(obj, old, &mut out),
         "Namespace" => core::namespace(obj, &mut out),

@@ -1,0 +1,252 @@
+//! CustomResourceDefinitions against a real keelson-apiserver, driven by kubectl: a definition
+//! with two versions serves its kind at once (discovery, short name, category); its schema
+//! prunes unknown fields, fills defaults and refuses invalid objects with upstream's messages;
+//! printer columns, the status and scale subresources, the other version, and deleting the
+//! definition with its objects.
+
+use keelson_testing::{eventually, Apiserver};
+use std::time::Duration;
+
+const CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, shortNames: [wd], categories: [toys]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    subresources:
+      status: {}
+      scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas}
+    additionalPrinterColumns:
+    - {name: Size, type: integer, jsonPath: .spec.size}
+    - {name: Color, type: string, jsonPath: .spec.color}
+    - {name: Ready, type: string, jsonPath: '.status.conditions[?(@.type=="Ready")].status'}
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            required: [size]
+            properties:
+              size: {type: integer, minimum: 1, maximum: 10}
+              color: {type: string, enum: [red, blue], default: red}
+              replicas: {type: integer, default: 1}
+              port: {x-kubernetes-int-or-string: true}
+              extra: {type: object, x-kubernetes-preserve-unknown-fields: true}
+          status:
+            type: object
+            properties:
+              replicas: {type: integer}
+              conditions:
+                type: array
+                items:
+                  type: object
+                  properties: {type: {type: string}, status: {type: string}}
+  - name: v1beta1
+    served: true
+    storage: false
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+"#;
+
+fn widget(name: &str, spec: &str) -> String {
+    format!("apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: {name}\nspec: {spec}\n")
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn a_definition_serves_its_kind_with_its_schema() {
+    let s = Apiserver::start();
+    s.apply(CRD);
+    s.kubectl_ok(&[
+        "wait",
+        "--for=condition=established",
+        "crd/widgets.example.com",
+        "--timeout=20s",
+    ]);
+    // Unknown fields are pruned (kubectl's own strict check off), defaults filled in.
+    let out = s.kubectl_stdin(
+        &["create", "--validate=false", "-f", "-"],
+        &widget(
+            "w1",
+            "{size: 3, bogus: 1, port: http, extra: {free: [1, 2]}}",
+        ),
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let spec = s.kubectl_ok(&["get", "widget", "w1", "-o", "jsonpath={.spec}"]);
+    let spec: serde_json::Value = serde_json::from_str(&spec).unwrap();
+    assert_eq!(
+        spec,
+        serde_json::json!({"size": 3, "color": "red", "replicas": 1, "port": "http", "extra": {"free": [1, 2]}})
+    );
+    // Invalid objects are refused with the schema's reasons.
+    let out = s.kubectl_stdin(
+        &["create", "-f", "-"],
+        &widget("bad", "{size: 11, color: pink}"),
+    );
+    let err = stderr(&out);
+    assert!(!out.status.success());
+    assert!(
+        err.contains(r#"The Widget "bad" is invalid"#),
+        "{err}"
+    );
+    assert!(
+        err.contains(r#"spec.color: Unsupported value: "pink": supported values: "red", "blue""#),
+        "{err}"
+    );
+    assert!(
+        err.contains(
+            "spec.size: Invalid value: 11: spec.size in body should be less than or equal to 10"
+        ),
+        "{err}"
+    );
+    let out = s.kubectl_stdin(&["create", "-f", "-"], &widget("nosize", "{color: blue}"));
+    assert!(
+        stderr(&out).contains("spec.size: Required value"),
+        "{}",
+        stderr(&out)
+    );
+    // Printer columns, the short name and the category.
+    let row = s.kubectl_ok(&["get", "wd", "w1"]);
+    let head: Vec<&str> = row
+        .lines()
+        .next()
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    assert_eq!(head, ["NAME", "SIZE", "COLOR", "READY"], "{row}");
+    assert!(
+        row.lines()
+            .nth(1)
+            .unwrap_or("")
+            .split_whitespace()
+            .eq(["w1", "3", "red"]),
+        "{row}"
+    );
+    assert!(s
+        .kubectl_ok(&["get", "toys", "-o", "name"])
+        .contains("widget.example.com/w1"));
+    // The status subresource: written only there, and shown by its column.
+    s.kubectl_ok(&[
+        "patch",
+        "widget",
+        "w1",
+        "--subresource=status",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"replicas":1,"conditions":[{"type":"Ready","status":"True"}]}}"#,
+    ]);
+    s.kubectl_ok(&[
+        "patch",
+        "widget",
+        "w1",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"replicas":9}}"#,
+    ]);
+    assert_eq!(
+        s.kubectl_ok(&["get", "widget", "w1", "-o", "jsonpath={.status.replicas}"]),
+        "1"
+    );
+    assert!(s
+        .kubectl_ok(&["get", "widget", "w1", "--no-headers"])
+        .contains("True"));
+    // The scale subresource.
+    s.kubectl_ok(&["scale", "widget", "w1", "--replicas=4"]);
+    assert_eq!(
+        s.kubectl_ok(&["get", "widget", "w1", "-o", "jsonpath={.spec.replicas}"]),
+        "4"
+    );
+    // The other version serves the same object.
+    let beta = s.kubectl_ok(&[
+        "get",
+        "widgets.v1beta1.example.com",
+        "w1",
+        "-o",
+        "jsonpath={.apiVersion} {.spec.size}",
+    ]);
+    assert_eq!(beta, "example.com/v1beta1 3");
+    // Strategic merge needs Go struct tags: refused as upstream.
+    let out = s.kubectl(&[
+        "patch",
+        "widget",
+        "w1",
+        "--type=strategic",
+        "-p",
+        r#"{"spec":{"size":2}}"#,
+    ]);
+    assert!(!out.status.success(), "strategic merge patch applied");
+    // kubectl edit's merge and JSON patches work.
+    s.kubectl_ok(&[
+        "patch",
+        "widget",
+        "w1",
+        "--type=json",
+        "-p",
+        r#"[{"op":"replace","path":"/spec/size","value":5}]"#,
+    ]);
+    assert_eq!(
+        s.kubectl_ok(&["get", "widget", "w1", "-o", "jsonpath={.spec.size}"]),
+        "5"
+    );
+    // Deleting the definition deletes its objects.
+    s.kubectl_ok(&["delete", "crd", "widgets.example.com"]);
+    s.apply(CRD);
+    s.kubectl_ok(&[
+        "wait",
+        "--for=condition=established",
+        "crd/widgets.example.com",
+        "--timeout=20s",
+    ]);
+    eventually("widgets served again", Duration::from_secs(10), || {
+        let out = s.kubectl(&["get", "widgets", "-o", "name"]);
+        match (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).trim().is_empty(),
+        ) {
+            (true, true) => Ok(()),
+            _ => Err(format!("{out:?}")),
+        }
+    });
+}
+
+#[test]
+fn definitions_are_checked() {
+    let s = Apiserver::start();
+    let bad = CRD.replace("name: widgets.example.com", "name: gadgets.example.com");
+    let out = s.kubectl_stdin(&["create", "-f", "-"], &bad);
+    assert!(
+        stderr(&out).contains("must be spec.names.plural+\".\"+spec.group"),
+        "{}",
+        stderr(&out)
+    );
+    let two_storage = CRD.replace("storage: false", "storage: true");
+    let out = s.kubectl_stdin(&["create", "-f", "-"], &two_storage);
+    assert!(
+        stderr(&out).contains("must have exactly one version marked as storage version"),
+        "{}",
+        stderr(&out)
+    );
+    let untyped = CRD.replace(
+        "color: {type: string, enum: [red, blue], default: red}",
+        "color: {enum: [red, blue]}",
+    );
+    let out = s.kubectl_stdin(&["create", "-f", "-"], &untyped);
+    assert!(
+        stderr(&out).contains("properties[color].type: Required value"),
+        "{}",
+        stderr(&out)
+    );
+}
