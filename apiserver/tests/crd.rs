@@ -98,10 +98,7 @@ fn a_definition_serves_its_kind_with_its_schema() {
     );
     let err = stderr(&out);
     assert!(!out.status.success());
-    assert!(
-        err.contains(r#"The Widget "bad" is invalid"#),
-        "{err}"
-    );
+    assert!(err.contains(r#"The Widget "bad" is invalid"#), "{err}");
     assert!(
         err.contains(r#"spec.color: Unsupported value: "pink": supported values: "red", "blue""#),
         "{err}"

@@ -6,6 +6,13 @@ use serde_json::{json, Value};
 
 /// Clients cannot set status on create (the Node is the exception: its agent reports it).
 pub(super) fn reset_status_on_create(res: &Resource, obj: &mut Value) {
+    // A custom object starts without one (its schema may require fields of a status).
+    if res.has_status() && keelson_apiserver_registry::custom::definition(res).is_some() {
+        if let Some(m) = obj.as_object_mut() {
+            m.remove("status");
+        }
+        return;
+    }
     if res.has_status() && res.kind != "Node" {
         obj["status"] = json!({});
     }

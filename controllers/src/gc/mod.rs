@@ -15,6 +15,8 @@ use kube::api::{Api, DeleteParams, ListParams, PartialObjectMeta};
 use kube::ResourceExt;
 use std::collections::HashSet;
 
+mod custom;
+
 /// The owner kinds this collector looks up. A reference to any other kind (a Node, a
 /// PersistentVolumeClaim, a custom kind) counts as alive: an owner it cannot see is never taken
 /// for a deleted one.
@@ -40,6 +42,9 @@ pub struct Owners {
     pub foreground: HashSet<String>,
     /// Uids that some listed object names as an owner: those objects have dependents.
     pub owning: HashSet<String>,
+    /// Custom kinds (apiVersion, kind) whose objects were all listed, so a reference to one
+    /// that is not among them names an owner that is gone.
+    pub custom_kinds: HashSet<(String, String)>,
 }
 
 impl Owners {
@@ -70,6 +75,9 @@ pub fn verdict<K: ResourceExt>(obj: &K, owners: &Owners) -> Option<&'static str>
     }
     let looked_up = |r: &&k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference| {
         OWNER_KINDS.contains(&(r.api_version.as_str(), r.kind.as_str()))
+            || owners
+                .custom_kinds
+                .contains(&(r.api_version.clone(), r.kind.clone()))
     };
     let solid = refs.iter().any(|r| {
         !looked_up(&r) || (owners.alive.contains(&r.uid) && !owners.foreground.contains(&r.uid))
@@ -147,7 +155,7 @@ pub async fn sweep(client: &kube::Client) -> Result<(), kube::Error> {
     collect(client, &slices, &owners).await?;
     collect(client, &revisions, &owners).await?;
     collect(client, &claims, &owners).await?;
-    Ok(())
+    custom::sweep(client).await
 }
 
 #[cfg(test)]
