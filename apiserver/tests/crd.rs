@@ -34,6 +34,9 @@ spec:
           spec:
             type: object
             required: [size]
+            x-kubernetes-validations:
+            - {rule: "self.color != 'blue' || self.size >= 2", message: "blue widgets are at least 2"}
+            - {rule: "self.size >= oldSelf.size", message: "widgets do not shrink"}
             properties:
               size: {type: integer, minimum: 1, maximum: 10}
               color: {type: string, enum: [red, blue], default: red}
@@ -114,6 +117,29 @@ fn a_definition_serves_its_kind_with_its_schema() {
         stderr(&out).contains("spec.size: Required value"),
         "{}",
         stderr(&out)
+    );
+    // CEL rules (x-kubernetes-validations), and a transition rule against the stored object.
+    let out = s.kubectl_stdin(
+        &["create", "-f", "-"],
+        &widget("tiny", "{size: 1, color: blue}"),
+    );
+    let err = stderr(&out);
+    assert!(
+        err.contains(r#"spec: Invalid value: "object": blue widgets are at least 2"#),
+        "{err}"
+    );
+    let out = s.kubectl(&[
+        "patch",
+        "widget",
+        "w1",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"size":2}}"#,
+    ]);
+    let err = stderr(&out);
+    assert!(
+        err.contains(r#"spec: Invalid value: "object": widgets do not shrink"#),
+        "{err}"
     );
     // Printer columns, the short name and the category.
     let row = s.kubectl_ok(&["get", "wd", "w1"]);

@@ -176,7 +176,7 @@ fn prepare(res: &Resource, ns: &str, mut obj: Value, admission: Admission) -> Ap
     server_owned_metadata(&mut obj);
     initial_status::reset_status_on_create(res, &mut obj);
     keelson_apiserver_registry::apply_defaults(res.kind, &mut obj);
-    super::custom::admit(res, &mut obj)?;
+    super::custom::admit(res, &mut obj, None)?;
     admission.on_create(res.kind, &mut obj);
     initial_status::fill_on_create(res, &mut obj);
     let causes = keelson_apiserver_registry::validate(res.kind, &obj, None);

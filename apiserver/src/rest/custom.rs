@@ -8,7 +8,7 @@ use crate::object;
 use crate::resources::Resource;
 use crate::status::{ApiError, ApiResult};
 use crate::store::{Precondition, Store, Write};
-use keelson_apiserver_registry::custom::{self, schema};
+use keelson_apiserver_registry::custom::{self, cel, schema};
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -42,8 +42,9 @@ pub fn keep_up(store: Store) {
     });
 }
 
-/// Prunes, defaults and validates a custom object against its version's schema.
-pub fn admit(res: &Resource, obj: &mut Value) -> ApiResult<()> {
+/// Prunes, defaults and validates a custom object against its version's schema and its CEL
+/// rules (`old` is the stored object on update, for transition rules).
+pub fn admit(res: &Resource, obj: &mut Value, old: Option<&Value>) -> ApiResult<()> {
     let Some(def) = custom::definition(res) else {
         return Ok(());
     };
@@ -52,7 +53,11 @@ pub fn admit(res: &Resource, obj: &mut Value) -> ApiResult<()> {
     };
     schema::prune(obj, &version.schema);
     schema::default(obj, &version.schema);
-    let causes = schema::validate(obj, &version.schema);
+    let mut causes = schema::validate(obj, &version.schema);
+    // Rules are evaluated on well-typed objects only, as upstream.
+    if causes.is_empty() {
+        causes = cel::validate(obj, old, &version.schema);
+    }
     if !causes.is_empty() {
         return Err(ApiError::invalid(
             res.kind,

@@ -100,7 +100,7 @@ fn prepare(t: &Target, old: &Value, change: Change) -> ApiResult<Value> {
     let mut new = change.new;
     merge_owned(t, old, &mut new, change.sub)?;
     keelson_apiserver_registry::apply_defaults(t.res.kind, &mut new);
-    super::custom::admit(t.res, &mut new)?;
+    super::custom::admit(t.res, &mut new, Some(old))?;
     if t.res.kind == "CustomResourceDefinition" {
         super::custom::definition_status(&mut new);
     }

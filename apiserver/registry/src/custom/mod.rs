@@ -2,6 +2,7 @@
 //! version, its schema, printer columns and subresources), the checks on the definition itself,
 //! and (in `schema`) the structural-schema pruning, defaulting and validation of its objects.
 
+pub mod cel;
 pub mod columns;
 pub mod schema;
 

@@ -34,6 +34,7 @@ fn additional(s: &Value) -> Option<&Value> {
 /// its type (unless int-or-string or preserving unknown fields), the root is an object.
 pub(crate) fn structural(s: &Value, at: &Path, out: &mut Vec<Cause>) {
     fn walk(s: &Value, at: &Path, out: &mut Vec<Cause>) {
+        super::cel::check_rules(s, at, out);
         let typed = s
             .get("type")
             .and_then(Value::as_str)
