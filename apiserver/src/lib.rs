@@ -18,6 +18,7 @@ pub mod metrics;
 pub mod migrate;
 pub mod negotiate;
 pub mod object;
+pub mod openapi;
 pub mod options;
 pub mod render;
 pub mod rest;

@@ -91,7 +91,7 @@ fn csr_needs_a_certificate_request_and_approved_excludes_denied() {
         "request: ",
         &format!("request: {}\n  x-was: ", b64(b"not a request")),
     );
-    let out = s.kubectl_stdin(&["create", "-f", "-"], &bad);
+    let out = s.kubectl_stdin(&["create", "--validate=false", "-f", "-"], &bad);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("spec.request: Invalid value: \"<omitted>\": PEM block type must be CERTIFICATE REQUEST"),

@@ -85,7 +85,7 @@ metadata:
 status:
   addresses: [{type: InternalIP, address: 172.31.0.2}]
   conditions: [{type: Ready, status: "True", reason: KubeletReady, message: ok}]
-  nodeInfo: {kubeletVersion: v1.32.0-keelson, containerRuntimeVersion: "containerd://1.6.20", osImage: Debian, kernelVersion: "6.1", architecture: amd64, operatingSystem: linux, bootID: "", machineID: "", systemUUID: "", kubeProxyVersion: "", containerRuntimeVersion2: ""}
+  nodeInfo: {kubeletVersion: v1.32.0-keelson, containerRuntimeVersion: "containerd://1.6.20", osImage: Debian, kernelVersion: "6.1", architecture: amd64, operatingSystem: linux, bootID: "", machineID: "", systemUUID: "", kubeProxyVersion: ""}
 "#;
 
 const SLICE: &str = r#"

@@ -21,6 +21,12 @@ pub async fn handle(app: &App, route: Option<Route>, call: &Call) -> ApiResult<R
     if let Some(resp) = fixed_path(app, call.path()) {
         return Ok(resp);
     }
+    if call.method() == Method::GET && call.path().starts_with("/openapi/") {
+        let (path, query, headers) = (call.path(), call.query(), &call.head.headers);
+        if let Some(resp) = crate::openapi::endpoints::respond(path, query, headers, &[]) {
+            return Ok(resp);
+        }
+    }
     if call.path().trim_end_matches('/') == authorize::SELF_SUBJECT_REVIEWS {
         return self_subject_review(call);
     }
@@ -111,14 +117,6 @@ fn fixed_path(app: &App, path: &str) -> Option<Response> {
             StatusCode::OK,
             [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
             app.metrics.encode(),
-        )
-            .into_response(),
-        // kubectl fetches the OpenAPI document before every apply; an empty protobuf body makes
-        // it rely on server-side validation, which this server does.
-        "/openapi/v2" => (
-            StatusCode::OK,
-            [(header::CONTENT_TYPE, "application/octet-stream")],
-            "",
         )
             .into_response(),
         _ => return None,

@@ -4,6 +4,7 @@
 use super::route::ResourcePath;
 use super::{json_response, json_value, logs, streaming, App, Call};
 use crate::negotiate::{self, Output};
+use crate::openapi::{Directive, FieldCheck};
 use crate::render;
 use crate::rest::{self, DeleteOptions, ListParams, Sub, Target};
 use crate::status::{ApiError, ApiResult};
@@ -164,10 +165,12 @@ impl<'a> Request<'a> {
     async fn create(&self) -> ApiResult<Response> {
         let t = &self.target;
         let mut obj = self.call.object()?;
+        let fields = self.checked_body(&mut obj)?;
         rest::certificates::set_requester(t.res.kind, &mut obj, &self.call.user);
         let e = rest::create(self.api(), t.res, &t.namespace, obj, self.dry_run).await?;
         let review = rest::podsecurity::review(self.api(), t.res, None, &e.obj);
-        Ok(with_review(self.object(e, StatusCode::CREATED)?, review))
+        let resp = with_review(self.object(e, StatusCode::CREATED)?, review);
+        Ok(with_warnings(resp, &fields.warnings()))
     }
 
     /// The stored object before a write of a Pod or workload, for PodSecurity's warnings
@@ -209,8 +212,18 @@ impl<'a> Request<'a> {
         Ok(json_value(StatusCode::CREATED, &tr))
     }
 
+    /// `fieldValidation` for the body of a POST or PUT: unknown fields removed (or refused).
+    fn checked_body(&self, obj: &mut Value) -> ApiResult<FieldCheck> {
+        let directive = Directive::from_query(self.call.query())?;
+        let fields = FieldCheck::new(self.target.res, directive);
+        let content_type = self.call.header(header::CONTENT_TYPE);
+        fields.body(&self.call.body, content_type, obj)?;
+        Ok(fields)
+    }
+
     async fn update(&self, sub: &str) -> ApiResult<Response> {
-        let body = self.call.object()?;
+        let mut body = self.call.object()?;
+        let fields = self.checked_body(&mut body)?;
         let old = self.before(sub);
         let e = rest::update(
             self.api(),
@@ -219,7 +232,10 @@ impl<'a> Request<'a> {
             subresource(sub),
             self.dry_run,
         );
-        self.written(e.await?, old)
+        Ok(with_warnings(
+            self.written(e.await?, old)?,
+            &fields.warnings(),
+        ))
     }
 
     /// PUT (`kind` None) or PATCH of a Scale.
@@ -233,8 +249,9 @@ impl<'a> Request<'a> {
         let body = self.call.object()?;
         let old = self.before(sub);
         let (t, sub) = (&self.target, subresource(sub));
-        let e = rest::patch(self.api(), t, kind, body, sub, self.dry_run).await?;
-        self.written(e, old)
+        let fields = FieldCheck::new(t.res, Directive::from_query(self.call.query())?);
+        let e = rest::patch(self.api(), t, kind, body, sub, self.dry_run, &fields).await?;
+        Ok(with_warnings(self.written(e, old)?, &fields.warnings()))
     }
 
     async fn delete(&self) -> ApiResult<Response> {
@@ -279,6 +296,15 @@ fn with_review(mut resp: Response, review: rest::podsecurity::Review) -> Respons
         resp.extensions_mut().insert(annotations);
     }
     resp
+}
+
+/// Adds `fieldValidation=Warn`'s warnings as `Warning: 299 - "text"` headers.
+fn with_warnings(resp: Response, warnings: &[String]) -> Response {
+    let review = rest::podsecurity::Review {
+        warnings: warnings.to_vec(),
+        ..Default::default()
+    };
+    with_review(resp, review)
 }
 
 fn ok(v: &Value) -> ApiResult<Response> {

@@ -242,6 +242,8 @@ pub async fn update_scale(
     if kind.is_none() && !rv.is_empty() {
         object::set_path(&mut p, &["metadata", "resourceVersion"], json!(rv));
     }
-    let e = patch(api, t, PatchType::Merge, p, Sub::Main, dry_run).await?;
+    // The Scale body was checked as a Scale; the patch it makes has only known fields.
+    let fields = crate::openapi::FieldCheck::new(t.res, crate::openapi::Directive::Ignore);
+    let e = patch(api, t, PatchType::Merge, p, Sub::Main, dry_run, &fields).await?;
     Ok(scale_of(&e.obj, &paths))
 }

@@ -7,6 +7,7 @@ use super::service_allocation::{self, Reservation};
 use super::{certificates, create, store_error, Api, Target};
 use crate::negotiate::PatchType;
 use crate::object::{self, meta_mut};
+use crate::openapi::FieldCheck;
 use crate::status::{ApiError, ApiResult};
 use crate::store::{Entry, Precondition, StoreError, Write};
 use keelson_apimachinery::patch;
@@ -240,6 +241,7 @@ pub async fn patch(
     body: Value,
     sub: Sub,
     dry_run: bool,
+    fields: &FieldCheck,
 ) -> ApiResult<Entry> {
     let body = Arc::new(body);
     for _ in 0..MAX_RETRIES {
@@ -247,6 +249,7 @@ pub async fn patch(
             Some(e) => e,
             None if kind == PatchType::Apply && sub == Sub::Main => {
                 let mut obj = patch::apply_patch(None, &body, t.res.kind).map_err(patch_err)?;
+                fields.patched(&mut obj)?;
                 meta_mut(&mut obj).insert("name".into(), json!(t.name));
                 match create(api, t.res, &t.namespace, obj, dry_run).await {
                     Err(e) if e.reason == "AlreadyExists" => continue,
@@ -261,7 +264,9 @@ pub async fn patch(
             PatchType::Json => usize::MAX,
             _ => limits::encoded_len(&body).saturating_add(old.json.len()),
         };
-        let new = off_workers_if_large(size, move || apply(kind, &prev, &body, res_kind)).await?;
+        let mut new =
+            off_workers_if_large(size, move || apply(kind, &prev, &body, res_kind)).await?;
+        fields.patched(&mut new)?;
         let pinned = pinned_rev(&new)?;
         if pinned.is_some_and(|r| r != old.rev) {
             return Err(ApiError::conflict(t.res.group, t.res.plural, &t.name));
