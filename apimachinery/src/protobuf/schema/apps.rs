@@ -1,4 +1,4 @@
-//! k8s.io/api/apps/v1.
+//! k8s.io/api/apps/v1, and batch/v1's Job and CronJob (pod templates too).
 
 use super::meta::{LABEL_SELECTOR, OBJECT_META};
 use super::pod::POD_TEMPLATE_SPEC;
@@ -39,3 +39,24 @@ message! { REPLICA_SET_STATUS = "ReplicaSetStatus" {
     1 replicas Int32, 2 fullyLabeledReplicas Int32, 4 readyReplicas Int32,
     5 availableReplicas Int32, 3 observedGeneration Int64,
 }}
+
+// batch/v1, as `kubectl create job` and `kubectl create cronjob` send them (status is the
+// controllers').
+message! { pub JOB = "Job" { 1 metadata Msg(OBJECT_META), 2 spec Msg(JOB_SPEC) }}
+
+message! { JOB_SPEC = "JobSpec" {
+    ptr 1 parallelism Int32, ptr 2 completions Int32, ptr 3 activeDeadlineSeconds Int64,
+    ptr 4 selector Msg(LABEL_SELECTOR), ptr 5 manualSelector Bool, 6 template Msg(POD_TEMPLATE_SPEC),
+    ptr 7 backoffLimit Int32, ptr 8 ttlSecondsAfterFinished Int32, ptr 9 completionMode,
+    ptr 10 suspend Bool,
+}}
+
+message! { pub CRON_JOB = "CronJob" { 1 metadata Msg(OBJECT_META), 2 spec Msg(CRON_JOB_SPEC) }}
+
+message! { CRON_JOB_SPEC = "CronJobSpec" {
+    1 schedule, ptr 8 timeZone, ptr 2 startingDeadlineSeconds Int64, 3 concurrencyPolicy,
+    ptr 4 suspend Bool, 5 jobTemplate Msg(JOB_TEMPLATE_SPEC), ptr 6 successfulJobsHistoryLimit Int32,
+    ptr 7 failedJobsHistoryLimit Int32,
+}}
+
+message! { JOB_TEMPLATE_SPEC = "JobTemplateSpec" { 1 metadata Msg(OBJECT_META), 2 spec Msg(JOB_SPEC) }}

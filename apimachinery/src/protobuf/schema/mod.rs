@@ -136,6 +136,8 @@ pub fn lookup(api_version: &str, kind: &str) -> Option<&'static Message> {
         ("v1", "Pod") => &pod::POD,
         ("apps/v1", "Deployment") => &apps::DEPLOYMENT,
         ("apps/v1", "ReplicaSet") => &apps::REPLICA_SET,
+        ("batch/v1", "Job") => &apps::JOB,
+        ("batch/v1", "CronJob") => &apps::CRON_JOB,
         ("autoscaling/v1", "Scale") => &misc::SCALE,
         ("autoscaling/v1", "HorizontalPodAutoscaler") => &misc::HORIZONTAL_POD_AUTOSCALER,
         ("certificates.k8s.io/v1", "CertificateSigningRequest") => &certificates::CSR,
