@@ -273,3 +273,32 @@ fn definitions_are_checked() {
         stderr(&out)
     );
 }
+
+#[test]
+fn cluster_scoped_kinds_and_server_side_apply() {
+    let s = Apiserver::start();
+    s.apply(
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: regions.example.com\nspec:\n  group: example.com\n  scope: Cluster\n  names: {plural: regions, kind: Region}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec: {type: object, properties: {zones: {type: array, items: {type: string}}}}\n",
+    );
+    s.kubectl_ok(&[
+        "wait",
+        "--for=condition=established",
+        "crd/regions.example.com",
+        "--timeout=20s",
+    ]);
+    let region =
+        "apiVersion: example.com/v1\nkind: Region\nmetadata:\n  name: eu\nspec: {zones: [a, b]}\n";
+    let out = s.kubectl_stdin(&["apply", "--server-side", "-f", "-"], region);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let again = region.replace("[a, b]", "[a, b, c]");
+    let out = s.kubectl_stdin(&["apply", "--server-side", "-f", "-"], &again);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        s.kubectl_ok(&["get", "region", "eu", "-o", "jsonpath={.spec.zones}"]),
+        r#"["a","b","c"]"#
+    );
+    // Cluster-scoped: no namespace in its path or its object.
+    let (code, body) = s.curl_admin("GET", "/apis/example.com/v1/regions/eu", None, None);
+    assert_eq!(code, 200, "{body}");
+    assert!(!body.contains("\"namespace\""), "{body}");
+}
