@@ -67,6 +67,39 @@ pub(crate) fn counted<T>(ctx: Arc<Ctx>) -> impl FnMut(T) -> futures::future::Rea
     }
 }
 
+/// Runs a controller of the namespaced kind `K` (a budget, a quota) that is also woken by every
+/// change to a pod of its namespace, until SIGTERM or Ctrl-C.
+pub(crate) async fn run_woken_by_pods<K, R, Fut>(ctx: Arc<Ctx>, reconcile: R)
+where
+    K: kube::Resource<DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + Sync
+        + 'static,
+    R: FnMut(Arc<K>, Arc<Ctx>) -> Fut,
+    Fut: Future<Output = Result<Action, Error>> + Send + 'static,
+{
+    let client = ctx.client.clone();
+    let cfg = watcher::Config::default();
+    let ctrl = Controller::new(Api::<K>::all(client.clone()), cfg.clone());
+    let objects = ctrl.store();
+    ctrl.watches(Api::<Pod>::all(client), cfg, move |pod: Pod| {
+        let ns = kube::ResourceExt::namespace(&pod);
+        objects
+            .state()
+            .iter()
+            .filter(|o| kube::ResourceExt::namespace(o.as_ref()) == ns)
+            .map(|o| ObjectRef::from_obj(o.as_ref()))
+            .collect::<Vec<_>>()
+    })
+    .shutdown_on_signal()
+    .run(reconcile, error_policy, ctx.clone())
+    .for_each(counted(ctx.clone()))
+    .await;
+}
+
 /// The ReplicaSet and Deployment controllers, each woken by its kind and what it owns.
 fn workloads(ctx: &Arc<Ctx>) -> impl Future<Output = ((), ())> {
     let client = &ctx.client;

@@ -5,14 +5,11 @@
 //! keelson_apimachinery::quota, shared with the admission.
 
 use crate::{Ctx, Error};
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Pod, ResourceQuota, ResourceQuotaStatus};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use keelson_apimachinery::quota;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
-use kube::runtime::controller::{Action, Controller};
-use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
+use kube::runtime::controller::Action;
 use kube::ResourceExt;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -25,23 +22,7 @@ const RECOUNT: Duration = Duration::from_secs(15);
 
 /// Runs until SIGTERM or Ctrl-C: woken by quotas and by pods of their namespaces.
 pub async fn run(ctx: Arc<Ctx>) {
-    let client = ctx.client.clone();
-    let cfg = watcher::Config::default();
-    let ctrl = Controller::new(Api::<ResourceQuota>::all(client.clone()), cfg.clone());
-    let quotas = ctrl.store();
-    ctrl.watches(Api::<Pod>::all(client), cfg, move |pod: Pod| {
-        let ns = pod.namespace();
-        quotas
-            .state()
-            .iter()
-            .filter(|q| q.namespace() == ns)
-            .map(|q| ObjectRef::from_obj(q.as_ref()))
-            .collect::<Vec<_>>()
-    })
-    .shutdown_on_signal()
-    .run(reconcile, crate::error_policy, ctx.clone())
-    .for_each(crate::counted(ctx.clone()))
-    .await;
+    crate::run_woken_by_pods::<ResourceQuota, _, _>(ctx, reconcile).await;
 }
 
 /// The collection behind a quota name: "pods" and the other legacy names are core, and

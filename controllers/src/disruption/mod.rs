@@ -8,7 +8,6 @@ pub mod plan;
 use crate::api::list_selected;
 use crate::pods::is_ready;
 use crate::{Ctx, Error};
-use futures::StreamExt;
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet, StatefulSet};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::{PodDisruptionBudget, PodDisruptionBudgetStatus};
@@ -16,9 +15,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use k8s_openapi::jiff::Timestamp;
 use keelson_daemon::events::EventType;
 use kube::api::{Api, PostParams};
-use kube::runtime::controller::{Action, Controller};
-use kube::runtime::reflector::ObjectRef;
-use kube::runtime::watcher;
+use kube::runtime::controller::Action;
 use kube::ResourceExt;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -32,23 +29,7 @@ const DISRUPTION_TIMEOUT_SECS: i64 = 120;
 
 /// Runs until SIGTERM or Ctrl-C: woken by budgets and by pods of their namespaces.
 pub async fn run(ctx: Arc<Ctx>) {
-    let client = ctx.client.clone();
-    let cfg = watcher::Config::default();
-    let ctrl = Controller::new(Api::<PodDisruptionBudget>::all(client.clone()), cfg.clone());
-    let budgets = ctrl.store();
-    ctrl.watches(Api::<Pod>::all(client), cfg, move |pod: Pod| {
-        let ns = pod.namespace();
-        budgets
-            .state()
-            .iter()
-            .filter(|b| b.namespace() == ns)
-            .map(|b| ObjectRef::from_obj(b.as_ref()))
-            .collect::<Vec<_>>()
-    })
-    .shutdown_on_signal()
-    .run(reconcile, crate::error_policy, ctx.clone())
-    .for_each(crate::counted(ctx.clone()))
-    .await;
+    crate::run_woken_by_pods::<PodDisruptionBudget, _, _>(ctx, reconcile).await;
 }
 
 /// The replicas the pods' controllers ask for, summed once per controller; None when a pod has
