@@ -79,6 +79,24 @@ fn a_definition_serves_its_kind_with_its_schema() {
         "crd/widgets.example.com",
         "--timeout=20s",
     ]);
+    // kubectl explain reads the definition's schema from /openapi/v3.
+    let explained = s.kubectl_ok(&["explain", "widget.spec"]);
+    for field in ["size", "color", "replicas", "<integer> -required-"] {
+        assert!(
+            explained.contains(field),
+            "{field} missing in:\n{explained}"
+        );
+    }
+    // fieldValidation=Strict (kubectl's default) refuses unknown fields as upstream.
+    let out = s.kubectl_stdin(
+        &["create", "-f", "-"],
+        &widget("strict", "{size: 3, bogus: 1}"),
+    );
+    let err = stderr(&out);
+    assert!(
+        err.contains(r#"Widget in version "v1" cannot be handled as a Widget: strict decoding error: unknown field "spec.bogus""#),
+        "{err}"
+    );
     // Unknown fields are pruned (kubectl's own strict check off), defaults filled in.
     let out = s.kubectl_stdin(
         &["create", "--validate=false", "-f", "-"],

@@ -260,6 +260,12 @@ const MATRIX: &[Row] = &[
         "gadget.example.com/g1 created",
     ),
     (&["get", "gadgets"], None, "g1"),
+    (&["explain", "gadget"], None, "KIND:       Gadget"),
+    (
+        &["explain", "pod.spec.containers.image"],
+        None,
+        "Container image name",
+    ),
     (&["get", "crd"], None, "gadgets.example.com"),
     (&["get", "all"], None, "deployment.apps/web"),
     (&["get", "events", "-A"], None, "LAST SEEN"),

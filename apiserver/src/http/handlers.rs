@@ -23,7 +23,8 @@ pub async fn handle(app: &App, route: Option<Route>, call: &Call) -> ApiResult<R
     }
     if call.method() == Method::GET && call.path().starts_with("/openapi/") {
         let (path, query, headers) = (call.path(), call.query(), &call.head.headers);
-        if let Some(resp) = crate::openapi::endpoints::respond(path, query, headers, &[]) {
+        let custom = crate::openapi::custom_kinds();
+        if let Some(resp) = crate::openapi::endpoints::respond(path, query, headers, &custom) {
             return Ok(resp);
         }
     }

@@ -153,21 +153,59 @@ pub fn v2_document(extra: &[ExtraKind]) -> Doc {
     Doc::of(&document::v2(&with_extra(extra)))
 }
 
-/// The components and the root schema of a built-in kind, for the field check; None for a kind
-/// without a schema.
+/// The components and the root schema of a kind, for the field check: a built-in kind's, or a
+/// custom one's from its definition; None for a kind without a schema.
 fn schemas_of(
     group: &str,
     version: &str,
     kind: &str,
 ) -> Option<(&'static Map<String, Value>, Value)> {
     let c = built_in();
-    let k = c.kinds.iter().find(|k| {
+    let built = c.kinds.iter().find(|k| {
         (k.group.as_str(), k.version.as_str(), k.kind.as_str()) == (group, version, kind)
-    })?;
-    Some((
-        &c.schemas,
-        json!({ "$ref": format!("{V3_REFS}{}", k.name) }),
-    ))
+    });
+    let root = match built {
+        Some(k) => json!({ "$ref": format!("{V3_REFS}{}", k.name) }),
+        None => {
+            custom_kinds()
+                .into_iter()
+                .find(|k| {
+                    (k.group.as_str(), k.version.as_str(), k.kind.as_str())
+                        == (group, version, kind)
+                })?
+                .schema
+        }
+    };
+    Some((&c.schemas, root))
+}
+
+/// The kinds the CustomResourceDefinitions in effect serve, their schemas as upstream publishes
+/// them: the version's structural schema with apiVersion, kind and ObjectMeta added.
+pub fn custom_kinds() -> Vec<ExtraKind> {
+    let mut out = Vec::new();
+    for def in keelson_apiserver_registry::custom::definitions() {
+        for v in def.versions.iter().filter(|v| v.served) {
+            let mut schema = v.schema.clone();
+            if let Some(props) = schema
+                .as_object_mut()
+                .map(|s| s.entry("properties").or_insert_with(|| json!({})))
+                .and_then(Value::as_object_mut)
+            {
+                props.insert("apiVersion".into(), json!({"type": "string", "description": "APIVersion defines the versioned schema of this representation of an object."}));
+                props.insert("kind".into(), json!({"type": "string", "description": "Kind is a string value representing the REST resource this object represents."}));
+                props.insert("metadata".into(), json!({ "$ref": format!("{V3_REFS}io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta") }));
+            }
+            out.push(ExtraKind {
+                group: def.group.clone(),
+                version: v.name.clone(),
+                kind: def.kind.clone(),
+                plural: def.plural.clone(),
+                namespaced: def.namespaced,
+                schema,
+            });
+        }
+    }
+    out
 }
 
 #[cfg(test)]

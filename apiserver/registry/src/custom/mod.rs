@@ -224,6 +224,11 @@ pub fn load(crds: &[Value]) {
     crate::resources::set_custom(resources);
 }
 
+/// Every definition in effect.
+pub fn definitions() -> Vec<Arc<Definition>> {
+    DEFINITIONS.read().map(|d| d.clone()).unwrap_or_default()
+}
+
 /// The definition serving `r`, if it is a custom resource.
 pub fn definition(r: &Resource) -> Option<Arc<Definition>> {
     DEFINITIONS
