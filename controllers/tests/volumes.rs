@@ -42,11 +42,7 @@ impl Cluster {
     }
 
     fn get(&self, what: &[&str], path: &str) -> String {
-        let path = format!("jsonpath={path}");
-        let mut args = vec!["get"];
-        args.extend_from_slice(what);
-        args.extend(["-o", &path]);
-        self.api.kubectl_cmd().run(&args).unwrap_or_default()
+        self.api.kubectl_cmd().jsonpath(what, path)
     }
 
     fn wait(&self, what: &str, mut check: impl FnMut() -> bool) {

@@ -56,6 +56,16 @@ impl Kubectl {
         self.run(args).unwrap_or_else(|e| panic!("{e}"))
     }
 
+    /// `kubectl get <what> -o jsonpath=<path>`; empty when it fails (e.g. not found yet), for
+    /// checks that wait for something to appear.
+    pub fn jsonpath(&self, what: &[&str], path: &str) -> String {
+        let path = format!("jsonpath={path}");
+        let mut args = vec!["get"];
+        args.extend_from_slice(what);
+        args.extend(["-o", &path]);
+        self.run(&args).unwrap_or_default()
+    }
+
     /// `kubectl ... -o json` parsed.
     pub fn json(&self, args: &[&str]) -> Result<Value, String> {
         let mut all = args.to_vec();

@@ -180,10 +180,7 @@ fn prepare(res: &Resource, ns: &str, mut obj: Value, admission: Admission) -> Ap
     admission.on_create(res.kind, &mut obj);
     initial_status::fill_on_create(res, &mut obj);
     let causes = keelson_apiserver_registry::validate(res.kind, &obj, None);
-    if !causes.is_empty() {
-        let name = object::name(&obj);
-        return Err(ApiError::invalid(res.kind, res.group, name, &causes));
-    }
+    super::refuse_invalid(res, &obj, &causes)?;
     admit(res, &obj, Origin::Body)?;
     Ok(obj)
 }
@@ -200,14 +197,7 @@ fn admit_reading_others(api: &Api, res: &Resource, ns: &str, obj: &mut Value) ->
             if limited {
                 keelson_apiserver_registry::refresh_qos_class(obj);
                 let causes = keelson_apiserver_registry::validate(res.kind, obj, None);
-                if !causes.is_empty() {
-                    return Err(ApiError::invalid(
-                        res.kind,
-                        res.group,
-                        object::name(obj),
-                        &causes,
-                    ));
-                }
+                super::refuse_invalid(res, obj, &causes)?;
             }
         }
         "PersistentVolumeClaim" => admission::limit_ranger::admit_claim(api, ns, obj)?,

@@ -6,7 +6,7 @@
 use super::Api;
 use crate::object;
 use crate::resources::Resource;
-use crate::status::{ApiError, ApiResult};
+use crate::status::ApiResult;
 use crate::store::{Precondition, Store, Write};
 use keelson_apiserver_registry::custom::{self, cel, schema};
 use serde_json::{json, Value};
@@ -58,15 +58,7 @@ pub fn admit(res: &Resource, obj: &mut Value, old: Option<&Value>) -> ApiResult<
     if causes.is_empty() {
         causes = cel::validate(obj, old, &version.schema);
     }
-    if !causes.is_empty() {
-        return Err(ApiError::invalid(
-            res.kind,
-            res.group,
-            object::name(obj),
-            &causes,
-        ));
-    }
-    Ok(())
+    super::refuse_invalid(res, obj, &causes)
 }
 
 /// A definition's status as upstream's naming and establishing controllers leave it: its

@@ -95,6 +95,23 @@ impl Api {
     }
 }
 
+/// 422 Invalid naming every cause (upstream's field errors), or Ok when there is none.
+pub(crate) fn refuse_invalid(
+    res: &Resource,
+    obj: &serde_json::Value,
+    causes: &[keelson_apiserver_registry::Cause],
+) -> ApiResult<()> {
+    match causes.is_empty() {
+        true => Ok(()),
+        false => Err(ApiError::invalid(
+            res.kind,
+            res.group,
+            crate::object::name(obj),
+            causes,
+        )),
+    }
+}
+
 /// Maps a store error on a named object to the Status a client expects.
 pub fn store_error(t: &Target, e: StoreError) -> ApiError {
     match e {
