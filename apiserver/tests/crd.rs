@@ -219,6 +219,19 @@ fn a_definition_serves_its_kind_with_its_schema() {
         "jsonpath={.apiVersion} {.spec.size}",
     ]);
     assert_eq!(beta, "example.com/v1beta1 3");
+    // A merge patch through the other version changes the one object.
+    s.kubectl_ok(&[
+        "patch",
+        "widgets.v1beta1.example.com",
+        "w1",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"color":"blue"}}"#,
+    ]);
+    assert_eq!(
+        s.kubectl_ok(&["get", "widget", "w1", "-o", "jsonpath={.spec.color}"]),
+        "blue"
+    );
     // Strategic merge needs Go struct tags: refused as upstream.
     let out = s.kubectl(&[
         "patch",

@@ -18,17 +18,22 @@ use serde_json::{json, Value};
 struct Conversion {
     to_stored: fn(&Value, &str) -> Value,
     from_stored: fn(&Value, &str) -> Value,
+    /// Whether a patch written against this version applies as is to the stored form (true
+    /// when only apiVersion differs).
+    patchable: bool,
 }
 
 const HPA: Conversion = Conversion {
     to_stored: |v, _| to_v2(v),
     from_stored: |v, _| to_v1(v),
+    patchable: false,
 };
 
 /// Conversion `None`: the same fields under another apiVersion.
 const API_VERSION_ONLY: Conversion = Conversion {
     to_stored: with_api_version,
     from_stored: with_api_version,
+    patchable: true,
 };
 
 fn with_api_version(v: &Value, api_version: &str) -> Value {
@@ -45,9 +50,11 @@ pub async fn handle(app: &App, rp: ResourcePath, call: &Call) -> ApiResult<Respo
         _ => &API_VERSION_ONLY,
     };
     let watch = rp.legacy_watch || crate::auth::authorize::is_watch(call.query());
-    // A patch is written against the v1 form, which is not stored; watches would need every
-    // event converted. Clients that do either (kubectl apply, edit, get -w) use v2.
-    if watch || call.method() == Method::PATCH {
+    // An HPA patch is written against the v1 form, which is not stored; watches would need
+    // every event converted. Clients that do either (kubectl apply, edit, get -w) use the
+    // stored version.
+    let patch = call.method() == Method::PATCH;
+    if watch || (patch && !conversion.patchable) {
         return Err(ApiError::method_not_allowed(format!(
             "{} of {} {} is not supported here: use {}",
             if watch { "WATCH" } else { "PATCH" },
@@ -62,13 +69,20 @@ pub async fn handle(app: &App, rp: ResourcePath, call: &Call) -> ApiResult<Respo
         Method::POST | Method::PUT => {
             Bytes::from((conversion.to_stored)(&call.object()?, &inner_version).to_string())
         }
+        // A merge patch naming the version it was written for names the stored one instead.
+        Method::PATCH => match serde_json::from_slice::<Value>(&call.body) {
+            Ok(v) if v.get("apiVersion").is_some() => {
+                Bytes::from((conversion.to_stored)(&v, &inner_version).to_string())
+            }
+            _ => call.body.clone(),
+        },
         _ => call.body.clone(),
     };
     // Tables and metadata-only answers are the same in both versions.
     let accept = call.header(header::ACCEPT).unwrap_or_default();
     let as_is = accept.contains("as=Table") || accept.contains("as=PartialObjectMetadata");
     let inner = Call {
-        head: stored_request(call, rp.res, stored.version, as_is)?,
+        head: stored_request(call, rp.res, stored.version, as_is, patch)?,
         body,
         user: call.user.clone(),
     };
@@ -113,6 +127,7 @@ fn stored_request(
     res: &Resource,
     version: &str,
     as_is: bool,
+    patch: bool,
 ) -> ApiResult<http::request::Parts> {
     let (group, from) = (res.group, res.version);
     let path = call.path().replacen(
@@ -129,11 +144,14 @@ fn stored_request(
         .uri(uri);
     for (k, v) in &call.head.headers {
         let replaced = [header::CONTENT_TYPE, header::CONTENT_LENGTH, header::ACCEPT];
-        if !replaced.contains(k) || (as_is && k == header::ACCEPT) {
+        let kept = (as_is && k == header::ACCEPT) || (patch && k == header::CONTENT_TYPE);
+        if !replaced.contains(k) || kept {
             req = req.header(k, v);
         }
     }
-    req = req.header(header::CONTENT_TYPE, "application/json");
+    if !patch {
+        req = req.header(header::CONTENT_TYPE, "application/json");
+    }
     if !as_is {
         req = req.header(header::ACCEPT, "application/json");
     }
