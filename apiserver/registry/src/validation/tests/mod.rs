@@ -6,6 +6,7 @@ mod certificates;
 mod core;
 mod network;
 mod pod;
+mod quota;
 mod rbac;
 mod service;
 
