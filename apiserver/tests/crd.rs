@@ -219,6 +219,20 @@ fn a_definition_serves_its_kind_with_its_schema() {
         "jsonpath={.apiVersion} {.spec.size}",
     ]);
     assert_eq!(beta, "example.com/v1beta1 3");
+    // A watch through the other version sees the object in that version.
+    let (code, body) = s.curl_admin(
+        "GET",
+        "/apis/example.com/v1beta1/namespaces/default/widgets?watch=1&timeoutSeconds=1",
+        None,
+        None,
+    );
+    assert_eq!(code, 200, "{body}");
+    assert!(
+        body.contains(r#""type":"ADDED""#)
+            && body.contains(r#""apiVersion":"example.com/v1beta1""#),
+        "{body}"
+    );
+    assert!(!body.contains(r#""apiVersion":"example.com/v1""#), "{body}");
     // A merge patch through the other version changes the one object.
     s.kubectl_ok(&[
         "patch",

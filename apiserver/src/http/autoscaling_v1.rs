@@ -10,6 +10,7 @@ use crate::resources::{self, Resource};
 use crate::status::{ApiError, ApiResult};
 use axum::body::Bytes;
 use axum::response::Response;
+use futures::StreamExt;
 use http::{header, Method};
 use keelson_apiserver_registry::autoscaling_v1::{to_v1, to_v2};
 use serde_json::{json, Value};
@@ -54,6 +55,9 @@ pub async fn handle(app: &App, rp: ResourcePath, call: &Call) -> ApiResult<Respo
     // every event converted. Clients that do either (kubectl apply, edit, get -w) use the
     // stored version.
     let patch = call.method() == Method::PATCH;
+    if watch && conversion.patchable {
+        return watch_converted(app, rp, call).await;
+    }
     if watch || (patch && !conversion.patchable) {
         return Err(ApiError::method_not_allowed(format!(
             "{} of {} {} is not supported here: use {}",
@@ -111,6 +115,40 @@ pub async fn handle(app: &App, rp: ResourcePath, call: &Call) -> ApiResult<Respo
         }
     }
     Ok(json_value(parts.status, &v))
+}
+
+/// A watch through a version that differs from the stored one by apiVersion alone: the stored
+/// version's watch, each event's object of the kind relabelled on the way out (Tables and Status as they are).
+async fn watch_converted(app: &App, rp: ResourcePath, call: &Call) -> ApiResult<Response> {
+    let stored = stored_version(rp.res)?;
+    let (outer, kind) = (rp.res.api_version(), rp.res.kind);
+    let inner = Call {
+        head: stored_request(call, rp.res, stored.version, true, false)?,
+        body: Bytes::new(),
+        user: call.user.clone(),
+    };
+    let answer = resource::handle(app, ResourcePath { res: stored, ..rp }, &inner).await?;
+    let (parts, body) = answer.into_parts();
+    // The server writes one event per chunk.
+    let events = body.into_data_stream().map(move |chunk| {
+        chunk.map(|b| match serde_json::from_slice::<Value>(&b) {
+            Ok(mut event) => {
+                if let Some(obj) = event.get_mut("object").and_then(Value::as_object_mut) {
+                    if obj.get("kind").and_then(Value::as_str) == Some(kind) {
+                        obj.insert("apiVersion".into(), json!(outer));
+                    }
+                }
+                let mut line = event.to_string().into_bytes();
+                line.push(b'\n');
+                Bytes::from(line)
+            }
+            Err(_) => b,
+        })
+    });
+    Ok(Response::from_parts(
+        parts,
+        axum::body::Body::from_stream(events),
+    ))
 }
 
 /// The version the kind is stored at: its group's preferred one.
