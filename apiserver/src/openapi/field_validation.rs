@@ -9,10 +9,10 @@ use keelson_apiserver_registry::Cause;
 use serde_json::{json, Value};
 use std::sync::Mutex;
 
-/// Whether Warn and Ignore drop unknown fields before the object is stored, as upstream's
-/// typed decoding does. Off: this server has always stored them (and tests such as
-/// hostile_writes.rs carry their payloads in unknown fields); turning it on is this one line.
-const PRUNE: bool = false;
+/// Warn and Ignore drop unknown fields before the object is stored, as upstream's typed
+/// decoding does: a field kept would come back on every read, and the next `kubectl apply`
+/// would try to remove it (an immutable Pod spec then refuses the update).
+const PRUNE: bool = true;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Directive {
