@@ -40,6 +40,14 @@ const COMPUTE: &[(&str, &str, &str)] = &[
     ("limits.ephemeral-storage", "limits", "ephemeral-storage"),
 ];
 
+/// Whether a quota name counts objects (whole numbers): the legacy plain names, the Service
+/// port and balancer counts, and count/<resource>.
+pub fn is_object_count(name: &str) -> bool {
+    name.starts_with("count/")
+        || LEGACY_COUNTS.contains(&name)
+        || matches!(name, "services.nodeports" | "services.loadbalancers")
+}
+
 /// What `obj`, of the collection `plural` in `group`, uses of every name a quota can limit.
 pub fn usage(group: &str, plural: &str, obj: &Value) -> Usage {
     let mut u = Usage::new();

@@ -25,6 +25,6 @@ mod tables;
 mod validation;
 
 pub use cause::Cause;
-pub use defaults::{apply_defaults, refresh_qos_class};
+pub use defaults::apply_defaults;
 pub use tables::{cells, columns, human_age, Column};
 pub use validation::{validate, SYSTEM_PRIORITY_CLASSES};

@@ -736,7 +736,13 @@ pub fn versions(group: &str) -> Vec<&'static str> {
 /// Whether this is an older version of a kind also served at its group's preferred version,
 /// stored in that version's form.
 pub fn is_converted(r: &Resource) -> bool {
-    versions(r.group).first() != Some(&r.version)
+    // Asked on every request: the built-in table answers without touching the custom one.
+    let preferred = RESOURCES
+        .iter()
+        .find(|x| x.group == r.group)
+        .or_else(|| custom().into_iter().find(|x| x.group == r.group))
+        .map(|x| x.version);
+    preferred != Some(r.version)
 }
 
 pub fn in_group(group: &str, version: &str) -> Vec<&'static Resource> {

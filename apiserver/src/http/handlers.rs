@@ -39,7 +39,7 @@ pub async fn handle(app: &App, route: Option<Route>, call: &Call) -> ApiResult<R
             super::token_review::token_review(app, call)
         }
         Some(Route::Resource(rp)) if crate::resources::is_converted(rp.res) => {
-            super::autoscaling_v1::handle(app, rp, call).await
+            super::converted::handle(app, rp, call).await
         }
         Some(Route::Resource(rp)) if rp.res.is_metrics() => {
             super::resource_metrics::handle(&app.api, &app.kubelet, &rp, call).await

@@ -1,7 +1,7 @@
 //! The HTTP front: authentication, routing, content negotiation, metrics; REST work is in `rest`.
 
 mod access_review;
-mod autoscaling_v1;
+mod converted;
 mod discovery;
 mod escalation;
 mod handlers;

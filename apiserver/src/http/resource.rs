@@ -17,9 +17,11 @@ use tokio_stream::wrappers::ReceiverStream;
 use tokio_stream::StreamExt;
 
 pub async fn handle(app: &App, rp: ResourcePath, call: &Call) -> ApiResult<Response> {
-    let custom = keelson_apiserver_registry::custom::definition(rp.res).is_some();
     let content_type = call.header(header::CONTENT_TYPE).unwrap_or_default();
-    if custom && call.method() == Method::PATCH && content_type.contains("strategic-merge-patch") {
+    if call.method() == Method::PATCH
+        && content_type.contains("strategic-merge-patch")
+        && keelson_apiserver_registry::custom::definition(rp.res).is_some()
+    {
         // Custom objects have no Go struct tags to merge by, so upstream refuses the format.
         return Err(ApiError::unsupported_media(content_type));
     }

@@ -195,7 +195,8 @@ fn admit_reading_others(api: &Api, res: &Resource, ns: &str, obj: &mut Value) ->
             super::service_account_admission::admit_pod(api, ns, obj)?;
             admission::priority::admit_pod(api, obj)?;
             if limited {
-                keelson_apiserver_registry::refresh_qos_class(obj);
+                // The QoS class follows the resources the defaults gave.
+                initial_status::fill_on_create(res, obj);
                 let causes = keelson_apiserver_registry::validate(res.kind, obj, None);
                 super::refuse_invalid(res, obj, &causes)?;
             }

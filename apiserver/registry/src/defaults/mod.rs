@@ -16,8 +16,6 @@ mod storage;
 
 use serde_json::Value;
 
-pub use pod::refresh_qos_class;
-
 /// Fills the fields kube-apiserver would fill for `kind`. Unknown kinds and non-object values
 /// are left alone.
 pub fn apply_defaults(kind: &str, obj: &mut Value) {

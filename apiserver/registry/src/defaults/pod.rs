@@ -166,18 +166,6 @@ fn requests_from_limits(c: &mut Map<String, Value>) {
     }
 }
 
-/// Sets status.qosClass again after admission (LimitRanger) changed the containers' resources:
-/// upstream computes it in the create strategy, after mutating admission.
-pub fn refresh_qos_class(pod: &mut Value) {
-    let Some(spec) = pod.get("spec").and_then(Value::as_object) else {
-        return;
-    };
-    let qos = qos_class(spec);
-    if let Some(status) = pod.get_mut("status").and_then(Value::as_object_mut) {
-        status.insert("qosClass".into(), json!(qos));
-    }
-}
-
 /// Upstream's GetPodQOS, over cpu and memory.
 fn qos_class(spec: &Map<String, Value>) -> &'static str {
     let containers = ["containers", "initContainers"]

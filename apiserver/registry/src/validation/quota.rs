@@ -29,27 +29,13 @@ fn resource_list(list: Option<&Value>, path: &Path, counts_whole: bool, out: &mu
         };
         if q < 0 {
             out.push(Cause::invalid(&at, v, "must be greater than or equal to 0"));
-        } else if counts_whole && is_count(name) && q % 1000 != 0 {
+        } else if counts_whole
+            && keelson_apimachinery::quota::is_object_count(name)
+            && q % 1000 != 0
+        {
             out.push(Cause::invalid(&at, v, "must be an integer"));
         }
     }
-}
-
-/// Object counts: the legacy plain names and count/<resource>.
-fn is_count(name: &str) -> bool {
-    name.starts_with("count/")
-        || matches!(
-            name,
-            "pods"
-                | "services"
-                | "configmaps"
-                | "secrets"
-                | "persistentvolumeclaims"
-                | "replicationcontrollers"
-                | "resourcequotas"
-                | "services.nodeports"
-                | "services.loadbalancers"
-        )
 }
 
 pub(crate) fn resource_quota(obj: &Value, out: &mut Vec<Cause>) {
