@@ -13,9 +13,15 @@ struct CallLabels {
     call: String,
 }
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct PhaseLabels {
+    phase: &'static str,
+}
+
 pub struct Metrics {
     registry: Mutex<Registry>,
     pod_start: Histogram,
+    start_phases: Family<PhaseLabels, Histogram>,
     cri_calls: Family<CallLabels, Histogram>,
     pub pod_workers: Gauge,
     relist: Histogram,
@@ -34,12 +40,20 @@ impl Metrics {
         let cri_calls = Family::<CallLabels, Histogram>::new_with_constructor(|| {
             Histogram::new(exponential_buckets(0.001, 2.0, 15))
         });
+        let start_phases = Family::<PhaseLabels, Histogram>::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(0.001, 2.0, 15))
+        });
         let pod_workers = Gauge::default();
         let relist = Histogram::new(exponential_buckets(0.001, 2.0, 12));
         registry.register(
             "keelson_agent_pod_start_duration_seconds",
             "Time from pod creation to all containers running, as seen by the agent",
             pod_start.clone(),
+        );
+        registry.register(
+            "keelson_agent_pod_start_phase_seconds",
+            "Time a pod's first start spent in each phase, from the agent's first sync to the status write",
+            start_phases.clone(),
         );
         registry.register(
             "keelson_agent_cri_call_duration_seconds",
@@ -59,6 +73,7 @@ impl Metrics {
         Metrics {
             registry: Mutex::new(registry),
             pod_start,
+            start_phases,
             cri_calls,
             pod_workers,
             relist,
@@ -79,6 +94,12 @@ impl Metrics {
 
     pub fn observe_pod_start(&self, seconds: f64) {
         self.pod_start.observe(seconds);
+    }
+
+    pub fn observe_start_phase(&self, phase: &'static str, seconds: f64) {
+        self.start_phases
+            .get_or_create(&PhaseLabels { phase })
+            .observe(seconds);
     }
 
     pub fn render(&self) -> String {

@@ -1,5 +1,7 @@
 //! One log setup for every binary: text to stderr, filtered by RUST_LOG.
 
+use std::io::IsTerminal;
+
 /// Logs to stderr at the level RUST_LOG asks for (default `info`). Calling it twice is harmless.
 pub fn init_logging() {
     init_logging_with_default("info");
@@ -13,5 +15,7 @@ pub fn init_logging_with_default(default: &str) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // Colours only on a terminal: journald and log files get plain `key=value` fields.
+        .with_ansi(std::io::stderr().is_terminal())
         .try_init();
 }

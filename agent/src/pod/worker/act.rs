@@ -10,6 +10,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::Pod;
 use tokio::sync::mpsc;
 
+use super::phases::{Phase, StartClock};
 use super::pod_key;
 use super::pull::ImagePulls;
 use super::start::{self, ContainerToStart};
@@ -77,14 +78,22 @@ impl Actor {
         ctx: &Context,
         scene: &Scene<'_>,
         action: Action,
+        clock: &mut StartClock,
     ) -> Result<Outcome, SyncError> {
         match action {
-            Action::CreateSandbox { attempt } => create_sandbox(ctx, scene, attempt).await,
+            Action::CreateSandbox { attempt } => create_sandbox(ctx, scene, attempt, clock).await,
             Action::StartContainer {
                 name,
                 init,
                 attempt,
-            } => Ok(self.start_container(ctx, scene, name, init, attempt).await),
+            } => {
+                let starting = ContainerStart {
+                    name,
+                    init,
+                    attempt,
+                };
+                Ok(self.start_container(ctx, scene, starting, clock).await)
+            }
             Action::KillContainer { id, name, reason } => {
                 self.kill_container(ctx, scene, id, &name, &reason);
                 Ok(Outcome::default())
@@ -108,10 +117,14 @@ impl Actor {
         &mut self,
         ctx: &Context,
         scene: &Scene<'_>,
-        name: String,
-        init: bool,
-        attempt: u32,
+        starting: ContainerStart,
+        clock: &mut StartClock,
     ) -> Outcome {
+        let ContainerStart {
+            name,
+            init,
+            attempt,
+        } = starting;
         let pod = scene.pod;
         let (Some(container), Some(sandbox)) = (
             decide::find_container(pod, &name, init),
@@ -126,7 +139,7 @@ impl Actor {
             init,
             attempt,
         };
-        match start::container(ctx, &mut self.pulls, &start).await {
+        match start::container(ctx, &mut self.pulls, &start, clock).await {
             Ok(()) => Outcome {
                 held: BTreeMap::from([(name, None)]),
                 ..Outcome::progressed()
@@ -194,15 +207,24 @@ impl Actor {
     }
 }
 
+/// Which container attempt a StartContainer action starts.
+struct ContainerStart {
+    name: String,
+    init: bool,
+    attempt: u32,
+}
+
 /// Removes the pod's old sandboxes, then runs a new one. A failure holds every container back
 /// as ContainerCreating with the runtime's message.
 async fn create_sandbox(
     ctx: &Context,
     scene: &Scene<'_>,
     attempt: u32,
+    clock: &mut StartClock,
 ) -> Result<Outcome, SyncError> {
     let (pod, cri) = (scene.pod, &ctx.cri);
-    if let Err(message) = super::mounts::ready(ctx, pod).await {
+    let volumes = clock.time(Phase::Volumes, super::mounts::ready(ctx, pod));
+    if let Err(message) = volumes.await {
         tracing::info!(pod = %pod_key(pod), %message, "volumes not ready; the pod waits");
         ctx.events
             .pod(pod, None, Kind::Warning, "FailedMount", message.clone());
@@ -214,7 +236,10 @@ async fn create_sandbox(
     }
     let config = translate::sandbox_config(&ctx.settings, pod, attempt);
     let _ = std::fs::create_dir_all(&config.log_directory);
-    let Err(e) = cri.run_pod_sandbox(config).await else {
+    let Err(e) = clock
+        .time(Phase::Sandbox, cri.run_pod_sandbox(config))
+        .await
+    else {
         return Ok(Outcome::progressed());
     };
     tracing::warn!(pod = %pod_key(pod), error = %e, "sandbox creation failed");

@@ -25,6 +25,7 @@ use super::status::{self, StatusInput};
 mod act;
 mod mounts;
 mod observe;
+pub mod phases;
 mod probes;
 mod pull;
 mod report;
@@ -35,6 +36,7 @@ mod teardown;
 mod token_refresh;
 
 use act::{Actor, Scene};
+use phases::{Phase, StartClock};
 use probes::PodProbes;
 use report::{Report, Reported};
 pub use teardown::Teardown;
@@ -80,6 +82,7 @@ pub struct Worker {
     /// config errors, a failed sandbox), until they start.
     held: BTreeMap<String, Waiting>,
     reported: Reported,
+    clock: StartClock,
 }
 
 /// What acting until nothing is left to do leaves: the runtime view after the last round, the
@@ -103,6 +106,7 @@ impl Worker {
             actor: Actor::new(poke_tx),
             held: BTreeMap::new(),
             reported: Reported::default(),
+            clock: StartClock::default(),
         }
     }
 
@@ -148,7 +152,11 @@ impl Worker {
     /// observe -> plan -> act (repeated while it makes progress) -> report. Returns when to sync
     /// again at the latest.
     async fn sync(&mut self, pod: &Pod) -> Result<Duration, SyncError> {
-        let observed = observe::pod(&self.ctx, &self.uid, pod).await?;
+        self.clock.begin();
+        let observed = self
+            .clock
+            .time(Phase::Observe, observe::pod(&self.ctx, &self.uid, pod))
+            .await?;
         self.probes.seed(pod, &observed);
         let mut done = self.converge(pod, observed).await?;
         for (name, w) in &self.held {
@@ -173,7 +181,11 @@ impl Worker {
             waiting: &done.waiting,
             probes: &probes,
         };
-        self.reported.report(&self.ctx, &report, status).await?;
+        let reporting = self.reported.report(&self.ctx, &report, status);
+        self.clock.time(Phase::Status, reporting).await?;
+        if let Some(fresh) = self.reported.started() {
+            self.clock.tell(&self.ctx.metrics, &pod_key(pod), fresh);
+        }
         let tokens = token_refresh::refresh(&self.ctx, pod)
             .await
             .unwrap_or(RESYNC);
@@ -209,7 +221,10 @@ impl Worker {
             };
             let mut progressed = false;
             for action in plan.actions {
-                let outcome = self.actor.act(&self.ctx, &scene, action).await?;
+                let outcome = self
+                    .actor
+                    .act(&self.ctx, &scene, action, &mut self.clock)
+                    .await?;
                 progressed |= outcome.progressed;
                 done.wake = earliest(done.wake, outcome.retry_after);
                 for (name, hold) in outcome.held {
@@ -219,7 +234,10 @@ impl Worker {
                     };
                 }
             }
-            observed = observe::pod(&self.ctx, &self.uid, pod).await?;
+            observed = self
+                .clock
+                .time(Phase::Observe, observe::pod(&self.ctx, &self.uid, pod))
+                .await?;
             if !progressed {
                 break;
             }

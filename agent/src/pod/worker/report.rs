@@ -28,7 +28,9 @@ pub struct Report<'a> {
 #[derive(Default)]
 pub struct Reported {
     status: Option<PodStatus>,
-    start_recorded: bool,
+    /// Set once every container ran: whether that start happened under this agent (true) or
+    /// the pod was adopted already running (false).
+    started: Option<bool>,
     /// "reason|message" of the waiting containers, by name.
     waiting: BTreeMap<String, String>,
     /// Running containers announced as unready.
@@ -46,6 +48,11 @@ impl Reported {
         self.announce_unready(ctx, report);
         self.record_start(ctx, report.pod, &status);
         self.write_status(ctx, report.pod, status).await
+    }
+
+    /// Whether the pod's containers all ran once, and if so whether this agent started them.
+    pub fn started(&self) -> Option<bool> {
+        self.started
     }
 
     /// BackOff and Failed events for waiting containers, once per reason and message.
@@ -113,7 +120,7 @@ impl Reported {
 
     /// The pod start duration, once all its containers run for the first time.
     fn record_start(&mut self, ctx: &Context, pod: &Pod, status: &PodStatus) {
-        if self.start_recorded {
+        if self.started.is_some() {
             return;
         }
         let all_running = status.container_statuses.as_ref().is_some_and(|cs| {
@@ -125,9 +132,10 @@ impl Reported {
         if !all_running {
             return;
         }
-        self.start_recorded = true;
         // Pods adopted after a restart were started long ago: only fresh starts count.
-        if pod.status.as_ref().and_then(|s| s.phase.as_deref()) != Some("Running") {
+        let fresh = pod.status.as_ref().and_then(|s| s.phase.as_deref()) != Some("Running");
+        self.started = Some(fresh);
+        if fresh {
             if let Some(created) = &pod.metadata.creation_timestamp {
                 let secs = Timestamp::now().duration_since(created.0).as_secs_f64();
                 ctx.metrics.observe_pod_start(secs.max(0.0));

@@ -5,6 +5,7 @@
 use k8s_openapi::api::core::v1::{Container, Pod};
 use keelson_proto::runtime::v1 as cri;
 
+use super::phases::{Phase, StartClock};
 use super::pull::{ImageFor, ImagePulls};
 use super::sources;
 use crate::pod::context::Context;
@@ -27,6 +28,7 @@ pub async fn container(
     ctx: &Context,
     pulls: &mut ImagePulls,
     start: &ContainerToStart<'_>,
+    clock: &mut StartClock,
 ) -> Result<(), Waiting> {
     let sandbox_config = translate::sandbox_config(&ctx.settings, start.pod, start.sandbox.attempt);
     let want = ImageFor {
@@ -34,9 +36,11 @@ pub async fn container(
         container: start.container,
         sandbox: &sandbox_config,
     };
-    let image_ref = pulls.ensure(ctx, &want).await?;
-    let config = container_config(ctx, start, &image_ref).await?;
-    create_and_start(ctx, start, config, sandbox_config).await
+    let image_ref = clock.time(Phase::Pull, pulls.ensure(ctx, &want)).await?;
+    let config = clock
+        .time(Phase::Config, container_config(ctx, start, &image_ref))
+        .await?;
+    create_and_start(ctx, start, config, sandbox_config, clock).await
 }
 
 fn config_error(message: String) -> Waiting {
@@ -94,11 +98,14 @@ async fn create_and_start(
     start: &ContainerToStart<'_>,
     config: cri::ContainerConfig,
     sandbox_config: cri::PodSandboxConfig,
+    clock: &mut StartClock,
 ) -> Result<(), Waiting> {
     let (pod, name) = (start.pod, &start.container.name);
-    let id = ctx
+    let creating = ctx
         .cri
-        .create_container(&start.sandbox.id, config, sandbox_config)
+        .create_container(&start.sandbox.id, config, sandbox_config);
+    let id = clock
+        .time(Phase::Create, creating)
         .await
         .map_err(|e| Waiting {
             reason: "CreateContainerError".into(),
@@ -107,10 +114,14 @@ async fn create_and_start(
     let created = format!("Created container {name}");
     ctx.events
         .pod(pod, Some(name), Kind::Normal, "Created", created);
-    ctx.cri.start_container(&id).await.map_err(|e| Waiting {
-        reason: "RunContainerError".into(),
-        message: e.status.message().to_string(),
-    })?;
+    let starting = ctx.cri.start_container(&id);
+    clock
+        .time(Phase::Start, starting)
+        .await
+        .map_err(|e| Waiting {
+            reason: "RunContainerError".into(),
+            message: e.status.message().to_string(),
+        })?;
     let started = format!("Started container {name}");
     ctx.events
         .pod(pod, Some(name), Kind::Normal, "Started", started);
