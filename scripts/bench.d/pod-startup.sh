@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Pod startup on one node: N pods (default 30) created at once, creation -> Running observed via
-# watch (p50/p99), beside the bare CRI sequence (RunPodSandbox + PullImage of a present image +
+# watch (p50/p99), beside the bare CRI sequence (RunPodSandbox + ImageStatus of the present image +
 # CreateContainer + StartContainer, N at once) timed in the same run on the same containerd, each
 # with its per-phase breakdown (the CRI calls; the API's delivery, the agent's phases from its
 # "pod start phases" log lines, the status's way back); then a burst of 100 pods the same way,
@@ -86,15 +86,43 @@ run_helper() { nsenter --net="/var/run/netns/$node" "$helper" "$@"; }
 echo "pod-startup: warm-up (image present, pause image pulled)"
 run_helper api --kubeconfig "$kc" --node "$nodename" --count 2 --prefix warm >/dev/null
 sleep 3
+# CPU seconds used so far (user + system, with reaped children: runc and CNI plugins count in
+# the shim's or containerd's) by the processes of one network namespace, less one PID's own.
+ns_cpu() {
+  local want n total=0 p st
+  want=$(stat -L -c 'net:[%i]' "/var/run/netns/$1")
+  for p in /proc/[0-9]*; do
+    n=$(readlink "$p/ns/net" 2>/dev/null) || continue
+    if [ "$n" != "$want" ] || [ "${p#/proc/}" = "${2:-}" ]; then continue; fi
+    st=$(cut -d' ' -f14-17 "$p/stat" 2>/dev/null) || continue
+    total=$((total + $(echo "$st" | awk '{print $1 + $2 + $3 + $4}')))
+  done
+  echo "$total"
+}
+pid_cpu() { awk '{print $14 + $15 + $16 + $17}' "/proc/$1/stat"; }
+machine_cpu() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
+# Runs a command and appends to $tmp/cpu-<label>.txt the CPU it took per part (seconds).
+with_cpu() {
+  local label=$1 c0 a0 s0 m0 t0 hz
+  shift
+  hz=$(getconf CLK_TCK)
+  c0=$(ns_cpu "$node" "$agent_pid") a0=$(pid_cpu "$agent_pid") s0=$(pid_cpu "$api_pid") m0=$(machine_cpu) t0=$(date +%s%N)
+  "$@"
+  awk -v hz="$hz" -v c="$(($(ns_cpu "$node" "$agent_pid") - c0))" -v a="$(($(pid_cpu "$agent_pid") - a0))" \
+    -v s="$(($(pid_cpu "$api_pid") - s0))" -v m="$(($(machine_cpu) - m0))" -v w="$(($(date +%s%N) - t0))" \
+    'BEGIN {printf "    CPU s: containerd+shims+runc+CNI %.1f, agent %.1f, apiserver %.1f; machine %.1f of %.1f (2 cores x %.1f s)\n",
+      c / hz, a / hz, s / hz, m / hz, 2 * w / 1e9, w / 1e9}' >"$tmp/cpu-$label.txt"
+}
+
 # One round: the bare sequence then the same number of pods through the API (kept running);
 # the helpers' outputs in $tmp/bare<n>.txt and $tmp/api<n>.txt.
 round() {
   local n=$1
   echo "pod-startup: bare CRI sequence, $n pods at once"
-  run_helper cri --socket "$sock" --count "$n" >"$tmp/bare$n.txt"
+  with_cpu "bare$n" run_helper cri --socket "$sock" --count "$n" >"$tmp/bare$n.txt"
   sleep 2
   echo "pod-startup: through the API and the agent, $n pods at once"
-  KEEP_PODS=1 run_helper api --kubeconfig "$kc" --node "$nodename" --count "$n" --prefix "p$n" \
+  KEEP_PODS=1 with_cpu "api$n" run_helper api --kubeconfig "$kc" --node "$nodename" --count "$n" --prefix "p$n" \
     --agent-log "$tmp/agent.log" >"$tmp/api$n.txt"
   sleep 2
 }
@@ -107,6 +135,7 @@ breakdown() {
     [ $f = bare ] && echo "  bare CRI sequence:" || echo "  through the API and keelson-agent:"
     awk '$1 == "phase" { name = $2; for (i = 3; i <= NF - 2; i++) name = name " " $i
       printf "    %-40s %10s %10s\n", name, $(NF - 1), $NF }' "$tmp/$f$n.txt"
+    cat "$tmp/cpu-$f$n.txt"
   done
 }
 round "$count"

@@ -27,30 +27,50 @@ pub async fn pod(ctx: &Context, uid: &str, pod: &Pod) -> Result<ObservedPod, Cri
 }
 
 /// The pod's sandboxes (with their addresses) and containers (with their statuses). A sandbox or
-/// container removed between the list and its status is skipped.
+/// container removed between the list and its status is skipped. The calls go out together: on a
+/// busy runtime each waits its turn, and a pod's start observes several times.
 pub async fn runtime(cri: &dyn Cri, uid: &str) -> Result<ObservedPod, CriError> {
     let selector = HashMap::from([(labels::POD_UID.to_string(), uid.to_string())]);
-    let sandboxes = cri.list_pod_sandbox(selector.clone()).await?;
-    let mut ips = Vec::new();
-    for s in sandboxes
+    let (sandboxes, listed) = futures::try_join!(
+        cri.list_pod_sandbox(selector.clone()),
+        cri.list_containers(selector)
+    )?;
+    let ready = sandboxes
         .iter()
-        .filter(|s| s.state == cri::PodSandboxState::SandboxReady as i32)
-    {
-        match cri.pod_sandbox_status(&s.id).await {
-            Ok(st) => ips.push((s.id.clone(), st.network.map(|n| n.ip).unwrap_or_default())),
-            Err(e) if e.is_not_found() => {}
-            Err(e) => return Err(e),
-        }
-    }
-    let mut containers = Vec::new();
-    for c in cri.list_containers(selector).await? {
-        match cri.container_status(&c.id).await {
-            Ok(st) => containers.push((c.pod_sandbox_id.clone(), st)),
-            Err(e) if e.is_not_found() => {}
-            Err(e) => return Err(e),
-        }
-    }
+        .filter(|s| s.state == cri::PodSandboxState::SandboxReady as i32);
+    let ips = ready.map(|s| async move {
+        let ip = cri
+            .pod_sandbox_status(&s.id)
+            .await
+            .map(|st| st.network.map(|n| n.ip));
+        (s.id.clone(), ip)
+    });
+    let statuses = listed
+        .iter()
+        .map(|c| async move { (c.pod_sandbox_id.clone(), cri.container_status(&c.id).await) });
+    let (ips, statuses) = futures::join!(
+        futures::future::join_all(ips),
+        futures::future::join_all(statuses)
+    );
+    let ips = present(ips)?
+        .into_iter()
+        .map(|(id, ip)| (id, ip.unwrap_or_default()))
+        .collect::<Vec<_>>();
+    let containers = present(statuses)?;
     Ok(ObservedPod::from_cri(&sandboxes, &ips, &containers))
+}
+
+/// The answers of status calls, without those of objects gone since they were listed.
+fn present<T>(answers: Vec<(String, Result<T, CriError>)>) -> Result<Vec<(String, T)>, CriError> {
+    let mut found = Vec::new();
+    for (id, answer) in answers {
+        match answer {
+            Ok(v) => found.push((id, v)),
+            Err(e) if e.is_not_found() => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(found)
 }
 
 /// The message of exited containers: what they wrote to their terminationMessagePath, or with
