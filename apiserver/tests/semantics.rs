@@ -78,6 +78,12 @@ fn lists_page_with_continue_tokens() {
                 .iter()
                 .map(|i| i["metadata"]["name"].as_str().unwrap().to_string()),
         );
+        // What is left after this page, as upstream counts it for a list without selectors.
+        let left = 5 - names.len();
+        assert_eq!(
+            list["metadata"]["remainingItemCount"].as_u64(),
+            (left > 0).then_some(left as u64)
+        );
         match list["metadata"]["continue"].as_str() {
             Some(c) => cont = c.to_string(),
             None => break,

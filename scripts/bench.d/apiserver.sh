@@ -6,6 +6,9 @@
 # the run and after a restart on the same data. Then (or alone, with the argument "authz") the
 # cost of authorization per request: a user bound to `edit` by a RoleBinding, against a server
 # with the default --authorization-mode Node,RBAC and one with AlwaysAllow.
+# With `scale [PODS] [WATCHERS]` (50,000 and 1,000): a large store instead: RSS beside the size of
+# the stored JSON (goal <= 2.5x), full and chunked list times, one write's delivery to that many
+# watches beside one, and the restart time on that store (goal <= 5 s) and RSS after it.
 # With `--backend etcd`: the same figures for a server storing in a fresh local etcd member
 # (Debian's etcd, plain HTTP on loopback, data on the same disk), beside raw etcd transactions
 # (the etcd-client crate, as the backend writes them) and beside the SQLite server's figures,
@@ -106,6 +109,45 @@ server_bench() {
   kill "$pid"; wait "$pid" 2>/dev/null || true
 }
 
+# A large store: the example creates and measures; RSS and restart are taken here.
+scale_bench() {
+  local pods=${1:-50000} watchers=${2:-1000} dir port pid start ms rss stored
+  # Every watch is a connection: as many descriptors as allowed.
+  ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+  dir=$(mktemp -d /tmp/keelson-bench-apiserver.XXXXXX)
+  dirs+=("$dir")
+  port=$((20000 + RANDOM % 9000))
+  echo "== keelson-apiserver (sqlite) with $pods pods and $watchers watchers"
+  target/release/keelson-apiserver --data-dir "$dir" --bind-address 127.0.0.1 --secure-port "$port" >"$dir/server.log" 2>&1 &
+  pid=$!
+  pids+=("$pid")
+  ready "$port"
+  target/release/examples/bench scale "$dir/admin.kubeconfig" "$pods" "$watchers" | tee -a "$figures"
+  stored=$(jq -r 'select(.figure? == "stored JSON of the pods") | .value' <(grep '^{' "$figures"))
+  rss=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
+  figure_line "server RSS after the run" "$(awk -v k="$rss" 'BEGIN {print k / 1024}')" MiB "stored JSON x 2.5 (goal)" \
+    "$(awk -v s="$stored" 'BEGIN {print s * 1e6 / 1048576 * 2.5}')"
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+  start=$(date +%s%N)
+  target/release/keelson-apiserver --data-dir "$dir" --bind-address 127.0.0.1 --secure-port "$port" >>"$dir/server.log" 2>&1 &
+  pid=$!
+  pids+=("$pid")
+  ready "$port"
+  ms=$(( ($(date +%s%N) - start) / 1000000 ))
+  figure_line "restart until ready, $pods pods stored" "$ms" ms "goal" 5000
+  rss=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
+  figure_line "server RSS after a restart" "$(awk -v k="$rss" 'BEGIN {print k / 1024}')" MiB "stored JSON x 2.5 (goal)" \
+    "$(awk -v s="$stored" 'BEGIN {print s * 1e6 / 1048576 * 2.5}')"
+  kill "$pid"; wait "$pid" 2>/dev/null || true
+}
+
+# A figure taken by this script, as the example prints its own: a line and a JSON line.
+figure_line() {
+  printf '%-44s %12.3f %s   (baseline %s: %.3f %s)\n' "$1" "$2" "$3" "$4" "$5" "$3"
+  jq -cn --arg f "$1" --argjson v "$2" --arg u "$3" --arg b "$4" --argjson bv "$5" \
+    '{bench: "apiserver", backend: "sqlite", figure: $f, value: $v, unit: $u, baseline: {name: $b, value: $bv}}'
+}
+
 # The etcd server's figures against their goals: writes/s over raw etcd's, list and watch over
 # the SQLite server's.
 ratios() {
@@ -130,10 +172,11 @@ ratios() {
 backend=sqlite
 case "${1:-}" in
   authz) authz; exit 0 ;;
+  scale) backend=scale ;;
   --backend) backend=${2:-} ;;
   --backend=*) backend=${1#--backend=} ;;
   "") ;;
-  *) echo "usage: scripts/bench apiserver [authz | --backend sqlite|etcd]" >&2; exit 2 ;;
+  *) echo "usage: scripts/bench apiserver [authz | scale [PODS] [WATCHERS] | --backend sqlite|etcd]" >&2; exit 2 ;;
 esac
 figures=$(mktemp /tmp/keelson-bench-figures.XXXXXX)
 dirs+=("$figures")
@@ -142,6 +185,7 @@ case "$backend" in
     server_bench sqlite
     authz
     ;;
+  scale) scale_bench "${2:-}" "${3:-}" ;;
   etcd)
     start_etcd
     server_bench etcd --etcd-servers "$etcd_url"

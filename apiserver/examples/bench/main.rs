@@ -2,8 +2,10 @@
 //! measured in the same run (its store bare: raw SQLite commits on the same disk, or raw etcd
 //! transactions). Prints a human line and a JSON line (with the backend) per figure.
 //! Usage: bench <kubeconfig> <scratch-dir> [<etcd client URL>: the server stores in that etcd]
+//!        bench scale <kubeconfig> <pods> <watchers>: the figures of a large store (`scale.rs`)
 
 mod floor;
+mod scale;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
@@ -80,6 +82,13 @@ fn median(mut v: Vec<f64>) -> f64 {
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("scale") {
+        let client = keelson_daemon::client(Some(std::path::Path::new(&args[2])))
+            .await
+            .unwrap();
+        let (pods, watchers) = (args[3].parse().unwrap(), args[4].parse().unwrap());
+        return scale::run(client, pods, watchers).await;
+    }
     let (kubeconfig, scratch) = (&args[1], std::path::PathBuf::from(&args[2]));
     let etcd = args.get(3);
     let backend = if etcd.is_some() { "etcd" } else { "sqlite" };
@@ -180,7 +189,7 @@ async fn durable_writes(api: &Api<ConfigMap>, floor: &mut floor::Floor) {
 }
 
 /// Fills bench-p up to 10,000 pods with 32 concurrent writers.
-async fn create_pods(pods: &Api<Pod>) {
+async fn create_pods(pods: &Api<Pod>, total: usize) {
     let existing = pods.list_metadata(&ListParams::default()).await.unwrap();
     let next = Arc::new(std::sync::atomic::AtomicUsize::new(existing.items.len()));
     let tasks: Vec<_> = (0..32)
@@ -189,7 +198,7 @@ async fn create_pods(pods: &Api<Pod>) {
             tokio::spawn(async move {
                 loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                    if i >= 10_000 {
+                    if i >= total {
                         return;
                     }
                     let p: Pod = serde_json::from_value(serde_json::json!({
@@ -208,7 +217,7 @@ async fn create_pods(pods: &Api<Pod>) {
 
 async fn list_pods(client: &kube::Client) {
     eprintln!("creating 10,000 pods for the list...");
-    create_pods(&Api::namespaced(client.clone(), "bench-p")).await;
+    create_pods(&Api::namespaced(client.clone(), "bench-p"), 10_000).await;
     let url = "/api/v1/namespaces/bench-p/pods";
     let mut times = Vec::new();
     let mut bytes = 0;
@@ -225,13 +234,14 @@ async fn list_pods(client: &kube::Client) {
     figure("list 10,000 pods, response size", size, "MB", None);
 }
 
-type SentAt = Arc<std::sync::Mutex<std::collections::HashMap<String, Instant>>>;
+pub(crate) type SentAt = Arc<std::sync::Mutex<std::collections::HashMap<String, Instant>>>;
 
-/// One watcher: the delay of each of the 200 ADDED events after its create was sent.
-async fn watcher(
+/// One watcher: the delay of each of `events` ADDED events after its create was sent.
+pub(crate) async fn watcher(
     stream: impl futures::Stream<Item = kube::Result<WatchEvent<ConfigMap>>>,
     sent: SentAt,
     delays: Arc<std::sync::Mutex<Vec<f64>>>,
+    events: usize,
 ) {
     futures::pin_mut!(stream);
     let mut seen = 0;
@@ -244,7 +254,7 @@ async fn watcher(
             delays.lock().unwrap().push(ms);
         }
         seen += 1;
-        if seen == 200 {
+        if seen == events {
             return;
         }
     }
@@ -262,7 +272,7 @@ async fn watch_delivery(client: &kube::Client) {
         // Every watch is open before the first write.
         let stream = wapi.watch(&WatchParams::default(), &rv).await.unwrap();
         let (sent, delays) = (sent.clone(), delays.clone());
-        watchers.push(tokio::spawn(watcher(stream, sent, delays)));
+        watchers.push(tokio::spawn(watcher(stream, sent, delays, 200)));
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
     for i in 0..200 {

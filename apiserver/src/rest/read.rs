@@ -165,6 +165,10 @@ pub fn list(api: &Api, t: &Target, p: &ListParams) -> ApiResult<Page> {
         Some(c) if !c.is_empty() => Some(decode_continue(c)?),
         _ => None,
     };
+    let limit = p.limit.filter(|l| *l > 0);
+    if let Some(limit) = limit.filter(|_| Filter::new(p).is_ok_and(|f| f.everything)) {
+        return page(api, t, p, after.as_deref(), limit);
+    }
     let (mut items, rev) = keyed_entries(api, t, p, after.as_deref())?;
     let mut continue_ = None;
     let mut remaining = None;
@@ -179,5 +183,29 @@ pub fn list(api: &Api, t: &Target, p: &ListParams) -> ApiResult<Page> {
         rev,
         continue_,
         remaining,
+    })
+}
+
+/// A page of a list without selectors, copied alone from the store.
+fn page(
+    api: &Api,
+    t: &Target,
+    p: &ListParams,
+    after: Option<&str>,
+    limit: usize,
+) -> ApiResult<Page> {
+    not_older_than(api, p)?;
+    let (items, more, rev) = api.store.page_keyed(&prefix(t), after, limit);
+    let continue_ = match items.last() {
+        Some((last, _)) if more > 0 => {
+            Some(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(last))
+        }
+        _ => None,
+    };
+    Ok(Page {
+        items: items.into_iter().map(|(_, e)| e).collect(),
+        rev,
+        continue_,
+        remaining: (more > 0).then_some(more),
     })
 }

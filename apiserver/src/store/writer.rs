@@ -149,6 +149,33 @@ impl Store {
         (items, st.rev)
     }
 
+    /// One page of `list_keyed`: at most `limit` entries after the key `after`, how many follow
+    /// them, and the revision. Only the page is copied: a chunked list of a large collection
+    /// (kubectl asks 500 at a time) costs each page its own size, not the collection's.
+    pub fn page_keyed(
+        &self,
+        prefix: &str,
+        after: Option<&str>,
+        limit: usize,
+    ) -> (Vec<(String, Entry)>, usize, Rev) {
+        use std::ops::Bound;
+        let st = self.read();
+        let start = match after.filter(|a| *a >= prefix) {
+            Some(a) => Bound::Excluded(a.to_string()),
+            None => Bound::Included(prefix.to_string()),
+        };
+        let mut rest = st
+            .objects
+            .range((start, Bound::Unbounded))
+            .take_while(|(k, _)| k.starts_with(prefix));
+        let items: Vec<_> = rest
+            .by_ref()
+            .take(limit)
+            .map(|(k, e)| (k.clone(), e.clone()))
+            .collect();
+        (items, rest.count(), st.rev)
+    }
+
     pub fn current_rev(&self) -> Rev {
         self.read().rev
     }
