@@ -234,10 +234,10 @@ async fn list_pods(client: &kube::Client) {
     figure("list 10,000 pods, response size", size, "MB", None);
 }
 
-pub(crate) type SentAt = Arc<std::sync::Mutex<std::collections::HashMap<String, Instant>>>;
+type SentAt = Arc<std::sync::Mutex<std::collections::HashMap<String, Instant>>>;
 
 /// One watcher: the delay of each of `events` ADDED events after its create was sent.
-pub(crate) async fn watcher(
+async fn watcher(
     stream: impl futures::Stream<Item = kube::Result<WatchEvent<ConfigMap>>>,
     sent: SentAt,
     delays: Arc<std::sync::Mutex<Vec<f64>>>,
@@ -263,31 +263,7 @@ pub(crate) async fn watcher(
 async fn watch_delivery(client: &kube::Client) {
     eprintln!("watch delivery to 100 watchers (200 writes)...");
     let wapi: Api<ConfigMap> = Api::namespaced(client.clone(), "bench-watch");
-    let sent: SentAt = Default::default();
-    let delays: Arc<std::sync::Mutex<Vec<f64>>> = Default::default();
-    let list = wapi.list_metadata(&ListParams::default()).await.unwrap();
-    let rv = list.metadata.resource_version.unwrap();
-    let mut watchers = Vec::new();
-    for _ in 0..100 {
-        // Every watch is open before the first write.
-        let stream = wapi.watch(&WatchParams::default(), &rv).await.unwrap();
-        let (sent, delays) = (sent.clone(), delays.clone());
-        watchers.push(tokio::spawn(watcher(stream, sent, delays, 200)));
-    }
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    for i in 0..200 {
-        let name = format!("w-{i}");
-        sent.lock().unwrap().insert(name.clone(), Instant::now());
-        wapi.create(&PostParams::default(), &cm(&name))
-            .await
-            .unwrap();
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    for w in watchers {
-        let _ = tokio::time::timeout(Duration::from_secs(30), w).await;
-    }
-    let mut d = delays.lock().unwrap().clone();
-    d.sort_by(f64::total_cmp);
+    let d = delivery(&wapi, 100, (200, Duration::from_millis(5)), "w").await;
     figure("watch delivery p50, 100 watchers", pct(&d, 0.5), "ms", None);
     figure(
         "watch delivery p99, 100 watchers",
@@ -296,4 +272,40 @@ async fn watch_delivery(client: &kube::Client) {
         None,
     );
     figure("watch events delivered", d.len() as f64, "events", None);
+}
+
+/// Opens `watchers` watches, then creates `writes` config maps `spacing` apart (named
+/// `<tag>-<i>`); the delays from each create to its ADDED event at every watch, sorted.
+async fn delivery(
+    api: &Api<ConfigMap>,
+    watchers: usize,
+    (writes, spacing): (usize, Duration),
+    tag: &str,
+) -> Vec<f64> {
+    let sent: SentAt = Default::default();
+    let delays: Arc<std::sync::Mutex<Vec<f64>>> = Default::default();
+    let list = api.list_metadata(&ListParams::default()).await.unwrap();
+    let rv = list.metadata.resource_version.unwrap();
+    let mut tasks = Vec::new();
+    for _ in 0..watchers {
+        // Every watch is open before the first write.
+        let stream = api.watch(&WatchParams::default(), &rv).await.unwrap();
+        let (sent, delays) = (sent.clone(), delays.clone());
+        tasks.push(tokio::spawn(watcher(stream, sent, delays, writes)));
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    for i in 0..writes {
+        let name = format!("{tag}-{i}");
+        sent.lock().unwrap().insert(name.clone(), Instant::now());
+        api.create(&PostParams::default(), &cm(&name))
+            .await
+            .unwrap();
+        tokio::time::sleep(spacing).await;
+    }
+    for t in tasks {
+        let _ = tokio::time::timeout(Duration::from_secs(60), t).await;
+    }
+    let mut d = delays.lock().unwrap().clone();
+    d.sort_by(f64::total_cmp);
+    d
 }

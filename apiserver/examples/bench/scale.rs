@@ -3,13 +3,12 @@
 //! and one write's delivery to `watchers` watches beside its delivery to one. The server's RSS
 //! and its start time on this store are the script's to take (it holds the process).
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
-use kube::api::{Api, ListParams, PostParams, WatchParams};
+use kube::api::{Api, ListParams, PostParams};
 
-use super::{cm, create_pods, figure, pct, watcher, SentAt};
+use super::{create_pods, delivery, figure, pct};
 
 pub async fn run(client: kube::Client, pods: usize, watchers: usize) {
     let ns_api: Api<Namespace> = Api::all(client.clone());
@@ -89,9 +88,12 @@ async fn lists(client: &kube::Client, pods: usize) {
 /// The delay from a create to its ADDED event at each of `watchers` watches, beside the same
 /// with one watch (the floor: one write, one delivery).
 async fn fan_out(client: &kube::Client, watchers: usize) {
-    let one = delivery(client, 1, 50, "one").await;
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "scale-watch");
+    // Spaced so each write's fan-out is measured, not a queue of writes.
+    let writes = (50, Duration::from_millis(20));
+    let one = delivery(&api, 1, writes, "one").await;
     eprintln!("watch delivery to {watchers} watchers (50 writes)...");
-    let many = delivery(client, watchers, 50, "many").await;
+    let many = delivery(&api, watchers, writes, "many").await;
     let label = format!("watch delivery p50, {watchers} watchers");
     figure(
         &label,
@@ -112,39 +114,4 @@ async fn fan_out(client: &kube::Client, watchers: usize) {
         "events",
         Some(("expected", (watchers * 50) as f64)),
     );
-}
-
-async fn delivery(client: &kube::Client, watchers: usize, writes: usize, tag: &str) -> Vec<f64> {
-    let api: Api<ConfigMap> = Api::namespaced(client.clone(), "scale-watch");
-    let sent: SentAt = Default::default();
-    let delays: Arc<std::sync::Mutex<Vec<f64>>> = Default::default();
-    let rv = api
-        .list_metadata(&ListParams::default())
-        .await
-        .unwrap()
-        .metadata
-        .resource_version
-        .unwrap();
-    let mut tasks = Vec::new();
-    for _ in 0..watchers {
-        let stream = api.watch(&WatchParams::default(), &rv).await.unwrap();
-        let (sent, delays) = (sent.clone(), delays.clone());
-        tasks.push(tokio::spawn(watcher(stream, sent, delays, writes)));
-    }
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    for i in 0..writes {
-        let name = format!("{tag}-{i}");
-        sent.lock().unwrap().insert(name.clone(), Instant::now());
-        api.create(&PostParams::default(), &cm(&name))
-            .await
-            .unwrap();
-        // Spaced so each write's fan-out is measured, not a queue of writes.
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    for t in tasks {
-        let _ = tokio::time::timeout(Duration::from_secs(60), t).await;
-    }
-    let mut d = delays.lock().unwrap().clone();
-    d.sort_by(f64::total_cmp);
-    d
 }
