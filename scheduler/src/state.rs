@@ -155,6 +155,12 @@ impl State {
     }
 
     pub(crate) async fn schedule_pending(self: &Arc<Self>) {
+        // The view first, then the queue from a later look at the store: a Pod bound since the
+        // view's look is still counted there (as assumed) and is no longer queued. The other
+        // way round, a Pod whose binding arrived between the two looks was counted on its node
+        // and queued again, placed a second time in this pass's view (its second binding then
+        // failed), and that phantom pushed the next Pods off its node: an uneven spread.
+        let mut view = self.view();
         let mut queue: Vec<Arc<Pod>> = self
             .pods
             .state()
@@ -162,7 +168,6 @@ impl State {
             .filter(|p| pending(p))
             .collect();
         queue.sort_by(|a, b| preemption::queue_order(a, b));
-        let mut view = self.view();
         // Read only when a Pod fits nowhere: most passes never preempt.
         let mut budgets: Option<Vec<Budget>> = None;
         let snapshot = volumes::Snapshot {
