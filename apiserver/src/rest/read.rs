@@ -130,6 +130,11 @@ pub struct Page {
     pub remaining: Option<usize>,
 }
 
+/// The token of the page after the one ending at store key `last`.
+fn continue_token(last: &str) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(last)
+}
+
 fn decode_continue(token: &str) -> ApiResult<String> {
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(token)
@@ -142,9 +147,9 @@ fn keyed_entries(
     api: &Api,
     t: &Target,
     p: &ListParams,
+    filter: &Filter,
     after: Option<&str>,
 ) -> ApiResult<(Vec<(String, Entry)>, Rev)> {
-    let filter = Filter::new(p)?;
     not_older_than(api, p)?;
     let (items, rev) = api.store.list_keyed(&prefix(t));
     let items = items
@@ -156,7 +161,7 @@ fn keyed_entries(
 }
 
 pub fn list_entries(api: &Api, t: &Target, p: &ListParams) -> ApiResult<(Vec<Entry>, Rev)> {
-    let (items, rev) = keyed_entries(api, t, p, None)?;
+    let (items, rev) = keyed_entries(api, t, p, &Filter::new(p)?, None)?;
     Ok((items.into_iter().map(|(_, e)| e).collect(), rev))
 }
 
@@ -165,17 +170,17 @@ pub fn list(api: &Api, t: &Target, p: &ListParams) -> ApiResult<Page> {
         Some(c) if !c.is_empty() => Some(decode_continue(c)?),
         _ => None,
     };
-    let limit = p.limit.filter(|l| *l > 0);
-    if let Some(limit) = limit.filter(|_| Filter::new(p).is_ok_and(|f| f.everything)) {
+    let filter = Filter::new(p)?;
+    if let Some(limit) = p.limit.filter(|l| *l > 0 && filter.everything) {
         return page(api, t, p, after.as_deref(), limit);
     }
-    let (mut items, rev) = keyed_entries(api, t, p, after.as_deref())?;
+    let (mut items, rev) = keyed_entries(api, t, p, &filter, after.as_deref())?;
     let mut continue_ = None;
     let mut remaining = None;
     if let Some(limit) = p.limit.filter(|l| *l > 0 && *l < items.len()) {
         let rest = items.split_off(limit);
         let last = items.last().map(|(k, _)| k.as_str()).unwrap_or_default();
-        continue_ = Some(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(last));
+        continue_ = Some(continue_token(last));
         remaining = Some(rest.len());
     }
     Ok(Page {
@@ -196,12 +201,10 @@ fn page(
 ) -> ApiResult<Page> {
     not_older_than(api, p)?;
     let (items, more, rev) = api.store.page_keyed(&prefix(t), after, limit);
-    let continue_ = match items.last() {
-        Some((last, _)) if more > 0 => {
-            Some(base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(last))
-        }
-        _ => None,
-    };
+    let continue_ = items
+        .last()
+        .filter(|_| more > 0)
+        .map(|(last, _)| continue_token(last));
     Ok(Page {
         items: items.into_iter().map(|(_, e)| e).collect(),
         rev,

@@ -86,14 +86,9 @@ impl Actor {
                 name,
                 init,
                 attempt,
-            } => {
-                let starting = ContainerStart {
-                    name,
-                    init,
-                    attempt,
-                };
-                Ok(self.start_container(ctx, scene, starting, clock).await)
-            }
+            } => Ok(self
+                .start_container(ctx, scene, name, init, attempt, clock)
+                .await),
             Action::KillContainer { id, name, reason } => {
                 self.kill_container(ctx, scene, id, &name, &reason);
                 Ok(Outcome::default())
@@ -117,14 +112,11 @@ impl Actor {
         &mut self,
         ctx: &Context,
         scene: &Scene<'_>,
-        starting: ContainerStart,
+        name: String,
+        init: bool,
+        attempt: u32,
         clock: &mut StartClock,
     ) -> Outcome {
-        let ContainerStart {
-            name,
-            init,
-            attempt,
-        } = starting;
         let pod = scene.pod;
         let (Some(container), Some(sandbox)) = (
             decide::find_container(pod, &name, init),
@@ -205,13 +197,6 @@ impl Actor {
             let _ = poke.try_send(());
         });
     }
-}
-
-/// Which container attempt a StartContainer action starts.
-struct ContainerStart {
-    name: String,
-    init: bool,
-    attempt: u32,
 }
 
 /// Removes the pod's old sandboxes, then runs a new one. A failure holds every container back

@@ -42,7 +42,7 @@ pub async fn runtime(cri: &dyn Cri, uid: &str) -> Result<ObservedPod, CriError> 
         let ip = cri
             .pod_sandbox_status(&s.id)
             .await
-            .map(|st| st.network.map(|n| n.ip));
+            .map(|st| st.network.map(|n| n.ip).unwrap_or_default());
         (s.id.clone(), ip)
     });
     let statuses = listed
@@ -52,10 +52,7 @@ pub async fn runtime(cri: &dyn Cri, uid: &str) -> Result<ObservedPod, CriError> 
         futures::future::join_all(ips),
         futures::future::join_all(statuses)
     );
-    let ips = present(ips)?
-        .into_iter()
-        .map(|(id, ip)| (id, ip.unwrap_or_default()))
-        .collect::<Vec<_>>();
+    let ips = present(ips)?;
     let containers = present(statuses)?;
     Ok(ObservedPod::from_cri(&sandboxes, &ips, &containers))
 }
