@@ -93,6 +93,77 @@ fn lists_page_with_continue_tokens() {
     assert_eq!(names, ["c0", "c1", "c2", "c3", "c4"]);
 }
 
+/// A reflector lists in pages, then watches from the last page's resourceVersion: every page
+/// must carry the first page's, or what changed in the earlier pages meanwhile is never seen
+/// (a scheduler's watch missed Pods bound while it read the later pages).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn later_pages_keep_the_first_pages_revision() {
+    let s = Apiserver::start();
+    for i in 0..5 {
+        s.curl_admin(
+            "POST",
+            CM,
+            None,
+            Some(&format!(
+                r#"{{"metadata":{{"name":"c{i}","labels":{{"app":"a"}}}}}}"#
+            )),
+        );
+    }
+    let api: Api<ConfigMap> = Api::namespaced(s.client().await, "default");
+    // Without selectors (pages copied from the store) and with one (filtered first).
+    for (round, query) in ["limit=2", "limit=2&labelSelector=app%3Da"]
+        .iter()
+        .enumerate()
+    {
+        let first = parse(&s.curl_admin("GET", &format!("{CM}?{query}"), None, None).1);
+        let rev = first["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let token = first["metadata"]["continue"].as_str().unwrap().to_string();
+        // c0, in the first page, changes before the second page is read.
+        let (code, _) = s.curl_admin(
+            "PATCH",
+            &format!("{CM}/c0"),
+            Some("application/merge-patch+json"),
+            Some(&format!(r#"{{"data":{{"round":"{round}"}}}}"#)),
+        );
+        assert_eq!(code, 200);
+        let mut token = token;
+        let last = loop {
+            let page = parse(
+                &s.curl_admin("GET", &format!("{CM}?{query}&continue={token}"), None, None)
+                    .1,
+            );
+            assert_eq!(
+                page["metadata"]["resourceVersion"],
+                json!(rev),
+                "{query}: {page}"
+            );
+            match page["metadata"]["continue"].as_str() {
+                Some(t) => token = t.to_string(),
+                None => break page,
+            }
+        };
+        let from = last["metadata"]["resourceVersion"].as_str().unwrap();
+        let stream = api
+            .watch(&WatchParams::default().timeout(5), from)
+            .await
+            .unwrap();
+        futures::pin_mut!(stream);
+        match stream.next().await.unwrap().unwrap() {
+            WatchEvent::Modified(c) => {
+                assert_eq!(c.metadata.name.as_deref(), Some("c0"));
+                assert_eq!(c.data.unwrap()["round"], round.to_string());
+            }
+            other => panic!("{query}: expected c0 modified, got {other:?}"),
+        }
+    }
+    let (code, body) = s.curl_admin("GET", &format!("{CM}?limit=2&continue=bm9wZQ"), None, None);
+    assert_eq!(code, 400, "{body}");
+    assert!(body.contains("invalid continue token"), "{body}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn watch_sends_initial_events_end_and_bookmarks() {
     let s = Apiserver::start();

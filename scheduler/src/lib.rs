@@ -230,6 +230,8 @@ async fn schedule(
     shutdown: &Shutdown,
 ) -> Result<(), SchedulerError> {
     let changes = Changes::default();
+    // Every watch lists at once, and the first pass waits for all of them: a Pod's claims or a
+    // budget not yet listed would look missing.
     let pods = reflect(
         Api::<Pod>::all(client.clone()),
         watcher::Config::default(),
@@ -240,13 +242,6 @@ async fn schedule(
         watcher::Config::default(),
         &changes,
     );
-    pods.wait_until_ready()
-        .await
-        .map_err(|_| SchedulerError::WatchEnded("Pod"))?;
-    nodes
-        .wait_until_ready()
-        .await
-        .map_err(|_| SchedulerError::WatchEnded("Node"))?;
     let volumes = state::VolumeStores {
         claims: reflect(
             Api::all(client.clone()),
@@ -270,6 +265,20 @@ async fn schedule(
         watcher::Config::default(),
         &changes,
     );
+    let listed = [
+        ("Pod", pods.wait_until_ready().await),
+        ("Node", nodes.wait_until_ready().await),
+        (
+            "PersistentVolumeClaim",
+            volumes.claims.wait_until_ready().await,
+        ),
+        ("PersistentVolume", volumes.volumes.wait_until_ready().await),
+        ("StorageClass", volumes.classes.wait_until_ready().await),
+        ("PodDisruptionBudget", budgets.wait_until_ready().await),
+    ];
+    if let Some((kind, _)) = listed.iter().find(|(_, r)| r.is_err()) {
+        return Err(SchedulerError::WatchEnded(kind));
+    }
     let state = Arc::new(state::State::new(
         client, pods, nodes, volumes, budgets, metrics,
     ));

@@ -53,7 +53,7 @@ pub(crate) struct State {
 
 impl State {
     /// At most this many Binding requests are in flight at once.
-    const CONCURRENT_BINDS: usize = 32;
+    const CONCURRENT_BINDS: usize = 64;
     /// Upstream's longest back-off between attempts at an unschedulable Pod.
     const FAILED_EVENT_EVERY: Duration = Duration::from_secs(10);
 

@@ -8,7 +8,7 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 cd "$root"
-benches=${BENCHES:-cni connections network dns proxy netpol ingress pod-startup scheduler apiserver apiserver-etcd}
+benches=${BENCHES:-cni connections network dns proxy netpol ingress pod-startup e2e scheduler apiserver apiserver-etcd}
 limit=${BENCH_LIMIT:-2400}
 logs=$(mktemp -d /tmp/keelson-bench-all.XXXXXX)
 status=()

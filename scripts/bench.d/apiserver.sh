@@ -127,6 +127,9 @@ scale_bench() {
   rss=$(awk '/VmRSS/ {print $2}' "/proc/$pid/status")
   figure_line "server RSS after the run" "$(awk -v k="$rss" 'BEGIN {print k / 1024}')" MiB "stored JSON x 2.5 (goal)" \
     "$(awk -v s="$stored" 'BEGIN {print s * 1e6 / 1048576 * 2.5}')"
+  # Where the resident memory is: the heap's anonymous pages, and what the allocator has freed
+  # lazily (MADV_FREE: counted in RSS until the kernel needs the pages).
+  awk '/^(Anonymous|LazyFree|Private_Dirty):/ {printf "  %s %d MiB", $1, $2 / 1024} END {print ""}' "/proc/$pid/smaps_rollup"
   kill "$pid"; wait "$pid" 2>/dev/null || true
   start=$(date +%s%N)
   target/release/keelson-apiserver --data-dir "$dir" --bind-address 127.0.0.1 --secure-port "$port" >>"$dir/server.log" 2>&1 &

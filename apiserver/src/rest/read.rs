@@ -7,7 +7,7 @@ use crate::store::{Entry, Rev};
 use base64::Engine;
 use keelson_apimachinery::fields::FieldSelector;
 use keelson_apimachinery::labels::LabelSelector;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -130,16 +130,49 @@ pub struct Page {
     pub remaining: Option<usize>,
 }
 
-/// The token of the page after the one ending at store key `last`.
-fn continue_token(last: &str) -> String {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(last)
+/// A continue token: upstream's shape (base64 of this JSON), the list's revision and the key the
+/// next page starts at (the last one's key followed by a NUL, the smallest key after it).
+#[derive(Serialize, Deserialize)]
+struct ContinueToken {
+    v: String,
+    rv: Rev,
+    start: String,
 }
 
-fn decode_continue(token: &str) -> ApiResult<String> {
+/// The token of the page after the one ending at store key `last`, of a list made at `rev`.
+fn continue_token(rev: Rev, last: &str) -> String {
+    let token = ContinueToken {
+        v: "meta.k8s.io/v1".into(),
+        rv: rev,
+        start: format!("{last}\0"),
+    };
+    let json = serde_json::to_vec(&token).unwrap_or_default();
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(json)
+}
+
+/// The revision of the list a token continues and the key its next page comes after. Every page
+/// answers with the first page's revision: a client that watches from the last page's (as
+/// reflectors do) then also sees what changed in the earlier pages while it read the later ones.
+/// Later pages hold the objects as they are now, so an object may appear newer than that
+/// revision; the watch then delivers what it already has, which a reflector takes as a no-op.
+fn decode_continue(api: &Api, token: &str) -> ApiResult<(Rev, String)> {
+    let invalid = || ApiError::bad_request("invalid continue token");
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(token)
-        .map_err(|_| ApiError::bad_request("invalid continue token"))?;
-    String::from_utf8(bytes).map_err(|_| ApiError::bad_request("invalid continue token"))
+        .decode(token.trim_end_matches('='))
+        .map_err(|_| invalid())?;
+    let token: ContinueToken = serde_json::from_slice(&bytes).map_err(|_| invalid())?;
+    let after = token.start.strip_suffix('\0').ok_or_else(invalid)?;
+    if token.v != "meta.k8s.io/v1" || token.rv > api.store.current_rev() {
+        return Err(invalid());
+    }
+    // Past the history, a watch from that revision would miss events: start over, as upstream.
+    if token.rv < api.store.oldest_rev() {
+        return Err(ApiError::gone(
+            "The provided continue parameter is too old to display a consistent list result. \
+             You can start a new list without the continue parameter.",
+        ));
+    }
+    Ok((token.rv, after.to_string()))
 }
 
 /// The matching entries with their store keys, in key order.
@@ -166,21 +199,38 @@ pub fn list_entries(api: &Api, t: &Target, p: &ListParams) -> ApiResult<(Vec<Ent
 }
 
 pub fn list(api: &Api, t: &Target, p: &ListParams) -> ApiResult<Page> {
-    let after = match p.continue_.as_deref() {
-        Some(c) if !c.is_empty() => Some(decode_continue(c)?),
-        _ => None,
+    let (first_rev, after) = match p.continue_.as_deref() {
+        Some(c) if !c.is_empty() => {
+            let (rev, after) = decode_continue(api, c)?;
+            (Some(rev), Some(after))
+        }
+        _ => (None, None),
     };
     let filter = Filter::new(p)?;
-    if let Some(limit) = p.limit.filter(|l| *l > 0 && filter.everything) {
-        return page(api, t, p, after.as_deref(), limit);
-    }
-    let (mut items, rev) = keyed_entries(api, t, p, &filter, after.as_deref())?;
+    let mut page = match p.limit.filter(|l| *l > 0 && filter.everything) {
+        Some(limit) => page(api, t, p, after.as_deref(), limit)?,
+        None => filtered_page(api, t, p, &filter, after.as_deref())?,
+    };
+    page.rev = first_rev.unwrap_or(page.rev);
+    page.continue_ = page.continue_.map(|last| continue_token(page.rev, &last));
+    Ok(page)
+}
+
+/// A page (or, without a limit, the whole list) of the entries matching selectors; its
+/// `continue_` is the last key, made a token by the caller.
+fn filtered_page(
+    api: &Api,
+    t: &Target,
+    p: &ListParams,
+    filter: &Filter,
+    after: Option<&str>,
+) -> ApiResult<Page> {
+    let (mut items, rev) = keyed_entries(api, t, p, filter, after)?;
     let mut continue_ = None;
     let mut remaining = None;
     if let Some(limit) = p.limit.filter(|l| *l > 0 && *l < items.len()) {
         let rest = items.split_off(limit);
-        let last = items.last().map(|(k, _)| k.as_str()).unwrap_or_default();
-        continue_ = Some(continue_token(last));
+        continue_ = items.last().map(|(k, _)| k.clone());
         remaining = Some(rest.len());
     }
     Ok(Page {
@@ -191,7 +241,7 @@ pub fn list(api: &Api, t: &Target, p: &ListParams) -> ApiResult<Page> {
     })
 }
 
-/// A page of a list without selectors, copied alone from the store.
+/// A page of a list without selectors, copied alone from the store; `continue_` as above.
 fn page(
     api: &Api,
     t: &Target,
@@ -204,7 +254,7 @@ fn page(
     let continue_ = items
         .last()
         .filter(|_| more > 0)
-        .map(|(last, _)| continue_token(last));
+        .map(|(last, _)| last.clone());
     Ok(Page {
         items: items.into_iter().map(|(_, e)| e).collect(),
         rev,

@@ -6,7 +6,7 @@ use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use keelson_apimachinery::well_known::POD_DELETION_COST_ANNOTATION;
 use kube::ResourceExt;
-use std::cmp::Ordering;
+use std::cmp::Reverse;
 use std::collections::HashMap;
 
 fn node(p: &Pod) -> &str {
@@ -70,63 +70,58 @@ fn max_restarts(p: &Pod) -> (i32, i32) {
     (regular, sidecar)
 }
 
-/// Upstream's afterOrZero then LogarithmicScaleDown: a missing time first; times in the same
-/// power-of-two age bucket compare by uid, otherwise the newer first.
-fn newer_first(
-    a: Option<Timestamp>,
-    b: Option<Timestamp>,
-    ua: &str,
-    ub: &str,
-    now: Timestamp,
-) -> Ordering {
-    let (a, b) = match (a, b) {
-        (None, _) => return Ordering::Less,
-        (_, None) => return Ordering::Greater,
-        (Some(a), Some(b)) => (a, b),
-    };
-    let bucket = |t: Timestamp| {
-        let nanos = now.duration_since(t).as_nanos();
-        if nanos > 0 {
-            (nanos as f64).log2() as i64
-        } else {
-            -1
-        }
-    };
-    match bucket(a).cmp(&bucket(b)) {
-        Ordering::Equal => ua.cmp(ub),
-        o => o,
+/// Upstream's LogarithmicScaleDown: a time's power-of-two age bucket (a missing time first;
+/// a newer time has a smaller bucket, and goes first).
+fn age_bucket(t: Option<Timestamp>, now: Timestamp) -> i64 {
+    let Some(t) = t else { return i64::MIN };
+    let nanos = now.duration_since(t).as_nanos();
+    if nanos > 0 {
+        (nanos as f64).log2() as i64
+    } else {
+        -1
     }
 }
 
-/// The deletion order of two Pods of a ReplicaSet: Less deletes `a` first. `rank` is how many
-/// active Pods of the same owner share a Pod's node (doubled up goes first).
-pub fn compare(a: &Pod, b: &Pod, rank: &HashMap<String, usize>, now: Timestamp) -> Ordering {
-    let (na, nb) = (node(a), node(b));
-    if na != nb && (na.is_empty() || nb.is_empty()) {
-        return nb.is_empty().cmp(&na.is_empty());
-    }
-    let (ra, rb) = (is_ready(a), is_ready(b));
-    let rank_of = |n: &str| rank.get(n).copied().unwrap_or(0);
-    let (ua, ub) = (a.uid().unwrap_or_default(), b.uid().unwrap_or_default());
-    phase_ordinal(a)
-        .cmp(&phase_ordinal(b))
-        .then(ra.cmp(&rb))
-        .then(deletion_cost(a).cmp(&deletion_cost(b)))
-        .then(rank_of(nb).cmp(&rank_of(na)))
-        .then_with(|| match ra && rb {
-            true if ready_since(a) != ready_since(b) => {
-                newer_first(ready_since(a), ready_since(b), &ua, &ub, now)
-            }
-            _ => Ordering::Equal,
-        })
-        .then_with(|| max_restarts(b).cmp(&max_restarts(a)))
-        .then_with(|| {
-            let created = |p: &Pod| p.metadata.creation_timestamp.as_ref().map(|t| t.0);
-            match created(a) == created(b) {
-                true => Ordering::Equal,
-                false => newer_first(created(a), created(b), &ua, &ub, now),
-            }
-        })
+/// Where a Pod of a ReplicaSet stands in the deletion order (smaller deletes first). `rank` is
+/// how many active Pods of the same owner share a Pod's node (doubled up goes first).
+///
+/// Upstream's ActivePodsWithRanks in order: unscheduled, phase, not ready, deletion cost,
+/// doubled up, ready for less time, more restarts, created more recently. Upstream compares
+/// ready times pairwise (equal times fall through to restarts, different ones in one bucket go by
+/// uid), which is no total order: Go's sort tolerates that, Rust's panics ("does not correctly
+/// implement a total order"; it brought the controller manager down while 27 Pods became Ready
+/// in the same second). Here a bucket is compared whole and the uid breaks the last tie, so the
+/// order is total and differs from upstream's only among Pods of the same bucket.
+type Key = (
+    bool,
+    u8,
+    bool,
+    i32,
+    Reverse<usize>,
+    i64,
+    Reverse<(i32, i32)>,
+    i64,
+    String,
+);
+
+fn key(p: &Pod, rank: &HashMap<String, usize>, now: Timestamp) -> Key {
+    let ready = is_ready(p);
+    let created = p.metadata.creation_timestamp.as_ref().map(|t| t.0);
+    (
+        !node(p).is_empty(),
+        phase_ordinal(p),
+        ready,
+        deletion_cost(p),
+        Reverse(rank.get(node(p)).copied().unwrap_or(0)),
+        if ready {
+            age_bucket(ready_since(p), now)
+        } else {
+            0
+        },
+        Reverse(max_restarts(p)),
+        age_bucket(created, now),
+        p.uid().unwrap_or_default(),
+    )
 }
 
 /// The names of the `n` Pods to delete first out of `pods`; `related` are the active Pods of
@@ -138,7 +133,7 @@ pub fn to_delete(pods: &[&Pod], related: &[&Pod], n: usize, now: Timestamp) -> V
     }
     let mut sorted: Vec<&Pod> = pods.to_vec();
     if n < sorted.len() {
-        sorted.sort_by(|a, b| compare(a, b, &rank, now));
+        sorted.sort_by_cached_key(|p| key(p, &rank, now));
     }
     sorted.iter().take(n).map(|p| p.name_any()).collect()
 }
@@ -147,6 +142,12 @@ pub fn to_delete(pods: &[&Pod], related: &[&Pod], n: usize, now: Timestamp) -> V
 mod tests {
     use super::*;
     use crate::pods::pod;
+    use std::cmp::Ordering;
+
+    /// The deletion order of two Pods: Less deletes `a` first.
+    fn compare(a: &Pod, b: &Pod, rank: &HashMap<String, usize>, now: Timestamp) -> Ordering {
+        key(a, rank, now).cmp(&key(b, rank, now))
+    }
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
     use std::time::Duration;
 
@@ -214,5 +215,39 @@ mod tests {
         let rank = HashMap::new();
         assert_eq!(compare(&crashy, &young, &rank, now), Ordering::Less);
         assert_eq!(compare(&young, &old, &rank, now), Ordering::Less);
+    }
+
+    /// 30 Pods became Ready within two seconds (same age bucket, some at the same instant), and
+    /// their uids sort against their creation: upstream's pairwise rule made a cycle here, and
+    /// the sort panicked.
+    #[test]
+    fn pods_ready_in_the_same_second_have_a_total_order() {
+        let now = Timestamp::now();
+        let pods: Vec<Pod> = (0..30)
+            .map(|i| {
+                let mut p = on(&format!("p{i:02}"), "n1", true, "Running");
+                p.metadata.uid = Some(format!("uid-{:02}", 29 - i));
+                p.metadata.creation_timestamp =
+                    Some(Time(now - Duration::from_secs(600 + (i % 7) as u64)));
+                let since = now - Duration::from_secs(300 + (i % 2) as u64);
+                let ready = &mut p.status.as_mut().unwrap().conditions.as_mut().unwrap()[0];
+                ready.last_transition_time = Some(Time(since));
+                p
+            })
+            .collect();
+        let rank = HashMap::from([("n1".to_string(), 30)]);
+        for a in &pods {
+            for b in &pods {
+                let ab = compare(a, b, &rank, now);
+                assert_eq!(ab, compare(b, a, &rank, now).reverse());
+                for c in &pods {
+                    if ab != Ordering::Greater && compare(b, c, &rank, now) != Ordering::Greater {
+                        assert_ne!(compare(a, c, &rank, now), Ordering::Greater);
+                    }
+                }
+            }
+        }
+        let refs: Vec<&Pod> = pods.iter().collect();
+        assert_eq!(to_delete(&refs, &refs, 27, now).len(), 27);
     }
 }

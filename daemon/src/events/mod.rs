@@ -14,6 +14,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::Resource;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use tokio::sync::mpsc;
 
 /// Events waiting to be written; beyond this, new ones are dropped (and logged).
@@ -61,6 +63,8 @@ pub fn reference<K: Resource<DynamicType = ()>>(obj: &K) -> ObjectReference {
 pub struct Recorder {
     tx: mpsc::Sender<Event>,
     reporter: Reporter,
+    /// Events dropped so far because the queue was full (shared by every clone).
+    dropped: Arc<AtomicU64>,
 }
 
 impl Recorder {
@@ -68,7 +72,11 @@ impl Recorder {
     pub fn new(client: kube::Client, reporter: Reporter) -> Recorder {
         let (tx, rx) = mpsc::channel(QUEUE);
         tokio::spawn(write_events(client, rx));
-        Recorder { tx, reporter }
+        Recorder {
+            tx,
+            reporter,
+            dropped: Arc::default(),
+        }
     }
 
     /// The same writer, reporting as `component` (one controller manager runs many controllers,
@@ -76,6 +84,7 @@ impl Recorder {
     pub fn reporting(&self, component: &str) -> Recorder {
         Recorder {
             tx: self.tx.clone(),
+            dropped: self.dropped.clone(),
             reporter: Reporter {
                 component: component.into(),
                 host: self.reporter.host.clone(),
@@ -111,8 +120,17 @@ impl Recorder {
             &self.reporter,
             Timestamp::now(),
         );
-        if let Err(e) = self.tx.try_send(event) {
-            tracing::warn!(reason, error = %e, "event dropped: the queue of events to write is full");
+        if self.tx.try_send(event).is_err() {
+            // A burst (a scheduler binding thousands of Pods) drops thousands: log the 1st,
+            // 2nd, 4th, 8th... and every 1000th drop, not each.
+            let dropped = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+            if dropped.is_power_of_two() || dropped.is_multiple_of(1000) {
+                tracing::warn!(
+                    reason,
+                    dropped,
+                    "events dropped: the queue of events to write is full"
+                );
+            }
         }
     }
 }
