@@ -44,17 +44,19 @@ fn finalizers_hold_deletion_until_removed() {
     assert_eq!(code, 404);
 }
 
+/// ConfigMaps c0..c4 in `default`, labelled app=a.
+fn five_config_maps(s: &Apiserver) {
+    for i in 0..5 {
+        let body = format!(r#"{{"metadata":{{"name":"c{i}","labels":{{"app":"a"}}}}}}"#);
+        let (code, out) = s.curl_admin("POST", CM, None, Some(&body));
+        assert_eq!(code, 201, "{out}");
+    }
+}
+
 #[test]
 fn lists_page_with_continue_tokens() {
     let s = Apiserver::start();
-    for i in 0..5 {
-        s.curl_admin(
-            "POST",
-            CM,
-            None,
-            Some(&format!(r#"{{"metadata":{{"name":"c{i}"}}}}"#)),
-        );
-    }
+    five_config_maps(&s);
     let mut names = Vec::new();
     let mut cont = String::new();
     for page in 0.. {
@@ -99,16 +101,7 @@ fn lists_page_with_continue_tokens() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn later_pages_keep_the_first_pages_revision() {
     let s = Apiserver::start();
-    for i in 0..5 {
-        s.curl_admin(
-            "POST",
-            CM,
-            None,
-            Some(&format!(
-                r#"{{"metadata":{{"name":"c{i}","labels":{{"app":"a"}}}}}}"#
-            )),
-        );
-    }
+    five_config_maps(&s);
     let api: Api<ConfigMap> = Api::namespaced(s.client().await, "default");
     // Without selectors (pages copied from the store) and with one (filtered first).
     for (round, query) in ["limit=2", "limit=2&labelSelector=app%3Da"]
