@@ -162,8 +162,14 @@ fn decode_continue(api: &Api, token: &str) -> ApiResult<(Rev, String)> {
         .map_err(|_| invalid())?;
     let token: ContinueToken = serde_json::from_slice(&bytes).map_err(|_| invalid())?;
     let after = token.start.strip_suffix('\0').ok_or_else(invalid)?;
-    if token.v != "meta.k8s.io/v1" || token.rv > api.store.current_rev() {
+    if token.v != "meta.k8s.io/v1" {
         return Err(invalid());
+    }
+    // From another API server further ahead on the same etcd: retry, as for a list at a
+    // resourceVersion this server has not seen yet.
+    let current = api.store.current_rev();
+    if token.rv > current {
+        return Err(too_large(token.rv, current));
     }
     // Past the history, a watch from that revision would miss events: start over, as upstream.
     if token.rv < api.store.oldest_rev() {

@@ -11,7 +11,7 @@ use k8s_openapi::api::apps::v1::{
 use k8s_openapi::api::batch::v1::{CronJob, Job};
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use kube::api::{Api, DeleteParams, ListParams, PartialObjectMeta};
+use kube::api::{Api, DeleteParams, ListParams, PartialObjectMeta, Preconditions};
 use kube::ResourceExt;
 use std::collections::HashSet;
 
@@ -110,17 +110,39 @@ async fn collect<K>(
 where
     K: Namespaced,
 {
-    for o in items {
-        let Some(policy) = verdict(o, owners) else {
+    for listed in items {
+        if verdict(listed, owners).is_none() {
+            continue;
+        }
+        let api: Api<K> = Api::namespaced(client.clone(), &listed.namespace().unwrap_or_default());
+        // Decided again on the object as it is now, as upstream's attemptToDeleteItem: an
+        // orphaning DELETE of its owner made between this sweep's list of dependents and its
+        // list of owners removed the reference, then the owner, so the owner looks gone while
+        // the listed dependent still names it. The delete holds only for that version (a 409
+        // leaves it to the next sweep).
+        let Some(o) = api.get_metadata_opt(&listed.name_any()).await? else {
             continue;
         };
-        let api: Api<K> = Api::namespaced(client.clone(), &o.namespace().unwrap_or_default());
-        tracing::info!(kind = K::kind(&()).as_ref(), name = %o.name_any(), policy, "deleting a dependent of a deleted owner");
-        let params = match policy {
+        let Some(policy) = verdict(&o, owners) else {
+            continue;
+        };
+        let mut params = match policy {
             "Foreground" => DeleteParams::foreground(),
             _ => DeleteParams::background(),
         };
-        delete_if_present(&api, &o.name_any(), &params).await?;
+        params.preconditions = Some(Preconditions {
+            uid: o.uid(),
+            resource_version: o.resource_version(),
+        });
+        match delete_if_present(&api, &o.name_any(), &params).await {
+            Ok(()) => {
+                tracing::info!(kind = K::kind(&()).as_ref(), name = %o.name_any(), policy, "deleted a dependent of a deleted owner");
+            }
+            Err(kube::Error::Api(e)) if e.code == 409 => {
+                tracing::debug!(name = %o.name_any(), "changed since listed; left for the next sweep");
+            }
+            Err(e) => return Err(e),
+        }
     }
     Ok(())
 }
