@@ -41,7 +41,6 @@ cargo build --release -q -p keelson-agent --example bench_pod_startup
 helper=${CARGO_TARGET_DIR:-$root/target}/release/examples/bench_pod_startup
 echo "bench e2e: scripts/up in test host $KEELSON_NETNS"
 scripts/up >"$tmp/up.log" 2>&1 || { tail -30 "$tmp/up.log"; show_state "scripts/up failed"; exit 1; }
-grep '^binaries\|==> building' "$tmp/up.log" || true
 echo "binaries: ${CARGO_TARGET_DIR:-$root/target}/release"
 sock=/run/keelson/containerd/$KEELSON_NODE_NAME/containerd.sock
 
@@ -52,7 +51,6 @@ ingress_names() {
   for _ in $(seq 12); do urls+=(http://127.0.0.1/); done
   in_ns curl -s -m 2 -w '\n' -H 'Host: web.example.test' "${urls[@]}" 2>/dev/null | grep '^web-' | sort -u || true
 }
-ready_pods() { k get pods -l app=web -o jsonpath='{range .items[?(@.status.podIP)]}{.metadata.name}{"\n"}{end}' 2>/dev/null | sort; }
 ready_endpoints() {
   k get endpointslices -l kubernetes.io/service-name=web \
     -o jsonpath='{range .items[*].endpoints[*]}{.conditions.ready}{"\n"}{end}' 2>/dev/null | grep -c '^true$' || true
@@ -65,7 +63,8 @@ until_done() {
     sleep 0.05
   done
 }
-# Every pod of the Deployment (3, all Ready) answered through the Ingress.
+# Each of the Deployment's 3 running pods has answered through the Ingress (which routes only
+# to Ready endpoints).
 every_pod_answers() {
   local want
   want=$(k get pods -l app=web --field-selector=status.phase=Running -o name 2>/dev/null | sed 's|^pod/||' | sort)

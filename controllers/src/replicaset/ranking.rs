@@ -142,14 +142,14 @@ pub fn to_delete(pods: &[&Pod], related: &[&Pod], n: usize, now: Timestamp) -> V
 mod tests {
     use super::*;
     use crate::pods::pod;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
     use std::cmp::Ordering;
+    use std::time::Duration;
 
     /// The deletion order of two Pods: Less deletes `a` first.
     fn compare(a: &Pod, b: &Pod, rank: &HashMap<String, usize>, now: Timestamp) -> Ordering {
         key(a, rank, now).cmp(&key(b, rank, now))
     }
-    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-    use std::time::Duration;
 
     fn on(name: &str, node: &str, ready: bool, phase: &str) -> Pod {
         let mut p = pod(name, ready, phase);
