@@ -2,6 +2,7 @@
 # daemon with its PID recorded, waiting, and a node's own processes (containerd, agent, proxy,
 # NetworkPolicy).
 # Sourced, not run. Callers set `root` (the repository) first.
+source "$root/scripts/lib/systemd.bash"
 
 data=${KEELSON_DATA:-/var/lib/keelson}
 logs=${KEELSON_LOGS:-/var/log/keelson}
@@ -19,16 +20,49 @@ need_root() {
   [ "$(id -u)" = 0 ] || { echo "$1: run as root (containerd, network)" >&2; exit 1; }
 }
 
-# Installs the Debian packages and builds; sets `bin` to the folder of the binaries.
+# Installs the Debian packages, then builds (a checkout) or takes the binaries of a release
+# tarball (scripts/dist: bin/ beside scripts/, for machines without a Rust toolchain); sets `bin`
+# to the folder of the binaries.
 install_and_build() {
   echo "==> installing Debian packages"
   "$root/scripts/install-deps"
-  echo "==> building ($profile)"
-  case "$profile" in
-    release) (cd "$root" && cargo build --release --workspace --bins); bin="${CARGO_TARGET_DIR:-$root/target}/release" ;;
-    debug) (cd "$root" && cargo build --workspace --bins); bin="${CARGO_TARGET_DIR:-$root/target}/debug" ;;
-    *) echo "KEELSON_PROFILE is release or debug, not '$profile'" >&2; exit 2 ;;
-  esac
+  if [ -x "$root/bin/keelson-apiserver" ]; then
+    bin="$root/bin"
+    echo "==> using the release binaries in $bin ($(cat "$root/VERSION" 2>/dev/null || echo unknown version))"
+  else
+    check_build_tools
+    echo "==> building ($profile)"
+    case "$profile" in
+      release) (cd "$root" && cargo build --release --workspace --bins); bin="${CARGO_TARGET_DIR:-$root/target}/release" ;;
+      debug) (cd "$root" && cargo build --workspace --bins); bin="${CARGO_TARGET_DIR:-$root/target}/debug" ;;
+      *) echo "KEELSON_PROFILE is release or debug, not '$profile'" >&2; exit 2 ;;
+    esac
+  fi
+  # kubectl is not a Debian package; a release tarball brings one (a static binary).
+  if ! command -v kubectl >/dev/null && [ -x "$bin/kubectl" ]; then
+    ln -sf "$bin/kubectl" /usr/local/bin/kubectl
+  fi
+  command -v kubectl >/dev/null || {
+    echo "kubectl is missing: install kubectl $min_kubectl or newer (https://kubernetes.io/docs/tasks/tools/)," >&2
+    echo "or use a release tarball (scripts/dist), which brings one" >&2
+    exit 1
+  }
+}
+
+# What a build from a checkout needs (README: prerequisites), checked before cargo starts.
+min_rust=1.89 min_kubectl=1.28
+check_build_tools() {
+  command -v cargo >/dev/null || {
+    echo "cargo is missing: install Rust $min_rust or newer (https://rustup.rs), or use a release" >&2
+    echo "tarball (scripts/dist) on machines without a Rust toolchain" >&2
+    exit 1
+  }
+  local have
+  have=$(rustc --version 2>/dev/null | awk '{print $2}')
+  if [ "$(printf '%s\n%s\n' "$min_rust" "${have:-0}" | sort -V | head -n1)" != "$min_rust" ]; then
+    echo "Rust $have is too old: Keelson builds with Rust $min_rust or newer (rustup update)" >&2
+    exit 1
+  fi
 }
 
 # Creates network namespace $netns (no default route) when one is asked for and missing; only a
@@ -43,9 +77,15 @@ ensure_netns() {
   fi
 }
 
-start() { # name, command...
+# name, command... Under systemd a unit keelson-NAME (after the units in `unit_after`), else a
+# background process with its PID in $run/NAME.pid.
+start() {
   local name=$1; shift
   echo "==> starting $name"
+  if use_systemd; then
+    install_unit "keelson-$name" "${unit_after:-}" "$logs/$name.log" -- "$@"
+    return
+  fi
   (exec_in_ns nohup "$@" >"$logs/$name.log" 2>&1) &
   echo $! >"$run/$name.pid"
 }
@@ -108,6 +148,15 @@ start_node() {
   echo "==> local registry and test images"
   if [ -n "$netns" ]; then "$root/scripts/registry" start; "$root/scripts/registry" --netns "$netns" start; else "$root/scripts/registry" start; fi
   "$root/scripts/images/build"
+  # Pods on one bridge reach each other through a ClusterIP only when bridged traffic passes
+  # iptables (br_netfilter, its bridge-nf-call-* sysctls default to 1): loaded now and, as
+  # kubeadm's install guide does, at every boot.
+  if [ ! -e /proc/sys/net/bridge/bridge-nf-call-iptables ]; then
+    modprobe br_netfilter || { echo "the kernel module br_netfilter is missing: pods could not reach Services" >&2; exit 1; }
+  fi
+  if use_systemd; then
+    echo br_netfilter >/etc/modules-load.d/keelson.conf
+  fi
   echo "==> CNI plugin"
   "$bin/keelson-cni" install /opt/keelson/cni/bin
   echo "==> containerd"
@@ -118,7 +167,7 @@ start_node() {
   local client_ca="$dir/client-ca.crt"
   kubectl config view --kubeconfig "$bootstrap" --raw \
     -o jsonpath='{.clusters[0].cluster.certificate-authority-data}' | base64 -d >"$client_ca"
-  start agent "$bin/keelson-agent" --bootstrap-kubeconfig "$bootstrap" --kubeconfig "$kubeconfig" \
+  unit_after="containerd.service keelson-registry.service" start agent "$bin/keelson-agent" --bootstrap-kubeconfig "$bootstrap" --kubeconfig "$kubeconfig" \
     --client-ca-file "$client_ca" \
     --cert-dir "$dir/pki" --root-dir "$dir/agent" --cni-conf-dir "$dir/cni/net.d" \
     --pod-log-dir "$logs/pods" --container-runtime-endpoint "$sock" --hostname-override "$node" \
