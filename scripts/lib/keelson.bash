@@ -28,7 +28,7 @@ install_and_build() {
   "$root/scripts/install-deps"
   if [ -x "$root/bin/keelson-apiserver" ]; then
     bin="$root/bin"
-    echo "==> using the release binaries in $bin ($(cat "$root/VERSION" 2>/dev/null || echo unknown version))"
+    echo "==> using the tarball's binaries in $bin ($(cat "$root/VERSION" 2>/dev/null || echo unknown version))"
   else
     check_build_tools
     echo "==> building ($profile)"
@@ -47,6 +47,12 @@ install_and_build() {
     echo "or use a release tarball (scripts/dist), which brings one" >&2
     exit 1
   }
+  local minor
+  minor=$(kubectl version --client -o json 2>/dev/null | jq -r '.clientVersion.minor' | tr -dc 0-9)
+  if [ "${minor:-0}" -lt "${min_kubectl#1.}" ]; then
+    echo "kubectl 1.${minor:-?} is too old: Keelson needs kubectl $min_kubectl or newer" >&2
+    exit 1
+  fi
 }
 
 # What a build from a checkout needs (README: prerequisites), checked before cargo starts.

@@ -10,7 +10,7 @@ export KUBECONFIG=/var/lib/keelson/apiserver/admin.kubeconfig
 failed=0
 pass() { echo "test vm::$1 ... ok"; }
 fail() { echo "test vm::$1 ... FAILED: $2"; failed=1; }
-until_ok() { local t=$1; shift; for _ in $(seq 1 "$t"); do "$@" >/dev/null 2>&1 && return 0; sleep 1; done; return 1; }
+until_ok() { local end=$((SECONDS + $1)); shift; while [ $SECONDS -lt $end ]; do "$@" >/dev/null 2>&1 && return 0; sleep 1; done; return 1; }
 # name=node of each web pod that is not being deleted.
 placement() {
   kubectl get pods -l app=web -o jsonpath='{range .items[?(@.status.phase=="Running")]}{.metadata.name}={.spec.nodeName}={.metadata.deletionTimestamp}{"\n"}{end}' |

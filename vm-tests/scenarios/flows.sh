@@ -9,7 +9,7 @@ export KUBECONFIG=/var/lib/keelson/apiserver/admin.kubeconfig
 failed=0
 pass() { echo "test vm::$1 ... ok"; }
 fail() { echo "test vm::$1 ... FAILED: $2"; failed=1; }
-until_ok() { local t=$1; shift; for _ in $(seq 1 "$t"); do "$@" >/dev/null 2>&1 && return 0; sleep 1; done; return 1; }
+until_ok() { local end=$((SECONDS + $1)); shift; while [ $SECONDS -lt $end ]; do "$@" >/dev/null 2>&1 && return 0; sleep 1; done; return 1; }
 
 # The node as systemd runs it: the units are active and enabled (they come back after a reboot),
 # on the unified cgroup hierarchy.
@@ -25,9 +25,10 @@ fi
 kubectl apply -f "$examples/" >/dev/null || fail apply "kubectl apply -f $examples/"
 [ "$replicas" = 3 ] || kubectl scale deployment/web --replicas="$replicas" >/dev/null
 
-# Flow 1: the Deployment's pods run and are Ready.
+# Flow 1: the Deployment's pods run and are Ready (pods of an earlier rollout still shutting down
+# are not counted).
 if kubectl rollout status deployment/web --timeout=600s >/dev/null &&
-  [ "$(kubectl get pods -l app=web -o jsonpath='{range .items[*]}{.status.phase}{"\n"}{end}' | grep -c Running)" = "$replicas" ]; then
+  [ "$(kubectl get pods -l app=web -o jsonpath='{range .items[*]}{.status.phase}/{.metadata.deletionTimestamp}{"\n"}{end}' | grep -c '^Running/$')" = "$replicas" ]; then
   pass deployment_becomes_ready_pods
 else
   fail deployment_becomes_ready_pods "$(kubectl get pods -o wide 2>&1)"

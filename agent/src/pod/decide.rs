@@ -247,6 +247,8 @@ struct Slot<'a> {
     init: bool,
     policy: RestartPolicy,
     latest: Option<&'a ObservedContainer>,
+    /// The attempt of its first start in this sandbox.
+    first_attempt: u32,
 }
 
 impl<'a> Slot<'a> {
@@ -261,6 +263,7 @@ impl<'a> Slot<'a> {
             init,
             policy,
             latest: observed.latest(&spec.name),
+            first_attempt: observed.first_attempt(&spec.name),
         }
     }
 
@@ -288,7 +291,7 @@ fn changed(spec: &Container, observed: &ObservedContainer) -> bool {
 
 fn decide_container(plan: &mut Plan, facts: &Facts<'_>, slot: &Slot<'_>) {
     let Some(latest) = slot.latest else {
-        plan.actions.push(slot.start(0));
+        plan.actions.push(slot.start(slot.first_attempt));
         return;
     };
     match latest.state {
@@ -594,6 +597,24 @@ mod tests {
         let (state, plan) = plan(&p, &in_sandbox(false, vec![]), &[], SEC);
         assert_eq!(state, PodState::NeedsSandbox { attempt: 1 });
         assert_eq!(plan.actions, vec![Action::CreateSandbox { attempt: 1 }]);
+    }
+
+    #[test]
+    fn a_new_sandbox_continues_the_restart_count() {
+        // The node rebooted: the old sandbox is gone with app's attempt 2 in it; a new sandbox
+        // (attempt 1) holds nothing yet. app starts as attempt 3 (restartCount 3, as upstream's
+        // kubelet counts across sandboxes) and the old container is removed.
+        let p = pod("Always", &[], &["app"]);
+        let mut observed = in_sandbox(true, vec![]);
+        observed.earlier_attempts.insert("app".into(), 2);
+        observed.stale_containers.push("old-app-2".into());
+        let (state, plan) = plan(&p, &observed, &[], SEC);
+        assert_eq!(state, PodState::Running);
+        let mut want = start("app", false, 3);
+        want.push(Action::RemoveContainers {
+            ids: vec!["old-app-2".into()],
+        });
+        assert_eq!(plan.actions, want);
     }
 
     #[test]

@@ -51,6 +51,10 @@ pub struct ObservedPod {
     pub containers: Vec<ObservedContainer>,
     pub all_sandbox_ids: Vec<String>,
     pub stale_containers: Vec<String>,
+    /// The newest attempt of each container name in older sandboxes: a container started in a
+    /// new sandbox (one that died, or a node that rebooted) continues their count, so its
+    /// restartCount goes on as upstream's does.
+    pub earlier_attempts: std::collections::BTreeMap<String, u32>,
 }
 
 impl ObservedPod {
@@ -78,11 +82,14 @@ impl ObservedPod {
         let sandbox_id = sandbox.as_ref().map(|s| s.id.clone()).unwrap_or_default();
         let mut current = Vec::new();
         let mut stale = Vec::new();
+        let mut earlier_attempts = std::collections::BTreeMap::<String, u32>::new();
         for (container_sandbox, c) in containers {
             let observed = observe_container(c, container_sandbox);
             if observed.sandbox_id == sandbox_id {
                 current.push(observed);
             } else {
+                let newest = earlier_attempts.entry(observed.name).or_default();
+                *newest = (*newest).max(observed.attempt);
                 stale.push(observed.id);
             }
         }
@@ -92,6 +99,7 @@ impl ObservedPod {
             containers: current,
             all_sandbox_ids: sandboxes.iter().map(|s| s.id.clone()).collect(),
             stale_containers: stale,
+            earlier_attempts,
         }
     }
 
@@ -109,6 +117,12 @@ impl ObservedPod {
             .iter()
             .filter(|c| c.name == name)
             .max_by_key(|c| c.attempt)
+    }
+
+    /// The attempt a container's first start in the current sandbox gets: 0, or one past its
+    /// newest attempt in an older sandbox.
+    pub fn first_attempt(&self, name: &str) -> u32 {
+        self.earlier_attempts.get(name).map_or(0, |a| a + 1)
     }
 
     /// The attempt before the newest one (for lastState and `logs --previous`).

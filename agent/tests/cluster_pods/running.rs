@@ -206,7 +206,7 @@ fn configmap_secret_volumes_and_field_ref_env() {
   - name: app
     image: {BUSYBOX}
     workingDir: /etc/cfg
-    command: [sh, -c, 'echo "name=$POD_NAME ip=$POD_IP color=$COLOR pw=$PW uid=$(id -u) pwd=$(pwd)"; ls /etc/cfg /etc/sec; cat /etc/cfg/color /etc/sec/password; echo; echo limits $(cat /sys/fs/cgroup/memory/memory.limit_in_bytes) $(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us) $(cat /sys/fs/cgroup/cpu/cpu.cfs_period_us); cat /etc/resolv.conf; cat /etc/podinfo/labels; sleep 3600']
+    command: [sh, -c, 'echo "name=$POD_NAME ip=$POD_IP color=$COLOR pw=$PW uid=$(id -u) pwd=$(pwd)"; ls /etc/cfg /etc/sec; cat /etc/cfg/color /etc/sec/password; echo; if [ -e /sys/fs/cgroup/cpu.max ]; then echo limits $(cat /sys/fs/cgroup/memory.max) $(cat /sys/fs/cgroup/cpu.max); else echo limits $(cat /sys/fs/cgroup/memory/memory.limit_in_bytes) $(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us) $(cat /sys/fs/cgroup/cpu/cpu.cfs_period_us); fi; cat /etc/resolv.conf; cat /etc/podinfo/labels; sleep 3600']
     securityContext: {{runAsUser: 1234}}
     resources:
       limits: {{cpu: 250m, memory: 64Mi}}
@@ -250,7 +250,8 @@ fn configmap_secret_volumes_and_field_ref_env() {
     assert!(logs.contains("/etc/cfg:\ncolor\nsize\n"), "{logs}");
     assert!(logs.contains("/etc/sec:\npassword\n"), "{logs}");
     assert!(logs.contains("bluehunter2"), "{logs}");
-    // Limits reach the container's cgroups: 64Mi of memory, 250m of CPU (CFS quota / period).
+    // Limits reach the container's cgroups: 64Mi of memory, 250m of CPU (CFS quota / period),
+    // read from cgroup v1's files or v2's memory.max and cpu.max, which print the same numbers.
     assert!(logs.contains("limits 67108864 25000 100000"), "{logs}");
     // dnsPolicy ClusterFirst: the cluster DNS server and the namespace's search path.
     assert!(
