@@ -24,6 +24,9 @@ pub mod labels {
     pub const NODE: &str = "io.keelson.node";
     /// "init" for init containers, "regular" otherwise.
     pub const CONTAINER_KIND: &str = "io.keelson.container.kind";
+    /// On a sandbox (an annotation): the newest attempt of each container in the sandboxes it
+    /// replaced, "name=attempt,..." (those are removed first), so restart counts go on.
+    pub const EARLIER_ATTEMPTS: &str = "io.keelson.earlier-attempts";
 }
 
 /// A failed CRI call: which call, and the runtime's message.

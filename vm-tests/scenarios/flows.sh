@@ -46,7 +46,7 @@ names=$(kubectl logs vm-client 2>/dev/null | grep '^web-' | sort -u)
 if [ "$(echo "$names" | grep -c '^web-')" -ge 2 ]; then
   pass service_cluster_ip_reaches_the_pods
 else
-  fail service_cluster_ip_reaches_the_pods "phase $(kubectl get pod vm-client -o jsonpath={.status.phase}), saw: $(kubectl logs vm-client 2>&1 | head -5)"
+  fail service_cluster_ip_reaches_the_pods "phase $(kubectl get pod vm-client -o jsonpath='{.status.phase}'), saw: $(kubectl logs vm-client 2>&1 | head -5)"
 fi
 kubectl delete pod vm-client --wait=false >/dev/null 2>&1
 

@@ -82,7 +82,10 @@ impl ObservedPod {
         let sandbox_id = sandbox.as_ref().map(|s| s.id.clone()).unwrap_or_default();
         let mut current = Vec::new();
         let mut stale = Vec::new();
-        let mut earlier_attempts = std::collections::BTreeMap::<String, u32>::new();
+        let mut earlier_attempts = newest
+            .and_then(|s| s.annotations.get(labels::EARLIER_ATTEMPTS))
+            .map(|v| parse_attempts(v))
+            .unwrap_or_default();
         for (container_sandbox, c) in containers {
             let observed = observe_container(c, container_sandbox);
             if observed.sandbox_id == sandbox_id {
@@ -117,6 +120,21 @@ impl ObservedPod {
             .iter()
             .filter(|c| c.name == name)
             .max_by_key(|c| c.attempt)
+    }
+
+    /// The newest attempt of each container, in this sandbox or the ones before it: what a
+    /// sandbox that replaces this one records (labels::EARLIER_ATTEMPTS).
+    pub fn attempts_so_far(&self) -> String {
+        let mut newest = self.earlier_attempts.clone();
+        for c in &self.containers {
+            let a = newest.entry(c.name.clone()).or_default();
+            *a = (*a).max(c.attempt);
+        }
+        newest
+            .iter()
+            .map(|(name, attempt)| format!("{name}={attempt}"))
+            .collect::<Vec<_>>()
+            .join(",")
     }
 
     /// The attempt a container's first start in the current sandbox gets: 0, or one past its
@@ -162,6 +180,15 @@ impl ObservedPod {
     }
 }
 
+/// "name=attempt,..." (labels::EARLIER_ATTEMPTS); a malformed entry is skipped.
+fn parse_attempts(value: &str) -> std::collections::BTreeMap<String, u32> {
+    value
+        .split(',')
+        .filter_map(|kv| kv.split_once('='))
+        .filter_map(|(name, attempt)| Some((name.to_string(), attempt.parse().ok()?)))
+        .collect()
+}
+
 fn observe_container(c: &cri::ContainerStatus, sandbox_id: &str) -> ObservedContainer {
     let state = match cri::ContainerState::try_from(c.state) {
         Ok(cri::ContainerState::ContainerCreated) => RunState::Created,
@@ -200,5 +227,77 @@ fn observe_container(c: &cri::ContainerStatus, sandbox_id: &str) -> ObservedCont
             .get(crate::pod::translate::HASH_ANNOTATION)
             .cloned()
             .unwrap_or_default(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sandbox(id: &str, attempt: u32, annotations: &[(&str, &str)]) -> cri::PodSandbox {
+        cri::PodSandbox {
+            id: id.into(),
+            metadata: Some(cri::PodSandboxMetadata {
+                attempt,
+                ..Default::default()
+            }),
+            state: cri::PodSandboxState::SandboxReady as i32,
+            created_at: i64::from(attempt),
+            annotations: annotations
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    fn container(name: &str, attempt: u32) -> cri::ContainerStatus {
+        cri::ContainerStatus {
+            id: format!("{name}-{attempt}"),
+            metadata: Some(cri::ContainerMetadata {
+                name: name.into(),
+                attempt,
+            }),
+            state: cri::ContainerState::ContainerExited as i32,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_replacing_sandbox_carries_the_attempts_of_the_removed_ones() {
+        // The first sandbox ran app up to attempt 2 and init once; the agent records that on
+        // the sandbox replacing it (and removes the old one with its containers).
+        let old = ObservedPod::from_cri(
+            &[sandbox("sb0", 0, &[])],
+            &[],
+            &[
+                ("sb0".into(), container("app", 1)),
+                ("sb0".into(), container("app", 2)),
+                ("sb0".into(), container("init", 0)),
+            ],
+        );
+        let carried = old.attempts_so_far();
+        assert_eq!(carried, "app=2,init=0");
+        let new = ObservedPod::from_cri(
+            &[sandbox("sb1", 1, &[(labels::EARLIER_ATTEMPTS, &carried)])],
+            &[],
+            &[],
+        );
+        assert_eq!(new.first_attempt("app"), 3);
+        assert_eq!(new.first_attempt("init"), 1);
+        assert_eq!(new.first_attempt("sidecar"), 0);
+        // Replaced again before app restarted in sb1: the count still goes on.
+        assert_eq!(new.attempts_so_far(), "app=2,init=0");
+        // A malformed annotation is ignored, not fatal.
+        let odd = ObservedPod::from_cri(
+            &[sandbox(
+                "sb2",
+                2,
+                &[(labels::EARLIER_ATTEMPTS, "app=x,=,web")],
+            )],
+            &[],
+            &[],
+        );
+        assert_eq!(odd.first_attempt("app"), 0);
     }
 }

@@ -199,7 +199,7 @@ impl Actor {
     }
 }
 
-/// Removes the pod's old sandboxes, then runs a new one. A failure holds every container back
+/// Removes the pod's old sandboxes, then runs a new one that records their containers' attempts. A failure holds every container back
 /// as ContainerCreating with the runtime's message.
 async fn create_sandbox(
     ctx: &Context,
@@ -219,7 +219,14 @@ async fn create_sandbox(
         cri.stop_pod_sandbox(id).await?;
         cri.remove_pod_sandbox(id).await?;
     }
-    let config = translate::sandbox_config(&ctx.settings, pod, attempt);
+    let mut config = translate::sandbox_config(&ctx.settings, pod, attempt);
+    // The old sandboxes went with their containers: the new one carries their attempts.
+    let earlier = scene.observed.attempts_so_far();
+    if !earlier.is_empty() {
+        config
+            .annotations
+            .insert(crate::cri::labels::EARLIER_ATTEMPTS.into(), earlier);
+    }
     let _ = std::fs::create_dir_all(&config.log_directory);
     let Err(e) = clock
         .time(Phase::Sandbox, cri.run_pod_sandbox(config))
