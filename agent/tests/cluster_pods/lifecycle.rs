@@ -176,6 +176,33 @@ fn delete_removes_sandbox_and_address_and_cleans_up_after_downtime() {
 }
 
 #[test]
+fn a_dead_sandbox_is_replaced_and_the_restart_count_goes_on() {
+    // Upstream's kubelet counts restarts across sandboxes: a pod whose sandbox died (or whose
+    // node rebooted) runs again in a new one and shows RESTARTS 1, not 0.
+    let cluster = Cluster::start("agsbdie");
+    let node = cluster.node_name.clone();
+    cluster.apply(&http_pod("phoenix", &node));
+    ready_pod_ip(&cluster, "phoenix", Duration::from_secs(120));
+    let (sandboxes, _) = cluster.runtime_state();
+    assert_eq!(sandboxes.len(), 1, "{sandboxes:?}");
+    let old = sandboxes[0].id.clone();
+    cluster.stop_sandbox(&old);
+    cluster.wait_until(
+        Duration::from_secs(60),
+        "the pod Ready in a new sandbox with restartCount 1",
+        || {
+            let pod = cluster.pod("phoenix");
+            let (sandboxes, _) = cluster.runtime_state();
+            (is_ready(&pod)
+                && pod["status"]["containerStatuses"][0]["restartCount"] == 1
+                && sandboxes.len() == 1
+                && sandboxes[0].id != old)
+                .then_some(())
+        },
+    );
+}
+
+#[test]
 fn agent_restart_adopts_running_pods_without_restarts() {
     let mut cluster = Cluster::start("agadopt");
     let node = cluster.node_name.clone();

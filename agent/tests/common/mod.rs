@@ -463,6 +463,19 @@ impl Cluster {
         })
     }
 
+    /// Stops a pod sandbox on the first node (CRI StopPodSandbox): how a dead sandbox looks.
+    pub fn stop_sandbox(&self, id: &str) {
+        let socket = self.first().socket.clone();
+        let id = id.to_string();
+        block_on(async move {
+            connect(&socket)
+                .await
+                .stop_pod_sandbox(&id)
+                .await
+                .expect("StopPodSandbox")
+        })
+    }
+
     /// Runs `cmd` in a container on the first node (CRI ExecSync).
     pub fn exec(&self, container_id: &str, cmd: &[&str]) -> proto::ExecSyncResponse {
         let socket = self.first().socket.clone();
