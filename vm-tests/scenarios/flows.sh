@@ -22,6 +22,30 @@ else
   fail node_runs_as_systemd_units_on_cgroup_v2 "cgroup $(stat -fc %T /sys/fs/cgroup), units: $units"
 fi
 
+# A container's limits reach its cgroup, whichever layout the node has (v2 here: memory.max,
+# cpu.max; v1: the memory and cpu controllers' files), as the same numbers.
+kubectl delete pod vm-limits --ignore-not-found >/dev/null 2>&1
+kubectl apply -f - >/dev/null <<'POD'
+apiVersion: v1
+kind: Pod
+metadata: {name: vm-limits}
+spec:
+  restartPolicy: Never
+  containers:
+  - name: c
+    image: busybox
+    command: [sh, -c, 'if [ -e /sys/fs/cgroup/cpu.max ]; then echo limits $(cat /sys/fs/cgroup/memory.max) $(cat /sys/fs/cgroup/cpu.max); else echo limits $(cat /sys/fs/cgroup/memory/memory.limit_in_bytes) $(cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us) $(cat /sys/fs/cgroup/cpu/cpu.cfs_period_us); fi']
+    resources:
+      limits: {cpu: 250m, memory: 64Mi}
+POD
+until_ok 300 sh -c '[ "$(kubectl get pod vm-limits -o jsonpath={.status.phase})" = Succeeded ]'
+if kubectl logs vm-limits 2>/dev/null | grep -qx 'limits 67108864 25000 100000'; then
+  pass limits_reach_the_containers_cgroup
+else
+  fail limits_reach_the_containers_cgroup "phase $(kubectl get pod vm-limits -o jsonpath='{.status.phase}'), log: $(kubectl logs vm-limits 2>&1 | head -3)"
+fi
+kubectl delete pod vm-limits --wait=false >/dev/null 2>&1
+
 kubectl apply -f "$examples/" >/dev/null || fail apply "kubectl apply -f $examples/"
 [ "$replicas" = 3 ] || kubectl scale deployment/web --replicas="$replicas" >/dev/null
 
