@@ -89,7 +89,8 @@ pub fn write_reference_conflist(
                 "ipam": {
                     "type": "host-local",
                     "ranges": [[{"subnet": subnet}]],
-                    "dataDir": format!("/run/keelson/test-ipam/{network}"),
+                    // Beside `dir` (the test's temporary folder): gone with it.
+                    "dataDir": dir.with_file_name(format!("{network}-ipam")),
                 },
             },
             {"type": "portmap", "capabilities": {"portMappings": true}},
