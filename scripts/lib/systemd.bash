@@ -56,6 +56,13 @@ UNIT
 # The main PID of a unit (0 when it is not running).
 unit_pid() { systemctl show -p MainPID --value "$1.service" 2>/dev/null || echo 0; }
 
+# remove_unit UNIT: stops, disables and removes one unit install_unit wrote.
+remove_unit() {
+  systemctl disable --now --quiet "$1.service" 2>/dev/null || true
+  rm -f "$units_dir/$1.service"
+  systemctl daemon-reload 2>/dev/null || true
+}
+
 # Stops, disables and removes every unit install_unit wrote (scripts/down).
 remove_units() {
   local f unit
@@ -63,8 +70,6 @@ remove_units() {
     [ -e "$f" ] || continue
     unit=$(basename "$f" .service)
     echo "stopping $unit"
-    systemctl disable --now --quiet "$unit.service" 2>/dev/null || true
-    rm -f "$f"
+    remove_unit "$unit"
   done
-  systemctl daemon-reload 2>/dev/null || true
 }

@@ -17,19 +17,25 @@ log() { echo "[$(date +%T)] $*"; }
 # removes the test host with its bridge and taps, and the VMs' disks. Safe to run twice, and
 # first thing on every run, for what a crashed run left.
 vm_cleanup() {
-  local f pid
-  for f in "$kvt_state"/*.pid; do
-    [ -e "$f" ] || continue
-    pid=$(cat "$f" 2>/dev/null)
-    if [ -n "$pid" ] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "qemu-system.*$kvt_work/"; then
-      kill "$pid" 2>/dev/null
-      for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-      kill -9 "$pid" 2>/dev/null
-    fi
-    rm -f "$f"
-  done
+  local f
+  for f in "$kvt_state"/kvt-*.pid; do kill_pidfile "$f" "qemu-system.*$kvt_work/"; done
+  libvirt_cleanup
   ip netns del "$kvt_ns" 2>/dev/null || true
   rm -rf "$kvt_work" "$kvt_state"
+}
+
+# kill_pidfile FILE PATTERN: ends the process FILE names if its command line still matches
+# PATTERN (a PID may have been reused), TERM then KILL after 5 s, and removes FILE.
+kill_pidfile() {
+  [ -e "$1" ] || return 0
+  local pid
+  pid=$(cat "$1" 2>/dev/null)
+  if [ -n "$pid" ] && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "$2"; then
+    kill "$pid" 2>/dev/null
+    for _ in $(seq 1 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null
+  fi
+  rm -f "$1"
 }
 
 # Ends a process this script started and its descendants, by PID, deepest first.

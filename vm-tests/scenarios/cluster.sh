@@ -6,11 +6,7 @@
 #                                        replaced on LIVE (N ready there), the Ingress answers from them
 # Prints cargo-like "test vm::NAME ... ok|FAILED" lines; exits non-zero on a failure.
 set -uo pipefail
-export KUBECONFIG=/var/lib/keelson/apiserver/admin.kubeconfig
-failed=0
-pass() { echo "test vm::$1 ... ok"; }
-fail() { echo "test vm::$1 ... FAILED: $2"; failed=1; }
-until_ok() { local end=$((SECONDS + $1)); shift; while [ $SECONDS -lt $end ]; do "$@" >/dev/null 2>&1 && return 0; sleep 1; done; return 1; }
+source "$(dirname "$0")/checks.sh"
 # name=node of each web pod that is not being deleted.
 placement() {
   kubectl get pods -l app=web -o jsonpath='{range .items[?(@.status.phase=="Running")]}{.metadata.name}={.spec.nodeName}={.metadata.deletionTimestamp}{"\n"}{end}' |

@@ -5,11 +5,7 @@
 set -uo pipefail
 examples=${1:?examples dir}
 replicas=${2:-3}
-export KUBECONFIG=/var/lib/keelson/apiserver/admin.kubeconfig
-failed=0
-pass() { echo "test vm::$1 ... ok"; }
-fail() { echo "test vm::$1 ... FAILED: $2"; failed=1; }
-until_ok() { local end=$((SECONDS + $1)); shift; while [ $SECONDS -lt $end ]; do "$@" >/dev/null 2>&1 && return 0; sleep 1; done; return 1; }
+source "$(dirname "$0")/checks.sh"
 
 # The node as systemd runs it: the units are active and enabled (they come back after a reboot),
 # on the unified cgroup hierarchy.

@@ -5,14 +5,10 @@
 #   reboot.sh leftovers NODE N     (on NODE) exactly N pod veths, N per-pod NAT chains and N
 #                                  address allocations, the N being its running pods
 set -uo pipefail
-failed=0
-pass() { echo "test vm::$1 ... ok"; }
-fail() { echo "test vm::$1 ... FAILED: $2"; failed=1; }
-until_ok() { local end=$((SECONDS + $1)); shift; while [ $SECONDS -lt $end ]; do "$@" >/dev/null 2>&1 && return 0; sleep 1; done; return 1; }
+source "$(dirname "$0")/checks.sh"
 
 back() {
   local node=$1 pods=$2
-  export KUBECONFIG=/var/lib/keelson/apiserver/admin.kubeconfig
   if until_ok 300 kubectl wait --for=condition=Ready "node/$node" --timeout=1s; then
     pass node_ready_after_reboot
   else
