@@ -7,13 +7,17 @@
 use clap::Parser;
 use keelson_apiserver::options::Command;
 
-// Every request allocates many small JSON values; glibc's malloc spent an eighth of the server's
-// CPU on them under 64 concurrent writers, mimalloc less (scripts/bench apiserver).
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+mod allocator;
 
-#[tokio::main]
-async fn main() -> anyhow::Result<()> {
+fn main() -> anyhow::Result<()> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .on_thread_park(allocator::collect_when_idle)
+        .build()?
+        .block_on(run())
+}
+
+async fn run() -> anyhow::Result<()> {
     keelson_daemon::init_logging();
     let opts = keelson_apiserver::Options::parse();
     if let Some(Command::Quarantine { action }) = &opts.command {

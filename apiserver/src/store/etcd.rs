@@ -257,7 +257,7 @@ pub(super) fn prefix_end(p: &str) -> Vec<u8> {
 pub(super) fn with_resource_version(json: &[u8], rev: Rev) -> Option<Bytes> {
     let mut obj: Value = serde_json::from_slice(json).ok()?;
     set_resource_version(&mut obj, rev);
-    serde_json::to_vec(&obj).ok().map(Bytes::from)
+    Some(super::encode(&obj))
 }
 
 impl Remote {

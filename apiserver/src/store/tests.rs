@@ -139,3 +139,13 @@ fn rows_that_do_not_decode_are_moved_aside_at_load() {
     assert!(q[1].1.contains("recursion limit exceeded"), "{q:?}");
     assert_eq!(q[2].1, "no name");
 }
+
+#[test]
+fn encode_is_compact_json_whatever_came_before() {
+    // A large object first: its buffer is let go, and smaller objects after it are unaffected.
+    let large = json!({ "data": { "k": "x".repeat(100_000) } });
+    let small = json!({ "metadata": { "name": "a", "labels": { "app": "b" } } });
+    for v in [&large, &small, &large, &small] {
+        assert_eq!(&encode(v)[..], &serde_json::to_vec(v).unwrap()[..]);
+    }
+}
