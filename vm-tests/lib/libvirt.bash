@@ -14,12 +14,10 @@ libvirt_up() {
   [ -d /etc/libvirt ] && command -v libvirtd >/dev/null ||
     { echo "vm-tests: libvirtd missing (vm-tests/deps vagrant)" >&2; return 1; }
   local d
-  for d in $lv_dirs; do
-    mkdir -p "$lv_base$d"
-    # The machine's configuration and empty state folders, as the packages made them.
-    [ -d "$d" ] && cp -a "$d/." "$lv_base$d/"
-  done
-  rm -f "$lv_base"/etc/libvirt/qemu/networks/autostart/*.xml
+  for d in $lv_dirs; do mkdir -p "$lv_base$d"; done
+  # The daemons' settings as the packages made them, and nothing of the machine's own domains,
+  # networks, pools or state (which this libvirtd would start): it makes the folders it needs.
+  cp -a /etc/libvirt/*.conf "$lv_base/etc/libvirt/"
   cat >>"$lv_base/etc/libvirt/qemu.conf" <<'CONF'
 # vm-tests/run vagrant
 user = "root"
