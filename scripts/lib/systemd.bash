@@ -56,20 +56,23 @@ UNIT
 # The main PID of a unit (0 when it is not running).
 unit_pid() { systemctl show -p MainPID --value "$1.service" 2>/dev/null || echo 0; }
 
-# remove_unit UNIT: stops, disables and removes one unit install_unit wrote.
+# remove_unit UNIT...: stops, disables and removes units install_unit wrote; one reload.
 remove_unit() {
-  systemctl disable --now --quiet "$1.service" 2>/dev/null || true
-  rm -f "$units_dir/$1.service"
+  local unit
+  for unit in "$@"; do
+    systemctl disable --now --quiet "$unit.service" 2>/dev/null || true
+    rm -f "$units_dir/$unit.service"
+  done
   systemctl daemon-reload 2>/dev/null || true
 }
 
 # Stops, disables and removes every unit install_unit wrote (scripts/down).
 remove_units() {
-  local f unit
+  local f units=()
   for f in "$units_dir"/keelson-*.service; do
     [ -e "$f" ] || continue
-    unit=$(basename "$f" .service)
-    echo "stopping $unit"
-    remove_unit "$unit"
+    units+=("$(basename "$f" .service)")
+    echo "stopping ${units[-1]}"
   done
+  [ ${#units[@]} -eq 0 ] || remove_unit "${units[@]}"
 }

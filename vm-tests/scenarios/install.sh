@@ -13,9 +13,9 @@ case "${1:-}" in
 esac
 rm -rf /root/keelson-*/
 tar -C /root -xzf "$tarball"
-# The tarball's one folder, keelson-VERSION, whatever the file is called.
-dir=$(tar -tzf "$tarball" | head -n 1 | cut -d/ -f1)
-ln -sfn "/root/$dir" /root/keelson
+# The tarball's one folder, keelson-VERSION (the only one left after the rm above).
+for dir in /root/keelson-*/; do :; done
+ln -sfn "${dir%/}" /root/keelson
 cmd=$1
 shift
 exec /root/keelson/scripts/"$cmd" "$@"
