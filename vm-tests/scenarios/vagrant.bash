@@ -24,8 +24,8 @@ pass() { echo "test vm::vagrant::$1 ... ok"; passed=$((passed + 1)); }
 # `vagrant ssh` (given up after 10 s without an answer), and libvirt's logs.
 collect_scenario_logs() {
   local dest=$1 m ssh_opts=(-- -o ConnectTimeout=10 -o ServerAliveInterval=5 -o ServerAliveCountMax=2)
-  mkdir -p "$dest"
   [ -s "$kvt_state/libvirtd.pid" ] || return 0
+  mkdir -p "$dest"
   cp -a "$lv_base/var/log/libvirt" "$dest/libvirt" 2>/dev/null
   for m in $(vg status --machine-readable 2>/dev/null | awk -F, '$3 == "state" && $4 == "running" {print $2}'); do
     vg ssh "$m" -c 'tar -C / -czf - var/log/keelson 2>/dev/null; true' "${ssh_opts[@]}" >"$dest/$m-logs.tar.gz" 2>/dev/null
