@@ -142,8 +142,16 @@ collect_logs() {
   for n in "${!vm_names[@]}"; do
     name=${vm_names[$n]}
     cp "$kvt_work/$name.console.log" "$dest/" 2>/dev/null
-    on "$n" 'tar -C / -czf - var/log/keelson 2>/dev/null; true' >"$dest/$name-logs.tar.gz" 2>/dev/null
-    on "$n" 'journalctl -b --no-pager 2>/dev/null | tail -n 2000' >"$dest/$name-journal.log" 2>/dev/null
+    save_machine_logs "$dest" "$name" on "$n"
   done
   log "logs of every VM in $dest"
+}
+
+# save_machine_logs DEST NAME RUN...: a machine's Keelson logs (a tarball) and journal into DEST,
+# NAME-logs.tar.gz and NAME-journal.log; `RUN... COMMAND` runs COMMAND on the machine.
+save_machine_logs() {
+  local dest=$1 name=$2
+  shift 2
+  "$@" 'tar -C / -czf - var/log/keelson 2>/dev/null; true' >"$dest/$name-logs.tar.gz" 2>/dev/null
+  "$@" 'journalctl -b --no-pager 2>/dev/null | tail -n 2000' >"$dest/$name-journal.log" 2>/dev/null
 }

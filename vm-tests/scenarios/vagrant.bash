@@ -20,17 +20,18 @@ vcheck() {
   tally "$1" "$kvt_state/check.out"
 }
 pass() { echo "test vm::vagrant::$1 ... ok"; passed=$((passed + 1)); }
-# On a failure (vm-tests/run's finish): each running machine's Keelson logs and journal through
-# `vagrant ssh` (given up after 10 s without an answer), and libvirt's logs.
+# vssh MACHINE COMMAND: COMMAND on a machine, given up on after 10 s without an answer.
+vssh() { vg ssh "$1" -c "$2" -- -o ConnectTimeout=10 -o ServerAliveInterval=5 -o ServerAliveCountMax=2; }
+# The machines `vagrant status` reports running.
+running_machines() { vg status --machine-readable | awk -F, '$3 == "state" && $4 == "running" {print $2}'; }
+# On a failure (vm-tests/run's finish): each running machine's Keelson logs and journal, and
+# libvirt's logs.
 collect_scenario_logs() {
-  local dest=$1 m ssh_opts=(-- -o ConnectTimeout=10 -o ServerAliveInterval=5 -o ServerAliveCountMax=2)
+  local dest=$1 m
   [ -s "$kvt_state/libvirtd.pid" ] || return 0
   mkdir -p "$dest"
   cp -a "$lv_base/var/log/libvirt" "$dest/libvirt" 2>/dev/null
-  for m in $(vg status --machine-readable 2>/dev/null | awk -F, '$3 == "state" && $4 == "running" {print $2}'); do
-    vg ssh "$m" -c 'tar -C / -czf - var/log/keelson 2>/dev/null; true' "${ssh_opts[@]}" >"$dest/$m-logs.tar.gz" 2>/dev/null
-    vg ssh "$m" -c 'journalctl -b --no-pager | tail -n 2000' "${ssh_opts[@]}" >"$dest/$m-journal.log" 2>/dev/null
-  done
+  for m in $(running_machines 2>/dev/null); do save_machine_logs "$dest" "$m" vssh "$m"; done
   log "logs of every machine in $dest"
 }
 
@@ -41,7 +42,7 @@ libvirt_up
 interruptible vg_quiet box add --name keelson/bookworm "$box"
 phase "vagrant up"
 interruptible vg_quiet up --provider libvirt
-machines=$(vg status --machine-readable | awk -F, '$3 == "state" && $4 == "running" {print $2}' | sort | tr '\n' ' ')
+machines=$(running_machines | sort | tr '\n' ' ')
 expected=$(printf '%s\n' keelson-cp $(seq -f 'keelson-w%g' 1 "$workers") | sort | tr '\n' ' ')
 [ "$machines" = "$expected" ] && pass "every_machine_is_running" ||
   { echo "test vm::vagrant::every_machine_is_running ... FAILED: running: $machines, expected: $expected"; failed=$((failed + 1)); }
