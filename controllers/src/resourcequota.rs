@@ -12,13 +12,21 @@ use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, P
 use kube::runtime::controller::Action;
 use kube::ResourceExt;
 use serde_json::Value;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
 /// Pods wake their namespace's quotas at once; other kinds are recounted this often, which is
 /// how long a deleted Service or Secret keeps holding its place in a quota.
 const RECOUNT: Duration = Duration::from_secs(15);
+
+/// How long a lower count waits before it is written. The admission charges a quota before it
+/// stores the object, so a count taken between the two misses an object already paid for, and
+/// writing it would give the same place to the next create. A charge older than this has its
+/// object stored by now, or its create failed and the place is rightly given back.
+const SETTLE: Duration = Duration::from_secs(1);
+/// Counts retaken while creates keep charging the quota, before trying again later.
+const SETTLE_TRIES: usize = 3;
 
 /// Runs until SIGTERM or Ctrl-C: woken by quotas and by pods of their namespaces.
 pub async fn run(ctx: Arc<Ctx>) {
@@ -99,9 +107,51 @@ pub async fn reconcile(rq: Arc<ResourceQuota>, ctx: Arc<Ctx>) -> Result<Action, 
     }
     let ns = rq.namespace().unwrap_or_default();
     let api: Api<ResourceQuota> = Api::namespaced(ctx.client.clone(), &ns);
-    // Read fresh: what the admission charged since the watch delivered `rq` must make this
-    // write conflict (and retry) rather than be overwritten by a count that predates it.
-    let current = api.get(&rq.name_any()).await?;
+    let name = rq.name_any();
+    let (mut current, mut used) = recount(&ctx, &api, &ns, &name).await?;
+    let mut settled = !lowers(&current, &used);
+    for _ in 0..SETTLE_TRIES {
+        if settled {
+            break;
+        }
+        tokio::time::sleep(SETTLE).await;
+        let (next, next_used) = recount(&ctx, &api, &ns, &name).await?;
+        // The same resourceVersion: no charge since the first count, so each one it saw is
+        // older than SETTLE and its object is listed now (or its create failed).
+        settled = !lowers(&next, &next_used)
+            || next.metadata.resource_version == current.metadata.resource_version;
+        (current, used) = (next, next_used);
+    }
+    if !settled {
+        return Ok(Action::requeue(SETTLE));
+    }
+    let status = ResourceQuotaStatus {
+        hard: current.spec.as_ref().and_then(|s| s.hard.clone()),
+        used: Some(
+            used.iter()
+                .map(|(k, v)| (k.clone(), Quantity(quota::format(k, *v))))
+                .collect(),
+        ),
+    };
+    if current.status.as_ref() != Some(&status) {
+        let mut next = current.clone();
+        next.status = Some(status);
+        api.replace_status(&name, &PostParams::default(), &next)
+            .await?;
+    }
+    Ok(Action::requeue(RECOUNT))
+}
+
+/// The quota read fresh, and what its namespace's objects use of each hard limit now.
+async fn recount(
+    ctx: &Ctx,
+    api: &Api<ResourceQuota>,
+    ns: &str,
+    name: &str,
+) -> Result<(ResourceQuota, quota::Usage), Error> {
+    // Read fresh: what the admission charged since the watch delivered the quota must make the
+    // status write conflict (and retry) rather than be overwritten by a count that predates it.
+    let current = api.get(name).await?;
     let hard = current
         .spec
         .as_ref()
@@ -110,9 +160,9 @@ pub async fn reconcile(rq: Arc<ResourceQuota>, ctx: Arc<Ctx>) -> Result<Action, 
     let quota_json = serde_json::to_value(&current).unwrap_or_default();
     let collections: BTreeSet<(String, String)> =
         hard.keys().filter_map(|n| collection_of(n)).collect();
-    let mut used: BTreeMap<String, i128> = hard.keys().map(|k| (k.clone(), 0)).collect();
+    let mut used: quota::Usage = hard.keys().map(|k| (k.clone(), 0)).collect();
     for (group, plural) in &collections {
-        for obj in list(&ctx.client, &ns, group, plural).await? {
+        for obj in list(&ctx.client, ns, group, plural).await? {
             if !quota::applies(&quota_json, group, plural, &obj) {
                 continue;
             }
@@ -123,21 +173,15 @@ pub async fn reconcile(rq: Arc<ResourceQuota>, ctx: Arc<Ctx>) -> Result<Action, 
             }
         }
     }
-    let status = ResourceQuotaStatus {
-        hard: Some(hard.clone()),
-        used: Some(
-            used.iter()
-                .map(|(k, v)| (k.clone(), Quantity(quota::format(k, *v))))
-                .collect(),
-        ),
-    };
-    if current.status.as_ref() != Some(&status) {
-        let mut next = current.clone();
-        next.status = Some(status);
-        api.replace_status(&rq.name_any(), &PostParams::default(), &next)
-            .await?;
-    }
-    Ok(Action::requeue(RECOUNT))
+    Ok((current, used))
+}
+
+/// Whether `used` is below what the quota's status says for any resource: a place given back.
+fn lowers(current: &ResourceQuota, used: &quota::Usage) -> bool {
+    let status = serde_json::to_value(current).unwrap_or_default();
+    let recorded = quota::parse_list(status.pointer("/status/used"));
+    used.iter()
+        .any(|(k, v)| recorded.get(k).is_some_and(|r| v < r))
 }
 
 #[cfg(test)]
