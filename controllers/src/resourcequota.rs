@@ -126,7 +126,13 @@ pub async fn reconcile(rq: Arc<ResourceQuota>, ctx: Arc<Ctx>) -> Result<Action, 
         return Ok(Action::requeue(SETTLE));
     }
     let status = ResourceQuotaStatus {
-        hard: current.spec.as_ref().and_then(|s| s.hard.clone()),
+        hard: Some(
+            current
+                .spec
+                .as_ref()
+                .and_then(|s| s.hard.clone())
+                .unwrap_or_default(),
+        ),
         used: Some(
             used.iter()
                 .map(|(k, v)| (k.clone(), Quantity(quota::format(k, *v))))
@@ -186,7 +192,27 @@ fn lowers(current: &ResourceQuota, used: &quota::Usage) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::collection_of;
+    use super::{collection_of, lowers};
+
+    #[test]
+    fn only_a_count_below_the_recorded_use_gives_a_place_back() {
+        let rq = serde_json::from_value(serde_json::json!({
+            "metadata": { "name": "q" },
+            "status": { "used": { "pods": "2", "requests.cpu": "500m" } },
+        }))
+        .unwrap();
+        let usage = |pods: i128, cpu: i128| {
+            [
+                ("pods".to_string(), pods * 1000),
+                ("requests.cpu".to_string(), cpu),
+            ]
+            .into()
+        };
+        assert!(!lowers(&rq, &usage(2, 500)));
+        assert!(!lowers(&rq, &usage(3, 750)));
+        assert!(lowers(&rq, &usage(1, 500)));
+        assert!(lowers(&rq, &usage(2, 250)));
+    }
 
     #[test]
     fn quota_names_map_to_the_collections_that_use_them() {
