@@ -36,15 +36,19 @@ pub fn del_with(node: Node, ipam: &IpamBackend, req: &Request) -> Result<()> {
     } else {
         Vec::new()
     };
-    // Interface and rules go first, the addresses last: a DEL killed half-way must not leave
-    // a working interface whose address was already handed to someone else.
-    remove_interfaces(kernel, env, conf)?;
-    // Marked before the release, so that no ADD can be handed an address and then see it marked.
+    // Marked while the interface still answers: a connection attempt after the link went down
+    // and before the mark would be dropped, and its retransmissions, refused by the mark in the
+    // node itself, report no error: the client waits for its connect timeout (an ingress
+    // request failed so in a rolling update). Marked before the release too, so that no ADD
+    // can be handed an address and then see it marked.
     for ip in leaving {
         if let Err(e) = kernel.mark_unreachable(ip) {
             tracing::warn!(%ip, error = %e, "cannot mark the address unreachable");
         }
     }
+    // Interface and rules go before the addresses: a DEL killed half-way must not leave a
+    // working interface whose address was already handed to someone else.
+    remove_interfaces(kernel, env, conf)?;
     if conf.ip_masq {
         remove_masq_rules(conf, env, &hints, fw)?;
     }
