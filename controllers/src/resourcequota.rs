@@ -108,20 +108,25 @@ pub async fn reconcile(rq: Arc<ResourceQuota>, ctx: Arc<Ctx>) -> Result<Action, 
     let ns = rq.namespace().unwrap_or_default();
     let api: Api<ResourceQuota> = Api::namespaced(ctx.client.clone(), &ns);
     let name = rq.name_any();
-    let (mut current, mut used) = recount(&ctx, &api, &ns, &name).await?;
-    let mut settled = !lowers(&current, &used);
+    let mut count = recount(&ctx, &api, &ns, &name).await?;
+    let mut settled = !count.lower;
     for _ in 0..SETTLE_TRIES {
         if settled {
             break;
         }
         tokio::time::sleep(SETTLE).await;
-        let (next, next_used) = recount(&ctx, &api, &ns, &name).await?;
+        let next = recount(&ctx, &api, &ns, &name).await?;
         // The same resourceVersion: no charge since the first count, so each one it saw is
         // older than SETTLE and its object is listed now (or its create failed).
-        settled = !lowers(&next, &next_used)
-            || next.metadata.resource_version == current.metadata.resource_version;
-        (current, used) = (next, next_used);
+        settled = !next.lower
+            || next.quota.metadata.resource_version == count.quota.metadata.resource_version;
+        count = next;
     }
+    let Count {
+        quota: current,
+        used,
+        ..
+    } = count;
     if !settled {
         return Ok(Action::requeue(SETTLE));
     }
@@ -148,13 +153,23 @@ pub async fn reconcile(rq: Arc<ResourceQuota>, ctx: Arc<Ctx>) -> Result<Action, 
     Ok(Action::requeue(RECOUNT))
 }
 
-/// The quota read fresh, and what its namespace's objects use of each hard limit now.
+/// One count of a quota's namespace.
+struct Count {
+    /// The quota as read just before the count.
+    quota: ResourceQuota,
+    /// What the namespace's objects use of each hard limit now.
+    used: quota::Usage,
+    /// Whether `used` is below what the quota's status records for any resource.
+    lower: bool,
+}
+
+/// The quota read fresh, and what its namespace's objects use now.
 async fn recount(
     ctx: &Ctx,
     api: &Api<ResourceQuota>,
     ns: &str,
     name: &str,
-) -> Result<(ResourceQuota, quota::Usage), Error> {
+) -> Result<Count, Error> {
     // Read fresh: what the admission charged since the watch delivered the quota must make the
     // status write conflict (and retry) rather than be overwritten by a count that predates it.
     let current = api.get(name).await?;
@@ -179,13 +194,16 @@ async fn recount(
             }
         }
     }
-    Ok((current, used))
+    let recorded = quota::parse_list(quota_json.pointer("/status/used"));
+    Ok(Count {
+        lower: lowers(&recorded, &used),
+        quota: current,
+        used,
+    })
 }
 
-/// Whether `used` is below what the quota's status says for any resource: a place given back.
-fn lowers(current: &ResourceQuota, used: &quota::Usage) -> bool {
-    let status = serde_json::to_value(current).unwrap_or_default();
-    let recorded = quota::parse_list(status.pointer("/status/used"));
+/// Whether `used` is below the `recorded` use for any resource: a place given back.
+fn lowers(recorded: &quota::Usage, used: &quota::Usage) -> bool {
     used.iter()
         .any(|(k, v)| recorded.get(k).is_some_and(|r| v < r))
 }
@@ -196,11 +214,6 @@ mod tests {
 
     #[test]
     fn only_a_count_below_the_recorded_use_gives_a_place_back() {
-        let rq = serde_json::from_value(serde_json::json!({
-            "metadata": { "name": "q" },
-            "status": { "used": { "pods": "2", "requests.cpu": "500m" } },
-        }))
-        .unwrap();
         let usage = |pods: i128, cpu: i128| {
             [
                 ("pods".to_string(), pods * 1000),
@@ -208,10 +221,11 @@ mod tests {
             ]
             .into()
         };
-        assert!(!lowers(&rq, &usage(2, 500)));
-        assert!(!lowers(&rq, &usage(3, 750)));
-        assert!(lowers(&rq, &usage(1, 500)));
-        assert!(lowers(&rq, &usage(2, 250)));
+        let recorded = usage(2, 500);
+        assert!(!lowers(&recorded, &usage(2, 500)));
+        assert!(!lowers(&recorded, &usage(3, 750)));
+        assert!(lowers(&recorded, &usage(1, 500)));
+        assert!(lowers(&recorded, &usage(2, 250)));
     }
 
     #[test]

@@ -37,10 +37,9 @@ pub fn del_with(node: Node, ipam: &IpamBackend, req: &Request) -> Result<()> {
         Vec::new()
     };
     // Marked while the interface still answers: a connection attempt after the link went down
-    // and before the mark would be dropped, and its retransmissions, refused by the mark in the
-    // node itself, report no error: the client waits for its connect timeout (an ingress
-    // request failed so in a rolling update). Marked before the release too, so that no ADD
-    // can be handed an address and then see it marked.
+    // and before the mark would be dropped, and the mark does not end it: the client waits for
+    // its connect timeout (an ingress request failed so in a rolling update). Marked before
+    // the release too, so that no ADD can be handed an address and then see it marked.
     for ip in leaving {
         if let Err(e) = kernel.mark_unreachable(ip) {
             tracing::warn!(%ip, error = %e, "cannot mark the address unreachable");
