@@ -2,22 +2,31 @@
 //! against a node's labels: the terms are ORed, a term's expressions ANDed, as upstream's
 //! `nodeaffinity.NodeSelector`.
 
-use k8s_openapi::api::core::v1::{NodeSelector, NodeSelectorRequirement};
+use k8s_openapi::api::core::v1::{NodeSelector, NodeSelectorRequirement, NodeSelectorTerm};
 use std::collections::BTreeMap;
 
 /// Whether the node with `labels` (and `name`, for matchFields metadata.name) is selected.
 pub fn selects(sel: &NodeSelector, name: &str, labels: &BTreeMap<String, String>) -> bool {
-    sel.node_selector_terms.iter().any(|term| {
-        let exprs = term.match_expressions.as_deref().unwrap_or_default();
-        let fields = term.match_fields.as_deref().unwrap_or_default();
-        // An empty term selects nothing, as upstream.
-        (!exprs.is_empty() || !fields.is_empty())
-            && exprs.iter().all(|r| requirement(r, labels.get(&r.key)))
-            && fields.iter().all(|r| {
-                let value = (r.key == "metadata.name").then(|| name.to_string());
-                requirement(r, value.as_ref())
-            })
-    })
+    sel.node_selector_terms
+        .iter()
+        .any(|term| term_selects(term, name, labels))
+}
+
+/// Whether one term (a required term, or a preferred term's preference) selects the node:
+/// all its expressions and fields hold. An empty term selects nothing, as upstream.
+pub fn term_selects(
+    term: &NodeSelectorTerm,
+    name: &str,
+    labels: &BTreeMap<String, String>,
+) -> bool {
+    let exprs = term.match_expressions.as_deref().unwrap_or_default();
+    let fields = term.match_fields.as_deref().unwrap_or_default();
+    (!exprs.is_empty() || !fields.is_empty())
+        && exprs.iter().all(|r| requirement(r, labels.get(&r.key)))
+        && fields.iter().all(|r| {
+            let value = (r.key == "metadata.name").then(|| name.to_string());
+            requirement(r, value.as_ref())
+        })
 }
 
 fn requirement(r: &NodeSelectorRequirement, value: Option<&String>) -> bool {

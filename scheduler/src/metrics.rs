@@ -1,10 +1,16 @@
-//! What the scheduler counts for /metrics (served by keelson_daemon).
+//! What the scheduler counts for /metrics (served by keelson_daemon), with upstream's names.
 
+use crate::plugins::Plugin;
 use keelson_daemon::counter;
 use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::Registry;
 use std::sync::Arc;
+use std::time::Instant;
+
+type Labels = Vec<(&'static str, String)>;
+type Durations = Family<Labels, Histogram, fn() -> Histogram>;
 
 pub struct Metrics {
     pub registry: Arc<Registry>,
@@ -15,6 +21,27 @@ pub struct Metrics {
     pub preemption_attempts: Counter,
     /// Upstream's scheduler_preemption_victims: victims per preemption, same buckets.
     pub preemption_victims: Histogram,
+    /// scheduler_schedule_attempts_total{result, profile}.
+    pub attempts: Family<Labels, Counter>,
+    /// scheduler_scheduling_attempt_duration_seconds{result, profile}.
+    pub attempt_duration: Durations,
+    /// scheduler_framework_extension_point_duration_seconds{extension_point, status, profile}.
+    extension_points: Durations,
+    /// scheduler_plugin_execution_duration_seconds{plugin, extension_point, status}: sampled
+    /// in one cycle of ten, as upstream's pluginMetricsSamplePercent.
+    plugins: Durations,
+}
+
+fn attempt_buckets() -> Histogram {
+    Histogram::new(exponential_buckets(0.001, 2.0, 15))
+}
+
+fn extension_buckets() -> Histogram {
+    Histogram::new(exponential_buckets(0.0001, 2.0, 12))
+}
+
+fn plugin_buckets() -> Histogram {
+    Histogram::new(exponential_buckets(0.00001, 1.5, 20))
 }
 
 impl Default for Metrics {
@@ -25,6 +52,30 @@ impl Default for Metrics {
             "scheduler_preemption_victims",
             "Number of selected preemption victims",
             preemption_victims.clone(),
+        );
+        let attempts = Family::<Labels, Counter>::default();
+        r.register(
+            "scheduler_schedule_attempts",
+            "Number of attempts to schedule pods, by the result",
+            attempts.clone(),
+        );
+        let attempt_duration: Durations = Family::new_with_constructor(attempt_buckets);
+        r.register(
+            "scheduler_scheduling_attempt_duration_seconds",
+            "Scheduling attempt latency in seconds (scheduling algorithm + binding)",
+            attempt_duration.clone(),
+        );
+        let extension_points: Durations = Family::new_with_constructor(extension_buckets);
+        r.register(
+            "scheduler_framework_extension_point_duration_seconds",
+            "Latency for running all plugins of a specific extension point",
+            extension_points.clone(),
+        );
+        let plugins: Durations = Family::new_with_constructor(plugin_buckets);
+        r.register(
+            "scheduler_plugin_execution_duration_seconds",
+            "Duration for running a plugin at a specific extension point",
+            plugins.clone(),
         );
         Metrics {
             scheduled: counter(&mut r, "scheduler_pods_bound", "Pods bound to a node"),
@@ -39,7 +90,110 @@ impl Default for Metrics {
                 "Total preemption attempts in the cluster till now",
             ),
             preemption_victims,
+            attempts,
+            attempt_duration,
+            extension_points,
+            plugins,
             registry: Arc::new(r),
+        }
+    }
+}
+
+/// Times one cycle's extension points (always) and plugins (when the cycle is sampled).
+#[derive(Clone, Copy)]
+pub struct Timer<'a> {
+    metrics: Option<&'a Metrics>,
+    profile: &'a str,
+    sampled: bool,
+}
+
+/// Observes the extension point's duration when dropped.
+pub struct Span<'a> {
+    timer: Timer<'a>,
+    point: &'static str,
+    start: Instant,
+}
+
+impl Drop for Span<'_> {
+    fn drop(&mut self) {
+        if let Some(m) = self.timer.metrics {
+            let labels = vec![
+                ("extension_point", self.point.to_string()),
+                ("status", "Success".to_string()),
+                ("profile", self.timer.profile.to_string()),
+            ];
+            m.extension_points
+                .get_or_create(&labels)
+                .observe(self.start.elapsed().as_secs_f64());
+        }
+    }
+}
+
+impl<'a> Timer<'a> {
+    /// No metrics (unit tests, the dry runs of preemption).
+    pub fn none() -> Timer<'static> {
+        Timer {
+            metrics: None,
+            profile: "",
+            sampled: false,
+        }
+    }
+
+    pub fn new(metrics: &'a Metrics, profile: &'a str, sampled: bool) -> Timer<'a> {
+        Timer {
+            metrics: Some(metrics),
+            profile,
+            sampled,
+        }
+    }
+
+    pub fn extension(&self, point: &'static str) -> Span<'a> {
+        Span {
+            timer: *self,
+            point,
+            start: Instant::now(),
+        }
+    }
+
+    /// Runs `f` as `plugin` at `point`, timed when the cycle is sampled.
+    pub fn plugin<R: Outcome>(
+        &self,
+        plugin: Plugin,
+        point: &'static str,
+        f: impl FnOnce() -> R,
+    ) -> R {
+        let Some(m) = self.metrics.filter(|_| self.sampled) else {
+            return f();
+        };
+        let start = Instant::now();
+        let out = f();
+        let labels = vec![
+            ("plugin", plugin.name().to_string()),
+            ("extension_point", point.to_string()),
+            ("status", out.status().to_string()),
+        ];
+        m.plugins
+            .get_or_create(&labels)
+            .observe(start.elapsed().as_secs_f64());
+        out
+    }
+}
+
+/// A plugin call's status label.
+pub trait Outcome {
+    fn status(&self) -> &'static str {
+        "Success"
+    }
+}
+
+impl<T> Outcome for Option<T> {}
+impl Outcome for Vec<i64> {}
+impl Outcome for Result<(), crate::plugins::Reject> {
+    fn status(&self) -> &'static str {
+        match self {
+            Ok(()) => "Success",
+            Err(r) if r.resolvable => "Unschedulable",
+            Err(_) => "UnschedulableAndUnresolvable",
         }
     }
 }

@@ -3,7 +3,7 @@
 //! sparing those a PodDisruptionBudget protects where possible, then pick the node whose
 //! victims matter least. Pure: the caller deletes the victims.
 
-use crate::node_info::NodeInfo;
+use crate::node_info::{NodeInfo, PodInfo};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use keelson_apimachinery::labels::LabelSelector;
@@ -94,13 +94,13 @@ impl Budget {
 
 /// Whether evicting each of `pods` (most important first) breaks a budget: each covered Pod
 /// uses up one allowed disruption of every budget covering it, as upstream counts.
-fn violations(pods: &[Arc<Pod>], budgets: &[Budget]) -> Vec<bool> {
+fn violations(pods: &[Arc<PodInfo>], budgets: &[Budget]) -> Vec<bool> {
     let mut allowed: Vec<i32> = budgets.iter().map(|b| b.allowed).collect();
     pods.iter()
         .map(|p| {
             let mut violated = false;
             for (b, left) in budgets.iter().zip(allowed.iter_mut()) {
-                if b.covers(p) {
+                if b.covers(&p.pod) {
                     *left -= 1;
                     violated |= *left < 0;
                 }
@@ -114,26 +114,27 @@ fn violations(pods: &[Arc<Pod>], budgets: &[Budget]) -> Vec<bool> {
 #[derive(Debug)]
 pub struct Victims {
     /// Most important first.
-    pub pods: Vec<Arc<Pod>>,
+    pub pods: Vec<Arc<PodInfo>>,
     /// How many of them a PodDisruptionBudget protects.
     pub pdb_violations: usize,
 }
 
 /// Upstream's selectVictimsOnNode: remove every Pod of lower priority than `preemptor` from
-/// `info` (which counts `on_node`), check that it fits, then give Pods back, most important
-/// first and budget-protected ones before the rest, while it still fits. `fits` runs the
-/// filters against a changed node. None when even removing them all is not enough.
+/// `info`, check that it fits, then give Pods back, most important first and budget-protected
+/// ones before the rest, while it still fits. `fits` runs the filters against a changed node
+/// (affinity and spreading included, counted without the Pods taken off). None when even
+/// removing them all is not enough.
 pub fn select_victims(
     preemptor: &Pod,
     info: &NodeInfo,
-    on_node: &[Arc<Pod>],
     budgets: &[Budget],
     fits: &dyn Fn(&NodeInfo) -> bool,
 ) -> Option<Victims> {
     let floor = priority(preemptor);
-    let mut potential: Vec<Arc<Pod>> = on_node
+    let mut potential: Vec<Arc<PodInfo>> = info
+        .pods
         .iter()
-        .filter(|p| priority(p) < floor)
+        .filter(|p| priority(&p.pod) < floor)
         .cloned()
         .collect();
     if potential.is_empty() {
@@ -146,7 +147,7 @@ pub fn select_victims(
     if !fits(&trial) {
         return None;
     }
-    potential.sort_by(|a, b| more_important(a, b));
+    potential.sort_by(|a, b| more_important(&a.pod, &b.pod));
     let violates = violations(&potential, budgets);
     // Budget-protected Pods are offered back first, so they are the last to be evicted.
     let order = (0..potential.len())
@@ -167,7 +168,7 @@ pub fn select_victims(
         // It fits as the node is: not a preemption (the filters disagree with the dry run).
         return None;
     }
-    victims.sort_by(|a, b| more_important(a, b));
+    victims.sort_by(|a, b| more_important(&a.pod, &b.pod));
     Some(Victims {
         pods: victims,
         pdb_violations,
@@ -179,12 +180,12 @@ pub fn select_victims(
 /// fewest victims; the first such candidate. Returns its index in `candidates`.
 pub fn pick_node(candidates: &[Victims]) -> Option<usize> {
     let key = |v: &Victims| {
-        let top = v.pods.first().map_or(i32::MIN, |p| priority(p));
+        let top = v.pods.first().map_or(i32::MIN, |p| priority(&p.pod));
         // Offset by 2^31 as upstream, so that negative priorities still add up to less.
         let sum: i64 = v
             .pods
             .iter()
-            .map(|p| i64::from(priority(p)) + i64::from(i32::MAX) + 1)
+            .map(|p| i64::from(priority(&p.pod)) + i64::from(i32::MAX) + 1)
             .sum();
         (v.pdb_violations, top, sum, v.pods.len())
     };
@@ -193,19 +194,18 @@ pub fn pick_node(candidates: &[Victims]) -> Option<usize> {
 
 /// Upstream's dry run: victims on each node in `could_help` (where the filters failed for
 /// room that evictions can free), then the node to preempt on, as an index into `infos`.
-/// `on_node[i]` are the Pods counted in `infos[i]`.
+/// `fits(i, trial)`: whether the preemptor fits node `i` changed into `trial`.
 pub fn find(
     preemptor: &Pod,
     could_help: &[usize],
     infos: &[NodeInfo],
-    on_node: &[Vec<Arc<Pod>>],
     budgets: &[Budget],
-    fits: &dyn Fn(&NodeInfo) -> bool,
+    fits: &dyn Fn(usize, &NodeInfo) -> bool,
 ) -> Option<(usize, Victims)> {
     let mut nodes = Vec::new();
     let mut candidates = Vec::new();
     for &i in could_help {
-        if let Some(v) = select_victims(preemptor, &infos[i], &on_node[i], budgets, fits) {
+        if let Some(v) = select_victims(preemptor, &infos[i], budgets, &|t| fits(i, t)) {
             nodes.push(i);
             candidates.push(v);
         }

@@ -1,12 +1,9 @@
 //! The scheduler's in-memory view and its actions: which Pods wait, which node each goes to, the
 //! Binding sent for it, preemption when none fits, and the "unschedulable" condition.
 
-use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
-use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::api::core::v1::Pod;
 use keelson_daemon::events::{EventType, Recorder, Reporter};
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use kube::runtime::reflector::Store;
 use kube::ResourceExt;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -15,26 +12,21 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio::time::Instant;
 
+use crate::config::Profile;
+use crate::framework::{self, Cycle, Unfit};
+use crate::metrics::{self, Timer};
 use crate::preemption::{self, Budget};
-use crate::view::{Nominations, View};
+use crate::view::{Nominations, PodCache, Stores, View};
 use crate::volumes::{self, PodVolumes};
-use crate::{evict, filter, metrics, pending, pick_from, unresolvable_message, NodeInfo, Unfit};
-
-/// The watches volume binding reads.
-pub(crate) struct VolumeStores {
-    pub claims: Store<PersistentVolumeClaim>,
-    pub volumes: Store<PersistentVolume>,
-    pub classes: Store<StorageClass>,
-}
+use crate::{evict, gated, pending, unresolvable_message, NodeInfo, PodInfo};
 
 pub(crate) struct State {
     client: kube::Client,
-    pods: Store<Pod>,
-    nodes: Store<Node>,
-    storage: VolumeStores,
-    budgets: Store<PodDisruptionBudget>,
+    stores: Stores,
+    profiles: Vec<Profile>,
+    cache: PodCache,
     /// Pods bound (or being bound) by this scheduler that the Pod store does not show yet.
-    assumed: Mutex<HashMap<String, (Arc<Pod>, String)>>,
+    assumed: Mutex<HashMap<String, (Arc<PodInfo>, String)>>,
     /// Preemption victims deleted by this scheduler that the Pod store does not show
     /// terminating yet: their room is already free (a terminating Pod counts on no node).
     evicted: Mutex<HashSet<String>>,
@@ -48,6 +40,8 @@ pub(crate) struct State {
     binds: Arc<Semaphore>,
     /// Where the next Pod's search over the nodes starts (upstream's nextStartNodeIndex).
     next_start: AtomicUsize,
+    /// Cycles so far: one in ten has its plugins timed (upstream's pluginMetricsSamplePercent).
+    cycles: AtomicUsize,
     metrics: metrics::Metrics,
 }
 
@@ -59,18 +53,15 @@ impl State {
 
     pub(crate) fn new(
         client: kube::Client,
-        pods: Store<Pod>,
-        nodes: Store<Node>,
-        storage: VolumeStores,
-        budgets: Store<PodDisruptionBudget>,
+        stores: Stores,
         metrics: metrics::Metrics,
+        profiles: Vec<Profile>,
     ) -> State {
         State {
             client: client.clone(),
-            pods,
-            nodes,
-            storage,
-            budgets,
+            stores,
+            profiles,
+            cache: PodCache::default(),
             assumed: Mutex::new(HashMap::new()),
             evicted: Mutex::new(HashSet::new()),
             nominated: Mutex::new(HashMap::new()),
@@ -84,28 +75,30 @@ impl State {
             ),
             binds: Arc::new(Semaphore::new(Self::CONCURRENT_BINDS)),
             next_start: AtomicUsize::new(0),
+            cycles: AtomicUsize::new(0),
             metrics,
         }
     }
 
     fn view(&self) -> View {
         let mut infos: Vec<NodeInfo> = self
+            .stores
             .nodes
             .state()
-            .iter()
-            .map(|n| NodeInfo::new((**n).clone()))
+            .into_iter()
+            .map(NodeInfo::new)
             .collect();
         let index: HashMap<String, usize> = infos
             .iter()
             .enumerate()
-            .map(|(i, n)| (n.node.name_any(), i))
+            .map(|(i, n)| (n.name.clone(), i))
             .collect();
         let mut assumed = self.assumed.lock().unwrap_or_else(|p| p.into_inner());
-        let pods = self.pods.state();
+        let pods = self.stores.pods.state();
         // Forget assumptions the store now reflects (bound, or gone).
         let still_pending: HashSet<String> = pods
             .iter()
-            .filter(|p| pending(p))
+            .filter(|p| pending(p, &self.profiles))
             .filter_map(|p| p.uid())
             .collect();
         assumed.retain(|uid, _| still_pending.contains(uid));
@@ -126,7 +119,8 @@ impl State {
                 .collect();
             evicted.retain(|uid| running.contains(uid));
         }
-        let mut on_node = vec![Vec::new(); infos.len()];
+        let all: HashSet<String> = pods.iter().filter_map(|p| p.uid()).collect();
+        self.cache.retain(&all);
         for p in pods.iter().filter(|p| {
             p.metadata.deletion_timestamp.is_none()
                 && (evicted.is_empty() || !p.uid().is_some_and(|u| evicted.contains(&u)))
@@ -137,21 +131,15 @@ impl State {
                 .and_then(|s| s.node_name.as_ref())
                 .and_then(|n| index.get(n))
             {
-                infos[*i].add(p);
-                on_node[*i].push(p.clone());
+                infos[*i].add(&self.cache.get(p));
             }
         }
         for (pod, node) in assumed.values() {
             if let Some(i) = index.get(node) {
                 infos[*i].add(pod);
-                on_node[*i].push(pod.clone());
             }
         }
-        View {
-            infos,
-            on_node,
-            index,
-        }
+        View { infos, index }
     }
 
     pub(crate) async fn schedule_pending(self: &Arc<Self>) {
@@ -161,23 +149,26 @@ impl State {
         // and queued again, placed a second time in this pass's view (its second binding then
         // failed), and that phantom pushed the next Pods off its node: an uneven spread.
         let mut view = self.view();
-        let mut queue: Vec<Arc<Pod>> = self
+        let cluster = self.stores.cluster(&view.infos);
+        let mut queue: Vec<Arc<PodInfo>> = self
+            .stores
             .pods
             .state()
             .into_iter()
-            .filter(|p| pending(p))
+            .filter(|p| pending(p, &self.profiles))
+            .map(|p| self.cache.get(&p))
             .collect();
-        queue.sort_by(|a, b| preemption::queue_order(a, b));
+        queue.sort_by(|a, b| preemption::queue_order(&a.pod, &b.pod));
         // Read only when a Pod fits nowhere: most passes never preempt.
         let mut budgets: Option<Vec<Budget>> = None;
         let snapshot = volumes::Snapshot {
-            claims: self.storage.claims.state(),
-            volumes: self.storage.volumes.state(),
-            classes: self.storage.classes.state(),
+            claims: self.stores.claims.state(),
+            volumes: self.stores.volumes.state(),
+            classes: self.stores.classes.state(),
         };
         let mut nominations = self.nominations(&queue, &view);
         for pod in queue {
-            let uid = pod.uid().unwrap_or_default();
+            let uid = pod.pod.uid().unwrap_or_default();
             if self
                 .assumed
                 .lock()
@@ -186,22 +177,41 @@ impl State {
             {
                 continue;
             }
+            let profile = self.profile_of(&pod.pod);
+            if profile.gates && gated(&pod.pod) {
+                // Upstream's PreEnqueue: the Pod is not tried until its last gate is removed;
+                // the API server gave it PodScheduled=False (SchedulingGated) at creation.
+                continue;
+            }
             nominations.hold_for(&pod, &mut view);
-            let vols = match volumes::resolve(&pod, &snapshot) {
+            let vols = match volumes::resolve(&pod.pod, &snapshot) {
                 Ok(v) => v,
                 Err(why) => {
                     let message = unresolvable_message(view.infos.len(), &why);
-                    self.unschedulable(&pod, message).await;
+                    self.unschedulable(&pod.pod, message).await;
                     continue;
                 }
             };
+            let started = std::time::Instant::now();
+            let sampled = self
+                .cycles
+                .fetch_add(1, Ordering::Relaxed)
+                .is_multiple_of(10);
+            let timer = Timer::new(&self.metrics, &profile.scheduler_name, sampled);
+            let cycle = Cycle::new(pod.clone(), profile, &cluster, &view.infos, &vols, timer);
             let start = self.next_start.load(Ordering::Relaxed);
-            let (picked, looked) = pick_from(&pod, &view.infos, &vols, start);
+            let (picked, looked) = framework::schedule_one(&cycle, &cluster, &view.infos, start);
             let next = (start + looked) % view.infos.len().max(1);
             self.next_start.store(next, Ordering::Relaxed);
+            let result = if picked.is_ok() {
+                "scheduled"
+            } else {
+                "unschedulable"
+            };
+            self.observe_attempt(result, &profile.scheduler_name, started);
             match picked {
                 Ok(i) => {
-                    let node = view.infos[i].node.name_any();
+                    let node = view.infos[i].name.clone();
                     view.place(i, &pod);
                     self.assumed
                         .lock()
@@ -211,26 +221,48 @@ impl State {
                     let permit = self.binds.clone().acquire_owned().await;
                     tokio::spawn(async move {
                         let _permit = permit;
-                        if me.bind_volumes(&pod, &node, &vols).await {
-                            me.bind(&pod, &node).await;
+                        if me.bind_volumes(&pod.pod, &node, &vols).await {
+                            me.bind(&pod.pod, &node).await;
                         }
                     });
                 }
                 Err(unfit) => {
                     let budgets = budgets.get_or_insert_with(|| {
-                        let all = self.budgets.state();
+                        let all = self.stores.budgets.state();
                         all.iter().filter_map(|b| Budget::new(b)).collect()
                     });
-                    let message = self.preempt(&pod, &vols, &unfit, budgets, &mut view).await;
-                    self.unschedulable(&pod, message).await
+                    let message = self.preempt(&cycle, &unfit, budgets, &mut view).await;
+                    self.unschedulable(&pod.pod, message).await
                 }
             }
         }
     }
 
+    /// The profile named by the Pod's schedulerName (pending Pods name one of them).
+    fn profile_of(&self, pod: &Pod) -> &Profile {
+        let name = pod.spec.as_ref().and_then(|s| s.scheduler_name.as_deref());
+        let name = name.unwrap_or(crate::SCHEDULER_NAME);
+        self.profiles
+            .iter()
+            .find(|p| p.scheduler_name == name)
+            .unwrap_or(&self.profiles[0])
+    }
+
+    fn observe_attempt(&self, result: &str, profile: &str, started: std::time::Instant) {
+        let labels = vec![
+            ("result", result.to_string()),
+            ("profile", profile.to_string()),
+        ];
+        self.metrics.attempts.get_or_create(&labels).inc();
+        self.metrics
+            .attempt_duration
+            .get_or_create(&labels)
+            .observe(started.elapsed().as_secs_f64());
+    }
+
     /// The nominated node of each pending Pod not being bound: set by this scheduler just
     /// now, or as the Pod store shows it.
-    fn nominations(&self, queue: &[Arc<Pod>], view: &View) -> Nominations {
+    fn nominations(&self, queue: &[Arc<PodInfo>], view: &View) -> Nominations {
         let mine = self
             .nominated
             .lock()
@@ -260,50 +292,41 @@ impl State {
     /// before the Pod is tried again. Returns the FitError text to report.
     async fn preempt(
         &self,
-        pod: &Arc<Pod>,
-        vols: &PodVolumes,
+        cycle: &Cycle<'_>,
         unfit: &Unfit,
         budgets: &[Budget],
         view: &mut View,
     ) -> String {
-        if unfit.nodes == 0 {
+        let pod = &cycle.pod;
+        if unfit.nodes == 0 || !cycle.profile.preemption {
             return unfit.message();
         }
         self.metrics.preemption_attempts.inc();
-        if let Some(why) = preemption::not_eligible(pod) {
+        if let Some(why) = preemption::not_eligible(&pod.pod) {
             return unfit.message_with(why);
         }
-        let req = crate::node_info::requests(pod);
-        let fits = |n: &NodeInfo| {
-            filter::unfit(pod, req, n).is_none() && volumes::unfit(vols, &n.node).is_none()
-        };
-        let found = preemption::find(
-            pod,
-            &unfit.could_help,
-            &view.infos,
-            &view.on_node,
-            budgets,
-            &fits,
-        );
+        let fits = |i: usize, trial: &NodeInfo| cycle.fits_without(&view.infos[i], trial);
+        let found = preemption::find(&pod.pod, &unfit.could_help, &view.infos, budgets, &fits);
         let Some((i, victims)) = found else {
             // Upstream clears a nomination that no longer holds, so the Pod holds no room.
-            self.nominate(pod, None).await;
+            self.nominate(&pod.pod, None).await;
             return unfit.message();
         };
-        let node = view.infos[i].node.name_any();
+        let node = view.infos[i].name.clone();
         self.metrics
             .preemption_victims
             .observe(victims.pods.len() as f64);
-        tracing::info!(pod = %pod.name_any(), node, victims = victims.pods.len(), "preempting");
+        tracing::info!(pod = %pod.pod.name_any(), node, victims = victims.pods.len(), "preempting");
         self.evicted
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .extend(victims.pods.iter().filter_map(|v| v.uid()));
-        self.nominate(pod, Some(&node)).await;
-        let failed = evict::preempt(&self.client, &self.events, pod, &node, &victims.pods).await;
+            .extend(victims.pods.iter().filter_map(|v| v.pod.uid()));
+        self.nominate(&pod.pod, Some(&node)).await;
+        let targets: Vec<Arc<Pod>> = victims.pods.iter().map(|v| v.pod.clone()).collect();
+        let failed = evict::preempt(&self.client, &self.events, &pod.pod, &node, &targets).await;
         let mut evicted = self.evicted.lock().unwrap_or_else(|p| p.into_inner());
         for v in &victims.pods {
-            let uid = v.uid().unwrap_or_default();
+            let uid = v.pod.uid().unwrap_or_default();
             if failed.contains(&uid) {
                 evicted.remove(&uid);
             } else {

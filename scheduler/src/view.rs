@@ -1,30 +1,150 @@
 //! What counts on each node during one scheduling pass: bound and assumed Pods, and the room
-//! held for Pods nominated by a preemption until they bind.
+//! held for Pods nominated by a preemption until they bind; and the watches it is built from.
 
-use crate::node_info::NodeInfo;
+use crate::framework::Cluster;
+use crate::node_info::{NodeInfo, PodInfo};
+use crate::plugins::fit::Images;
 use crate::preemption::priority;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::apps::v1::{ReplicaSet, StatefulSet};
+use k8s_openapi::api::core::v1::{
+    Namespace, Node, PersistentVolume, PersistentVolumeClaim, Pod, ReplicationController, Service,
+};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::storage::v1::StorageClass;
+use keelson_apimachinery::labels::LabelSelector;
+use kube::runtime::reflector::Store;
+use kube::ResourceExt;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+/// The scheduler's watches.
+pub(crate) struct Stores {
+    pub pods: Store<Pod>,
+    pub nodes: Store<Node>,
+    pub claims: Store<PersistentVolumeClaim>,
+    pub volumes: Store<PersistentVolume>,
+    pub classes: Store<StorageClass>,
+    pub budgets: Store<PodDisruptionBudget>,
+    pub namespaces: Store<Namespace>,
+    pub services: Store<Service>,
+    pub replica_sets: Store<ReplicaSet>,
+    pub stateful_sets: Store<StatefulSet>,
+    /// None where the API server serves none (Keelson's own).
+    pub controllers: Option<Store<ReplicationController>>,
+}
+
+impl Stores {
+    /// Waits for every first list; the kind of a watch that ended before it.
+    pub async fn wait_until_ready(&self) -> Result<(), &'static str> {
+        let ok = |r: Result<(), _>, kind| r.map_err(|_| kind);
+        ok(self.pods.wait_until_ready().await, "Pod")?;
+        ok(self.nodes.wait_until_ready().await, "Node")?;
+        ok(
+            self.claims.wait_until_ready().await,
+            "PersistentVolumeClaim",
+        )?;
+        ok(self.volumes.wait_until_ready().await, "PersistentVolume")?;
+        ok(self.classes.wait_until_ready().await, "StorageClass")?;
+        ok(self.budgets.wait_until_ready().await, "PodDisruptionBudget")?;
+        ok(self.namespaces.wait_until_ready().await, "Namespace")?;
+        ok(self.services.wait_until_ready().await, "Service")?;
+        ok(self.replica_sets.wait_until_ready().await, "ReplicaSet")?;
+        ok(self.stateful_sets.wait_until_ready().await, "StatefulSet")?;
+        match &self.controllers {
+            Some(rc) => ok(rc.wait_until_ready().await, "ReplicationController"),
+            None => Ok(()),
+        }
+    }
+
+    /// Namespaces' labels, Services' and controllers' selectors, as this pass sees them.
+    pub fn cluster(&self, nodes: &[NodeInfo]) -> Cluster {
+        let namespaces = self
+            .namespaces
+            .state()
+            .iter()
+            .map(|n| (n.name_any(), n.labels().clone()))
+            .collect();
+        let mut services: HashMap<String, Vec<_>> = HashMap::new();
+        for s in self.services.state() {
+            if let Some(sel) = s.spec.as_ref().and_then(|s| s.selector.clone()) {
+                services
+                    .entry(s.namespace().unwrap_or_default())
+                    .or_default()
+                    .push(sel);
+            }
+        }
+        let mut controllers = HashMap::new();
+        let mut add =
+            |kind: &str, ns: Option<String>, name: String, sel: Option<serde_json::Value>| {
+                if let Some(sel) = sel.and_then(|v| LabelSelector::from_json(&v).ok()) {
+                    controllers.insert((kind.to_string(), ns.unwrap_or_default(), name), sel);
+                }
+            };
+        for rs in self.replica_sets.state() {
+            let sel = serde_json::to_value(&rs.spec.selector).ok();
+            add("ReplicaSet", rs.namespace(), rs.name_any(), sel);
+        }
+        for ss in self.stateful_sets.state() {
+            let sel = serde_json::to_value(&ss.spec.selector).ok();
+            add("StatefulSet", ss.namespace(), ss.name_any(), sel);
+        }
+        for rc in self.controllers.iter().flat_map(|s| s.state()) {
+            // A ReplicationController's selector is a plain map.
+            let sel = rc
+                .spec
+                .as_ref()
+                .and_then(|s| s.selector.as_ref())
+                .map(|m| serde_json::json!({ "matchLabels": m }));
+            add("ReplicationController", rc.namespace(), rc.name_any(), sel);
+        }
+        Cluster {
+            namespaces,
+            services,
+            controllers,
+            images: Images::new(nodes),
+        }
+    }
+}
+
+/// Parsed Pods by uid and resourceVersion: a Pod's terms and quantities are parsed once, not
+/// once per pass.
+#[derive(Default)]
+pub(crate) struct PodCache(Mutex<HashMap<String, (String, Arc<PodInfo>)>>);
+
+impl PodCache {
+    pub fn get(&self, pod: &Arc<Pod>) -> Arc<PodInfo> {
+        let uid = pod.uid().unwrap_or_default();
+        let rv = pod.resource_version().unwrap_or_default();
+        let mut cache = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((seen, info)) = cache.get(&uid) {
+            if *seen == rv {
+                return info.clone();
+            }
+        }
+        let info = Arc::new(PodInfo::new(pod.clone()));
+        cache.insert(uid, (rv, info.clone()));
+        info
+    }
+
+    /// Forgets Pods no longer in the store.
+    pub fn retain(&self, uids: &std::collections::HashSet<String>) {
+        let mut cache = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        cache.retain(|uid, _| uids.contains(uid));
+    }
+}
 
 pub(crate) struct View {
     pub infos: Vec<NodeInfo>,
-    /// The Pods counted in `infos[i]` (preemption's candidates).
-    pub on_node: Vec<Vec<Arc<Pod>>>,
     pub index: HashMap<String, usize>,
 }
 
 impl View {
-    pub fn place(&mut self, i: usize, pod: &Arc<Pod>) {
+    pub fn place(&mut self, i: usize, pod: &Arc<PodInfo>) {
         self.infos[i].add(pod);
-        self.on_node[i].push(pod.clone());
     }
 
-    pub fn unplace(&mut self, i: usize, pod: &Arc<Pod>) {
-        if let Some(k) = self.on_node[i].iter().position(|p| Arc::ptr_eq(p, pod)) {
-            self.on_node[i].swap_remove(k);
-            self.infos[i].remove(pod);
-        }
+    pub fn unplace(&mut self, i: usize, pod: &Arc<PodInfo>) {
+        self.infos[i].remove(pod);
     }
 }
 
@@ -34,16 +154,16 @@ impl View {
 /// down, so a nomination is held from the moment the queue reaches its priority.
 pub(crate) struct Nominations {
     /// In queue order, with the node's index.
-    pods: Vec<(Arc<Pod>, usize)>,
+    pods: Vec<(Arc<PodInfo>, usize)>,
     held: usize,
 }
 
 impl Nominations {
     /// `queue` in queue order; `node` is the Pod's nominated node, if any.
-    pub fn new(queue: &[Arc<Pod>], node: impl Fn(&Pod) -> Option<usize>) -> Nominations {
+    pub fn new(queue: &[Arc<PodInfo>], node: impl Fn(&Pod) -> Option<usize>) -> Nominations {
         let pods = queue
             .iter()
-            .filter_map(|p| node(p).map(|i| (p.clone(), i)))
+            .filter_map(|p| node(&p.pod).map(|i| (p.clone(), i)))
             .collect();
         Nominations { pods, held: 0 }
     }
@@ -51,10 +171,10 @@ impl Nominations {
     /// Before `pod` is tried: the room of every nominated Pod at least as important is held,
     /// and `pod`'s own nomination is given back to it (the caller places it again where it
     /// binds or preempts; otherwise its nomination is cleared, as upstream's).
-    pub fn hold_for(&mut self, pod: &Arc<Pod>, view: &mut View) {
-        let floor = priority(pod);
+    pub fn hold_for(&mut self, pod: &Arc<PodInfo>, view: &mut View) {
+        let floor = priority(&pod.pod);
         while let Some((p, i)) = self.pods.get(self.held) {
-            if priority(p) < floor {
+            if priority(&p.pod) < floor {
                 break;
             }
             view.place(*i, p);
@@ -74,15 +194,15 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn pod(name: &str, priority: i32) -> Arc<Pod> {
-        Arc::new(
+    fn pod(name: &str, priority: i32) -> Arc<PodInfo> {
+        Arc::new(PodInfo::new(Arc::new(
             serde_json::from_value(json!({
                 "metadata": { "name": name },
                 "spec": { "priority": priority, "containers": [{ "name": "c",
                     "resources": { "requests": { "cpu": "800m" } } }] },
             }))
             .unwrap(),
-        )
+        )))
     }
 
     fn one_node() -> View {
@@ -90,8 +210,7 @@ mod tests {
             "status": { "allocatable": { "cpu": "1" } } }))
         .unwrap();
         View {
-            infos: vec![NodeInfo::new(node)],
-            on_node: vec![Vec::new()],
+            infos: vec![NodeInfo::new(Arc::new(node))],
             index: HashMap::from([("n".to_string(), 0)]),
         }
     }
@@ -107,12 +226,15 @@ mod tests {
         });
         // A more important Pod does not see the hold.
         n.hold_for(&top, &mut view);
-        assert_eq!(view.infos[0].pods, 0);
+        assert_eq!(view.infos[0].pods.len(), 0);
         // One of equal priority finds the room taken, as upstream's nominated pods.
         n.hold_for(&peer, &mut view);
-        assert_eq!((view.infos[0].pods, view.infos[0].requested.0), (1, 0.8));
+        assert_eq!(
+            (view.infos[0].pods.len(), view.infos[0].requested.milli_cpu),
+            (1, 800)
+        );
         // The nominee itself tries with its hold given back.
         n.hold_for(&nominee, &mut view);
-        assert_eq!((view.infos[0].pods, view.on_node[0].len()), (0, 0));
+        assert_eq!(view.infos[0].pods.len(), 0);
     }
 }

@@ -1,0 +1,362 @@
+//! InterPodAffinity, as upstream's plugin: a Pod's required affinity and anti-affinity to the
+//! Pods already in a topology domain, the required anti-affinity of those Pods to it
+//! (symmetry), and the preferred terms of both sides as a score.
+
+use super::{Reject, Topology};
+use crate::node_info::{NodeInfo, PodInfo};
+use k8s_openapi::api::core::v1::{Pod, PodAffinityTerm, WeightedPodAffinityTerm};
+use keelson_apimachinery::labels::LabelSelector;
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+pub const AFFINITY_NOT_MATCH: &str = "node(s) didn't match pod affinity rules";
+pub const ANTI_AFFINITY_NOT_MATCH: &str = "node(s) didn't match pod anti-affinity rules";
+pub const EXISTING_ANTI_AFFINITY_NOT_MATCH: &str =
+    "node(s) didn't satisfy existing pods anti-affinity rules";
+
+/// One PodAffinityTerm, parsed: the Pods it selects and the domain key.
+#[derive(Debug, Clone)]
+pub struct Term {
+    namespaces: HashSet<String>,
+    /// None for a nil namespaceSelector (it selects no namespace).
+    namespace_selector: Option<LabelSelector>,
+    selector: LabelSelector,
+    pub topology_key: String,
+}
+
+impl Term {
+    /// Upstream's newAffinityTerm, with matchLabelKeys and mismatchLabelKeys merged into the
+    /// selector as the API server merges them (In / NotIn the owner's own value).
+    fn new(owner: &Pod, t: &PodAffinityTerm) -> Option<Term> {
+        let mut selector = match &t.label_selector {
+            None => LabelSelector::nothing(),
+            Some(s) => LabelSelector::from_json(&serde_json::to_value(s).ok()?).ok()?,
+        };
+        if t.label_selector.is_some() {
+            selector = super::with_label_keys(
+                selector,
+                owner,
+                t.match_label_keys.as_deref().unwrap_or_default(),
+                t.mismatch_label_keys.as_deref().unwrap_or_default(),
+            );
+        }
+        let namespace_selector = match &t.namespace_selector {
+            None => None,
+            Some(s) => Some(LabelSelector::from_json(&serde_json::to_value(s).ok()?).ok()?),
+        };
+        let listed = t.namespaces.as_deref().unwrap_or_default();
+        let namespaces = if listed.is_empty() && t.namespace_selector.is_none() {
+            HashSet::from([owner.metadata.namespace.clone().unwrap_or_default()])
+        } else {
+            listed.iter().cloned().collect()
+        };
+        Some(Term {
+            namespaces,
+            namespace_selector,
+            selector,
+            topology_key: t.topology_key.clone(),
+        })
+    }
+
+    /// Whether `pod` (whose namespace has `ns_labels`) is one of the Pods this term selects.
+    pub fn matches(&self, pod: &PodInfo, ns_labels: Option<&BTreeMap<String, String>>) -> bool {
+        let in_namespace = self.namespaces.contains(pod.namespace())
+            || self
+                .namespace_selector
+                .as_ref()
+                .zip(ns_labels)
+                .is_some_and(|(s, l)| s.matches_map(l));
+        in_namespace && self.selector.matches_map(pod.labels())
+    }
+
+    /// Upstream's mergeAffinityTermNamespacesIfNotEmpty: the incoming Pod's namespaceSelector
+    /// becomes the namespaces it selects now, so each match is a set lookup.
+    fn merge_namespaces(&mut self, namespaces: &HashMap<String, BTreeMap<String, String>>) {
+        if let Some(sel) = self.namespace_selector.take() {
+            self.namespaces.extend(
+                namespaces
+                    .iter()
+                    .filter(|(_, l)| sel.matches_map(l))
+                    .map(|(n, _)| n.clone()),
+            );
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Weighted {
+    pub term: Term,
+    pub weight: i64,
+}
+
+/// A Pod's affinity and anti-affinity terms.
+#[derive(Debug, Clone, Default)]
+pub struct Affinity {
+    pub required: Vec<Term>,
+    pub required_anti: Vec<Term>,
+    pub preferred: Vec<Weighted>,
+    pub preferred_anti: Vec<Weighted>,
+}
+
+impl Affinity {
+    pub fn of(pod: &Pod) -> Affinity {
+        let Some(a) = pod.spec.as_ref().and_then(|s| s.affinity.as_ref()) else {
+            return Affinity::default();
+        };
+        let required = |terms: Option<&Vec<PodAffinityTerm>>| -> Vec<Term> {
+            terms
+                .into_iter()
+                .flatten()
+                .filter_map(|t| Term::new(pod, t))
+                .collect()
+        };
+        let preferred = |terms: Option<&Vec<WeightedPodAffinityTerm>>| -> Vec<Weighted> {
+            terms
+                .into_iter()
+                .flatten()
+                .filter(|w| w.weight != 0)
+                .filter_map(|w| {
+                    Some(Weighted {
+                        term: Term::new(pod, &w.pod_affinity_term)?,
+                        weight: i64::from(w.weight),
+                    })
+                })
+                .collect()
+        };
+        let aff = a.pod_affinity.as_ref();
+        let anti = a.pod_anti_affinity.as_ref();
+        Affinity {
+            required: required(aff.and_then(|p| {
+                p.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })),
+            required_anti: required(anti.and_then(|p| {
+                p.required_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })),
+            preferred: preferred(aff.and_then(|p| {
+                p.preferred_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })),
+            preferred_anti: preferred(anti.and_then(|p| {
+                p.preferred_during_scheduling_ignored_during_execution
+                    .as_ref()
+            })),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.required.is_empty()
+            && self.required_anti.is_empty()
+            && self.preferred.is_empty()
+            && self.preferred_anti.is_empty()
+    }
+}
+
+/// The incoming Pod's terms with their namespace selectors resolved.
+fn incoming_terms(
+    pod: &PodInfo,
+    namespaces: &HashMap<String, BTreeMap<String, String>>,
+) -> Affinity {
+    let mut a = pod.affinity.clone();
+    for t in a.required.iter_mut().chain(a.required_anti.iter_mut()) {
+        t.merge_namespaces(namespaces);
+    }
+    for w in a.preferred.iter_mut().chain(a.preferred_anti.iter_mut()) {
+        w.term.merge_namespaces(namespaces);
+    }
+    a
+}
+
+/// PreFilter's counts, per topology domain: existing Pods whose required anti-affinity
+/// selects the incoming Pod, and existing Pods its own required terms select.
+#[derive(Clone, Debug)]
+pub struct FilterState {
+    terms: Affinity,
+    ns_labels: Option<BTreeMap<String, String>>,
+    existing_anti: Topology,
+    affinity: Topology,
+    anti: Topology,
+    pod: std::sync::Arc<PodInfo>,
+}
+
+impl FilterState {
+    /// None when nothing can fail (upstream's Skip): the Pod has no required terms and no
+    /// existing Pod has required anti-affinity.
+    pub fn new(
+        pod: &std::sync::Arc<PodInfo>,
+        nodes: &[NodeInfo],
+        namespaces: &HashMap<String, BTreeMap<String, String>>,
+    ) -> Option<FilterState> {
+        let own = !pod.affinity.required.is_empty() || !pod.affinity.required_anti.is_empty();
+        if !own && nodes.iter().all(|n| n.with_required_anti == 0) {
+            return None;
+        }
+        let mut s = FilterState {
+            terms: incoming_terms(pod, namespaces),
+            ns_labels: namespaces.get(pod.namespace()).cloned(),
+            existing_anti: Topology::default(),
+            affinity: Topology::default(),
+            anti: Topology::default(),
+            pod: pod.clone(),
+        };
+        for node in nodes {
+            if !own && node.with_required_anti == 0 {
+                continue;
+            }
+            for p in &node.pods {
+                if own {
+                    s.update_own(p, node, 1);
+                }
+                s.update_existing(p, node, 1);
+            }
+        }
+        Some(s)
+    }
+
+    fn update_existing(&mut self, p: &PodInfo, node: &NodeInfo, by: i64) {
+        for t in &p.affinity.required_anti {
+            if t.matches(&self.pod, self.ns_labels.as_ref()) {
+                self.existing_anti.add(node, &t.topology_key, by);
+            }
+        }
+    }
+
+    fn update_own(&mut self, p: &PodInfo, node: &NodeInfo, by: i64) {
+        let required = &self.terms.required;
+        if !required.is_empty() && required.iter().all(|t| t.matches(p, None)) {
+            for t in required {
+                self.affinity.add(node, &t.topology_key, by);
+            }
+        }
+        for t in &self.terms.required_anti {
+            if t.matches(p, None) {
+                self.anti.add(node, &t.topology_key, by);
+            }
+        }
+    }
+
+    /// Upstream's AddPod / RemovePod: `p` counted (by 1) or no longer (by -1) on `node`,
+    /// for preemption's dry runs.
+    pub fn update(&mut self, p: &PodInfo, node: &NodeInfo, by: i64) {
+        self.update_existing(p, node, by);
+        self.update_own(p, node, by);
+    }
+
+    pub fn filter(&self, node: &NodeInfo) -> Result<(), Reject> {
+        let labels = node.labels();
+        if !self.satisfies_affinity(labels) {
+            return Err(Reject::unresolvable(AFFINITY_NOT_MATCH));
+        }
+        let anti_hit = self.terms.required_anti.iter().any(|t| {
+            labels
+                .get(&t.topology_key)
+                .is_some_and(|v| self.anti.get(&t.topology_key, v) > 0)
+        });
+        if anti_hit {
+            return Err(Reject::unschedulable(ANTI_AFFINITY_NOT_MATCH));
+        }
+        if !self.existing_anti.is_empty()
+            && labels.iter().any(|(k, v)| self.existing_anti.get(k, v) > 0)
+        {
+            return Err(Reject::unschedulable(EXISTING_ANTI_AFFINITY_NOT_MATCH));
+        }
+        Ok(())
+    }
+
+    fn satisfies_affinity(&self, labels: &BTreeMap<String, String>) -> bool {
+        let mut pods_exist = true;
+        for t in &self.terms.required {
+            match labels.get(&t.topology_key) {
+                // Every topology key must be on the node.
+                None => return false,
+                Some(v) => pods_exist &= self.affinity.get(&t.topology_key, v) > 0,
+            }
+        }
+        // The first of a group of Pods with affinity to each other: when no Pod anywhere
+        // matches and the Pod matches its own terms, it may go to any node with the keys.
+        pods_exist
+            || (self.affinity.is_empty()
+                && self
+                    .terms
+                    .required
+                    .iter()
+                    .all(|t| t.matches(&self.pod, None)))
+    }
+}
+
+/// PreScore's sums: per topology domain, the weights of preferred terms (both ways) and of
+/// existing Pods' required affinity to the incoming Pod (hardPodAffinityWeight).
+pub struct ScoreState {
+    scores: Topology,
+}
+
+impl ScoreState {
+    /// None when no term applies anywhere (upstream's Skip: every node scores 0).
+    pub fn new(
+        pod: &PodInfo,
+        nodes: &[NodeInfo],
+        namespaces: &HashMap<String, BTreeMap<String, String>>,
+        hard_weight: i64,
+    ) -> Option<ScoreState> {
+        let own = !pod.affinity.preferred.is_empty() || !pod.affinity.preferred_anti.is_empty();
+        let terms = incoming_terms(pod, namespaces);
+        let ns_labels = namespaces.get(pod.namespace());
+        let mut scores = Topology::default();
+        for node in nodes {
+            if (!own && node.with_affinity == 0) || node.labels().is_empty() {
+                continue;
+            }
+            for p in &node.pods {
+                if !own && p.affinity.is_empty() {
+                    continue;
+                }
+                for w in &terms.preferred {
+                    if w.term.matches(p, None) {
+                        scores.add(node, &w.term.topology_key, w.weight);
+                    }
+                }
+                for w in &terms.preferred_anti {
+                    if w.term.matches(p, None) {
+                        scores.add(node, &w.term.topology_key, -w.weight);
+                    }
+                }
+                if hard_weight > 0 {
+                    for t in &p.affinity.required {
+                        if t.matches(pod, ns_labels) {
+                            scores.add(node, &t.topology_key, hard_weight);
+                        }
+                    }
+                }
+                for w in &p.affinity.preferred {
+                    if w.term.matches(pod, ns_labels) {
+                        scores.add(node, &w.term.topology_key, w.weight);
+                    }
+                }
+                for w in &p.affinity.preferred_anti {
+                    if w.term.matches(pod, ns_labels) {
+                        scores.add(node, &w.term.topology_key, -w.weight);
+                    }
+                }
+            }
+        }
+        (!scores.is_empty()).then_some(ScoreState { scores })
+    }
+
+    pub fn score(&self, node: &NodeInfo) -> i64 {
+        self.scores.sum_for(node.labels())
+    }
+
+    /// Upstream's NormalizeScore: min to 0, max to 100, linearly.
+    pub fn normalize(scores: &mut [i64]) {
+        let (Some(&min), Some(&max)) = (scores.iter().min(), scores.iter().max()) else {
+            return;
+        };
+        for s in scores.iter_mut() {
+            *s = if max > min {
+                (100.0 * ((*s - min) as f64 / (max - min) as f64)) as i64
+            } else {
+                0
+            };
+        }
+    }
+}
