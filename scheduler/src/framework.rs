@@ -85,7 +85,7 @@ impl<'a> Cycle<'a> {
         vols: &'a PodVolumes,
         timer: Timer<'a>,
     ) -> Cycle<'a> {
-        let _t = timer.extension("PreFilter");
+        let span = timer.extension("PreFilter");
         let required = node_affinity::Required::of(&pod.pod);
         let on =
             |p: Plugin| profile.filters.contains(&p) || profile.scores.iter().any(|s| s.0 == p);
@@ -114,6 +114,7 @@ impl<'a> Cycle<'a> {
                 })
             })
             .flatten();
+        drop(span);
         Cycle {
             pod,
             profile,
@@ -151,6 +152,7 @@ impl<'a> Cycle<'a> {
                 },
                 Plugin::NodePorts => plugins::ports(pod, node),
                 Plugin::NodeResourcesFit => fit::filter(pod, node),
+                Plugin::VolumeBinding if self.vols.is_empty() => Ok(()),
                 Plugin::VolumeBinding => match volumes::unfit(self.vols, &node.node) {
                     Some(why) => Err(Reject::unresolvable(why)),
                     None => Ok(()),
@@ -219,7 +221,8 @@ impl<'a> Cycle<'a> {
                     .map(|n| fit::balanced(pod, n).unwrap_or(0))
                     .collect(),
                 Plugin::ImageLocality => {
-                    infos.iter().map(|n| cluster.images.score(pod, n)).collect()
+                    let images = cluster.images.of(pod);
+                    infos.iter().map(|n| images.score(n)).collect()
                 }
                 Plugin::InterPodAffinity => {
                     let state = interpod::ScoreState::new(

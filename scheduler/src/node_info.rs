@@ -198,6 +198,14 @@ impl PodInfo {
 pub struct NodeInfo {
     pub node: Arc<Node>,
     pub name: String,
+    /// Its Ready condition is True.
+    pub ready: bool,
+    /// spec.unschedulable (kubectl cordon).
+    pub cordoned: bool,
+    /// Whether it has NoSchedule or NoExecute taints, and PreferNoSchedule ones: most nodes
+    /// have neither, and the taint plugins skip them without reading the Node.
+    pub hard_taints: bool,
+    pub soft_taints: bool,
     pub allocatable: Resources,
     /// The node's pods allocatable (0 when not reported: no limit).
     pub allowed_pods: i64,
@@ -223,8 +231,17 @@ impl NodeInfo {
             .and_then(|m| m.get("pods"))
             .and_then(|q| quantity::parse(&q.0))
             .unwrap_or(0.0) as i64;
+        let ready = status
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+        let taints = node.spec.as_ref().and_then(|s| s.taints.as_deref());
+        let has = |f: fn(&str) -> bool| taints.unwrap_or_default().iter().any(|t| f(&t.effect));
         NodeInfo {
             name: node.metadata.name.clone().unwrap_or_default(),
+            hard_taints: has(|e| e == "NoSchedule" || e == "NoExecute"),
+            soft_taints: has(|e| e == "PreferNoSchedule"),
+            ready,
+            cordoned: node.spec.as_ref().and_then(|s| s.unschedulable) == Some(true),
             allocatable: Resources::from_map(alloc),
             allowed_pods,
             node,

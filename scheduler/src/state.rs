@@ -211,6 +211,8 @@ impl State {
             self.observe_attempt(result, &profile.scheduler_name, started);
             match picked {
                 Ok(i) => {
+                    // Its plugin samples are observed now; its borrows end.
+                    drop(cycle);
                     let node = view.infos[i].name.clone();
                     view.place(i, &pod);
                     self.assumed

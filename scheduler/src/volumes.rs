@@ -30,6 +30,13 @@ pub struct PodVolumes {
     pub delayed: Vec<Delayed>,
 }
 
+impl PodVolumes {
+    /// No claims: nothing for VolumeBinding to check.
+    pub fn is_empty(&self) -> bool {
+        self.bound.is_empty() && self.delayed.is_empty()
+    }
+}
+
 /// An unbound WaitForFirstConsumer claim.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Delayed {

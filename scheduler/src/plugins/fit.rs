@@ -16,23 +16,30 @@ pub fn filter(pod: &PodInfo, node: &NodeInfo) -> Result<(), Reject> {
     if node.allowed_pods > 0 && node.pods.len() as i64 + 1 > node.allowed_pods {
         reasons.push(TOO_MANY_PODS.into());
     }
-    let req = &pod.requests;
-    let free = |name: &str| node.allocatable.get(name) - node.requested.get(name);
-    for (name, want) in [
-        ("cpu", req.milli_cpu),
-        ("memory", req.memory),
-        ("ephemeral-storage", req.ephemeral_storage),
+    let (req, alloc, used) = (&pod.requests, &node.allocatable, &node.requested);
+    for (want, free, why) in [
+        (
+            req.milli_cpu,
+            alloc.milli_cpu - used.milli_cpu,
+            "Insufficient cpu",
+        ),
+        (
+            req.memory,
+            alloc.memory - used.memory,
+            "Insufficient memory",
+        ),
+        (
+            req.ephemeral_storage,
+            alloc.ephemeral_storage - used.ephemeral_storage,
+            "Insufficient ephemeral-storage",
+        ),
     ] {
-        if want > 0 && want > free(name) {
-            reasons.push(Cow::Borrowed(match name {
-                "cpu" => "Insufficient cpu",
-                "memory" => "Insufficient memory",
-                _ => "Insufficient ephemeral-storage",
-            }));
+        if want > 0 && want > free {
+            reasons.push(Cow::Borrowed(why));
         }
     }
     for (name, want) in &req.scalar {
-        if *want > 0 && *want > free(name) {
+        if *want > 0 && *want > alloc.get(name) - used.get(name) {
             reasons.push(format!("Insufficient {name}").into());
         }
     }
@@ -146,24 +153,41 @@ impl Images {
         }
     }
 
-    /// Upstream's ImageLocality: the sizes of the Pod's images already on the node, each
-    /// scaled by the share of nodes that have it, mapped from 23 MB..1000 MB per container
-    /// onto 0..100.
-    pub fn score(&self, pod: &PodInfo, node: &NodeInfo) -> i64 {
+    /// The Pod's images as ImageLocality weighs them, found once per cycle.
+    pub fn of(&self, pod: &PodInfo) -> PodImages {
+        let spec = pod.pod.spec.as_ref();
+        let containers = spec
+            .into_iter()
+            .flat_map(|s| s.init_containers.iter().flatten().chain(&s.containers));
+        let count = containers.clone().count();
+        // Each image's size scaled by the share of nodes that have it.
+        let present = containers
+            .filter_map(|c| c.image.as_deref())
+            .filter_map(|image| {
+                let name = normalized_image(image).into_owned();
+                let (size, nodes) = self.spread.get(&name)?;
+                let scaled = (*size as f64 * (*nodes as f64 / self.nodes.max(1) as f64)) as i64;
+                Some((name, scaled))
+            })
+            .collect();
+        PodImages { present, count }
+    }
+}
+
+/// A Pod's images that some node has, with their scaled sizes.
+pub struct PodImages {
+    present: Vec<(String, i64)>,
+    count: usize,
+}
+
+impl PodImages {
+    /// Upstream's ImageLocality: the scaled sizes of the Pod's images already on the node,
+    /// mapped from 23 MB..1000 MB per container onto 0..100.
+    pub fn score(&self, node: &NodeInfo) -> i64 {
         const MB: i64 = 1024 * 1024;
         const MIN: i64 = 23 * MB;
         const MAX_PER_CONTAINER: i64 = 1000 * MB;
-        let Some(spec) = pod.pod.spec.as_ref() else {
-            return 0;
-        };
-        let containers: Vec<&str> = spec
-            .init_containers
-            .iter()
-            .flatten()
-            .chain(&spec.containers)
-            .filter_map(|c| c.image.as_deref())
-            .collect();
-        if containers.is_empty() || self.nodes == 0 {
+        if self.present.is_empty() {
             return 0;
         }
         let on_node = |name: &str| {
@@ -173,17 +197,13 @@ impl Images {
                 .flat_map(|s| s.images.iter().flatten())
                 .any(|i| i.names.iter().flatten().any(|n| n == name))
         };
-        let mut sum = 0;
-        for image in containers {
-            let name = normalized_image(image);
-            if let Some((size, count)) = self.spread.get(name.as_ref()) {
-                if on_node(&name) {
-                    sum += (*size as f64 * (*count as f64 / self.nodes as f64)) as i64;
-                }
-            }
-        }
-        let count = spec.containers.len() + spec.init_containers.as_ref().map_or(0, Vec::len);
-        let max = MAX_PER_CONTAINER * count as i64;
+        let sum: i64 = self
+            .present
+            .iter()
+            .filter(|(name, _)| on_node(name))
+            .map(|(_, scaled)| scaled)
+            .sum();
+        let max = MAX_PER_CONTAINER * self.count as i64;
         let clamped = sum.clamp(MIN, max.max(MIN + 1));
         100 * (clamped - MIN) / (max - MIN).max(1)
     }

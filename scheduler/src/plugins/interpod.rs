@@ -2,11 +2,11 @@
 //! Pods already in a topology domain, the required anti-affinity of those Pods to it
 //! (symmetry), and the preferred terms of both sides as a score.
 
-use super::{Reject, Topology};
+use super::{FastSet, Reject, Topology};
 use crate::node_info::{NodeInfo, PodInfo};
 use k8s_openapi::api::core::v1::{Pod, PodAffinityTerm, WeightedPodAffinityTerm};
 use keelson_apimachinery::labels::LabelSelector;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 
 pub const AFFINITY_NOT_MATCH: &str = "node(s) didn't match pod affinity rules";
 pub const ANTI_AFFINITY_NOT_MATCH: &str = "node(s) didn't match pod anti-affinity rules";
@@ -16,7 +16,7 @@ pub const EXISTING_ANTI_AFFINITY_NOT_MATCH: &str =
 /// One PodAffinityTerm, parsed: the Pods it selects and the domain key.
 #[derive(Debug, Clone)]
 pub struct Term {
-    namespaces: HashSet<String>,
+    namespaces: FastSet<String>,
     /// None for a nil namespaceSelector (it selects no namespace).
     namespace_selector: Option<LabelSelector>,
     selector: LabelSelector,
@@ -45,7 +45,7 @@ impl Term {
         };
         let listed = t.namespaces.as_deref().unwrap_or_default();
         let namespaces = if listed.is_empty() && t.namespace_selector.is_none() {
-            HashSet::from([owner.metadata.namespace.clone().unwrap_or_default()])
+            FastSet::from_iter([owner.metadata.namespace.clone().unwrap_or_default()])
         } else {
             listed.iter().cloned().collect()
         };
@@ -255,9 +255,7 @@ impl FilterState {
         if anti_hit {
             return Err(Reject::unschedulable(ANTI_AFFINITY_NOT_MATCH));
         }
-        if !self.existing_anti.is_empty()
-            && labels.iter().any(|(k, v)| self.existing_anti.get(k, v) > 0)
-        {
+        if self.existing_anti.any_for(labels) {
             return Err(Reject::unschedulable(EXISTING_ANTI_AFFINITY_NOT_MATCH));
         }
         Ok(())
@@ -299,6 +297,9 @@ impl ScoreState {
         hard_weight: i64,
     ) -> Option<ScoreState> {
         let own = !pod.affinity.preferred.is_empty() || !pod.affinity.preferred_anti.is_empty();
+        if !own && nodes.iter().all(|n| n.with_affinity == 0) {
+            return None;
+        }
         let terms = incoming_terms(pod, namespaces);
         let ns_labels = namespaces.get(pod.namespace());
         let mut scores = Topology::default();

@@ -12,7 +12,11 @@ use k8s_openapi::api::core::v1::{Pod, Taint, Toleration};
 use keelson_apimachinery::labels::{LabelSelector, Operator, Requirement};
 use keelson_apimachinery::taints::tolerates;
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
+
+/// Maps and sets hashed with foldhash: a cycle hashes every domain of every Pod it counts.
+pub type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+pub type FastSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 
 /// A plugin of upstream's in-tree registry that Keelson runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -148,7 +152,7 @@ impl Reject {
 /// Counts or scores per topology domain (key, then value), as upstream's topologyToMatchedTermCount
 /// and scoreMap; entries back at zero are dropped.
 #[derive(Debug, Clone, Default)]
-pub struct Topology(HashMap<String, HashMap<String, i64>>);
+pub struct Topology(FastMap<String, FastMap<String, i64>>);
 
 impl Topology {
     /// Adds `by` to the node's domain of `key`, if the node has that label.
@@ -159,8 +163,15 @@ impl Topology {
     }
 
     pub fn add_raw(&mut self, key: &str, value: &str, by: i64) {
-        let values = self.0.entry(key.to_string()).or_default();
-        let n = values.entry(value.to_string()).or_default();
+        // Looked up before inserting: most updates hit a domain already counted.
+        if !self.0.contains_key(key) {
+            self.0.insert(key.to_string(), FastMap::default());
+        }
+        let values = self.0.get_mut(key).expect("inserted above");
+        let n = match values.get_mut(value) {
+            Some(n) => n,
+            None => values.entry(value.to_string()).or_default(),
+        };
         *n += by;
         if *n == 0 {
             values.remove(value);
@@ -194,6 +205,15 @@ impl Topology {
 
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+
+    /// Whether any domain `labels` belongs to has a count.
+    pub fn any_for(&self, labels: &BTreeMap<String, String>) -> bool {
+        self.0.iter().any(|(k, values)| {
+            labels
+                .get(k)
+                .is_some_and(|v| values.get(v).is_some_and(|n| *n > 0))
+        })
     }
 
     /// The sum over the domains `labels` belongs to.
@@ -230,13 +250,6 @@ pub fn with_label_keys(
     LabelSelector::from_requirements(reqs)
 }
 
-fn ready(info: &NodeInfo) -> bool {
-    let status = info.node.status.as_ref();
-    status
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-}
-
 fn tolerations(pod: &PodInfo) -> &[Toleration] {
     let spec = pod.pod.spec.as_ref();
     spec.and_then(|s| s.tolerations.as_deref())
@@ -247,16 +260,15 @@ fn tolerations(pod: &PodInfo) -> &[Toleration] {
 /// `node.kubernetes.io/unschedulable:NoSchedule`. Keelson also keeps Pods off nodes that are
 /// not Ready (upstream leaves that to the not-ready taint the node controller adds).
 pub fn node_unschedulable(pod: &PodInfo, node: &NodeInfo) -> Result<(), Reject> {
-    if !ready(node) {
-        return Err(Reject::unresolvable("node(s) were not ready"));
-    }
-    let cordoned = node.node.spec.as_ref().and_then(|s| s.unschedulable) == Some(true);
-    let taint = Taint {
+    static TAINT: std::sync::LazyLock<Taint> = std::sync::LazyLock::new(|| Taint {
         key: "node.kubernetes.io/unschedulable".into(),
         effect: "NoSchedule".into(),
         ..Taint::default()
-    };
-    if cordoned && !tolerations(pod).iter().any(|t| tolerates(t, &taint)) {
+    });
+    if !node.ready {
+        return Err(Reject::unresolvable("node(s) were not ready"));
+    }
+    if node.cordoned && !tolerations(pod).iter().any(|t| tolerates(t, &TAINT)) {
         return Err(Reject::unresolvable("node(s) were unschedulable"));
     }
     Ok(())
@@ -275,6 +287,9 @@ pub fn node_name(pod: &PodInfo, node: &NodeInfo) -> Result<(), Reject> {
 
 /// TaintToleration's filter: the first NoSchedule or NoExecute taint the Pod does not tolerate.
 pub fn taints(pod: &PodInfo, node: &NodeInfo) -> Result<(), Reject> {
+    if !node.hard_taints {
+        return Ok(());
+    }
     let tolerations = tolerations(pod);
     let taints = node.node.spec.as_ref().and_then(|s| s.taints.as_deref());
     let untolerated = taints
@@ -295,6 +310,9 @@ pub fn taints(pod: &PodInfo, node: &NodeInfo) -> Result<(), Reject> {
 /// TaintToleration's score (before normalizing, which turns it round): the PreferNoSchedule
 /// taints the Pod's tolerations of that effect (or of any effect) do not tolerate.
 pub fn intolerable_preferences(pod: &PodInfo, node: &NodeInfo) -> i64 {
+    if !node.soft_taints {
+        return 0;
+    }
     let tolerations: Vec<&Toleration> = tolerations(pod)
         .iter()
         .filter(|t| {

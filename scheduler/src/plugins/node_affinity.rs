@@ -34,6 +34,9 @@ impl Required {
     }
 
     pub fn matches(&self, node: &NodeInfo) -> bool {
+        if self.selector.is_empty() && self.terms.is_none() {
+            return true;
+        }
         let labels = node.labels();
         self.selector.iter().all(|(k, v)| labels.get(k) == Some(v))
             && self

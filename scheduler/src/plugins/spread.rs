@@ -4,12 +4,12 @@
 //! the Pods of the same Services and controller.
 
 use super::node_affinity::Required;
-use super::{Reject, Topology};
+use super::{FastMap, Reject, Topology};
 use crate::node_info::{NodeInfo, PodInfo};
 use k8s_openapi::api::core::v1::{Pod, TopologySpreadConstraint};
 use keelson_apimachinery::labels::LabelSelector;
 use keelson_apimachinery::taints::tolerates;
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 
 pub const CONSTRAINTS_NOT_MATCH: &str = "node(s) didn't match pod topology spread constraints";
 pub const MISSING_LABEL: &str =
@@ -161,7 +161,10 @@ fn has_all_keys(labels: &BTreeMap<String, String>, cs: &[Constraint]) -> bool {
 pub struct FilterState {
     constraints: Vec<Constraint>,
     /// Per constraint: Pods per domain (every eligible domain is present, 0 included).
-    counts: Vec<HashMap<String, i64>>,
+    counts: Vec<FastMap<String, i64>>,
+    /// Per constraint: the global minimum (0 with fewer domains than minDomains), kept with
+    /// the counts rather than found again for every node.
+    min: Vec<i64>,
     self_match: Vec<bool>,
     namespace: String,
 }
@@ -177,7 +180,7 @@ impl FilterState {
         if constraints.is_empty() {
             return None;
         }
-        let mut counts = vec![HashMap::new(); constraints.len()];
+        let mut counts = vec![FastMap::default(); constraints.len()];
         for node in nodes {
             let labels = node.labels();
             if !has_all_keys(labels, &constraints) {
@@ -185,8 +188,14 @@ impl FilterState {
             }
             for (c, counts) in constraints.iter().zip(counts.iter_mut()) {
                 if c.includes(pod, required, node) {
-                    let value = labels[&c.topology_key].clone();
-                    *counts.entry(value).or_default() += c.count(pod.namespace(), node);
+                    let value = &labels[&c.topology_key];
+                    let n = c.count(pod.namespace(), node);
+                    match counts.get_mut(value) {
+                        Some(have) => *have += n,
+                        None => {
+                            counts.insert(value.clone(), n);
+                        }
+                    }
                 }
             }
         }
@@ -194,12 +203,26 @@ impl FilterState {
             .iter()
             .map(|c| c.selector.matches_map(pod.labels()))
             .collect();
-        Some(FilterState {
+        let mut state = FilterState {
+            min: vec![0; constraints.len()],
             constraints,
             counts,
             self_match,
             namespace: pod.namespace().to_string(),
-        })
+        };
+        state.find_minimums();
+        Some(state)
+    }
+
+    fn find_minimums(&mut self) {
+        for (i, c) in self.constraints.iter().enumerate() {
+            let counts = &self.counts[i];
+            self.min[i] = if (counts.len() as i32) < c.min_domains {
+                0
+            } else {
+                counts.values().copied().min().unwrap_or(0)
+            };
+        }
     }
 
     /// Upstream's AddPod / RemovePod for preemption's dry runs.
@@ -218,6 +241,7 @@ impl FilterState {
                 }
             }
         }
+        self.find_minimums();
     }
 
     pub fn filter(&self, node: &NodeInfo) -> Result<(), Reject> {
@@ -226,15 +250,8 @@ impl FilterState {
             let Some(value) = labels.get(&c.topology_key) else {
                 return Err(Reject::unresolvable(MISSING_LABEL));
             };
-            let counts = &self.counts[i];
-            // Fewer domains than minDomains: the global minimum counts as 0.
-            let min = if (counts.len() as i32) < c.min_domains {
-                0
-            } else {
-                counts.values().copied().min().unwrap_or(0)
-            };
-            let here = counts.get(value).copied().unwrap_or(0);
-            let skew = here + i64::from(self.self_match[i]) - min;
+            let here = self.counts[i].get(value).copied().unwrap_or(0);
+            let skew = here + i64::from(self.self_match[i]) - self.min[i];
             if skew > i64::from(c.max_skew) {
                 return Err(Reject::unschedulable(CONSTRAINTS_NOT_MATCH));
             }
