@@ -25,19 +25,20 @@ pub(super) fn fill_on_create(res: &Resource, obj: &mut Value) {
     }
     if res.kind == "Pod" {
         let qos = qos_class(obj);
-        let mut status = json!({ "phase": "Pending", "qosClass": qos });
         // Upstream's applySchedulingGatedCondition: a gated Pod says so from the start
         // (kubectl shows SchedulingGated) until the scheduler takes it.
         let gated = obj
             .pointer("/spec/schedulingGates")
             .and_then(Value::as_array)
             .is_some_and(|g| !g.is_empty());
-        if gated {
-            status["conditions"] = json!([{
+        let status = if gated {
+            json!({ "phase": "Pending", "qosClass": qos, "conditions": [{
                 "type": "PodScheduled", "status": "False", "reason": "SchedulingGated",
                 "message": "Scheduling is blocked due to non-empty scheduling gates",
-            }]);
-        }
+            }]})
+        } else {
+            json!({ "phase": "Pending", "qosClass": qos })
+        };
         crate::object::set_path(obj, &["status"], status);
     }
 }
