@@ -363,3 +363,51 @@ fn sigterm_releases_the_lease_at_once_and_a_taken_lease_stops_the_leader() {
     assert!(b.log().contains("leaderelection lost"), "{}", b.log());
     assert_eq!(holder(&api, "kube-controller-manager"), "intruder");
 }
+
+/// A leader whose work keeps its thread busy past the renew deadline (as a scheduler's pass
+/// over thousands of Pods does) still renews its Lease, so a standby trying all along never
+/// gets it. Before renewal ran as a task of its own, the lease expired under the busy work:
+/// the scheduler of a 5,000-pod workload exited with "leaderelection lost".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_leader_busy_past_its_renew_deadline_keeps_its_lease() {
+    use keelson_daemon::leader::{Config, Elector};
+    let api = Apiserver::start();
+    let config = |identity: &str| Config {
+        identity: identity.into(),
+        lease_duration: LEASE,
+        renew_deadline: Duration::from_secs(3),
+        retry_period: Duration::from_millis(500),
+        ..Config::new("kube-system", "busy")
+    };
+    let (_stop, shutdown) = keelson_daemon::Shutdown::manual();
+    let standby_shutdown = shutdown.clone();
+    let mut standby = Elector::new(api.client().await, config("busy-standby"));
+    let leader = Elector::new(api.client().await, config("busy-leader"));
+    let busy = LEASE * 2;
+    let (tried, outcome) = tokio::sync::oneshot::channel();
+    let work = async move {
+        // The standby starts trying once this process leads, and stops a second before the
+        // work ends (and the Lease is released).
+        let trying = busy - Duration::from_secs(1);
+        tokio::spawn(async move {
+            let acquired = tokio::time::timeout(trying, standby.acquire(&standby_shutdown))
+                .await
+                .is_ok();
+            let _ = tried.send(acquired);
+        });
+        // Blocks this thread: nothing else of this task runs until it ends.
+        std::thread::sleep(busy);
+    };
+    leader
+        .lead(&shutdown, work)
+        .await
+        .expect("the busy leader kept its lease")
+        .expect("it led");
+    let standby_acquired = outcome.await.unwrap();
+    assert!(
+        !standby_acquired,
+        "the standby took the lease while the leader was busy"
+    );
+    // lead() released the Lease when the work ended.
+    assert_eq!(holder(&api, "busy"), "");
+}

@@ -316,12 +316,32 @@ impl Elector {
         if !self.acquire(shutdown).await {
             return Ok(None);
         }
-        let out = tokio::select! {
-            out = work => out,
-            lost = self.hold() => return Err(lost),
-        };
-        self.release().await;
-        Ok(Some(out))
+        // Renewal is a task of its own: `work` may keep its thread busy for longer than the
+        // renew deadline (a scheduler's pass over thousands of Pods), and a renewal polled
+        // only between `work`'s awaits missed it and gave up a lease it still held.
+        let (done, finished) = tokio::sync::oneshot::channel::<()>();
+        let mut holder = tokio::spawn(async move {
+            tokio::select! {
+                lost = self.hold() => Err(lost),
+                _ = finished => {
+                    self.release().await;
+                    Ok(())
+                }
+            }
+        });
+        tokio::select! {
+            out = work => {
+                let _ = done.send(());
+                let _ = holder.await;
+                Ok(Some(out))
+            }
+            held = &mut holder => match held {
+                Ok(Err(lost)) => Err(lost),
+                // Only `done` ends renewal well, and it was not sent.
+                Ok(Ok(())) => Err(LeaderError::Lost("renewal stopped".into())),
+                Err(e) => Err(LeaderError::Lost(format!("the renewal task failed: {e}"))),
+            },
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 //! NormalizeScore, the weighted sum, and the best node; or why no node fits.
 
 use crate::config::Profile;
+use crate::kept::Kept;
 use crate::metrics::Timer;
 use crate::node_info::{NodeInfo, PodInfo};
 use crate::plugins::{self, fit, interpod, node_affinity, spread, Plugin, Reject};
@@ -71,17 +72,21 @@ pub struct Cycle<'a> {
     required: node_affinity::Required,
     constraints: Vec<spread::Constraint>,
     system_defaulted: bool,
-    pub interpod: Option<interpod::FilterState>,
-    pub spread: Option<spread::FilterState>,
+    interpod: Option<Arc<interpod::FilterState>>,
+    interpod_scores: Option<Arc<interpod::ScoreState>>,
+    spread: Option<Arc<spread::FilterState>>,
     timer: Timer<'a>,
 }
 
 impl<'a> Cycle<'a> {
+    /// The Pod's states are taken from `kept` where a Pod of its template left them, and kept
+    /// there otherwise.
     pub fn new(
         pod: Arc<PodInfo>,
         profile: &'a Profile,
         cluster: &Cluster,
         nodes: &[NodeInfo],
+        kept: &mut Kept,
         vols: &'a PodVolumes,
         timer: Timer<'a>,
     ) -> Cycle<'a> {
@@ -100,20 +105,45 @@ impl<'a> Cycle<'a> {
             (Vec::new(), false)
         };
         let filtering = |p: Plugin| profile.filters.contains(&p);
-        let interpod = filtering(Plugin::InterPodAffinity)
-            .then(|| {
-                timer.plugin(Plugin::InterPodAffinity, "PreFilter", || {
+        let states = kept.of(&profile.scheduler_name, &pod);
+        let interpod = match &states.interpod {
+            Some(s) => Some(s.clone()),
+            None if filtering(Plugin::InterPodAffinity) => {
+                let s = timer.plugin(Plugin::InterPodAffinity, "PreFilter", || {
                     interpod::FilterState::new(&pod, nodes, &cluster.namespaces)
-                })
-            })
-            .flatten();
-        let spread = filtering(Plugin::PodTopologySpread)
-            .then(|| {
-                timer.plugin(Plugin::PodTopologySpread, "PreFilter", || {
+                });
+                states.interpod = s.map(Arc::new);
+                states.interpod.clone()
+            }
+            None => None,
+        };
+        let spread = match &states.spread {
+            Some(s) => Some(s.clone()),
+            None if filtering(Plugin::PodTopologySpread) => {
+                let s = timer.plugin(Plugin::PodTopologySpread, "PreFilter", || {
                     spread::FilterState::new(&pod, &constraints, &required, nodes)
-                })
-            })
-            .flatten();
+                });
+                states.spread = s.map(Arc::new);
+                states.spread.clone()
+            }
+            None => None,
+        };
+        let scoring = profile
+            .scores
+            .iter()
+            .any(|s| s.0 == Plugin::InterPodAffinity);
+        let interpod_scores = match &states.interpod_scores {
+            Some(s) => Some(s.clone()),
+            None if scoring => {
+                let s = timer.plugin(Plugin::InterPodAffinity, "PreScore", || {
+                    let hard = profile.hard_pod_affinity_weight;
+                    interpod::ScoreState::new(&pod, nodes, &cluster.namespaces, hard)
+                });
+                states.interpod_scores = Some(Arc::new(s));
+                states.interpod_scores.clone()
+            }
+            None => None,
+        };
         drop(span);
         Cycle {
             pod,
@@ -123,6 +153,7 @@ impl<'a> Cycle<'a> {
             constraints,
             system_defaulted,
             interpod,
+            interpod_scores,
             spread,
             timer,
         }
@@ -130,7 +161,7 @@ impl<'a> Cycle<'a> {
 
     /// Every filter of the profile, in order; the first that fails says why.
     pub fn filter(&self, node: &NodeInfo) -> Result<(), Reject> {
-        self.filter_with(node, self.interpod.as_ref(), self.spread.as_ref())
+        self.filter_with(node, self.interpod.as_deref(), self.spread.as_deref())
     }
 
     /// `filter` with the inter-pod and spreading counts of a preemption dry run.
@@ -173,8 +204,8 @@ impl<'a> Cycle<'a> {
             .pods
             .iter()
             .filter(|p| !trial.pods.iter().any(|q| Arc::ptr_eq(p, q)));
-        let mut interpod = self.interpod.clone();
-        let mut spread = self.spread.clone();
+        let mut interpod = self.interpod.as_deref().cloned();
+        let mut spread = self.spread.as_deref().cloned();
         for p in removed {
             if let Some(s) = interpod.as_mut() {
                 s.update(p, original, -1);
@@ -224,22 +255,14 @@ impl<'a> Cycle<'a> {
                     let images = cluster.images.of(pod);
                     infos.iter().map(|n| images.score(n)).collect()
                 }
-                Plugin::InterPodAffinity => {
-                    let state = interpod::ScoreState::new(
-                        pod,
-                        nodes,
-                        &cluster.namespaces,
-                        self.profile.hard_pod_affinity_weight,
-                    );
-                    match state {
-                        None => vec![0; infos.len()],
-                        Some(st) => {
-                            let mut s: Vec<i64> = infos.iter().map(|n| st.score(n)).collect();
-                            interpod::ScoreState::normalize(&mut s);
-                            s
-                        }
+                Plugin::InterPodAffinity => match self.interpod_scores.as_deref() {
+                    Some(st) if !st.is_empty() => {
+                        let mut s: Vec<i64> = infos.iter().map(|n| st.score(n)).collect();
+                        interpod::ScoreState::normalize(&mut s);
+                        s
                     }
-                }
+                    _ => vec![0; infos.len()],
+                },
                 Plugin::PodTopologySpread => {
                     let state = spread::ScoreState::new(
                         pod,

@@ -6,6 +6,7 @@
 pub mod config;
 mod evict;
 pub mod framework;
+pub mod kept;
 mod metrics;
 pub mod node_info;
 pub mod plugins;
@@ -39,6 +40,7 @@ pub fn pick_in(pod: &Pod, nodes: &[NodeInfo], cluster: &Cluster) -> Result<usize
         &profile,
         cluster,
         nodes,
+        &mut kept::Kept::default(),
         &vols,
         metrics::Timer::none(),
     );

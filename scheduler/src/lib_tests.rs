@@ -28,6 +28,7 @@ fn pick_from(pod: &Pod, nodes: &[NodeInfo], start: usize) -> (Result<usize, Unfi
         &profile,
         &cluster,
         nodes,
+        &mut crate::kept::Kept::default(),
         &vols,
         metrics::Timer::none(),
     );

@@ -170,6 +170,10 @@ pub struct PodInfo {
     pub non_zero: (i64, i64),
     pub host_ports: Vec<(i32, String)>,
     pub affinity: Affinity,
+    /// What the inter-pod and spreading states of its cycle depend on (namespace, labels,
+    /// affinity, spreading constraints, node selection, tolerations, controller): Pods of
+    /// one template share it, and a pass reuses the states it computed for the first of them.
+    pub template: String,
 }
 
 impl PodInfo {
@@ -180,6 +184,7 @@ impl PodInfo {
             non_zero: (nz.milli_cpu, nz.memory),
             host_ports: host_ports(&pod),
             affinity: Affinity::of(&pod),
+            template: template(&pod),
             pod,
         }
     }
@@ -192,6 +197,27 @@ impl PodInfo {
         static EMPTY: BTreeMap<String, String> = BTreeMap::new();
         self.pod.metadata.labels.as_ref().unwrap_or(&EMPTY)
     }
+}
+
+/// `PodInfo::template`: everything of the Pod the plugins' PreFilter and PreScore read, except
+/// its requests and ports (read per node, not kept).
+fn template(pod: &Pod) -> String {
+    let spec = pod.spec.as_ref();
+    let controller = pod
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|o| o.controller == Some(true))
+        .map(|o| (&o.api_version, &o.kind, &o.name));
+    serde_json::json!([
+        pod.metadata.namespace,
+        pod.metadata.labels,
+        controller,
+        spec.map(|s| (&s.affinity, &s.node_selector, &s.tolerations)),
+        spec.map(|s| &s.topology_spread_constraints),
+    ])
+    .to_string()
 }
 
 #[derive(Clone, Debug)]

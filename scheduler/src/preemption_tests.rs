@@ -69,6 +69,7 @@ fn victims_for(preemptor: &Arc<PodInfo>, info: &NodeInfo, b: &[Budget]) -> Optio
         &profile,
         &cluster,
         &nodes,
+        &mut crate::kept::Kept::default(),
         &vols,
         Timer::none(),
     );

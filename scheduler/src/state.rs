@@ -139,7 +139,7 @@ impl State {
                 infos[*i].add(pod);
             }
         }
-        View { infos, index }
+        View::new(infos, index)
     }
 
     pub(crate) async fn schedule_pending(self: &Arc<Self>) {
@@ -198,7 +198,15 @@ impl State {
                 .fetch_add(1, Ordering::Relaxed)
                 .is_multiple_of(10);
             let timer = Timer::new(&self.metrics, &profile.scheduler_name, sampled);
-            let cycle = Cycle::new(pod.clone(), profile, &cluster, &view.infos, &vols, timer);
+            let cycle = Cycle::new(
+                pod.clone(),
+                profile,
+                &cluster,
+                &view.infos,
+                &mut view.kept,
+                &vols,
+                timer,
+            );
             let start = self.next_start.load(Ordering::Relaxed);
             let (picked, looked) = framework::schedule_one(&cycle, &cluster, &view.infos, start);
             let next = (start + looked) % view.infos.len().max(1);

@@ -2,6 +2,7 @@
 //! held for Pods nominated by a preemption until they bind; and the watches it is built from.
 
 use crate::framework::Cluster;
+use crate::kept::Kept;
 use crate::node_info::{NodeInfo, PodInfo};
 use crate::plugins::fit::Images;
 use crate::preemption::priority;
@@ -136,15 +137,28 @@ impl PodCache {
 pub(crate) struct View {
     pub infos: Vec<NodeInfo>,
     pub index: HashMap<String, usize>,
+    /// The plugins' states kept for the next Pod of a template, updated with every change.
+    pub kept: Kept,
 }
 
 impl View {
+    pub fn new(infos: Vec<NodeInfo>, index: HashMap<String, usize>) -> View {
+        View {
+            infos,
+            index,
+            kept: Kept::default(),
+        }
+    }
+
     pub fn place(&mut self, i: usize, pod: &Arc<PodInfo>) {
         self.infos[i].add(pod);
+        self.kept.update(pod, &self.infos[i], 1);
     }
 
     pub fn unplace(&mut self, i: usize, pod: &Arc<PodInfo>) {
-        self.infos[i].remove(pod);
+        if self.infos[i].remove(pod) {
+            self.kept.update(pod, &self.infos[i], -1);
+        }
     }
 }
 
@@ -209,10 +223,10 @@ mod tests {
         let node = serde_json::from_value(json!({ "metadata": { "name": "n" },
             "status": { "allocatable": { "cpu": "1" } } }))
         .unwrap();
-        View {
-            infos: vec![NodeInfo::new(Arc::new(node))],
-            index: HashMap::from([("n".to_string(), 0)]),
-        }
+        View::new(
+            vec![NodeInfo::new(Arc::new(node))],
+            HashMap::from([("n".to_string(), 0)]),
+        )
     }
 
     #[test]

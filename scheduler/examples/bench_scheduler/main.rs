@@ -192,7 +192,27 @@ async fn bound_by(
     (per_node, first.unwrap_or_else(Instant::now))
 }
 
-/// Starts keelson-scheduler against `kubeconfig`, its output discarded.
+/// `bound` while the scheduler runs: one that exits first ends the bench with its status (its
+/// log is above) instead of leaving it waiting for bindings that never come.
+async fn while_running<T>(
+    child: &mut std::process::Child,
+    bound: impl std::future::Future<Output = T>,
+) -> T {
+    tokio::pin!(bound);
+    loop {
+        tokio::select! {
+            out = &mut bound => return out,
+            _ = tokio::time::sleep(std::time::Duration::from_millis(200)) => {
+                if let Ok(Some(status)) = child.try_wait() {
+                    panic!("keelson-scheduler exited ({status}) before every pod was bound");
+                }
+            }
+        }
+    }
+}
+
+/// Starts keelson-scheduler against `kubeconfig`: its log goes to the bench's stderr, so a
+/// scheduler that stops (a panic) says why instead of leaving the bench waiting.
 fn start_scheduler(scheduler: &str, kubeconfig: &str) -> std::process::Child {
     Command::new(scheduler)
         .args([
@@ -202,7 +222,7 @@ fn start_scheduler(scheduler: &str, kubeconfig: &str) -> std::process::Child {
             "127.0.0.1:0",
         ])
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .env("RUST_LOG", "warn")
         .spawn()
         .expect("start keelson-scheduler")
 }
@@ -254,7 +274,8 @@ async fn workload(
             create_from(client, &set.namespace, set.count, &t, &format!("init{k}-")).await;
         }
         let mut child = start_scheduler(scheduler, kubeconfig);
-        bound_by(Api::all(client.clone()), phase("init"), init).await;
+        let bound = bound_by(Api::all(client.clone()), phase("init"), init);
+        while_running(&mut child, bound).await;
         stop(&mut child);
     }
     let n = w.measure.count;
@@ -267,7 +288,8 @@ async fn workload(
     eprintln!("{name}: keelson-scheduler binding {n} measured pods...");
     let start = Instant::now();
     let mut child = start_scheduler(scheduler, kubeconfig);
-    let (per_node, first) = bound_by(Api::all(client.clone()), phase("measure"), n).await;
+    let bound = bound_by(Api::all(client.clone()), phase("measure"), n);
+    let (per_node, first) = while_running(&mut child, bound).await;
     let rate = n as f64 / start.elapsed().as_secs_f64();
     let sustained = (n - 1) as f64 / first.elapsed().as_secs_f64();
     let peak_rss_mib = peak_rss_kib(child.id()) as f64 / 1024.0;
@@ -332,7 +354,7 @@ async fn main() {
     eprintln!("keelson-scheduler: binding {n} pending pods...");
     let start = Instant::now();
     let mut child = start_scheduler(scheduler, kubeconfig);
-    let (per_node, first) = all_bound(&client, "bench", n).await;
+    let (per_node, first) = while_running(&mut child, all_bound(&client, "bench", n)).await;
     let rate = n as f64 / start.elapsed().as_secs_f64();
     // What the scheduler sustains once running, as scheduler_perf measures it (the floor has no
     // process to start): from the first binding seen to the last.

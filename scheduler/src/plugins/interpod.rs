@@ -284,63 +284,80 @@ impl FilterState {
 
 /// PreScore's sums: per topology domain, the weights of preferred terms (both ways) and of
 /// existing Pods' required affinity to the incoming Pod (hardPodAffinityWeight).
+#[derive(Clone, Debug)]
 pub struct ScoreState {
+    terms: Affinity,
+    ns_labels: Option<BTreeMap<String, String>>,
+    hard_weight: i64,
+    pod: std::sync::Arc<PodInfo>,
     scores: Topology,
 }
 
 impl ScoreState {
-    /// None when no term applies anywhere (upstream's Skip: every node scores 0).
+    /// Empty (every node scores 0, upstream's Skip) when no term applies anywhere.
     pub fn new(
-        pod: &PodInfo,
+        pod: &std::sync::Arc<PodInfo>,
         nodes: &[NodeInfo],
         namespaces: &HashMap<String, BTreeMap<String, String>>,
         hard_weight: i64,
-    ) -> Option<ScoreState> {
+    ) -> ScoreState {
         let own = !pod.affinity.preferred.is_empty() || !pod.affinity.preferred_anti.is_empty();
-        if !own && nodes.iter().all(|n| n.with_affinity == 0) {
-            return None;
-        }
-        let terms = incoming_terms(pod, namespaces);
-        let ns_labels = namespaces.get(pod.namespace());
-        let mut scores = Topology::default();
+        let mut s = ScoreState {
+            terms: incoming_terms(pod, namespaces),
+            ns_labels: namespaces.get(pod.namespace()).cloned(),
+            hard_weight,
+            pod: pod.clone(),
+            scores: Topology::default(),
+        };
         for node in nodes {
             if (!own && node.with_affinity == 0) || node.labels().is_empty() {
                 continue;
             }
             for p in &node.pods {
-                if !own && p.affinity.is_empty() {
-                    continue;
-                }
-                for w in &terms.preferred {
-                    if w.term.matches(p, None) {
-                        scores.add(node, &w.term.topology_key, w.weight);
-                    }
-                }
-                for w in &terms.preferred_anti {
-                    if w.term.matches(p, None) {
-                        scores.add(node, &w.term.topology_key, -w.weight);
-                    }
-                }
-                if hard_weight > 0 {
-                    for t in &p.affinity.required {
-                        if t.matches(pod, ns_labels) {
-                            scores.add(node, &t.topology_key, hard_weight);
-                        }
-                    }
-                }
-                for w in &p.affinity.preferred {
-                    if w.term.matches(pod, ns_labels) {
-                        scores.add(node, &w.term.topology_key, w.weight);
-                    }
-                }
-                for w in &p.affinity.preferred_anti {
-                    if w.term.matches(pod, ns_labels) {
-                        scores.add(node, &w.term.topology_key, -w.weight);
-                    }
+                if own || !p.affinity.is_empty() {
+                    s.update(p, node, 1);
                 }
             }
         }
-        (!scores.is_empty()).then_some(ScoreState { scores })
+        s
+    }
+
+    /// `p` counted on `node` (by 1) or no longer (by -1): the weights of its terms that
+    /// select the incoming Pod, and of the incoming Pod's terms that select it.
+    pub fn update(&mut self, p: &PodInfo, node: &NodeInfo, by: i64) {
+        let scores = &mut self.scores;
+        for w in &self.terms.preferred {
+            if w.term.matches(p, None) {
+                scores.add(node, &w.term.topology_key, by * w.weight);
+            }
+        }
+        for w in &self.terms.preferred_anti {
+            if w.term.matches(p, None) {
+                scores.add(node, &w.term.topology_key, -by * w.weight);
+            }
+        }
+        let (pod, ns_labels) = (&self.pod, self.ns_labels.as_ref());
+        if self.hard_weight > 0 {
+            for t in &p.affinity.required {
+                if t.matches(pod, ns_labels) {
+                    scores.add(node, &t.topology_key, by * self.hard_weight);
+                }
+            }
+        }
+        for w in &p.affinity.preferred {
+            if w.term.matches(pod, ns_labels) {
+                scores.add(node, &w.term.topology_key, by * w.weight);
+            }
+        }
+        for w in &p.affinity.preferred_anti {
+            if w.term.matches(pod, ns_labels) {
+                scores.add(node, &w.term.topology_key, -by * w.weight);
+            }
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.scores.is_empty()
     }
 
     pub fn score(&self, node: &NodeInfo) -> i64 {

@@ -10,6 +10,7 @@ use k8s_openapi::api::core::v1::{Pod, TopologySpreadConstraint};
 use keelson_apimachinery::labels::LabelSelector;
 use keelson_apimachinery::taints::tolerates;
 use std::collections::{BTreeMap, HashSet};
+use std::sync::Arc;
 
 pub const CONSTRAINTS_NOT_MATCH: &str = "node(s) didn't match pod topology spread constraints";
 pub const MISSING_LABEL: &str =
@@ -166,12 +167,15 @@ pub struct FilterState {
     /// the counts rather than found again for every node.
     min: Vec<i64>,
     self_match: Vec<bool>,
-    namespace: String,
+    /// The incoming Pod and its required node affinity: which nodes count (nodeAffinityPolicy,
+    /// nodeTaintsPolicy).
+    pod: Arc<PodInfo>,
+    required: Required,
 }
 
 impl FilterState {
     pub fn new(
-        pod: &PodInfo,
+        pod: &Arc<PodInfo>,
         all: &[Constraint],
         required: &Required,
         nodes: &[NodeInfo],
@@ -208,7 +212,8 @@ impl FilterState {
             constraints,
             counts,
             self_match,
-            namespace: pod.namespace().to_string(),
+            pod: pod.clone(),
+            required: required.clone(),
         };
         state.find_minimums();
         Some(state)
@@ -225,17 +230,18 @@ impl FilterState {
         }
     }
 
-    /// Upstream's AddPod / RemovePod for preemption's dry runs.
+    /// Upstream's AddPod / RemovePod: `p` counted on `node` (by 1) or no longer (by -1), where
+    /// the node counts for the constraint, as in `new`.
     pub fn update(&mut self, p: &PodInfo, node: &NodeInfo, by: i64) {
-        if p.namespace() != self.namespace {
+        let labels = node.labels();
+        if p.namespace() != self.pod.namespace() || !has_all_keys(labels, &self.constraints) {
             return;
         }
-        let labels = node.labels();
         for (c, counts) in self.constraints.iter().zip(self.counts.iter_mut()) {
             let Some(v) = labels.get(&c.topology_key) else {
                 continue;
             };
-            if c.selector.matches_map(p.labels()) {
+            if c.includes(&self.pod, &self.required, node) && c.selector.matches_map(p.labels()) {
                 if let Some(n) = counts.get_mut(v) {
                     *n += by;
                 }
