@@ -273,6 +273,30 @@ async fn metadata_lists_binding_and_scale() {
     assert!(conds
         .iter()
         .any(|c| c.type_ == "PodScheduled" && c.status == "True"));
+    // One write, as upstream's binding: a watch from the Pod's creation sees a single change
+    // carrying both the node and PodScheduled=True.
+    let since = created.metadata.resource_version.clone().unwrap();
+    let params = WatchParams::default().fields(&format!("metadata.name={name}"));
+    let mut events = pods.watch(&params, &since).await.unwrap().boxed();
+    let mut changes = Vec::new();
+    while let Ok(Some(e)) = tokio::time::timeout(Duration::from_secs(1), events.next()).await {
+        if let WatchEvent::Modified(p) = e.unwrap() {
+            changes.push(p);
+        }
+    }
+    assert_eq!(changes.len(), 1, "{changes:?}");
+    let scheduled = changes[0]
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.clone());
+    assert_eq!(
+        changes[0].spec.as_ref().unwrap().node_name.as_deref(),
+        Some("n1")
+    );
+    assert!(scheduled
+        .unwrap_or_default()
+        .iter()
+        .any(|c| c.type_ == "PodScheduled" && c.status == "True"));
     // pods/log names the missing piece while no agent serves the node.
     let (code, body) = s.curl_admin(
         "GET",

@@ -70,11 +70,10 @@ pub struct Cycle<'a> {
     pub profile: &'a Profile,
     vols: &'a PodVolumes,
     required: node_affinity::Required,
-    constraints: Vec<spread::Constraint>,
-    system_defaulted: bool,
     interpod: Option<Arc<interpod::FilterState>>,
     interpod_scores: Option<Arc<interpod::ScoreState>>,
     spread: Option<Arc<spread::FilterState>>,
+    spread_counts: Option<Arc<spread::DomainCounts>>,
     timer: Timer<'a>,
 }
 
@@ -128,13 +127,27 @@ impl<'a> Cycle<'a> {
             }
             None => None,
         };
-        let scoring = profile
-            .scores
-            .iter()
-            .any(|s| s.0 == Plugin::InterPodAffinity);
+        let scoring = |p: Plugin| profile.scores.iter().any(|s| s.0 == p);
+        let spread_counts = match &states.spread_counts {
+            Some(s) => Some(s.clone()),
+            None if scoring(Plugin::PodTopologySpread) => {
+                let s = timer.plugin(Plugin::PodTopologySpread, "PreScore", || {
+                    spread::DomainCounts::new(
+                        &pod,
+                        &constraints,
+                        system_defaulted,
+                        &required,
+                        nodes,
+                    )
+                });
+                states.spread_counts = s.map(Arc::new);
+                states.spread_counts.clone()
+            }
+            None => None,
+        };
         let interpod_scores = match &states.interpod_scores {
             Some(s) => Some(s.clone()),
-            None if scoring => {
+            None if scoring(Plugin::InterPodAffinity) => {
                 let s = timer.plugin(Plugin::InterPodAffinity, "PreScore", || {
                     let hard = profile.hard_pod_affinity_weight;
                     interpod::ScoreState::new(&pod, nodes, &cluster.namespaces, hard)
@@ -150,11 +163,10 @@ impl<'a> Cycle<'a> {
             profile,
             vols,
             required,
-            constraints,
-            system_defaulted,
             interpod,
             interpod_scores,
             spread,
+            spread_counts,
             timer,
         }
     }
@@ -263,24 +275,14 @@ impl<'a> Cycle<'a> {
                     }
                     _ => vec![0; infos.len()],
                 },
-                Plugin::PodTopologySpread => {
-                    let state = spread::ScoreState::new(
-                        pod,
-                        &self.constraints,
-                        self.system_defaulted,
-                        &self.required,
-                        &infos,
-                        nodes,
-                    );
-                    match state {
-                        None => vec![0; infos.len()],
-                        Some(st) => {
-                            let mut s: Vec<Option<i64>> =
-                                infos.iter().map(|n| st.score(n)).collect();
-                            spread::ScoreState::normalize(&mut s)
-                        }
+                Plugin::PodTopologySpread => match self.spread_counts.as_deref() {
+                    None => vec![0; infos.len()],
+                    Some(counts) => {
+                        let st = spread::ScoreState::new(counts, &infos);
+                        let mut s: Vec<Option<i64>> = infos.iter().map(|n| st.score(n)).collect();
+                        spread::ScoreState::normalize(&mut s)
                     }
-                }
+                },
                 _ => vec![0; infos.len()],
             });
             for (t, s) in totals.iter_mut().zip(scores) {

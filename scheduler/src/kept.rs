@@ -13,6 +13,7 @@ pub struct States {
     pub interpod: Option<Arc<interpod::FilterState>>,
     pub interpod_scores: Option<Arc<interpod::ScoreState>>,
     pub spread: Option<Arc<spread::FilterState>>,
+    pub spread_counts: Option<Arc<spread::DomainCounts>>,
 }
 
 /// States by profile, then by `PodInfo::template`.
@@ -50,6 +51,9 @@ impl Kept {
             if let Some(s) = states.spread.as_mut() {
                 Arc::make_mut(s).update(pod, node, by);
             }
+            if let Some(s) = states.spread_counts.as_mut() {
+                Arc::make_mut(s).update(pod, node, by);
+            }
         }
     }
 }
@@ -77,7 +81,7 @@ mod tests {
     }
 
     /// A replica of a template with every kept state: required anti-affinity on hostname,
-    /// preferred affinity to its zone, and a hard spreading constraint over zones.
+    /// preferred affinity to its zone, and a hard and a soft spreading constraint over zones.
     fn replica(i: usize) -> Arc<PodInfo> {
         let sel = json!({ "matchLabels": { "app": "web" } });
         Arc::new(PodInfo::new(Arc::new(
@@ -92,7 +96,9 @@ mod tests {
                             { "weight": 10, "podAffinityTerm":
                                 { "labelSelector": sel, "topologyKey": "topology.kubernetes.io/zone" } }] } },
                     "topologySpreadConstraints": [{ "maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
-                        "whenUnsatisfiable": "DoNotSchedule", "labelSelector": sel }] },
+                        "whenUnsatisfiable": "DoNotSchedule", "labelSelector": sel },
+                        { "maxSkew": 1, "topologyKey": "topology.kubernetes.io/zone",
+                        "whenUnsatisfiable": "ScheduleAnyway", "labelSelector": sel }] },
             }))
             .unwrap(),
         )))

@@ -78,13 +78,8 @@ pub async fn bind(api: &Api, t: &Target, binding: &Value, dry_run: bool) -> ApiR
             return Err(ApiError::invalid("Pod", "", &t.name, &[cause]));
         }
     };
-    let entry = update(api, t, pod, Sub::Main, dry_run).await?;
-    if dry_run {
-        return Ok(entry);
-    }
-    let mut status = (*entry.obj).clone();
     let cond = json!({"type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": object::now_rfc3339()});
-    let mut conds: Vec<Value> = status
+    let mut conds: Vec<Value> = pod
         .pointer("/status/conditions")
         .and_then(Value::as_array)
         .map(|cs| {
@@ -96,8 +91,8 @@ pub async fn bind(api: &Api, t: &Target, binding: &Value, dry_run: bool) -> ApiR
         .unwrap_or_default();
     conds.push(cond);
     // A status that is not an object (stored before the schema checks) is replaced.
-    object::set_path(&mut status, &["status", "conditions"], json!(conds));
-    update(api, t, status, Sub::Status, false).await
+    object::set_path(&mut pod, &["status", "conditions"], json!(conds));
+    update(api, t, pod, Sub::Binding, dry_run).await
 }
 
 /// POST pods/{name}/eviction (policy/v1 Eviction): deletes the Pod with the eviction's

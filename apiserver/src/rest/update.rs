@@ -22,6 +22,9 @@ pub enum Sub {
     Status,
     /// A CertificateSigningRequest's approval conditions.
     Approval,
+    /// pods/binding: spec and status in one write, as upstream's binding sets nodeName and
+    /// the PodScheduled condition together (one resourceVersion, one watch event).
+    Binding,
 }
 
 const MAX_RETRIES: usize = 16;
@@ -39,7 +42,7 @@ fn merge_owned(t: &Target, old: &Value, new: &mut Value, sub: Sub) -> ApiResult<
             t.name
         )));
     }
-    if sub != Sub::Main {
+    if sub != Sub::Main && sub != Sub::Binding {
         let status = new.get("status").cloned().unwrap_or(json!({}));
         *new = old.clone();
         new["status"] = status;
@@ -62,7 +65,7 @@ fn merge_owned(t: &Target, old: &Value, new: &mut Value, sub: Sub) -> ApiResult<
     }
     m.remove("managedFields");
     m.remove("selfLink");
-    if t.res.has_status() {
+    if t.res.has_status() && sub != Sub::Binding {
         match old.get("status") {
             Some(s) => new["status"] = s.clone(),
             None => {

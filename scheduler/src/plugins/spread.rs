@@ -266,7 +266,71 @@ impl FilterState {
     }
 }
 
-/// PreScore's counts for the ScheduleAnyway constraints.
+/// PreScore's counts over every node for the ScheduleAnyway constraints: matching Pods per
+/// domain (hostname domains are counted on the node itself at Score). They do not depend on
+/// which nodes are feasible, so a pass keeps them for the Pods of a template.
+#[derive(Clone, Debug)]
+pub struct DomainCounts {
+    constraints: Vec<Constraint>,
+    require_all: bool,
+    counts: Topology,
+    pod: Arc<PodInfo>,
+    required: Required,
+}
+
+impl DomainCounts {
+    /// None when the Pod has no ScheduleAnyway constraint.
+    pub fn new(
+        pod: &Arc<PodInfo>,
+        all: &[Constraint],
+        system_defaulted: bool,
+        required: &Required,
+        nodes: &[NodeInfo],
+    ) -> Option<DomainCounts> {
+        let constraints: Vec<Constraint> = all.iter().filter(|c| !c.hard).cloned().collect();
+        if constraints.is_empty() {
+            return None;
+        }
+        let mut d = DomainCounts {
+            constraints,
+            require_all: !system_defaulted,
+            counts: Topology::default(),
+            pod: pod.clone(),
+            required: required.clone(),
+        };
+        if d.constraints.iter().any(|c| c.topology_key != HOSTNAME) {
+            for node in nodes {
+                for p in &node.pods {
+                    d.update(p, node, 1);
+                }
+            }
+        }
+        Some(d)
+    }
+
+    /// `p` counted on `node` (by 1) or no longer (by -1).
+    pub fn update(&mut self, p: &PodInfo, node: &NodeInfo, by: i64) {
+        let labels = node.labels();
+        if p.namespace() != self.pod.namespace()
+            || (self.require_all && !has_all_keys(labels, &self.constraints))
+        {
+            return;
+        }
+        for c in &self.constraints {
+            if c.topology_key == HOSTNAME || !c.selector.matches_map(p.labels()) {
+                continue;
+            }
+            let Some(v) = labels.get(&c.topology_key) else {
+                continue;
+            };
+            if c.includes(&self.pod, &self.required, node) {
+                self.counts.add_raw(&c.topology_key, v, by);
+            }
+        }
+    }
+}
+
+/// PreScore's state for the ScheduleAnyway constraints.
 pub struct ScoreState {
     constraints: Vec<Constraint>,
     /// Nodes (by name) missing a topology key: they score 0.
@@ -277,26 +341,15 @@ pub struct ScoreState {
 }
 
 impl ScoreState {
-    /// None when the Pod has no ScheduleAnyway constraint (every node scores 0).
-    pub fn new(
-        pod: &PodInfo,
-        all: &[Constraint],
-        system_defaulted: bool,
-        required: &Required,
-        feasible: &[&NodeInfo],
-        nodes: &[NodeInfo],
-    ) -> Option<ScoreState> {
-        let constraints: Vec<Constraint> = all.iter().filter(|c| !c.hard).cloned().collect();
-        if constraints.is_empty() {
-            return None;
-        }
-        let require_all = !system_defaulted;
+    /// The domains of the feasible nodes, with their counts over every node from `counts`.
+    pub fn new(counts: &DomainCounts, feasible: &[&NodeInfo]) -> ScoreState {
+        let constraints = &counts.constraints;
         let mut ignored = HashSet::new();
         let mut pairs = Topology::default();
         let mut sizes = vec![0usize; constraints.len()];
         for node in feasible {
             let labels = node.labels();
-            if require_all && !has_all_keys(labels, &constraints) {
+            if counts.require_all && !has_all_keys(labels, constraints) {
                 ignored.insert(node.name.clone());
                 continue;
             }
@@ -316,33 +369,19 @@ impl ScoreState {
                 sizes[i] = feasible.len() - ignored.len();
             }
         }
-        // Counted over every node (not only the feasible ones), for the domains seen above.
-        for node in nodes {
-            let labels = node.labels();
-            if require_all && !has_all_keys(labels, &constraints) {
-                continue;
-            }
-            for c in &constraints {
-                if c.topology_key == HOSTNAME || !c.includes(pod, required, node) {
-                    continue;
-                }
-                let Some(v) = labels.get(&c.topology_key) else {
-                    continue;
-                };
-                if pairs.contains(&c.topology_key, v) {
-                    let n = c.count(pod.namespace(), node);
-                    pairs.add_raw(&c.topology_key, v, n);
-                }
+        for (key, values) in pairs.0.iter_mut() {
+            for (value, n) in values.iter_mut() {
+                *n = counts.counts.get(key, value);
             }
         }
         let weights = sizes.iter().map(|s| ((*s + 2) as f64).ln()).collect();
-        Some(ScoreState {
-            constraints,
+        ScoreState {
+            constraints: constraints.clone(),
             ignored,
             pairs,
             weights,
-            namespace: pod.namespace().to_string(),
-        })
+            namespace: counts.pod.namespace().to_string(),
+        }
     }
 
     /// Upstream's Score: matching Pods in the node's domains, weighted by how many domains

@@ -389,6 +389,31 @@ fn soft_spreading_and_default_constraints_prefer_the_emptier_domain() {
 }
 
 #[test]
+fn soft_zone_spreading_counts_every_node_of_a_domain() {
+    // Zone a: a0 empty, a1 with two of the group; zone b: both empty. The Pod belongs in b,
+    // although a0 (the first node of a) has none of the group.
+    let zone = |z: &str| json!({ "topology.kubernetes.io/zone": z });
+    let mut nodes = vec![
+        node("a0", zone("a"), json!({})),
+        node("a1", zone("a"), json!({})),
+        node("b0", zone("b"), json!({})),
+        node("b1", zone("b"), json!({})),
+    ];
+    let web = pod(
+        json!({ "app": "web" }),
+        spread(
+            1,
+            "topology.kubernetes.io/zone",
+            "ScheduleAnyway",
+            json!({}),
+        ),
+    );
+    place(&mut nodes, 1, &web);
+    place(&mut nodes, 1, &web);
+    assert_eq!(pick(&web, &nodes), Ok(2));
+}
+
+#[test]
 fn balanced_allocation_prefers_even_use_of_cpu_and_memory() {
     let mut nodes = vec![
         node("a", json!({}), json!({})),
