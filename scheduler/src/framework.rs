@@ -74,6 +74,7 @@ pub struct Cycle<'a> {
     interpod_scores: Option<Arc<interpod::ScoreState>>,
     spread: Option<Arc<spread::FilterState>>,
     spread_counts: Option<Arc<spread::DomainCounts>>,
+    node_affinity: Option<Arc<node_affinity::Memo>>,
     timer: Timer<'a>,
 }
 
@@ -127,6 +128,14 @@ impl<'a> Cycle<'a> {
             }
             None => None,
         };
+        let node_affinity = match &states.node_affinity {
+            Some(m) => Some(m.clone()),
+            None if !required.is_empty() => {
+                states.node_affinity = Some(Arc::new(node_affinity::Memo::new(nodes.len())));
+                states.node_affinity.clone()
+            }
+            None => None,
+        };
         let scoring = |p: Plugin| profile.scores.iter().any(|s| s.0 == p);
         let spread_counts = match &states.spread_counts {
             Some(s) => Some(s.clone()),
@@ -167,19 +176,23 @@ impl<'a> Cycle<'a> {
             interpod_scores,
             spread,
             spread_counts,
+            node_affinity,
             timer,
         }
     }
 
-    /// Every filter of the profile, in order; the first that fails says why.
-    pub fn filter(&self, node: &NodeInfo) -> Result<(), Reject> {
-        self.filter_with(node, self.interpod.as_deref(), self.spread.as_deref())
+    /// Every filter of the profile, in order, on node `i` of the nodes the cycle was made
+    /// with; the first that fails says why.
+    pub fn filter(&self, i: usize, node: &NodeInfo) -> Result<(), Reject> {
+        let (interpod, spread) = (self.interpod.as_deref(), self.spread.as_deref());
+        self.filter_with(node, Some(i), interpod, spread)
     }
 
     /// `filter` with the inter-pod and spreading counts of a preemption dry run.
     pub fn filter_with(
         &self,
         node: &NodeInfo,
+        index: Option<usize>,
         interpod: Option<&interpod::FilterState>,
         spread: Option<&spread::FilterState>,
     ) -> Result<(), Reject> {
@@ -189,10 +202,16 @@ impl<'a> Cycle<'a> {
                 Plugin::NodeUnschedulable => plugins::node_unschedulable(pod, node),
                 Plugin::NodeName => plugins::node_name(pod, node),
                 Plugin::TaintToleration => plugins::taints(pod, node),
-                Plugin::NodeAffinity => match self.required.matches(node) {
-                    true => Ok(()),
-                    false => Err(Reject::unresolvable(node_affinity::NOT_MATCH)),
-                },
+                Plugin::NodeAffinity => {
+                    let fits = match (index, self.node_affinity.as_deref()) {
+                        (Some(i), Some(memo)) => memo.matches(&self.required, i, node),
+                        _ => self.required.matches(node),
+                    };
+                    match fits {
+                        true => Ok(()),
+                        false => Err(Reject::unresolvable(node_affinity::NOT_MATCH)),
+                    }
+                }
                 Plugin::NodePorts => plugins::ports(pod, node),
                 Plugin::NodeResourcesFit => fit::filter(pod, node),
                 Plugin::VolumeBinding if self.vols.is_empty() => Ok(()),
@@ -226,7 +245,7 @@ impl<'a> Cycle<'a> {
                 s.update(p, original, -1);
             }
         }
-        self.filter_with(trial, interpod.as_ref(), spread.as_ref())
+        self.filter_with(trial, None, interpod.as_ref(), spread.as_ref())
             .is_ok()
     }
 
@@ -332,7 +351,7 @@ pub fn schedule_one(
             }
             let i = (start + k) % nodes.len();
             looked += 1;
-            match cycle.filter(&nodes[i]) {
+            match cycle.filter(i, &nodes[i]) {
                 Ok(()) => feasible.push(i),
                 Err(reject) => {
                     if reject.resolvable {

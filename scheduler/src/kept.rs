@@ -4,7 +4,7 @@
 //! every Pod of the cluster again (at 5,000 nodes that count was most of an affinity cycle).
 
 use crate::node_info::{NodeInfo, PodInfo};
-use crate::plugins::{interpod, spread, FastMap};
+use crate::plugins::{interpod, node_affinity, spread, FastMap};
 use std::sync::Arc;
 
 /// One template's states under one profile; None until a cycle computed one.
@@ -14,9 +14,11 @@ pub struct States {
     pub interpod_scores: Option<Arc<interpod::ScoreState>>,
     pub spread: Option<Arc<spread::FilterState>>,
     pub spread_counts: Option<Arc<spread::DomainCounts>>,
+    /// Not updated by placements: it reads only the nodes.
+    pub node_affinity: Option<Arc<node_affinity::Memo>>,
 }
 
-/// States by profile, then by `PodInfo::template`.
+/// States by profile, then by `PodInfo::template()`.
 #[derive(Default)]
 pub struct Kept(FastMap<String, FastMap<String, States>>);
 
@@ -30,13 +32,14 @@ impl Kept {
             self.0.insert(profile.to_string(), FastMap::default());
         }
         let templates = self.0.get_mut(profile).expect("inserted above");
-        if !templates.contains_key(&pod.template) {
+        let template = pod.template();
+        if !templates.contains_key(template) {
             if templates.len() >= Self::MAX {
                 templates.clear();
             }
-            templates.insert(pod.template.clone(), States::default());
+            templates.insert(template.to_string(), States::default());
         }
-        templates.get_mut(&pod.template).expect("inserted above")
+        templates.get_mut(template).expect("inserted above")
     }
 
     /// `pod` counted on `node` (by 1), or no longer (by -1).
@@ -80,7 +83,8 @@ mod tests {
         ))
     }
 
-    /// A replica of a template with every kept state: required anti-affinity on hostname,
+    /// A replica of a template with every kept state: required node affinity (not n6), required
+    /// anti-affinity on hostname,
     /// preferred affinity to its zone, and a hard and a soft spreading constraint over zones.
     fn replica(i: usize) -> Arc<PodInfo> {
         let sel = json!({ "matchLabels": { "app": "web" } });
@@ -90,6 +94,9 @@ mod tests {
                     "labels": { "app": "web" } },
                 "spec": { "containers": [{ "name": "c", "image": "i" }],
                     "affinity": {
+                        "nodeAffinity": { "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [{ "matchExpressions": [{ "key": "kubernetes.io/hostname",
+                                "operator": "NotIn", "values": ["n6"] }] }] } },
                         "podAntiAffinity": { "requiredDuringSchedulingIgnoredDuringExecution": [
                             { "labelSelector": sel, "topologyKey": "kubernetes.io/hostname" }] },
                         "podAffinity": { "preferredDuringSchedulingIgnoredDuringExecution": [
@@ -143,18 +150,23 @@ mod tests {
 
     #[test]
     fn kept_states_place_a_template_as_fresh_ones_do() {
-        let kept = placements(9, true);
-        assert_eq!(kept, placements(9, false));
+        let kept = placements(8, true);
+        assert_eq!(kept, placements(8, false));
         let placed: Vec<usize> = kept.iter().flatten().copied().collect();
-        // Seven nodes: seven replicas apart (anti-affinity), spread 3/2/2 over the zones.
-        assert_eq!(placed.len(), 7, "{kept:?}");
+        // Six nodes allowed (n6 is not): six replicas apart (anti-affinity), two per zone.
+        assert_eq!(placed.len(), 6, "{kept:?}");
         let mut distinct = placed.clone();
         distinct.sort();
         distinct.dedup();
-        assert_eq!(distinct.len(), 7);
-        let message = kept[7].as_ref().unwrap_err();
+        assert_eq!(distinct.len(), 6);
+        assert!(!placed.contains(&6));
+        let message = kept[6].as_ref().unwrap_err();
         assert!(
-            message.contains("didn't match pod anti-affinity rules"),
+            message.contains("6 node(s) didn't match pod anti-affinity rules"),
+            "{message}"
+        );
+        assert!(
+            message.contains("1 node(s) didn't match Pod's node affinity"),
             "{message}"
         );
     }

@@ -170,10 +170,8 @@ pub struct PodInfo {
     pub non_zero: (i64, i64),
     pub host_ports: Vec<(i32, String)>,
     pub affinity: Affinity,
-    /// What the inter-pod and spreading states of its cycle depend on (namespace, labels,
-    /// affinity, spreading constraints, node selection, tolerations, controller): Pods of
-    /// one template share it, and a pass reuses the states it computed for the first of them.
-    pub template: String,
+    /// `template()`, made when first asked for: only Pods being scheduled need it.
+    template: std::sync::OnceLock<String>,
 }
 
 impl PodInfo {
@@ -184,7 +182,7 @@ impl PodInfo {
             non_zero: (nz.milli_cpu, nz.memory),
             host_ports: host_ports(&pod),
             affinity: Affinity::of(&pod),
-            template: template(&pod),
+            template: std::sync::OnceLock::new(),
             pod,
         }
     }
@@ -193,13 +191,20 @@ impl PodInfo {
         self.pod.metadata.namespace.as_deref().unwrap_or_default()
     }
 
+    /// What the inter-pod and spreading states of its cycle depend on (namespace, labels,
+    /// affinity, spreading constraints, node selection, tolerations, controller): Pods of
+    /// one template share it, and a pass reuses the states it computed for the first of them.
+    pub fn template(&self) -> &str {
+        self.template.get_or_init(|| template(&self.pod))
+    }
+
     pub fn labels(&self) -> &BTreeMap<String, String> {
         static EMPTY: BTreeMap<String, String> = BTreeMap::new();
         self.pod.metadata.labels.as_ref().unwrap_or(&EMPTY)
     }
 }
 
-/// `PodInfo::template`: everything of the Pod the plugins' PreFilter and PreScore read, except
+/// `PodInfo::template()`: everything of the Pod the plugins' PreFilter and PreScore read, except
 /// its requests and ports (read per node, not kept).
 fn template(pod: &Pod) -> String {
     let spec = pod.spec.as_ref();
