@@ -10,6 +10,7 @@ use crate::plugins::{self, fit, interpod, node_affinity, spread, Plugin, Reject}
 use crate::volumes::{self, PodVolumes};
 use keelson_apimachinery::labels::{LabelSelector, Operator, Requirement};
 use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
@@ -70,10 +71,12 @@ pub struct Cycle<'a> {
     pub profile: &'a Profile,
     vols: &'a PodVolumes,
     required: node_affinity::Required,
+    constraints: Vec<spread::Constraint>,
+    system_defaulted: bool,
     interpod: Option<Arc<interpod::FilterState>>,
-    interpod_scores: Option<Arc<interpod::ScoreState>>,
+    interpod_scores: OnceCell<Arc<interpod::ScoreState>>,
     spread: Option<Arc<spread::FilterState>>,
-    spread_counts: Option<Arc<spread::DomainCounts>>,
+    spread_counts: OnceCell<Option<Arc<spread::DomainCounts>>>,
     node_affinity: Option<Arc<node_affinity::Memo>>,
     timer: Timer<'a>,
 }
@@ -106,72 +109,45 @@ impl<'a> Cycle<'a> {
         };
         let filtering = |p: Plugin| profile.filters.contains(&p);
         let states = kept.of(&profile.scheduler_name, &pod);
-        let interpod = match &states.interpod {
-            Some(s) => Some(s.clone()),
-            None if filtering(Plugin::InterPodAffinity) => {
-                let s = timer.plugin(Plugin::InterPodAffinity, "PreFilter", || {
+        let interpod = kept_or_made(
+            &mut states.interpod,
+            filtering(Plugin::InterPodAffinity),
+            || {
+                timer.plugin(Plugin::InterPodAffinity, "PreFilter", || {
                     interpod::FilterState::new(&pod, nodes, &cluster.namespaces)
-                });
-                states.interpod = s.map(Arc::new);
-                states.interpod.clone()
-            }
-            None => None,
-        };
-        let spread = match &states.spread {
-            Some(s) => Some(s.clone()),
-            None if filtering(Plugin::PodTopologySpread) => {
-                let s = timer.plugin(Plugin::PodTopologySpread, "PreFilter", || {
+                })
+            },
+        );
+        let spread = kept_or_made(
+            &mut states.spread,
+            filtering(Plugin::PodTopologySpread),
+            || {
+                timer.plugin(Plugin::PodTopologySpread, "PreFilter", || {
                     spread::FilterState::new(&pod, &constraints, &required, nodes)
-                });
-                states.spread = s.map(Arc::new);
-                states.spread.clone()
-            }
-            None => None,
-        };
-        let node_affinity = match &states.node_affinity {
-            Some(m) => Some(m.clone()),
-            None if !required.is_empty() => {
-                states.node_affinity = Some(Arc::new(node_affinity::Memo::new(nodes.len())));
-                states.node_affinity.clone()
-            }
-            None => None,
-        };
-        let scoring = |p: Plugin| profile.scores.iter().any(|s| s.0 == p);
-        let spread_counts = match &states.spread_counts {
-            Some(s) => Some(s.clone()),
-            None if scoring(Plugin::PodTopologySpread) => {
-                let s = timer.plugin(Plugin::PodTopologySpread, "PreScore", || {
-                    spread::DomainCounts::new(
-                        &pod,
-                        &constraints,
-                        system_defaulted,
-                        &required,
-                        nodes,
-                    )
-                });
-                states.spread_counts = s.map(Arc::new);
-                states.spread_counts.clone()
-            }
-            None => None,
-        };
-        let interpod_scores = match &states.interpod_scores {
-            Some(s) => Some(s.clone()),
-            None if scoring(Plugin::InterPodAffinity) => {
-                let s = timer.plugin(Plugin::InterPodAffinity, "PreScore", || {
-                    let hard = profile.hard_pod_affinity_weight;
-                    interpod::ScoreState::new(&pod, nodes, &cluster.namespaces, hard)
-                });
-                states.interpod_scores = Some(Arc::new(s));
-                states.interpod_scores.clone()
-            }
-            None => None,
-        };
+                })
+            },
+        );
+        let node_affinity = kept_or_made(&mut states.node_affinity, !required.is_empty(), || {
+            Some(node_affinity::Memo::new(nodes.len()))
+        });
+        // PreScore's states are made at the first Score (a Pod that fits one node or none
+        // needs none), unless a Pod of the template left them.
+        let interpod_scores = OnceCell::new();
+        if let Some(s) = &states.interpod_scores {
+            let _ = interpod_scores.set(s.clone());
+        }
+        let spread_counts = OnceCell::new();
+        if let Some(s) = &states.spread_counts {
+            let _ = spread_counts.set(Some(s.clone()));
+        }
         drop(span);
         Cycle {
             pod,
             profile,
             vols,
             required,
+            constraints,
+            system_defaulted,
             interpod,
             interpod_scores,
             spread,
@@ -226,6 +202,33 @@ impl<'a> Cycle<'a> {
             self.timer.plugin(p, "Filter", run)?;
         }
         Ok(())
+    }
+
+    /// Leaves the PreScore states this cycle made in `kept`, for the next Pod of its template.
+    pub fn keep(self, kept: &mut Kept) {
+        let states = kept.of(&self.profile.scheduler_name, &self.pod);
+        if let Some(s) = self.interpod_scores.into_inner() {
+            states.interpod_scores.get_or_insert(s);
+        }
+        if let Some(Some(s)) = self.spread_counts.into_inner() {
+            states.spread_counts.get_or_insert(s);
+        }
+    }
+
+    /// Spreading's ScheduleAnyway counts over every node, made at the first Score.
+    fn spread_counts(&self, nodes: &[NodeInfo]) -> Option<&spread::DomainCounts> {
+        let made = self.spread_counts.get_or_init(|| {
+            let (pod, constraints) = (&self.pod, &self.constraints);
+            spread::DomainCounts::new(
+                pod,
+                constraints,
+                self.system_defaulted,
+                &self.required,
+                nodes,
+            )
+            .map(Arc::new)
+        });
+        made.as_deref()
     }
 
     /// Whether the Pod fits `trial` (node `original` with `removed` Pods taken off), the
@@ -286,15 +289,25 @@ impl<'a> Cycle<'a> {
                     let images = cluster.images.of(pod);
                     infos.iter().map(|n| images.score(n)).collect()
                 }
-                Plugin::InterPodAffinity => match self.interpod_scores.as_deref() {
-                    Some(st) if !st.is_empty() => {
+                Plugin::InterPodAffinity => {
+                    let st = self.interpod_scores.get_or_init(|| {
+                        let hard = self.profile.hard_pod_affinity_weight;
+                        Arc::new(interpod::ScoreState::new(
+                            pod,
+                            nodes,
+                            &cluster.namespaces,
+                            hard,
+                        ))
+                    });
+                    if st.is_empty() {
+                        vec![0; infos.len()]
+                    } else {
                         let mut s: Vec<i64> = infos.iter().map(|n| st.score(n)).collect();
                         interpod::ScoreState::normalize(&mut s);
                         s
                     }
-                    _ => vec![0; infos.len()],
-                },
-                Plugin::PodTopologySpread => match self.spread_counts.as_deref() {
+                }
+                Plugin::PodTopologySpread => match self.spread_counts(nodes) {
                     None => vec![0; infos.len()],
                     Some(counts) => {
                         let st = spread::ScoreState::new(counts, &infos);
@@ -310,6 +323,19 @@ impl<'a> Cycle<'a> {
         }
         totals
     }
+}
+
+/// The state kept in `slot` for the Pod's template; else, when the plugin is `on`, `make`'s,
+/// kept there for the next Pod of the template.
+fn kept_or_made<T>(
+    slot: &mut Option<Arc<T>>,
+    on: bool,
+    make: impl FnOnce() -> Option<T>,
+) -> Option<Arc<T>> {
+    if slot.is_none() && on {
+        *slot = make().map(Arc::new);
+    }
+    slot.clone()
 }
 
 /// How many fitting nodes to find before the search stops, as upstream's numFeasibleNodesToFind:

@@ -138,7 +138,7 @@ mod tests {
                     Timer::none(),
                 );
                 let (picked, looked) = schedule_one(&cycle, &cluster, &nodes, start);
-                drop(cycle);
+                cycle.keep(&mut kept);
                 start = (start + looked) % nodes.len();
                 let picked = picked.map_err(|u| u.message())?;
                 nodes[picked].add(&pod);

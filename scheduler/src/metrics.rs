@@ -214,7 +214,6 @@ pub trait Outcome {
 
 impl<T> Outcome for Option<T> {}
 impl Outcome for Vec<i64> {}
-impl Outcome for crate::plugins::interpod::ScoreState {}
 impl Outcome for Result<(), crate::plugins::Reject> {
     fn status(&self) -> &'static str {
         match self {

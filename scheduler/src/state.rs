@@ -219,8 +219,9 @@ impl State {
             self.observe_attempt(result, &profile.scheduler_name, started);
             match picked {
                 Ok(i) => {
-                    // Its plugin samples are observed now; its borrows end.
-                    drop(cycle);
+                    // Its PreScore states are kept for its template, before the placement
+                    // updates them; its plugin samples are observed now; its borrows end.
+                    cycle.keep(&mut view.kept);
                     let node = view.infos[i].name.clone();
                     view.place(i, &pod);
                     self.assumed

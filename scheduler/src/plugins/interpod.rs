@@ -282,6 +282,22 @@ impl FilterState {
     }
 }
 
+/// Adds `by` times the weight of each of `terms` that selects `target` (a Pod, and the labels
+/// of its namespace) to that term's domain of `node`.
+fn add_weights(
+    scores: &mut Topology,
+    terms: &[Weighted],
+    target: (&PodInfo, Option<&BTreeMap<String, String>>),
+    node: &NodeInfo,
+    by: i64,
+) {
+    for w in terms {
+        if w.term.matches(target.0, target.1) {
+            scores.add(node, &w.term.topology_key, by * w.weight);
+        }
+    }
+}
+
 /// PreScore's sums: per topology domain, the weights of preferred terms (both ways) and of
 /// existing Pods' required affinity to the incoming Pod (hardPodAffinityWeight).
 #[derive(Clone, Debug)]
@@ -326,34 +342,18 @@ impl ScoreState {
     /// select the incoming Pod, and of the incoming Pod's terms that select it.
     pub fn update(&mut self, p: &PodInfo, node: &NodeInfo, by: i64) {
         let scores = &mut self.scores;
-        for w in &self.terms.preferred {
-            if w.term.matches(p, None) {
-                scores.add(node, &w.term.topology_key, by * w.weight);
-            }
-        }
-        for w in &self.terms.preferred_anti {
-            if w.term.matches(p, None) {
-                scores.add(node, &w.term.topology_key, -by * w.weight);
-            }
-        }
-        let (pod, ns_labels) = (&self.pod, self.ns_labels.as_ref());
+        add_weights(scores, &self.terms.preferred, (p, None), node, by);
+        add_weights(scores, &self.terms.preferred_anti, (p, None), node, -by);
+        let incoming = (self.pod.as_ref(), self.ns_labels.as_ref());
         if self.hard_weight > 0 {
             for t in &p.affinity.required {
-                if t.matches(pod, ns_labels) {
+                if t.matches(incoming.0, incoming.1) {
                     scores.add(node, &t.topology_key, by * self.hard_weight);
                 }
             }
         }
-        for w in &p.affinity.preferred {
-            if w.term.matches(pod, ns_labels) {
-                scores.add(node, &w.term.topology_key, by * w.weight);
-            }
-        }
-        for w in &p.affinity.preferred_anti {
-            if w.term.matches(pod, ns_labels) {
-                scores.add(node, &w.term.topology_key, -by * w.weight);
-            }
-        }
+        add_weights(scores, &p.affinity.preferred, incoming, node, by);
+        add_weights(scores, &p.affinity.preferred_anti, incoming, node, -by);
     }
 
     pub fn is_empty(&self) -> bool {

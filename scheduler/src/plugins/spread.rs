@@ -241,7 +241,7 @@ impl FilterState {
             let Some(v) = labels.get(&c.topology_key) else {
                 continue;
             };
-            if c.includes(&self.pod, &self.required, node) && c.selector.matches_map(p.labels()) {
+            if c.selector.matches_map(p.labels()) && c.includes(&self.pod, &self.required, node) {
                 if let Some(n) = counts.get_mut(v) {
                     *n += by;
                 }
