@@ -65,7 +65,7 @@ mod tests {
     #[test]
     fn kubeconfig_has_one_cluster_and_no_user() {
         let k = kubeconfig("https://10.0.0.1:6443", Some("PEM"));
-        let v: serde_json::Value = serde_yaml::from_str(&k).unwrap();
+        let v: serde_json::Value = serde_norway::from_str(&k).unwrap();
         assert_eq!(
             v["clusters"][0]["cluster"]["server"],
             "https://10.0.0.1:6443"
@@ -76,7 +76,7 @@ mod tests {
         );
         assert!(v["users"].is_null() && v["contexts"].is_null());
         let plain: serde_json::Value =
-            serde_yaml::from_str(&kubeconfig("http://127.0.0.1:8080", None)).unwrap();
+            serde_norway::from_str(&kubeconfig("http://127.0.0.1:8080", None)).unwrap();
         assert!(plain["clusters"][0]["cluster"]
             .get("certificate-authority-data")
             .is_none());

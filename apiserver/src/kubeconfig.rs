@@ -115,7 +115,7 @@ mod tests {
             server: "https://127.0.0.1:6443",
         };
         let text = issue(dir.path(), &id).unwrap();
-        let cfg: serde_yaml::Value = serde_yaml::from_str(&text).unwrap();
+        let cfg: serde_norway::Value = serde_norway::from_str(&text).unwrap();
         let user = &cfg["users"][0];
         assert_eq!(user["name"], "system:kube-proxy");
         let crt = user["user"]["client-certificate-data"].as_str().unwrap();

@@ -92,7 +92,7 @@ pub fn parse_body(ct: Option<&str>, body: &[u8]) -> Result<Value, ApiError> {
     }
     let yaml = ct.contains("yaml");
     let v: Value = if yaml {
-        serde_yaml::from_slice(body).map_err(|e| {
+        serde_norway::from_slice(body).map_err(|e| {
             ApiError::bad_request(format!("the body of the request is not valid YAML: {e}"))
         })?
     } else {

@@ -62,7 +62,7 @@ fn anyone_reads_cluster_info_and_its_ca_verifies_the_server() {
     assert_eq!(code, 200, "{body}");
     let cm: serde_json::Value = serde_json::from_str(&body).unwrap();
     let config: serde_json::Value =
-        serde_yaml::from_str(cm["data"]["kubeconfig"].as_str().unwrap()).unwrap();
+        serde_norway::from_str(cm["data"]["kubeconfig"].as_str().unwrap()).unwrap();
     let cluster = &config["clusters"][0]["cluster"];
     assert_eq!(cluster["server"], format!("https://127.0.0.1:{}", s.port));
     let ca = keelson_apimachinery::base64::decode(

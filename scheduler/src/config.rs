@@ -281,7 +281,7 @@ fn percentage(v: Option<i64>, field: &str) -> Result<Option<u32>, ConfigError> {
 }
 
 pub fn parse(text: &str) -> Result<Vec<Profile>, ConfigError> {
-    let file: File = serde_yaml::from_str(text).map_err(|e| ConfigError::Parse(e.to_string()))?;
+    let file: File = serde_norway::from_str(text).map_err(|e| ConfigError::Parse(e.to_string()))?;
     if file.api_version != "kubescheduler.config.k8s.io/v1" {
         return Err(invalid(
             "apiVersion",

@@ -48,7 +48,7 @@ fn current_user(kc: &Kubeconfig) -> Option<&AuthInfo> {
 
 /// A kubeconfig for `cluster`'s server and CA (file or data, as the bootstrap kubeconfig had
 /// them) with the client certificate and key in `cert_file`; names as the kubelet writes them.
-pub fn render(cluster: &Cluster, cert_file: &Path) -> Result<String, serde_yaml::Error> {
+pub fn render(cluster: &Cluster, cert_file: &Path) -> Result<String, serde_norway::Error> {
     let cert = cert_file.display().to_string();
     let kc = Kubeconfig {
         api_version: Some("v1".into()),
@@ -87,7 +87,7 @@ pub fn render(cluster: &Cluster, cert_file: &Path) -> Result<String, serde_yaml:
         current_context: Some("default-context".into()),
         ..Default::default()
     };
-    serde_yaml::to_string(&kc)
+    serde_norway::to_string(&kc)
 }
 
 /// Why the certificates in `pem` cannot authenticate at `now_unix` (none, unparsable, not yet

@@ -11,7 +11,7 @@ fn examples() -> Vec<Value> {
     for name in ["deployment.yaml", "service.yaml", "ingress.yaml"] {
         let path = format!("{dir}/{name}");
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {path}: {e}"));
-        for doc in serde_yaml::Deserializer::from_str(&text) {
+        for doc in serde_norway::Deserializer::from_str(&text) {
             let v = Value::deserialize(doc).unwrap_or_else(|e| panic!("parsing {path}: {e}"));
             docs.push(v);
         }
