@@ -18,6 +18,7 @@ mod error;
 pub mod fields;
 pub mod labels;
 pub mod node_affinity;
+pub mod object;
 pub mod patch;
 pub mod protobuf;
 pub mod quantity;

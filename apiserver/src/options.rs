@@ -161,6 +161,8 @@ fn duration(s: &str) -> Result<Duration, String> {
     Ok(total)
 }
 
+pub use crate::store::quarantine::QuarantineAction;
+
 #[derive(clap::Subcommand, Debug, Clone, PartialEq)]
 pub enum Command {
     /// Stored objects moved aside at start because the server could not decode them.
@@ -187,16 +189,6 @@ pub enum Command {
     /// Copies every stored object from a stopped server's SQLite store into etcd
     /// (--from sqlite:DIR --to etcd:URL); then start the server with --etcd-servers.
     Migrate(crate::migrate::MigrateArgs),
-}
-
-#[derive(clap::Subcommand, Debug, Clone, PartialEq)]
-pub enum QuarantineAction {
-    /// Lists them: key, resourceVersion, when, and why.
-    List,
-    /// Prints one as it was stored.
-    Show { key: String },
-    /// Deletes one for good.
-    Delete { key: String },
 }
 
 /// A flag whose value cannot be used.

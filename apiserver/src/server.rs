@@ -60,7 +60,7 @@ pub async fn run(opts: Options) -> Result<(), ServerError> {
     tokio::spawn(crate::allocators::repair::every_interval(api.store.clone()));
     crate::rest::custom::keep_up(api.store.clone());
     bootstrap(&api).await;
-    crate::auth::policy::reconcile(&api).await;
+    crate::policy::reconcile(&api).await;
     let token = admin_token(dir)?;
     let tokens = tokens(&opts, &token)?;
     let mut service_accounts = TokenKeys::load(KeyConfig {

@@ -50,7 +50,7 @@ pub async fn handle(app: &App, rp: ResourcePath, call: &Call) -> ApiResult<Respo
         "HorizontalPodAutoscaler" => &HPA,
         _ => &API_VERSION_ONLY,
     };
-    let watch = rp.legacy_watch || crate::auth::authorize::is_watch(call.query());
+    let watch = rp.legacy_watch || super::attributes::is_watch(call.query());
     // An HPA patch is written against the v1 form, which is not stored; watches would need
     // every event converted. Clients that do either (kubectl apply, edit, get -w) use the
     // stored version.

@@ -3,7 +3,6 @@
 
 use super::route::Route;
 use super::{discovery, json_response, json_value, resource, App, Call};
-use crate::auth::authorize;
 use crate::status::{ApiError, ApiResult};
 use axum::response::{IntoResponse, Response};
 use http::{header, Method, StatusCode};
@@ -28,7 +27,7 @@ pub async fn handle(app: &App, route: Option<Route>, call: &Call) -> ApiResult<R
             return Ok(resp);
         }
     }
-    if call.path().trim_end_matches('/') == authorize::SELF_SUBJECT_REVIEWS {
+    if call.path().trim_end_matches('/') == super::attributes::SELF_SUBJECT_REVIEWS {
         return self_subject_review(call);
     }
     match route {

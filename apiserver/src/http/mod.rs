@@ -1,6 +1,7 @@
 //! The HTTP front: authentication, routing, content negotiation, metrics; REST work is in `rest`.
 
 mod access_review;
+pub mod attributes;
 mod converted;
 mod discovery;
 mod escalation;
@@ -174,7 +175,7 @@ async fn serve(
 /// What the audit log says a request asked for: RBAC's verb and the object it names.
 fn asked(head: &http::request::Parts, route: &Option<Route>) -> audit::Asked {
     let (path, query) = (head.uri.path(), head.uri.query().unwrap_or(""));
-    let a = authorize::attributes(head.method.as_str(), route, path, is_watch(query));
+    let a = attributes::attributes(head.method.as_str(), route, path, is_watch(query));
     audit::Asked::of(a.verb, route)
 }
 
@@ -218,7 +219,8 @@ fn is_cluster_info(method: &Method, path: &str) -> bool {
 /// 403 unless the user may make this request (`auth::authorize`), NodeRestriction admits a
 /// node's write, and a role or binding written grants no more than its writer holds.
 fn allowed(app: &App, call: &Call, route: &Option<Route>) -> ApiResult<()> {
-    let a = authorize::request_attributes(call.method().as_str(), route, call.path(), call.query());
+    let a =
+        attributes::request_attributes(call.method().as_str(), route, call.path(), call.query());
     let forbidden = |message| {
         let resource = a
             .resource
@@ -242,7 +244,7 @@ impl node_restriction::Lookup for (&App, &Call) {
 }
 
 fn is_watch(query: &str) -> bool {
-    authorize::is_watch(query)
+    attributes::is_watch(query)
 }
 
 async fn read_body(body: Body) -> ApiResult<Bytes> {

@@ -3,8 +3,8 @@
 //! are tens of them, and they change rarely); never read from the store per request.
 
 use super::rule::Rule;
-use crate::auth::authorize::Attributes;
-use crate::auth::User;
+use crate::authorize::Attributes;
+use crate::User;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -170,7 +170,7 @@ impl Index {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::authorize::ResourceAttributes;
+    use crate::authorize::ResourceAttributes;
     use serde_json::json;
 
     fn user(name: &str, groups: &[&str]) -> User {

@@ -55,7 +55,7 @@ pub fn write_private(path: &Path, content: &str) -> Result<(), CertError> {
 }
 
 /// The CA's parameters: the issuer of every certificate signed with the data directory's CA key.
-pub(crate) fn ca_params() -> Result<CertificateParams, CertError> {
+pub fn ca_params() -> Result<CertificateParams, CertError> {
     let mut params = CertificateParams::new(Vec::<String>::new())?;
     params
         .distinguished_name

@@ -5,6 +5,7 @@
 
 pub mod authorize;
 pub mod bootstrap;
+pub mod certs;
 pub mod node;
 pub mod policy;
 pub mod rbac;

@@ -3,7 +3,7 @@
 //! serves plus the usual ones clients name; aggregation is not served, so admin, edit and view
 //! hold their rules themselves.
 
-use crate::auth::rbac::Rule;
+use crate::rbac::Rule;
 
 pub const READ: &[&str] = &["get", "list", "watch"];
 pub const READ_WRITE: &[&str] = &[
@@ -111,7 +111,7 @@ pub fn view() -> Vec<Rule> {
 pub fn aggregated_metrics_reader() -> Vec<Rule> {
     vec![r(
         READ,
-        &[crate::resources::METRICS_GROUP],
+        &[keelson_apiserver_registry::resources::METRICS_GROUP],
         &["pods", "nodes"],
     )]
 }

@@ -2,9 +2,18 @@
 //! at start because it could not decode them (see `Store::open`).
 
 use super::{SqliteBackend, StoreError, DB_FILE};
-use crate::options::QuarantineAction;
 use std::fmt::Write;
 use std::path::Path;
+
+#[derive(clap::Subcommand, Debug, Clone, PartialEq)]
+pub enum QuarantineAction {
+    /// Lists them: key, resourceVersion, when, and why.
+    List,
+    /// Prints one as it was stored.
+    Show { key: String },
+    /// Deletes one for good.
+    Delete { key: String },
+}
 
 /// Runs one admin action on the store in `data_dir`; returns what to print.
 pub fn admin(data_dir: &Path, action: &QuarantineAction) -> Result<String, StoreError> {

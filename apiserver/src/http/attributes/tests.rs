@@ -1,4 +1,6 @@
 use super::*;
+use crate::auth::authorize::forbidden_message;
+use crate::auth::User;
 use crate::http::parse;
 
 fn user(name: &str, groups: &[&str]) -> User {
@@ -73,14 +75,4 @@ fn forbidden_messages_as_upstream() {
         forbidden_message(&u, &attrs("GET", &None, "/metrics", ""), ""),
         r#"forbidden: User "system:bootstrap:abcdef" cannot get path "/metrics""#
     );
-}
-
-#[test]
-fn mode_names_as_upstreams_flag() {
-    use clap::ValueEnum;
-    let names: Vec<String> = Mode::value_variants()
-        .iter()
-        .map(|m| m.to_possible_value().unwrap().get_name().to_string())
-        .collect();
-    assert_eq!(names, ["AlwaysAllow", "Node", "RBAC"]);
 }

@@ -6,9 +6,7 @@
 mod controllers;
 pub mod roles;
 
-use crate::auth::rbac::{Rule, RBAC_GROUP};
-use crate::resources;
-use crate::rest::{self, Api, Sub, Target};
+use crate::rbac::{Rule, RBAC_GROUP};
 use keelson_apimachinery::well_known::{
     AUTHENTICATED_GROUP, BOOTSTRAPPERS_GROUP, BOOTSTRAPPING_LABEL, CLUSTER_INFO_CONFIGMAP,
     MASTERS_GROUP, NODES_GROUP, RBAC_AUTOUPDATE_ANNOTATION, UNAUTHENTICATED_GROUP,
@@ -39,7 +37,7 @@ fn meta(name: &str, namespace: Option<&str>) -> Value {
         "annotations": { RBAC_AUTOUPDATE_ANNOTATION: "true" },
     });
     if let Some(ns) = namespace {
-        crate::object::set_path(&mut m, &["namespace"], json!(ns));
+        keelson_apimachinery::object::set_path(&mut m, &["namespace"], json!(ns));
     }
     m
 }
@@ -253,7 +251,7 @@ pub fn reconciled(existing: &Value, default: &Value) -> Option<Value> {
             }
         }
         if merged.len() != have.len() {
-            crate::object::set_path(&mut out, &[list], json!(merged));
+            keelson_apimachinery::object::set_path(&mut out, &[list], json!(merged));
             changed = true;
         }
     }
@@ -264,49 +262,16 @@ pub fn reconciled(existing: &Value, default: &Value) -> Option<Value> {
         for (k, v) in want.into_iter().flatten() {
             let path = format!("/metadata/{field}/{}", k.replace('/', "~1"));
             if existing.pointer(&path).is_none() {
-                crate::object::set_path(&mut out, &["metadata", field, k], v.clone());
+                keelson_apimachinery::object::set_path(
+                    &mut out,
+                    &["metadata", field, k],
+                    v.clone(),
+                );
                 changed = true;
             }
         }
     }
     changed.then_some(out)
-}
-
-/// Creates or completes every default object. Runs after the namespaces exist; failures are
-/// logged (the server then serves with what is stored).
-pub async fn reconcile(api: &Api) {
-    for (kind, default) in objects() {
-        let Some(res) = resources::by_kind(kind) else {
-            continue;
-        };
-        let text = |p: &str| {
-            default
-                .pointer(p)
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string()
-        };
-        let (namespace, name) = (text("/metadata/namespace"), text("/metadata/name"));
-        let target = Target {
-            res,
-            namespace: namespace.clone(),
-            name: name.clone(),
-        };
-        let result = match api.store.get(&target.key()) {
-            None => rest::create(api, res, &namespace, default, false)
-                .await
-                .map(|_| ()),
-            Some(e) => match reconciled(&e.obj, &default) {
-                Some(obj) => rest::update(api, &target, obj, Sub::Main, false)
-                    .await
-                    .map(|_| ()),
-                None => Ok(()),
-            },
-        };
-        if let Err(e) = result {
-            tracing::warn!(kind, %name, error = %e.message, "reconciling the default RBAC policy failed");
-        }
-    }
 }
 
 #[cfg(test)]

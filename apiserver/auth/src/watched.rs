@@ -6,9 +6,9 @@
 
 use super::node::Graph;
 use super::rbac::{Index, RBAC_GROUP};
-use crate::resources;
-use crate::store::{EventType, Store, Subscription};
 use futures::FutureExt;
+use keelson_apiserver_registry::resources;
+use keelson_apiserver_store::{EventType, Store, Subscription};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 const PODS: &str = "/core/pods/";

@@ -4,13 +4,13 @@
 //! Keelson controllers patch where upstream's update, so both verbs are granted).
 
 use super::roles::{READ, READ_WRITE};
-use crate::auth::rbac::Rule;
+use crate::rbac::Rule;
 
 const CORE: &[&str] = &[""];
 const APPS: &[&str] = &["apps"];
 const BATCH: &[&str] = &["batch"];
 const AUTOSCALING: &[&str] = &["autoscaling"];
-const METRICS: &str = crate::resources::METRICS_GROUP;
+const METRICS: &str = keelson_apiserver_registry::resources::METRICS_GROUP;
 
 fn r(verbs: &[&str], groups: &[&str], resources: &[&str]) -> Rule {
     Rule::resources(verbs, groups, resources)

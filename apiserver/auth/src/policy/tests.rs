@@ -1,4 +1,5 @@
 use super::*;
+use keelson_apiserver_registry::resources;
 
 fn stored(kind: &str, name: &str) -> Value {
     objects()
@@ -63,9 +64,9 @@ fn reconcile_adds_what_is_missing_and_keeps_edits() {
 /// proxy/ and agent/), each allowed by the default policy to the identity it runs as.
 #[test]
 fn every_component_may_make_the_calls_it_makes() {
-    use crate::auth::authorize::{Attributes, ResourceAttributes};
-    use crate::auth::rbac::Index;
-    use crate::auth::User;
+    use crate::authorize::{Attributes, ResourceAttributes};
+    use crate::rbac::Index;
+    use crate::User;
     let objs = objects();
     let index = Index::build(objs.iter().map(|(k, v)| (*k, v)));
     let user = |name: &str, groups: &[&str]| User {
@@ -329,10 +330,10 @@ fn every_component_may_make_the_calls_it_makes() {
 /// reading only its own pods.
 #[test]
 fn network_policies_are_written_by_editors_and_read_by_the_enforcer() {
-    use crate::auth::authorize::Attributes;
-    use crate::auth::node::{self, Graph};
-    use crate::auth::rbac::Index;
-    use crate::auth::User;
+    use crate::authorize::Attributes;
+    use crate::node::{self, Graph};
+    use crate::rbac::Index;
+    use crate::User;
     let objs = objects();
     let index = Index::build(objs.iter().map(|(k, v)| (*k, v)));
     let role_allows = |role: &str, verb: &str| {
@@ -424,7 +425,7 @@ fn network_policies_are_written_by_editors_and_read_by_the_enforcer() {
 /// of view, edit and admin (read only: metrics.k8s.io has no writes).
 #[test]
 fn viewers_read_resource_metrics() {
-    use crate::auth::authorize::Attributes;
+    use crate::authorize::Attributes;
     let rules_of = |role: &str| {
         cluster_roles()
             .into_iter()

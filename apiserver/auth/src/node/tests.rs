@@ -1,5 +1,5 @@
 use super::*;
-use crate::auth::policy::roles;
+use crate::policy::roles;
 use serde_json::json;
 use std::borrow::Cow;
 

@@ -1,8 +1,8 @@
 use super::*;
-use crate::auth::authorize::{Attributes, ResourceAttributes};
-use crate::auth::node::Kind;
-use crate::auth::User;
-use crate::store::{Precondition, SqliteBackend, Write};
+use crate::authorize::{Attributes, ResourceAttributes};
+use crate::node::Kind;
+use crate::User;
+use keelson_apiserver_store::{Precondition, SqliteBackend, Write};
 use serde_json::{json, Value};
 use std::time::Duration;
 

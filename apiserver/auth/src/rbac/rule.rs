@@ -3,8 +3,8 @@
 //! "*/status" that subresource of every resource; resourceNames, when given, limit the rule to
 //! those names; a non-resource URL ending in "*" covers every path under it.
 
-use crate::auth::authorize::Attributes;
-use crate::object::strings;
+use crate::authorize::Attributes;
+use keelson_apimachinery::object::strings;
 use serde_json::{json, Value};
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -65,7 +65,7 @@ impl Rule {
             ("nonResourceURLs", &self.non_resource_urls),
         ] {
             if !list.is_empty() {
-                crate::object::set_path(&mut v, &[key], json!(list));
+                keelson_apimachinery::object::set_path(&mut v, &[key], json!(list));
             }
         }
         v
