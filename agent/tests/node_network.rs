@@ -11,7 +11,7 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Node, NodeAddress, NodeSpec, NodeStatus};
 use keelson_agent::node::network::{self, vxlan, Backend, NetworkConfig};
 use keelson_apimachinery::well_known::{BACKEND_TYPE_ANNOTATION, VXLAN_VTEP_MAC_ANNOTATION};
-use keelson_cni::netlink::link::format_mac;
+use keelson_netlink::link::format_mac;
 use keelson_testing::{require_root_and_tools, TestHost};
 
 /// One node: its host, its pod's host, its InternalIP and pod CIDR index (10.244.<n>.0/24).

@@ -16,7 +16,6 @@ pub mod ipam;
 pub mod kernel;
 pub mod masq;
 pub mod names;
-pub mod netlink;
 pub mod netns;
 pub mod plugin;
 pub mod reaper;

@@ -9,7 +9,7 @@ use std::os::fd::{AsFd, AsRawFd, RawFd};
 use nix::sched::{setns, CloneFlags};
 use nix::sys::statfs::{fstatfs, PROC_SUPER_MAGIC};
 
-use crate::netlink::Netlink;
+use keelson_netlink::Netlink;
 
 // From linux/magic.h: the filesystem behind /proc/<pid>/ns/* and bind-mounted namespace files.
 const NSFS_MAGIC: i64 = 0x6e73_6673;

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use nix::unistd::{fork, setsid, ForkResult};
 
-use crate::netlink::{link, Netlink};
+use keelson_netlink::{link, Netlink};
 
 /// Link group of retired host ends ("KC" in ASCII).
 pub const RETIRED_GROUP: u32 = 0x4b43;

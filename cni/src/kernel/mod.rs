@@ -12,8 +12,8 @@ use ipnetwork::IpNetwork;
 use std::io;
 use std::net::IpAddr;
 
-pub use crate::netlink::link::LinkDetails;
-pub use crate::netlink::route::RouteDetails;
+pub use keelson_netlink::link::LinkDetails;
+pub use keelson_netlink::route::RouteDetails;
 pub use rtnl::Rtnl;
 
 /// Which network namespace a call goes to: the plugin's own (the node's) or the container's.
@@ -24,7 +24,7 @@ pub enum Side {
 }
 
 /// The veth pair ADD creates: the host end up and on the bridge, the peer created directly
-/// inside the container's namespace under its final name (down: see `netlink::link::VethSpec`).
+/// inside the container's namespace under its final name (down: see `keelson_netlink::link::VethSpec`).
 #[derive(Debug, Clone, Copy)]
 pub struct Veth<'a> {
     pub host_name: &'a str,
@@ -34,7 +34,7 @@ pub struct Veth<'a> {
 }
 
 /// Changes answer like the kernel does: EEXIST when the object is there already, ENODEV (or
-/// ESRCH, ENOENT) when what they refer to is missing (see `netlink::is_exists`, `is_not_found`).
+/// ESRCH, ENOENT) when what they refer to is missing (see `keelson_netlink::is_exists`, `is_not_found`).
 pub trait Kernel {
     /// Whether the container's namespace exists (DEL and loopback's DEL accept it gone).
     fn has_container(&self) -> bool;

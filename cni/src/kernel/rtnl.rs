@@ -8,9 +8,9 @@ use std::net::IpAddr;
 
 use super::{Kernel, LinkDetails, RouteDetails, Side, Veth};
 use crate::error::{code, CniError, Result};
-use crate::netlink::{addr, link, route, Netlink};
 use crate::netns::NetNs;
 use crate::{reaper, sysctl};
+use keelson_netlink::{addr, link, route, Netlink};
 
 pub struct Rtnl {
     host: Option<Netlink>,

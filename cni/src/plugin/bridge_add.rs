@@ -7,8 +7,8 @@ use crate::error::{code, CniError, Result};
 use crate::kernel::{Kernel, LinkDetails, RouteDetails, Rtnl, Side, Veth};
 use crate::masq::{self, Firewall, Iptables};
 use crate::names;
-use crate::netlink::{ignore_exists, is_exists};
 use crate::result::{CniResult, Interface, Route};
+use keelson_netlink::{ignore_exists, is_exists};
 
 use super::ipam_backend::IpamBackend;
 use super::{nl_err, routes, Node, Request};

@@ -9,7 +9,7 @@ use crate::error::{code, CniError, Result};
 use crate::kernel::{Kernel, Rtnl, Side};
 use crate::masq::{self, Firewall, Iptables};
 use crate::names;
-use crate::netlink::is_not_found;
+use keelson_netlink::is_not_found;
 
 use super::ipam_backend::IpamBackend;
 use super::{nl_err, Node, Request};

@@ -1,9 +1,9 @@
 //! The node network: how pods on this node reach pods on the others, from the Node objects.
 //! Two backends (flannel's as the model): host-gw, a route per peer's pod CIDR via its
 //! InternalIP; vxlan, an overlay device with a route, neighbour and FDB entry per peer. All
-//! kernel state goes through the CNI plugin's netlink client; only what the agent marked as its
-//! own (route protocol 252, the `keelson.1` device) is ever changed, and what an earlier run left
-//! is reconciled at the first sync.
+//! kernel state goes through keelson-netlink, the CNI plugin's client too; only what the agent
+//! marked as its own (route protocol 252, the `keelson.1` device) is ever changed, and what an
+//! earlier run left is reconciled at the first sync.
 
 pub mod peers;
 pub mod table;

@@ -8,7 +8,7 @@ use std::io;
 use std::net::Ipv4Addr;
 
 use ipnetwork::{IpNetwork, Ipv4Network};
-use keelson_cni::netlink::{addr, neigh, route, Netlink};
+use keelson_netlink::{addr, neigh, route, Netlink};
 
 use super::peers::{Desired, Hop};
 use super::{Mac, NetworkError};

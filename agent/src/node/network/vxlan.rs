@@ -6,8 +6,8 @@
 use std::net::Ipv4Addr;
 
 use ipnetwork::{IpNetwork, Ipv4Network};
-use keelson_cni::netlink::link::{self, VxlanSpec};
-use keelson_cni::netlink::{addr, ignore_exists, Netlink};
+use keelson_netlink::link::{self, VxlanSpec};
+use keelson_netlink::{addr, ignore_exists, Netlink};
 
 use super::peers::parse_mac;
 use super::{Mac, NetworkError};

@@ -10,7 +10,7 @@ use futures::StreamExt;
 use ipnetwork::Ipv4Network;
 use k8s_openapi::api::core::v1::Node;
 use keelson_apimachinery::well_known::{BACKEND_TYPE_ANNOTATION, VXLAN_VTEP_MAC_ANNOTATION};
-use keelson_cni::netlink::link::format_mac;
+use keelson_netlink::link::format_mac;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::watcher;
 use kube::Api;

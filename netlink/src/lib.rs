@@ -3,6 +3,12 @@
 //! runtime would only add start-up time. The node agent uses the same client for its routes,
 //! neighbour and FDB entries and vxlan device.
 
+// No panic reachable from the kernel's answers: both users are node daemons or plugins.
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)
+)]
+
 pub mod addr;
 pub mod link;
 pub mod neigh;
