@@ -6,7 +6,7 @@
 //! holding other objects under the prefix (another cluster's, or changed since) is refused
 //! unless --force, which overwrites those this data directory also holds and leaves the rest.
 
-use crate::options::EtcdClientFlags;
+use crate::options::MigrateArgs;
 use crate::store::datadir::{self, DataDirError};
 use crate::store::{
     Backend, Entry, Precondition, SqliteBackend, Store, StoreError, Write, DB_FILE,
@@ -19,23 +19,6 @@ use std::time::Duration;
 
 /// Writes in flight at once.
 const PARALLEL: usize = 32;
-
-#[derive(clap::Args, Debug, Clone, PartialEq)]
-pub struct MigrateArgs {
-    /// Where the objects are: sqlite:DIR, the --data-dir of a stopped keelson-apiserver.
-    #[arg(long)]
-    pub from: String,
-    /// Where they go: etcd:URL[,URL...], the --etcd-servers the server will use.
-    #[arg(long)]
-    pub to: String,
-    /// The server's --etcd-cafile, --etcd-certfile, --etcd-keyfile and --etcd-prefix.
-    #[command(flatten)]
-    pub etcd: EtcdClientFlags,
-    /// Overwrite objects etcd holds under the prefix with this data directory's; objects only
-    /// etcd holds are left.
-    #[arg(long)]
-    pub force: bool,
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum MigrateError {
@@ -227,6 +210,7 @@ async fn copy(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::options::EtcdClientFlags;
     use serde_json::json;
 
     fn args(force: bool) -> MigrateArgs {

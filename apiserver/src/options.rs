@@ -188,7 +188,7 @@ pub enum Command {
     },
     /// Copies every stored object from a stopped server's SQLite store into etcd
     /// (--from sqlite:DIR --to etcd:URL); then start the server with --etcd-servers.
-    Migrate(crate::migrate::MigrateArgs),
+    Migrate(MigrateArgs),
 }
 
 /// A flag whose value cannot be used.
@@ -198,6 +198,24 @@ pub enum FlagError {
     ClusterIpRange(String),
     #[error("--service-node-port-range {0:?}: {1}")]
     NodePortRange(String, &'static str),
+}
+
+/// `keelson-apiserver migrate`: what to copy where.
+#[derive(clap::Args, Debug, Clone, PartialEq)]
+pub struct MigrateArgs {
+    /// Where the objects are: sqlite:DIR, the --data-dir of a stopped keelson-apiserver.
+    #[arg(long)]
+    pub from: String,
+    /// Where they go: etcd:URL[,URL...], the --etcd-servers the server will use.
+    #[arg(long)]
+    pub to: String,
+    /// The server's --etcd-cafile, --etcd-certfile, --etcd-keyfile and --etcd-prefix.
+    #[command(flatten)]
+    pub etcd: EtcdClientFlags,
+    /// Overwrite objects etcd holds under the prefix with this data directory's; objects only
+    /// etcd holds are left.
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// How to reach etcd, shared by the server and `migrate` (which must name the same store).

@@ -13,7 +13,19 @@ use k8s_openapi::api::core::v1::{Service, ServicePort};
 use k8s_openapi::api::discovery::v1::{EndpointConditions, EndpointSlice};
 use k8s_openapi::api::networking::v1::{IngressBackend, IngressServiceBackend};
 
-use crate::model::{Inputs, Target, SERVICE_NAME_LABEL};
+use crate::inputs::Inputs;
+use keelson_apimachinery::well_known::SERVICE_NAME_LABEL;
+
+/// Where a request goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// An upstream (by name) with at least one ready endpoint.
+    Upstream(String),
+    /// The backend exists in the Ingress but has no ready endpoint (or no such Service): 503.
+    Unavailable,
+    /// Nothing matches: 404.
+    NotFound,
+}
 
 /// Service backend -> ready pod addresses, through the Service's ports and its EndpointSlices.
 pub(crate) struct Resolver<'a> {

@@ -8,6 +8,7 @@ pub mod controller;
 pub mod endpoints;
 pub mod error;
 pub mod events;
+pub mod inputs;
 pub mod isolate;
 pub mod metrics;
 pub mod model;

@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Secret, Service};
-use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{HTTPIngressPath, Ingress, IngressClass};
 
 use crate::endpoints::Resolver;
+pub use crate::endpoints::Target;
+pub use crate::inputs::{key, Inputs};
 use crate::retry;
 use crate::tls::{self, Cert};
 
@@ -21,28 +21,6 @@ pub use keelson_apimachinery::well_known::SERVICE_NAME_LABEL;
 pub const BODY_SIZE_ANNOTATION: &str = "nginx.ingress.kubernetes.io/proxy-body-size";
 /// ingress-nginx's switch for the HTTP-to-HTTPS redirect of TLS hosts (on unless "false").
 pub const SSL_REDIRECT_ANNOTATION: &str = "nginx.ingress.kubernetes.io/ssl-redirect";
-
-/// The objects the controller watches, as the reflector stores hold them.
-#[derive(Default)]
-pub struct Inputs {
-    pub ingresses: Vec<Arc<Ingress>>,
-    pub classes: Vec<Arc<IngressClass>>,
-    pub services: Vec<Arc<Service>>,
-    pub slices: Vec<Arc<EndpointSlice>>,
-    /// Only kubernetes.io/tls Secrets named by a handled Ingress's spec.tls are used.
-    pub secrets: Vec<Arc<Secret>>,
-}
-
-/// Where a request goes.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Target {
-    /// An upstream (by name) with at least one ready endpoint.
-    Upstream(String),
-    /// The backend exists in the Ingress but has no ready endpoint (or no such Service): 503.
-    Unavailable,
-    /// Nothing matches: 404.
-    NotFound,
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Match {
@@ -254,14 +232,6 @@ impl ModelBuilder {
             default_server.fallback = default;
         }
     }
-}
-
-pub(crate) fn key(ing: &Ingress) -> (String, String) {
-    let m = &ing.metadata;
-    (
-        m.namespace.clone().unwrap_or_else(|| "default".into()),
-        m.name.clone().unwrap_or_default(),
-    )
 }
 
 fn annotation<'i>(ing: &'i Ingress, name: &str) -> Option<&'i str> {

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::networking::v1::Ingress;
 
-use crate::model::key;
+use crate::inputs::key;
 
 pub const TLS_SECRET_TYPE: &str = "kubernetes.io/tls";
 

@@ -30,15 +30,3 @@ pub enum ProxyError {
     #[error(transparent)]
     Client(#[from] keelson_daemon::ClientError),
 }
-
-impl ProxyError {
-    /// Builds a `Command` error from a failed command's output.
-    pub fn command(program: &str, what: &str, out: &crate::exec::CmdOutput) -> ProxyError {
-        ProxyError::Command {
-            program: program.to_string(),
-            what: what.to_string(),
-            status: out.status,
-            stderr: out.stderr.trim().chars().take(2000).collect(),
-        }
-    }
-}

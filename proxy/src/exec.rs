@@ -23,6 +23,16 @@ impl CmdOutput {
     pub fn success(&self) -> bool {
         self.status == 0
     }
+
+    /// The `Command` error for this failed output of `program` doing `what`.
+    pub fn failure(&self, program: &str, what: &str) -> ProxyError {
+        ProxyError::Command {
+            program: program.to_string(),
+            what: what.to_string(),
+            status: self.status,
+            stderr: self.stderr.trim().chars().take(2000).collect(),
+        }
+    }
 }
 
 /// Runs one program with arguments and optional stdin.

@@ -3,6 +3,7 @@
 //! Nodes and what the plugins read, plus the Pods it has just bound and not yet seen back);
 //! bindings are sent concurrently.
 
+pub mod affinity;
 pub mod config;
 mod evict;
 pub mod framework;
@@ -17,6 +18,10 @@ pub mod volumes;
 
 pub use framework::{feasible_nodes_to_find, Cluster, Cycle, Unfit};
 pub use node_info::{NodeInfo, PodInfo};
+
+/// Maps and sets hashed with foldhash: a cycle hashes every domain of every Pod it counts.
+pub type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
+pub type FastSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
 
 use config::Profile;
 use k8s_openapi::api::core::v1::{Node, Pod};

@@ -3,7 +3,7 @@
 //! same whether a node holds 3 Pods or 100: a Pod's quantities and affinity terms are parsed
 //! once, when its PodInfo is made, not once per candidate node.
 
-use crate::plugins::interpod::Affinity;
+use crate::affinity::Affinity;
 use k8s_openapi::api::core::v1::{Container, Node, Pod};
 use keelson_apimachinery::quantity;
 use std::collections::{BTreeMap, HashMap};

@@ -8,23 +8,8 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 use super::auth::x509::ClientCa;
 
-#[derive(Debug, thiserror::Error)]
-pub enum TlsError {
-    #[error("reading {path}: {source}")]
-    Read {
-        path: String,
-        #[source]
-        source: std::io::Error,
-    },
-    #[error("no private key in {0}")]
-    NoKey(String),
-    #[error("generating a self-signed certificate: {0}")]
-    Generate(#[from] rcgen::Error),
-    #[error("TLS configuration: {0}")]
-    Config(#[from] rustls::Error),
-    #[error("client CA {path}: {message}")]
-    ClientCa { path: String, message: String },
-}
+pub mod error;
+pub use error::TlsError;
 
 /// With `client_ca`, the handshake asks clients for a certificate (naming that CA) and lets
 /// them in with or without one; which certificates authenticate is decided per request

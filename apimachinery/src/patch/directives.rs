@@ -4,11 +4,23 @@
 use serde_json::{Map, Value};
 
 use super::identity::Seen;
-use super::keys::{self, ListMerge, Ty};
+use super::keys::{self, Field, ListMerge, Ty};
 use super::order::{self, ident};
-use super::strategic::{bad, is_directive_key, merge_list, DIRECTIVE, RETAIN_KEYS};
 use super::{json_eq, PatchError};
 use std::collections::HashSet;
+
+pub(super) const DIRECTIVE: &str = "$patch";
+pub(super) const RETAIN_KEYS: &str = "$retainKeys";
+pub(super) const SET_ORDER: &str = "$setElementOrder/";
+pub(super) const DELETE_FROM: &str = "$deleteFromPrimitiveList/";
+
+pub(super) fn bad(msg: impl Into<String>) -> PatchError {
+    PatchError::BadStrategicPatch(msg.into())
+}
+
+pub(super) fn is_directive_key(key: &str) -> bool {
+    key == RETAIN_KEYS || key.starts_with(SET_ORDER) || key.starts_with(DELETE_FROM)
+}
 
 /// `$retainKeys: [...]` clears live keys not listed; every key the patch sets must be listed.
 pub(super) fn retain_keys(
@@ -59,6 +71,7 @@ pub(super) fn set_element_order(
     name: &str,
     order: &Value,
     ty: Ty,
+    merge_list: impl Fn(Vec<Value>, &[Value], Field) -> Result<Vec<Value>, PatchError>,
 ) -> Result<bool, PatchError> {
     let invalid = || bad("invalid patch format of setElementOrder list");
     let order = order.as_array().ok_or_else(invalid)?;

@@ -9,17 +9,15 @@
 
 use serde_json::{Map, Value};
 
-use super::directives::{delete_from_primitive_list, retain_keys, set_element_order};
+use super::directives::{
+    bad, delete_from_primitive_list, is_directive_key, retain_keys, set_element_order, DELETE_FROM,
+    DIRECTIVE, SET_ORDER,
+};
 use super::identity::{canonical, Seen};
 use super::keys::{self, Field, ListMerge, Ty};
 use super::order;
 use super::{json_eq, PatchError};
 use std::collections::{HashMap, HashSet};
-
-pub(super) const DIRECTIVE: &str = "$patch";
-pub(super) const RETAIN_KEYS: &str = "$retainKeys";
-const SET_ORDER: &str = "$setElementOrder/";
-const DELETE_FROM: &str = "$deleteFromPrimitiveList/";
 
 /// Applies `patch` to `original`; `kind` selects the list merge keys (unknown kinds get
 /// untagged-field behaviour: lists replaced, maps merged).
@@ -39,14 +37,6 @@ pub fn strategic_merge_patch(
         ));
     };
     merge_map(original.clone(), patch, keys::root(kind)).map(Value::Object)
-}
-
-pub(super) fn bad(msg: impl Into<String>) -> PatchError {
-    PatchError::BadStrategicPatch(msg.into())
-}
-
-pub(super) fn is_directive_key(key: &str) -> bool {
-    key == RETAIN_KEYS || key.starts_with(SET_ORDER) || key.starts_with(DELETE_FROM)
 }
 
 fn merge_map(
@@ -73,7 +63,7 @@ fn merge_map(
     let mut ordered = HashSet::new();
     for (key, order) in patch {
         if let Some(name) = key.strip_prefix(SET_ORDER) {
-            if set_element_order(&mut original, patch, name, order, ty)? {
+            if set_element_order(&mut original, patch, name, order, ty, merge_list)? {
                 ordered.insert(name);
             }
         }

@@ -3,6 +3,7 @@
 //! service-account token (`serviceaccount`), or a bootstrap token (`bootstrap`); and what
 //! bootstrap users may do (`authorize`).
 
+pub mod attributes;
 pub mod authorize;
 pub mod bootstrap;
 pub mod certs;

@@ -5,7 +5,7 @@
 //! upstream's NodeRules (the system:node ClusterRole), whose writes NodeRestriction admission
 //! limits to its own objects. The graph of pods bound to nodes is kept from the store's watch.
 
-use super::authorize::{selector_value, Attributes, ResourceAttributes};
+use super::attributes::{selector_value, Attributes, ResourceAttributes};
 use super::rbac::Rule;
 use super::User;
 use keelson_apimachinery::well_known::NODES_GROUP;

@@ -2,7 +2,7 @@
 //! the method and the query, the resource from the route, the name a field selector picks.
 
 use super::Route;
-use crate::auth::authorize::{selector_value, Attributes, ResourceAttributes};
+use crate::auth::attributes::{selector_value, Attributes, ResourceAttributes};
 use std::borrow::Cow;
 
 /// The verb of a request as upstream's RequestInfo names it (`watch`: the query asks for one).

@@ -133,7 +133,7 @@ impl IptablesBackend {
             .runner
             .run(&prog, &["-w", "5", "--noflush"], Some(text.as_bytes()))?;
         if !out.success() {
-            return Err(ProxyError::command(&prog, "loading service rules", &out));
+            return Err(out.failure(&prog, "loading service rules"));
         }
         Ok(())
     }
@@ -142,7 +142,7 @@ impl IptablesBackend {
         let prog = self.variant.tool("-save");
         let out = self.runner.run(&prog, &[], None)?;
         if !out.success() {
-            return Err(ProxyError::command(&prog, "reading current rules", &out));
+            return Err(out.failure(&prog, "reading current rules"));
         }
         let (text, cache) = self.full_sync_text(model, &out.stdout);
         self.synced = false;

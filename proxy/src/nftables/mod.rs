@@ -163,7 +163,7 @@ impl NftBackend {
             .runner
             .run("nft", &["-f", "-"], Some(text.as_bytes()))?;
         if !out.success() {
-            return Err(ProxyError::command("nft", "loading service rules", &out));
+            return Err(out.failure("nft", "loading service rules"));
         }
         Ok(())
     }

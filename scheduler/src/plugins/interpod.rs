@@ -2,155 +2,15 @@
 //! Pods already in a topology domain, the required anti-affinity of those Pods to it
 //! (symmetry), and the preferred terms of both sides as a score.
 
-use super::{FastSet, Reject, Topology};
+use super::{Reject, Topology};
+use crate::affinity::{Affinity, Weighted};
 use crate::node_info::{NodeInfo, PodInfo};
-use k8s_openapi::api::core::v1::{Pod, PodAffinityTerm, WeightedPodAffinityTerm};
-use keelson_apimachinery::labels::LabelSelector;
 use std::collections::{BTreeMap, HashMap};
 
 pub const AFFINITY_NOT_MATCH: &str = "node(s) didn't match pod affinity rules";
 pub const ANTI_AFFINITY_NOT_MATCH: &str = "node(s) didn't match pod anti-affinity rules";
 pub const EXISTING_ANTI_AFFINITY_NOT_MATCH: &str =
     "node(s) didn't satisfy existing pods anti-affinity rules";
-
-/// One PodAffinityTerm, parsed: the Pods it selects and the domain key.
-#[derive(Debug, Clone)]
-pub struct Term {
-    namespaces: FastSet<String>,
-    /// None for a nil namespaceSelector (it selects no namespace).
-    namespace_selector: Option<LabelSelector>,
-    selector: LabelSelector,
-    pub topology_key: String,
-}
-
-impl Term {
-    /// Upstream's newAffinityTerm, with matchLabelKeys and mismatchLabelKeys merged into the
-    /// selector as the API server merges them (In / NotIn the owner's own value).
-    fn new(owner: &Pod, t: &PodAffinityTerm) -> Option<Term> {
-        let mut selector = match &t.label_selector {
-            None => LabelSelector::nothing(),
-            Some(s) => LabelSelector::from_json(&serde_json::to_value(s).ok()?).ok()?,
-        };
-        if t.label_selector.is_some() {
-            selector = super::with_label_keys(
-                selector,
-                owner,
-                t.match_label_keys.as_deref().unwrap_or_default(),
-                t.mismatch_label_keys.as_deref().unwrap_or_default(),
-            );
-        }
-        let namespace_selector = match &t.namespace_selector {
-            None => None,
-            Some(s) => Some(LabelSelector::from_json(&serde_json::to_value(s).ok()?).ok()?),
-        };
-        let listed = t.namespaces.as_deref().unwrap_or_default();
-        let namespaces = if listed.is_empty() && t.namespace_selector.is_none() {
-            FastSet::from_iter([owner.metadata.namespace.clone().unwrap_or_default()])
-        } else {
-            listed.iter().cloned().collect()
-        };
-        Some(Term {
-            namespaces,
-            namespace_selector,
-            selector,
-            topology_key: t.topology_key.clone(),
-        })
-    }
-
-    /// Whether `pod` (whose namespace has `ns_labels`) is one of the Pods this term selects.
-    pub fn matches(&self, pod: &PodInfo, ns_labels: Option<&BTreeMap<String, String>>) -> bool {
-        let in_namespace = self.namespaces.contains(pod.namespace())
-            || self
-                .namespace_selector
-                .as_ref()
-                .zip(ns_labels)
-                .is_some_and(|(s, l)| s.matches_map(l));
-        in_namespace && self.selector.matches_map(pod.labels())
-    }
-
-    /// Upstream's mergeAffinityTermNamespacesIfNotEmpty: the incoming Pod's namespaceSelector
-    /// becomes the namespaces it selects now, so each match is a set lookup.
-    fn merge_namespaces(&mut self, namespaces: &HashMap<String, BTreeMap<String, String>>) {
-        if let Some(sel) = self.namespace_selector.take() {
-            self.namespaces.extend(
-                namespaces
-                    .iter()
-                    .filter(|(_, l)| sel.matches_map(l))
-                    .map(|(n, _)| n.clone()),
-            );
-        }
-    }
-}
-
-#[derive(Debug, Clone)]
-pub struct Weighted {
-    pub term: Term,
-    pub weight: i64,
-}
-
-/// A Pod's affinity and anti-affinity terms.
-#[derive(Debug, Clone, Default)]
-pub struct Affinity {
-    pub required: Vec<Term>,
-    pub required_anti: Vec<Term>,
-    pub preferred: Vec<Weighted>,
-    pub preferred_anti: Vec<Weighted>,
-}
-
-impl Affinity {
-    pub fn of(pod: &Pod) -> Affinity {
-        let Some(a) = pod.spec.as_ref().and_then(|s| s.affinity.as_ref()) else {
-            return Affinity::default();
-        };
-        let required = |terms: Option<&Vec<PodAffinityTerm>>| -> Vec<Term> {
-            terms
-                .into_iter()
-                .flatten()
-                .filter_map(|t| Term::new(pod, t))
-                .collect()
-        };
-        let preferred = |terms: Option<&Vec<WeightedPodAffinityTerm>>| -> Vec<Weighted> {
-            terms
-                .into_iter()
-                .flatten()
-                .filter(|w| w.weight != 0)
-                .filter_map(|w| {
-                    Some(Weighted {
-                        term: Term::new(pod, &w.pod_affinity_term)?,
-                        weight: i64::from(w.weight),
-                    })
-                })
-                .collect()
-        };
-        let aff = a.pod_affinity.as_ref();
-        let anti = a.pod_anti_affinity.as_ref();
-        Affinity {
-            required: required(aff.and_then(|p| {
-                p.required_during_scheduling_ignored_during_execution
-                    .as_ref()
-            })),
-            required_anti: required(anti.and_then(|p| {
-                p.required_during_scheduling_ignored_during_execution
-                    .as_ref()
-            })),
-            preferred: preferred(aff.and_then(|p| {
-                p.preferred_during_scheduling_ignored_during_execution
-                    .as_ref()
-            })),
-            preferred_anti: preferred(anti.and_then(|p| {
-                p.preferred_during_scheduling_ignored_during_execution
-                    .as_ref()
-            })),
-        }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.required.is_empty()
-            && self.required_anti.is_empty()
-            && self.preferred.is_empty()
-            && self.preferred_anti.is_empty()
-    }
-}
 
 /// The incoming Pod's terms with their namespace selectors resolved.
 fn incoming_terms(
@@ -215,7 +75,11 @@ impl FilterState {
 
     fn update_existing(&mut self, p: &PodInfo, node: &NodeInfo, by: i64) {
         for t in &p.affinity.required_anti {
-            if t.matches(&self.pod, self.ns_labels.as_ref()) {
+            if t.selects(
+                self.pod.namespace(),
+                self.pod.labels(),
+                self.ns_labels.as_ref(),
+            ) {
                 self.existing_anti.add(node, &t.topology_key, by);
             }
         }
@@ -223,13 +87,17 @@ impl FilterState {
 
     fn update_own(&mut self, p: &PodInfo, node: &NodeInfo, by: i64) {
         let required = &self.terms.required;
-        if !required.is_empty() && required.iter().all(|t| t.matches(p, None)) {
+        if !required.is_empty()
+            && required
+                .iter()
+                .all(|t| t.selects(p.namespace(), p.labels(), None))
+        {
             for t in required {
                 self.affinity.add(node, &t.topology_key, by);
             }
         }
         for t in &self.terms.required_anti {
-            if t.matches(p, None) {
+            if t.selects(p.namespace(), p.labels(), None) {
                 self.anti.add(node, &t.topology_key, by);
             }
         }
@@ -278,7 +146,7 @@ impl FilterState {
                     .terms
                     .required
                     .iter()
-                    .all(|t| t.matches(&self.pod, None)))
+                    .all(|t| t.selects(self.pod.namespace(), self.pod.labels(), None)))
     }
 }
 
@@ -292,7 +160,9 @@ fn add_weights(
     by: i64,
 ) {
     for w in terms {
-        if w.term.matches(target.0, target.1) {
+        if w.term
+            .selects(target.0.namespace(), target.0.labels(), target.1)
+        {
             scores.add(node, &w.term.topology_key, by * w.weight);
         }
     }
@@ -347,7 +217,7 @@ impl ScoreState {
         let incoming = (self.pod.as_ref(), self.ns_labels.as_ref());
         if self.hard_weight > 0 {
             for t in &p.affinity.required {
-                if t.matches(incoming.0, incoming.1) {
+                if t.selects(incoming.0.namespace(), incoming.0.labels(), incoming.1) {
                     scores.add(node, &t.topology_key, by * self.hard_weight);
                 }
             }

@@ -8,15 +8,12 @@ pub mod node_affinity;
 pub mod spread;
 
 use crate::node_info::{NodeInfo, PodInfo};
-use k8s_openapi::api::core::v1::{Pod, Taint, Toleration};
-use keelson_apimachinery::labels::{LabelSelector, Operator, Requirement};
+use k8s_openapi::api::core::v1::{Taint, Toleration};
 use keelson_apimachinery::taints::tolerates;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-/// Maps and sets hashed with foldhash: a cycle hashes every domain of every Pod it counts.
-pub type FastMap<K, V> = std::collections::HashMap<K, V, foldhash::fast::RandomState>;
-pub type FastSet<K> = std::collections::HashSet<K, foldhash::fast::RandomState>;
+pub use crate::{FastMap, FastSet};
 
 /// A plugin of upstream's in-tree registry that Keelson runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -223,31 +220,6 @@ impl Topology {
             .filter_map(|(k, values)| values.get(labels.get(k)?))
             .sum()
     }
-}
-
-/// A selector with the owner's values of `match_keys` (In) and `mismatch_keys` (NotIn) added,
-/// as upstream merges matchLabelKeys and mismatchLabelKeys; keys the owner lacks are skipped.
-pub fn with_label_keys(
-    selector: LabelSelector,
-    owner: &Pod,
-    match_keys: &[String],
-    mismatch_keys: &[String],
-) -> LabelSelector {
-    if match_keys.is_empty() && mismatch_keys.is_empty() {
-        return selector;
-    }
-    let labels = owner.metadata.labels.as_ref();
-    let mut reqs = selector.requirements().to_vec();
-    for (keys, op) in [(match_keys, Operator::In), (mismatch_keys, Operator::NotIn)] {
-        for key in keys {
-            if let Some(v) = labels.and_then(|l| l.get(key)) {
-                if let Ok(r) = Requirement::new(key, op, vec![v.clone()]) {
-                    reqs.push(r);
-                }
-            }
-        }
-    }
-    LabelSelector::from_requirements(reqs)
 }
 
 fn tolerations(pod: &PodInfo) -> &[Toleration] {

@@ -59,7 +59,7 @@ impl Constraint {
     fn new(pod: &Pod, c: &TopologySpreadConstraint) -> Option<Constraint> {
         let selector = match &c.label_selector {
             None => LabelSelector::nothing(),
-            Some(s) => super::with_label_keys(
+            Some(s) => crate::affinity::with_label_keys(
                 LabelSelector::from_json(&serde_json::to_value(s).ok()?).ok()?,
                 pod,
                 c.match_label_keys.as_deref().unwrap_or_default(),

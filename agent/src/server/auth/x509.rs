@@ -13,7 +13,7 @@ use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use rustls::{DigitallySignedStruct, DistinguishedName, SignatureScheme};
 
 use super::review::UserInfo;
-use crate::server::tls::TlsError;
+use crate::server::tls::error::TlsError;
 
 /// The client CA: verifies chains to it.
 #[derive(Clone, Debug)]

@@ -64,7 +64,7 @@ fn reconcile_adds_what_is_missing_and_keeps_edits() {
 /// proxy/ and agent/), each allowed by the default policy to the identity it runs as.
 #[test]
 fn every_component_may_make_the_calls_it_makes() {
-    use crate::authorize::{Attributes, ResourceAttributes};
+    use crate::attributes::{Attributes, ResourceAttributes};
     use crate::rbac::Index;
     use crate::User;
     let objs = objects();
@@ -330,7 +330,7 @@ fn every_component_may_make_the_calls_it_makes() {
 /// reading only its own pods.
 #[test]
 fn network_policies_are_written_by_editors_and_read_by_the_enforcer() {
-    use crate::authorize::Attributes;
+    use crate::attributes::Attributes;
     use crate::node::{self, Graph};
     use crate::rbac::Index;
     use crate::User;
@@ -425,7 +425,7 @@ fn network_policies_are_written_by_editors_and_read_by_the_enforcer() {
 /// of view, edit and admin (read only: metrics.k8s.io has no writes).
 #[test]
 fn viewers_read_resource_metrics() {
-    use crate::authorize::Attributes;
+    use crate::attributes::Attributes;
     let rules_of = |role: &str| {
         cluster_roles()
             .into_iter()

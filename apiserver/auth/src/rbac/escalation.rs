@@ -4,7 +4,7 @@
 //! single permission, so a "*" is covered only by a "*".
 
 use super::rule::Rule;
-use crate::authorize::{Attributes, ResourceAttributes};
+use crate::attributes::{Attributes, ResourceAttributes};
 use std::borrow::Cow;
 
 /// The single permissions of `servant` that no rule of `owner` allows, compacted.

@@ -3,7 +3,7 @@
 //! are tens of them, and they change rarely); never read from the store per request.
 
 use super::rule::Rule;
-use crate::authorize::Attributes;
+use crate::attributes::Attributes;
 use crate::User;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -170,7 +170,7 @@ impl Index {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::authorize::ResourceAttributes;
+    use crate::attributes::ResourceAttributes;
     use serde_json::json;
 
     fn user(name: &str, groups: &[&str]) -> User {

@@ -3,7 +3,7 @@
 //! "*/status" that subresource of every resource; resourceNames, when given, limit the rule to
 //! those names; a non-resource URL ending in "*" covers every path under it.
 
-use crate::authorize::Attributes;
+use crate::attributes::Attributes;
 use keelson_apimachinery::object::strings;
 use serde_json::{json, Value};
 

@@ -1,5 +1,5 @@
 use super::*;
-use crate::authorize::{Attributes, ResourceAttributes};
+use crate::attributes::{Attributes, ResourceAttributes};
 use crate::node::Kind;
 use crate::User;
 use keelson_apiserver_store::{Precondition, SqliteBackend, Write};

@@ -1,9 +1,8 @@
 //! Handlers of probes and lifecycle hooks (validateHandler, validateLifecycle, validateSleepAction).
 
-use super::container::http_get;
-use super::field_checks::int_or_name_port;
+use super::field_checks::{int_or_name_port, one_of};
 use crate::cause::Cause;
-use crate::json::items;
+use crate::json::{items, str_at};
 use crate::path::Path;
 use serde_json::{json, Value};
 
@@ -80,6 +79,39 @@ pub(crate) fn lifecycle(l: &Value, grace_period: i64, path: &Path, out: &mut Vec
                 out.push(Cause::invalid(hp.child("sleep"), &json!(s), &msg));
             }
             Some(_) => {}
+        }
+    }
+}
+
+/// The request an HTTP probe makes from the node: the path must be an absolute URL path and no
+/// part may carry control characters (CR/LF would inject headers or whole requests).
+fn http_get(h: &Value, hp: &Path, out: &mut Vec<Cause>) {
+    one_of(h, "scheme", &["HTTP", "HTTPS"], false, hp, out);
+    let path = str_at(h, "path");
+    if !path.is_empty() && !path.starts_with('/') {
+        out.push(Cause::invalid(
+            hp.child("path"),
+            &json!(path),
+            "must be an absolute path",
+        ));
+    }
+    for (key, value) in [("path", path), ("host", str_at(h, "host"))] {
+        if value.chars().any(char::is_control) {
+            let msg = "must not contain control characters";
+            out.push(Cause::invalid(hp.child(key), &json!(value), msg));
+        }
+    }
+    for (i, header) in items(h, "httpHeaders").iter().enumerate() {
+        let p = hp.child("httpHeaders").index(i);
+        let name = str_at(header, "name");
+        if name.is_empty() || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+            let msg = "a valid HTTP header must consist of alphanumeric characters or '-' (e.g. 'X-Header-Name', regex used for validation is '[-A-Za-z0-9]+')";
+            out.push(Cause::invalid(p.child("name"), &json!(name), msg));
+        }
+        let value = str_at(header, "value");
+        if value.chars().any(char::is_control) {
+            let msg = "must not contain control characters";
+            out.push(Cause::invalid(p.child("value"), &json!(value), msg));
         }
     }
 }
