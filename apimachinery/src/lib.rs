@@ -16,6 +16,7 @@ pub mod cron;
 pub mod duration;
 mod error;
 pub mod fields;
+pub mod hash;
 pub mod labels;
 pub mod node_affinity;
 pub mod object;
@@ -26,6 +27,7 @@ pub mod quota;
 pub mod taints;
 pub mod validation;
 pub mod volume_match;
+pub mod volumes;
 pub mod well_known;
 
 pub use duration::{parse_duration, DurationError};

@@ -48,15 +48,7 @@ fn drain_waits_rather_than_break_a_disruption_budget() {
     s.apply("apiVersion: v1\nkind: Node\nmetadata:\n  name: n1\n");
     for name in ["a", "b"] {
         s.apply(&pod(name, "n1", "").replace("  name: ", "  labels: {app: web}\n  name: "));
-        s.kubectl_ok(&[
-            "patch",
-            "pod",
-            name,
-            "--subresource=status",
-            "--type=merge",
-            "-p",
-            r#"{"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}"#,
-        ]);
+        s.kubectl_cmd().mark_pod_ready(name, None).unwrap();
     }
     s.apply("apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: web\nspec:\n  minAvailable: 2\n  selector: {matchLabels: {app: web}}\n");
     let status = |allowed: i32| {
@@ -67,15 +59,9 @@ fn drain_waits_rather_than_break_a_disruption_budget() {
     };
     // What the disruption controller would write.
     let set_allowed = |allowed: i32| {
-        s.kubectl_ok(&[
-            "patch",
-            "pdb",
-            "web",
-            "--subresource=status",
-            "--type=merge",
-            "-p",
-            &status(allowed),
-        ])
+        s.kubectl_cmd()
+            .patch_status("pdb", "web", &status(allowed))
+            .unwrap()
     };
     let drain = |timeout: &str| {
         s.kubectl(&[

@@ -96,22 +96,14 @@ fn register_node(s: &Apiserver, name: &str, port: u16) {
     s.apply(&format!(
         "apiVersion: v1\nkind: Node\nmetadata:\n  name: {name}\n  labels: {{pool: blue}}\n"
     ));
-    let status = serde_json::json!({"status": {
+    let room = serde_json::json!({"cpu": "2", "memory": "2Gi", "pods": "110"});
+    let status = serde_json::json!({
         "addresses": [{"type": "InternalIP", "address": "127.0.0.1"}],
         "daemonEndpoints": {"kubeletEndpoint": {"Port": port}},
-        "allocatable": {"cpu": "2", "memory": "2Gi", "pods": "110"},
-        "capacity": {"cpu": "2", "memory": "2Gi", "pods": "110"},
-        "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
-    }});
-    s.kubectl_ok(&[
-        "patch",
-        "node",
-        name,
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        &status.to_string(),
-    ]);
+        "allocatable": room,
+        "capacity": room,
+    });
+    s.kubectl_cmd().mark_node_ready(name, status).unwrap();
 }
 
 fn words(out: &str) -> Vec<Vec<String>> {

@@ -1,21 +1,21 @@
 //! Deterministic names derived from the attachment, so DEL and GC find what ADD created even
 //! when ADD was killed before it could report anything.
 
-/// FNV-1a, 64 bit: stable across versions and platforms (unlike std's hasher).
+use std::hash::Hasher;
+
+use keelson_apimachinery::hash::Fnv1a64;
+
+/// 64-bit FNV-1a of the parts, stable across versions and platforms (unlike std's hasher).
 pub fn fnv1a(parts: &[&str]) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut h = Fnv1a64::default();
     for (i, part) in parts.iter().enumerate() {
         if i > 0 {
             // A byte no name contains, so ("ab","c") and ("a","bc") differ.
-            h ^= 0xff;
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
+            h.write_u8(0xff);
         }
-        for b in part.bytes() {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
+        h.write(part.as_bytes());
     }
-    h
+    h.finish()
 }
 
 /// Host side of the veth pair: "veth" + 8 hex characters of hash(container ID, ifname).
@@ -62,6 +62,12 @@ mod tests {
     #[test]
     fn separator_matters() {
         assert_ne!(fnv1a(&["ab", "c"]), fnv1a(&["a", "bc"]));
+    }
+
+    #[test]
+    fn names_stay_those_earlier_versions_made() {
+        // DEL and GC after an upgrade find the veths the previous version created.
+        assert_eq!(host_veth("abc", "eth0"), "veth5dff91b7");
     }
 
     #[test]

@@ -4,9 +4,9 @@
 //! idempotent; slices no longer wanted are deleted.
 
 use crate::api::delete_if_present;
-use crate::hash::fnv1a;
 use crate::pods::{is_controlled_by, is_ready, owner_ref};
 use crate::{Ctx, Error};
+use keelson_apimachinery::hash::fnv1a_32;
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::core::v1::{Pod, Service};
@@ -114,7 +114,7 @@ fn endpoint(svc: &Service, pod: &Pod) -> Option<Endpoint> {
 }
 
 fn short_hash(s: &str) -> String {
-    format!("{:05x}", fnv1a(s.as_bytes()) & 0xfffff)
+    format!("{:05x}", fnv1a_32(s.as_bytes()) & 0xfffff)
 }
 
 /// The slices a Service should have, given the Pods in its namespace.

@@ -12,7 +12,6 @@ pub mod disruption;
 pub mod endpointslice;
 pub mod error;
 pub mod gc;
-pub mod hash;
 pub mod hpa;
 pub mod job;
 pub mod metrics;

@@ -82,15 +82,7 @@ impl Cluster {
             }
             let name = pod["metadata"]["name"].as_str().unwrap();
             // A pod deleted meanwhile (a rollout step) may be gone: not an error.
-            let _ = self.api.kubectl(&[
-                "patch",
-                "pod",
-                name,
-                "--subresource=status",
-                "--type=merge",
-                "-p",
-                r#"{"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}"#,
-            ]);
+            let _ = self.api.kubectl_cmd().mark_pod_ready(name, None);
         }
     }
 

@@ -104,19 +104,8 @@ impl Cluster {
     /// What a node agent reports once a Pod's containers run and pass readiness.
     fn mark_ready(&self, selector: &str) {
         for (i, p) in self.pods(selector).iter().enumerate() {
-            let status = format!(
-                r#"{{"status":{{"phase":"Running","podIP":"10.244.0.{}","conditions":[{{"type":"Ready","status":"True"}}]}}}}"#,
-                10 + i
-            );
-            self.ok(&[
-                "patch",
-                "pod",
-                p,
-                "--subresource=status",
-                "--type=merge",
-                "-p",
-                &status,
-            ]);
+            let ip = format!("10.244.0.{}", 10 + i);
+            self.must(self.api.kubectl_cmd().mark_pod_ready(p, Some(&ip)));
         }
     }
 }

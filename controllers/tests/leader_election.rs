@@ -9,7 +9,7 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use keelson_testing::{eventually, Apiserver, Component, Daemon, Etcd};
-use serde_json::Value;
+use serde_json::{json, Value};
 
 /// Short enough for a test, in upstream's proportions (lease > renew deadline > 1.2 x retry).
 const LEASE: Duration = Duration::from_secs(4);
@@ -71,16 +71,10 @@ fn node(api: &Apiserver, name: &str) {
     api.apply(&format!(
         "apiVersion: v1\nkind: Node\nmetadata:\n  name: {name}\n"
     ));
-    let status = r#"{"status":{"allocatable":{"cpu":"8","memory":"16Gi","pods":"110"},"capacity":{"cpu":"8","memory":"16Gi","pods":"110"},"conditions":[{"type":"Ready","status":"True","reason":"KubeletReady"}]}}"#;
-    api.kubectl_ok(&[
-        "patch",
-        "node",
-        name,
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        status,
-    ]);
+    let room = json!({"cpu": "8", "memory": "16Gi", "pods": "110"});
+    api.kubectl_cmd()
+        .mark_node_ready(name, json!({"allocatable": room, "capacity": room}))
+        .unwrap();
 }
 
 /// A pod of app=web as the test's agent sees it.
@@ -117,8 +111,6 @@ fn pods(api: &Apiserver) -> Vec<WebPod> {
 /// `old_hash` whose graceful deletion began. Terminating Pods of any other hash are left, so a
 /// Pod made twice and then deleted stays visible. Returns the Ready Pods of the newest hash.
 fn play_agents(api: &Apiserver, old_hash: &str) -> usize {
-    let status =
-        r#"{"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}"#;
     let mut ready = 0;
     for p in pods(api) {
         if p.deleting && p.hash == old_hash {
@@ -126,15 +118,7 @@ fn play_agents(api: &Apiserver, old_hash: &str) -> usize {
                 api.kubectl_cmd()
                     .run(&["delete", "pod", &p.name, "--grace-period=0", "--force"]);
         } else if !p.deleting && !p.node.is_empty() {
-            let patched = api.kubectl_cmd().run(&[
-                "patch",
-                "pod",
-                &p.name,
-                "--subresource=status",
-                "--type=merge",
-                "-p",
-                status,
-            ]);
+            let patched = api.kubectl_cmd().mark_pod_ready(&p.name, None);
             if patched.is_ok() && p.hash != old_hash {
                 ready += 1;
             }

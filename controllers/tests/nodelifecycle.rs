@@ -202,15 +202,7 @@ fn a_silent_node_turns_unknown_its_pods_are_evicted_after_their_toleration_and_i
     c.renew_lease();
     c.api.apply(&pod_yaml("short", Some(2)));
     c.api.apply(&pod_yaml("daemon", None));
-    c.api.kubectl_ok(&[
-        "patch",
-        "pod",
-        "daemon",
-        "--subresource=status",
-        "--type=merge",
-        "-p",
-        r#"{"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}"#,
-    ]);
+    c.api.kubectl_cmd().mark_pod_ready("daemon", None).unwrap();
 
     // A node that keeps renewing its Lease stays Ready well past the grace period.
     let renewing = Instant::now();

@@ -44,18 +44,8 @@ impl Cluster {
     /// What a node agent reports once a Pod's containers run and pass readiness.
     fn mark_ready(&self, selector: &str) {
         for p in self.pods(selector) {
-            let status =
-                r#"{"status":{"phase":"Running","conditions":[{"type":"Ready","status":"True"}]}}"#;
             // A Pod deleted meanwhile is no failure.
-            let _ = self.api.kubectl_cmd().run(&[
-                "patch",
-                "pod",
-                &p,
-                "--subresource=status",
-                "--type=merge",
-                "-p",
-                status,
-            ]);
+            let _ = self.api.kubectl_cmd().mark_pod_ready(&p, None);
         }
     }
 

@@ -84,20 +84,9 @@ impl Cluster {
             .next()
             .and_then(|n| n.parse().ok())
             .unwrap_or(0);
-        let status = format!(
-            r#"{{"status":{{"phase":"Running","podIP":"10.244.0.{}","conditions":[{{"type":"Ready","status":"True"}}]}}}}"#,
-            10 + ordinal
-        );
+        let ip = format!("10.244.0.{}", 10 + ordinal);
         // A pod deleted meanwhile (a rollout step) may be gone: not an error.
-        let _ = self.api.kubectl(&[
-            "patch",
-            "pod",
-            name,
-            "--subresource=status",
-            "--type=merge",
-            "-p",
-            &status,
-        ]);
+        let _ = self.api.kubectl_cmd().mark_pod_ready(name, Some(&ip));
     }
 
     fn mark_all_ready(&self) {

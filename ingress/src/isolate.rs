@@ -9,11 +9,11 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::networking::v1::Ingress;
+use keelson_apimachinery::hash::fnv1a_64;
 
 use crate::error::NginxError;
 use crate::model::{self, key, Inputs, Rejection, REASON_REJECTED_BY_NGINX};
 use crate::render::{self, RenderOptions};
-use crate::tls::fnv1a;
 use crate::worker::NginxWorker;
 
 /// `(namespace, name)` of an Ingress.
@@ -32,7 +32,7 @@ pub fn fingerprint(ing: &Ingress, secrets: &[Arc<Secret>]) -> u64 {
             bytes.extend(serde_json::to_vec(&(&s.type_, &s.data)).unwrap_or_default());
         }
     }
-    fnv1a(&bytes)
+    fnv1a_64(&bytes)
 }
 
 /// Ingresses nginx refused, with the fingerprint they had then and nginx's message.

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::networking::v1::Ingress;
+use keelson_apimachinery::hash::fnv1a_64;
 
 use crate::inputs::key;
 
@@ -73,14 +74,7 @@ fn lookup(secrets: &[Arc<Secret>], ns: &str, name: &str) -> Option<Cert> {
         })
         .collect();
     Some(Cert {
-        file: format!("{stem}-{:016x}.pem", fnv1a(pem.as_bytes())),
+        file: format!("{stem}-{:016x}.pem", fnv1a_64(pem.as_bytes())),
         pem,
-    })
-}
-
-/// A hash that is the same in every build and on every machine (unlike std's SipHash keys).
-pub(crate) fn fnv1a(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf29ce484222325, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x100000001b3)
     })
 }

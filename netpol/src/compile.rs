@@ -19,6 +19,8 @@ use std::borrow::Borrow;
 use std::collections::{BTreeSet, HashMap};
 use std::net::Ipv4Addr;
 
+use keelson_apimachinery::hash::fnv1a_64;
+
 use k8s_openapi::api::networking::v1::{NetworkPolicy, NetworkPolicyPeer, NetworkPolicyPort};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector as K8sSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -143,12 +145,10 @@ fn addr_set(elements: BTreeSet<String>) -> SetDef {
     }
 }
 
-/// FNV-1a: short, stable chain and set names from "namespace/name" (nft names are at most
-/// 255 bytes; a namespace and a name together may be 316).
-fn fnv(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
+/// Short, stable chain and set names from "namespace/name" (nft names are at most 255 bytes; a
+/// namespace and a name together may be 316).
+fn policy_id(key: &str) -> String {
+    format!("p_{:016x}", fnv1a_64(key.as_bytes()))
 }
 
 fn selector(sel: Option<&K8sSelector>) -> Result<LabelSelector, String> {
@@ -213,7 +213,7 @@ impl<'a> Compiler<'a> {
             .filter(|pod| pod.node == self.node)
             .filter(|pod| sel.matches_map(&pod.labels))
             .collect();
-        let id = format!("p_{:016x}", fnv(&key));
+        let id = policy_id(&key);
         let local_ips: BTreeSet<String> = local.iter().map(|p| p.ip.to_string()).collect();
         self.set(format!("{id}_sel"), SetKind::Addr, local_ips.clone());
         // Upstream's defaulting: Ingress always, Egress when there are egress rules.

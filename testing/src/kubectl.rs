@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
-use serde_json::Value;
+use serde_json::{json, Value};
 
 #[derive(Clone, Debug)]
 pub struct Kubectl {
@@ -88,6 +88,45 @@ impl Kubectl {
             let _ = stdin.write_all(input.as_bytes());
         }
         child.wait_with_output().expect("wait for kubectl")
+    }
+
+    /// `kubectl patch KIND NAME --subresource=status --type=merge -p STATUS`: a status as an
+    /// agent or a controller writes it; `Err` with kubectl's message (e.g. the object is gone).
+    pub fn patch_status(&self, kind: &str, name: &str, status: &str) -> Result<String, String> {
+        self.run(&[
+            "patch",
+            kind,
+            name,
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            status,
+        ])
+    }
+
+    /// Reports a Pod Running and Ready, as its node's agent does once its containers pass
+    /// readiness; with `pod_ip` as its podIP when given (EndpointSlices list only Pods with one).
+    pub fn mark_pod_ready(&self, name: &str, pod_ip: Option<&str>) -> Result<String, String> {
+        let mut status = json!({
+            "phase": "Running",
+            "conditions": [{"type": "Ready", "status": "True"}],
+        });
+        if let Some(ip) = pod_ip {
+            status["podIP"] = json!(ip);
+        }
+        self.patch_status("pod", name, &json!({ "status": status }).to_string())
+    }
+
+    /// Reports a Node Ready (reason KubeletReady), as its agent does, with the status fields in
+    /// `more` (allocatable, capacity, addresses ...) beside the condition.
+    pub fn mark_node_ready(&self, name: &str, more: Value) -> Result<String, String> {
+        let mut status = json!({
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
+        });
+        if let (Some(status), Value::Object(more)) = (status.as_object_mut(), more) {
+            status.extend(more);
+        }
+        self.patch_status("node", name, &json!({ "status": status }).to_string())
     }
 
     /// `kubectl apply -f -` that must succeed.

@@ -4,6 +4,7 @@
 //! directory in its place, which would lose data the user believes is kept.
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim, Pod, Volume};
+use keelson_apimachinery::volumes::POD_VOLUME_SOURCES;
 use kube::api::Api;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -60,7 +61,7 @@ pub fn unsupported(v: &Volume) -> Option<&'static str> {
     match SUPPORTED.contains(&kind) {
         true => None,
         false => Some(
-            UNSUPPORTED
+            POD_VOLUME_SOURCES
                 .iter()
                 .find(|k| **k == kind)
                 .copied()
@@ -68,33 +69,6 @@ pub fn unsupported(v: &Volume) -> Option<&'static str> {
         ),
     }
 }
-
-/// Volume kinds of the API the agent does not set up, for the event's text.
-const UNSUPPORTED: &[&str] = &[
-    "awsElasticBlockStore",
-    "azureDisk",
-    "azureFile",
-    "cephfs",
-    "cinder",
-    "csi",
-    "ephemeral",
-    "fc",
-    "flexVolume",
-    "flocker",
-    "gcePersistentDisk",
-    "gitRepo",
-    "glusterfs",
-    "image",
-    "iscsi",
-    "nfs",
-    "photonPersistentDisk",
-    "portworxVolume",
-    "quobyte",
-    "rbd",
-    "scaleIO",
-    "storageos",
-    "vsphereVolume",
-];
 
 /// The directory of each persistentVolumeClaim volume of the pod, by volume name.
 pub async fn resolve(

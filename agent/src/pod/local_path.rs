@@ -9,22 +9,11 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::PersistentVolume;
-use keelson_apimachinery::well_known::{
-    LOCAL_PATH_DIRECTORY_FINALIZER, LOCAL_PATH_PROVISIONER, PROVISIONED_BY_ANNOTATION,
-};
+use keelson_apimachinery::well_known::LOCAL_PATH_DIRECTORY_FINALIZER;
 use kube::api::{Api, Patch, PatchParams};
 
 fn records(root: &Path) -> PathBuf {
     root.join("local-path")
-}
-
-/// Whether the built-in provisioner made the volume.
-pub fn is_local_path(pv: &PersistentVolume) -> bool {
-    pv.metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(PROVISIONED_BY_ANNOTATION))
-        .is_some_and(|p| p == LOCAL_PATH_PROVISIONER)
 }
 
 fn finalizers(pv: &PersistentVolume) -> Vec<String> {

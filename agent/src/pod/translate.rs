@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 
 use k8s_openapi::api::core::v1::{Container, Pod};
+use keelson_apimachinery::hash::fnv1a_64;
 use keelson_proto::runtime::v1 as cri;
 
 use crate::cri::labels;
@@ -162,12 +163,7 @@ pub const HASH_ANNOTATION: &str = "io.keelson.container.hash";
 /// upgrades, unlike std's hasher.
 pub fn container_hash(c: &Container) -> String {
     let text = serde_json::to_string(c).unwrap_or_default();
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in text.bytes() {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    format!("{h:016x}")
+    format!("{:016x}", fnv1a_64(text.as_bytes()))
 }
 
 /// A volume mount resolved to a host path.

@@ -14,11 +14,11 @@ pub use scale::proportional;
 pub use status::{paused_conditions, rollout_status, status};
 
 use crate::api::{delete_if_present, list_selected, patch_status};
-use crate::hash::fnv1a;
 use crate::pods::{controller_of, is_controlled_by, owner_ref};
 use crate::{Ctx, Error};
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus, ReplicaSet};
 use k8s_openapi::jiff::Timestamp;
+use keelson_apimachinery::hash::fnv1a_32;
 use keelson_apimachinery::well_known::{
     DEPLOYMENT_REVISION_ANNOTATION as REVISION, POD_TEMPLATE_HASH_LABEL as HASH_LABEL,
 };
@@ -37,7 +37,7 @@ pub const COMPONENT: &str = "deployment-controller";
 
 /// FNV-1a of the template's JSON, written in the alphabet upstream uses for names.
 pub fn template_hash(template: &serde_json::Value) -> String {
-    let h = fnv1a(&serde_json::to_vec(template).unwrap_or_default());
+    let h = fnv1a_32(&serde_json::to_vec(template).unwrap_or_default());
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
     let mut out = String::new();
     let mut n = h as u64;

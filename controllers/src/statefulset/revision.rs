@@ -3,11 +3,11 @@
 //! "replace"}}}` (what `kubectl rollout undo` applies), named `<set>-<hash>`, numbered in the
 //! order the templates were last used. Pure.
 
-use crate::hash::fnv1a;
 use crate::pods::owner_ref;
 use k8s_openapi::api::apps::v1::{ControllerRevision, StatefulSet};
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
+use keelson_apimachinery::hash::fnv1a_32;
 use keelson_apimachinery::well_known::{CONTROLLER_HASH_LABEL, CONTROLLER_REVISION_HASH_LABEL};
 use kube::ResourceExt;
 use serde_json::{json, Value};
@@ -37,7 +37,7 @@ pub fn hash(data: &Value, collision_count: i32) -> String {
         bytes.extend(collision_count.to_string().bytes());
     }
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-    fnv1a(&bytes)
+    fnv1a_32(&bytes)
         .to_string()
         .bytes()
         .map(|b| ALPHABET[usize::from(b) % ALPHABET.len()] as char)

@@ -71,15 +71,6 @@ pub fn serves(class: &StorageClass) -> bool {
     class.provisioner == LOCAL_PATH_PROVISIONER
 }
 
-/// Whether this provisioner made the volume (so its Delete reclaim is ours).
-pub fn made(pv: &PersistentVolume) -> bool {
-    pv.metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(PROVISIONED_BY_ANNOTATION))
-        .is_some_and(|p| p == LOCAL_PATH_PROVISIONER)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,6 +102,6 @@ mod tests {
                 ["values"][0],
             "n1"
         );
-        assert!(made(&pv));
+        assert!(keelson_apimachinery::volumes::is_local_path(&pv));
     }
 }

@@ -7,11 +7,12 @@
 //! pod first mounted it, removes the directory and then the finalizer
 //! (agent/src/pod/local_path.rs).
 
-use super::{has_finalizer, plan, provision, set_finalizers, with, without, COMPONENT};
+use super::{has_finalizer, plan, set_finalizers, with, without, COMPONENT};
 use crate::api::{delete_if_present, patch_status};
 use crate::{Ctx, Error};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+use keelson_apimachinery::volumes::is_local_path;
 use keelson_apimachinery::well_known::{BOUND_BY_CONTROLLER_ANNOTATION, PV_PROTECTION_FINALIZER};
 use keelson_daemon::events::EventType;
 use kube::api::{Api, DeleteParams, Patch, PatchParams};
@@ -165,7 +166,7 @@ async fn reclaim(
         .unwrap_or("Retain");
     let events = ctx.events.reporting(COMPONENT);
     match policy {
-        "Delete" if provision::made(pv) => {
+        "Delete" if is_local_path(pv) => {
             set_phase(api, pv, phase, "Released", None).await?;
             delete_if_present(api, &pv.name_any(), &DeleteParams::default()).await?;
             tracing::info!(volume = %pv.name_any(), "claim gone; volume deleted (reclaim policy Delete)");

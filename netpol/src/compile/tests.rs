@@ -68,7 +68,7 @@ fn default_deny_isolates_only_this_nodes_pods_and_allows_nothing() {
         elements(rs, "egress_isolated").is_empty(),
         "no Egress type: egress open"
     );
-    let id = format!("p_{:016x}", fnv("a/deny"));
+    let id = policy_id("a/deny");
     assert_eq!(rs.chains[&format!("{id}_in")], Vec::<String>::new());
     assert_eq!(
         rs.chains["ingress"],
@@ -97,7 +97,7 @@ fn peers_from_namespace_and_pod_selectors_and_named_ports() {
         }]}}),
     );
     let c = compile("n1", &[p], &pods, &nss);
-    let id = format!("p_{:016x}", fnv("a/web"));
+    let id = policy_id("a/web");
     let rs = &c.ruleset;
     assert_eq!(
         elements(rs, &format!("{id}_in0_pods")),
@@ -131,7 +131,7 @@ fn egress_ip_block_with_except() {
         "egress": [{"to": [{"ipBlock": {"cidr": "10.244.0.0/16", "except": ["10.244.1.0/24"]}}]}]}}),
     );
     let c = compile("n1", &[p], &pods, &nss);
-    let id = format!("p_{:016x}", fnv("a/out"));
+    let id = policy_id("a/out");
     let rs = &c.ruleset;
     assert_eq!(elements(rs, "egress_isolated"), ["10.244.0.3"]);
     assert!(elements(rs, "ingress_isolated").is_empty());
@@ -162,7 +162,7 @@ fn a_broken_peer_allows_nothing_and_is_reported() {
         "{:?}",
         c.problems
     );
-    let id = format!("p_{:016x}", fnv("a/bad"));
+    let id = policy_id("a/bad");
     assert!(
         c.ruleset.chains[&format!("{id}_in")].is_empty(),
         "fails closed"

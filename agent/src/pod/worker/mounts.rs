@@ -5,6 +5,7 @@
 //! made, so that its deletion waits for this node to remove the directory (`local_path`).
 
 use k8s_openapi::api::core::v1::Pod;
+use keelson_apimachinery::volumes::is_local_path;
 
 use crate::pod::context::Context;
 use crate::pod::{claims, local_path};
@@ -33,7 +34,7 @@ pub async fn ready(ctx: &Context, pod: &Pod) -> Result<(), String> {
         unmounted(&names, &e.to_string())
     })?;
     for (name, dir, pv) in bound {
-        if !local_path::is_local_path(&pv) {
+        if !is_local_path(&pv) {
             continue;
         }
         // Not fatal: the data is there either way; only its removal after reclaim Delete

@@ -6,41 +6,9 @@ use crate::cause::Cause;
 use crate::json::{bool_at, items, str_at};
 use crate::path::Path;
 use keelson_apimachinery::validation as names;
+use keelson_apimachinery::volumes::POD_VOLUME_SOURCES;
 use serde_json::{json, Map, Value};
 use std::collections::HashSet;
-
-const VOLUME_SOURCES: &[&str] = &[
-    "hostPath",
-    "emptyDir",
-    "gcePersistentDisk",
-    "awsElasticBlockStore",
-    "gitRepo",
-    "secret",
-    "nfs",
-    "iscsi",
-    "glusterfs",
-    "persistentVolumeClaim",
-    "rbd",
-    "flexVolume",
-    "cinder",
-    "cephfs",
-    "flocker",
-    "downwardAPI",
-    "fc",
-    "azureFile",
-    "configMap",
-    "vsphereVolume",
-    "quobyte",
-    "azureDisk",
-    "photonPersistentDisk",
-    "projected",
-    "portworxVolume",
-    "scaleIO",
-    "storageos",
-    "csi",
-    "ephemeral",
-    "image",
-];
 
 const POD_UPDATE_FORBIDDEN: &str = "pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)";
 
@@ -128,7 +96,7 @@ fn volumes(spec: &Value, path: &Path, out: &mut Vec<Cause>) -> HashSet<String> {
                 out.push(Cause::duplicate(p.child("name"), &json!(name)));
             }
         }
-        let sources: Vec<&&str> = VOLUME_SOURCES
+        let sources: Vec<&&str> = POD_VOLUME_SOURCES
             .iter()
             .filter(|k| v.get(**k).is_some())
             .collect();

@@ -6,6 +6,7 @@ use super::field_checks::{immutable, label_selector, one_of};
 use crate::cause::Cause;
 use crate::json::{at, items, str_at};
 use crate::path::Path;
+use keelson_apimachinery::volumes::PERSISTENT_VOLUME_SOURCES;
 use serde_json::{json, Value};
 
 const ACCESS_MODES: &[&str] = &[
@@ -13,32 +14,6 @@ const ACCESS_MODES: &[&str] = &[
     "ReadWriteMany",
     "ReadWriteOnce",
     "ReadWriteOncePod",
-];
-
-/// The volume sources a PersistentVolume may name (exactly one).
-const SOURCES: &[&str] = &[
-    "awsElasticBlockStore",
-    "azureDisk",
-    "azureFile",
-    "cephfs",
-    "cinder",
-    "csi",
-    "fc",
-    "flexVolume",
-    "flocker",
-    "gcePersistentDisk",
-    "glusterfs",
-    "hostPath",
-    "iscsi",
-    "local",
-    "nfs",
-    "photonPersistentDisk",
-    "portworxVolume",
-    "quobyte",
-    "rbd",
-    "scaleIO",
-    "storageos",
-    "vsphereVolume",
 ];
 
 fn access_modes(spec: &Value, path: &Path, detail: &str, out: &mut Vec<Cause>) {
@@ -80,7 +55,7 @@ pub(crate) fn persistent_volume(obj: &Value, out: &mut Vec<Cause>) {
         &path,
         out,
     );
-    let named: Vec<&str> = SOURCES
+    let named: Vec<&str> = PERSISTENT_VOLUME_SOURCES
         .iter()
         .copied()
         .filter(|s| spec.get(*s).is_some_and(|v| !v.is_null()))
