@@ -113,7 +113,8 @@ pub async fn run(
         .load(0)?
         .objects;
     let cfg = args.etcd.config(servers, Duration::ZERO);
-    let target = crate::store::etcd::open(&cfg, Duration::from_secs(60), 1000, any_key).await?;
+    let target =
+        crate::store::Store::open_etcd(&cfg, Duration::from_secs(60), 1000, any_key).await?;
     let mut objects = Vec::with_capacity(source.len());
     for row in source {
         match serde_json::from_slice::<Value>(&row.json) {

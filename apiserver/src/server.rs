@@ -142,7 +142,7 @@ async fn open_api(opts: &Options, net: Ipv4Network) -> Result<Api, ServerError> 
     let store = match opts.etcd() {
         Some(cfg) => {
             tracing::info!(servers = %cfg.servers.join(","), prefix = %cfg.prefix, "storing objects in etcd");
-            crate::store::etcd::open(&cfg, history, opts.watch_cache_size, servable).await?
+            crate::store::Store::open_etcd(&cfg, history, opts.watch_cache_size, servable).await?
         }
         None => {
             let backend = SqliteBackend::open(&opts.data_dir.join(DB_FILE))?;

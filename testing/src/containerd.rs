@@ -8,7 +8,7 @@ use crate::hosts::TestHost;
 use crate::process::run;
 use crate::scripts_dir;
 
-pub(crate) const RUN_DIR: &str = "/run/keelson/containerd";
+const RUN_DIR: &str = "/run/keelson/containerd";
 
 pub struct Containerd {
     pub name: String,
@@ -64,8 +64,20 @@ impl Drop for Containerd {
     }
 }
 
+/// Stops the containerds (named after their hosts) whose creating process is gone.
+pub(crate) fn remove_leftovers() {
+    if let Ok(dir) = std::fs::read_dir(RUN_DIR) {
+        for entry in dir.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if crate::hosts::owner_gone(&name) {
+                stop(&name);
+            }
+        }
+    }
+}
+
 /// Stops a containerd started by `scripts/containerd/start` and removes its state.
-pub(crate) fn stop(name: &str) {
+fn stop(name: &str) {
     let _ = Command::new(scripts_dir().join("containerd/stop"))
         .args([name, "--purge"])
         .output();

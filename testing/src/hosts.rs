@@ -27,7 +27,7 @@ impl TestHost {
     pub fn create(prefix: &str) -> TestHost {
         crate::require_root_and_tools(&["ip", "nsenter"]);
         static LEFTOVERS: Once = Once::new();
-        LEFTOVERS.call_once(remove_leftovers);
+        LEFTOVERS.call_once(crate::remove_leftovers);
         let name = format!(
             "{PREFIX}{prefix}-{}-{}",
             std::process::id(),
@@ -157,20 +157,12 @@ fn owner_pid(name: &str) -> Option<u32> {
     parts.next()?.parse().ok()
 }
 
-fn owner_gone(name: &str) -> bool {
+pub(crate) fn owner_gone(name: &str) -> bool {
     owner_pid(name).is_some_and(|pid| !Path::new(&format!("/proc/{pid}")).exists())
 }
 
-/// Removes containerds and hosts whose creating process is gone.
-pub fn remove_leftovers() {
-    if let Ok(dir) = std::fs::read_dir(crate::containerd::RUN_DIR) {
-        for entry in dir.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if owner_gone(&name) {
-                crate::containerd::stop(&name);
-            }
-        }
-    }
+/// Removes hosts whose creating process is gone (after their containerds: `crate::remove_leftovers`).
+pub(crate) fn remove_leftovers() {
     if let Ok(dir) = std::fs::read_dir(NETNS_DIR) {
         for entry in dir.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();

@@ -46,6 +46,13 @@ pub fn examples_dir() -> PathBuf {
     repo_root().join("examples")
 }
 
+/// Removes what crashed test runs left (their creating process is gone): containerds first,
+/// then the hosts they ran in. Run once per process, at the first `TestHost::create`.
+pub fn remove_leftovers() {
+    containerd::remove_leftovers();
+    hosts::remove_leftovers();
+}
+
 /// A short random suffix for unique names (hex).
 pub fn random_suffix() -> String {
     format!("{:06x}", rand::random::<u32>() & 0xff_ffff)

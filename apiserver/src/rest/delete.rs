@@ -1,7 +1,7 @@
 //! DELETE: preconditions, graceful deletion of Pods (the node agent removes them), finalizers
 //! (the object stays, marked, until they are gone), and allocations returned on removal.
 
-use super::propagation::{self, Propagation};
+use self::propagation::Propagation;
 use super::read::{list_entries, ListParams};
 use super::service_allocation::Reservation;
 use super::{store_error, Api, Target};
@@ -10,6 +10,8 @@ use crate::status::{ApiError, ApiResult};
 use crate::store::{Entry, Precondition, StoreError, Write};
 use serde::Deserialize;
 use serde_json::{json, Value};
+
+pub(super) mod propagation;
 
 #[derive(Debug, Default, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]

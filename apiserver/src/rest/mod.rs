@@ -11,7 +11,6 @@ mod disruption;
 mod expiry;
 mod initial_status;
 pub mod podsecurity;
-mod propagation;
 mod read;
 mod service_account_admission;
 mod service_allocation;
@@ -21,9 +20,9 @@ mod update;
 mod watch;
 
 pub use create::create;
+pub use delete::propagation::release_foreground_owners;
 pub use delete::{delete, delete_collection, DeleteOptions};
 pub use expiry::expire_events;
-pub use propagation::release_foreground_owners;
 pub use read::{get, list, Filter, ListParams};
 
 /// Whether a GET of a collection asks for a watch.

@@ -161,7 +161,7 @@ async fn commit(api: &Api, t: &Target, old: &Entry, change: Change) -> ApiResult
             reservation.commit(&api.store).await;
             if finished {
                 // Owners waiting in the foreground for this dependent may go now.
-                super::propagation::removed(api, &old.obj).await;
+                super::delete::propagation::removed(api, &old.obj).await;
             }
             Ok(Some(e))
         }

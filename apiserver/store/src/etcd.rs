@@ -3,8 +3,8 @@
 //! (`feed.rs`), so every API server on the same etcd sees every write. resourceVersion is the
 //! etcd revision that last modified the object (its mod_revision), as upstream.
 
-use super::endpoints::Endpoints;
-use super::writer::{checked, Shared, Store};
+use self::endpoints::Endpoints;
+use super::memory::{checked, Shared};
 use super::{set_resource_version, Check, Rev, Row, StoreError};
 use bytes::Bytes;
 use etcd_client::{Certificate, Client, ConnectOptions, GetOptions, Identity, TlsOptions};
@@ -13,6 +13,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{mpsc, watch};
+
+mod compact;
+pub(super) mod endpoints;
+mod feed;
 
 /// How long one etcd request may take before the API request fails (upstream's default
 /// --etcd-request-timeout is 5s... for dial; requests use the caller's deadline).
@@ -40,7 +44,7 @@ pub struct EtcdConfig {
 
 /// This server's connection to etcd, shared by every request.
 pub struct Remote {
-    pub(super) endpoints: super::endpoints::Endpoints,
+    pub(super) endpoints: endpoints::Endpoints,
     pub(super) prefix: String,
     servers: String,
     pub(super) shared: Arc<Shared>,
@@ -128,12 +132,12 @@ impl EtcdConfig {
 
 /// Connects, loads every object under the prefix into memory and starts the watch that keeps
 /// it current (and the compaction loop).
-pub async fn open(
+pub(super) async fn connect(
     cfg: &EtcdConfig,
     history: Duration,
     max_events: usize,
     check: Check,
-) -> Result<Store, StoreError> {
+) -> Result<(Arc<Shared>, Arc<Remote>), StoreError> {
     let servers = cfg.servers.join(",");
     let prefix = cfg.prefix.trim_end_matches('/').to_string();
     let (endpoints, rows, rev) = first_load(cfg, &prefix).await?;
@@ -154,7 +158,7 @@ pub async fn open(
         pending: Default::default(),
         progress,
     });
-    tokio::spawn(super::feed::run(
+    tokio::spawn(feed::run(
         remote.clone(),
         rev,
         applied_tx,
@@ -162,9 +166,9 @@ pub async fn open(
         check,
     ));
     if !cfg.compaction_interval.is_zero() {
-        tokio::spawn(super::compact::run(remote.clone(), cfg.compaction_interval));
+        tokio::spawn(compact::run(remote.clone(), cfg.compaction_interval));
     }
-    Ok(Store::with_etcd(shared, remote))
+    Ok((shared, remote))
 }
 
 /// Connects and loads, waiting (a minute at most) for an etcd that is not up yet, as when the
@@ -218,7 +222,7 @@ pub(super) async fn load(
             let Some(key) = kv.key().strip_prefix(prefix.as_bytes()) else {
                 continue;
             };
-            if key == super::compact::COMPACT_KEY.as_bytes() {
+            if key == compact::COMPACT_KEY.as_bytes() {
                 continue;
             }
             let rv = kv.mod_revision() as Rev;

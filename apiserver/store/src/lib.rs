@@ -1,11 +1,9 @@
 //! Storage: the committed objects in memory, a durable backend behind a trait, one writer thread
 //! that commits concurrent writes in batches, and the watch history served from memory.
 
-mod compact;
 pub mod datadir;
-mod endpoints;
 pub mod etcd;
-mod feed;
+mod memory;
 pub mod quarantine;
 mod sqlite;
 mod watch;

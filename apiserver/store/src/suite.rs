@@ -41,7 +41,7 @@ const HISTORY: Duration = Duration::from_secs(300);
 
 /// A server's store on etcd with these flags, keeping at most `max_events` of watch history.
 pub(super) async fn open_etcd(cfg: &EtcdConfig, max_events: usize) -> Store {
-    crate::etcd::open(cfg, HISTORY, max_events, any)
+    crate::Store::open_etcd(cfg, HISTORY, max_events, any)
         .await
         .unwrap()
 }

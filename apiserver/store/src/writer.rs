@@ -1,28 +1,19 @@
 //! The Store: reads from committed memory, writes through one thread that batches whatever
 //! writes are waiting into one durable commit, then publishes them to memory and watchers.
 
-use super::watch::{Subscription, TooOld, WatchCache};
+use super::memory::{checked, decodable, Shared, State};
+use super::watch::{Subscription, TooOld};
 use super::{
-    set_resource_version, Backend, Change, Check, Entry, Event, EventType, Precondition, Rev, Row,
+    set_resource_version, Backend, Change, Check, Entry, Event, EventType, Precondition, Rev,
     StoreError, Write,
 };
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 
 /// Most writes committed in one transaction.
 const MAX_BATCH: usize = 1024;
-
-pub(super) struct State {
-    pub(super) objects: BTreeMap<String, Entry>,
-    pub(super) rev: Rev,
-}
-
-pub(super) struct Shared {
-    pub(super) state: RwLock<State>,
-    pub(super) cache: Arc<WatchCache>,
-}
 
 type Reply = oneshot::Sender<Result<Entry, StoreError>>;
 
@@ -82,12 +73,19 @@ impl Store {
         })
     }
 
-    /// A store whose writes are etcd transactions (see `etcd.rs`).
-    pub(super) fn with_etcd(shared: Arc<Shared>, remote: Arc<super::etcd::Remote>) -> Store {
-        Store {
+    /// A store over etcd: every object under the prefix loaded into memory, kept current by
+    /// etcd's watch; writes are etcd transactions (see `etcd.rs`).
+    pub async fn open_etcd(
+        cfg: &super::EtcdConfig,
+        history: Duration,
+        max_events: usize,
+        check: Check,
+    ) -> Result<Store, StoreError> {
+        let (shared, remote) = super::etcd::connect(cfg, history, max_events, check).await?;
+        Ok(Store {
             shared,
             writer: Writer::Etcd(remote),
-        }
+        })
     }
 
     /// Waits until memory holds every write committed anywhere before this call (a consistent
@@ -214,90 +212,6 @@ impl Store {
             }
         }
     }
-}
-
-impl Shared {
-    pub(super) fn new(
-        objects: BTreeMap<String, Entry>,
-        rev: Rev,
-        history: Vec<Arc<Event>>,
-        max_events: usize,
-        max_age: Duration,
-    ) -> Arc<Shared> {
-        let cache = Arc::new(WatchCache::new(rev, max_events, max_age));
-        {
-            let mut hist = cache.lock();
-            cache.preload(&mut hist, history);
-        }
-        Arc::new(Shared {
-            state: RwLock::new(State { objects, rev }),
-            cache,
-        })
-    }
-
-    pub(super) fn read(&self) -> std::sync::RwLockReadGuard<'_, State> {
-        self.state.read().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Makes committed changes visible: memory first, then watchers, under the history lock so
-    /// that a new watch's snapshot and its stream never miss or repeat an event.
-    pub(super) fn publish(
-        &self,
-        changed: HashMap<String, Option<Entry>>,
-        rev: Rev,
-        events: Vec<Arc<Event>>,
-    ) {
-        let mut hist = self.cache.lock();
-        {
-            let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
-            for (key, e) in changed {
-                match e {
-                    Some(e) => st.objects.insert(key, e),
-                    None => st.objects.remove(&key),
-                };
-            }
-            st.rev = st.rev.max(rev);
-        }
-        self.cache.publish(&mut hist, events);
-    }
-}
-
-impl Shared {
-    /// Memory becomes `objects` at `rev`; the watch history starts over (see `WatchCache::reset`).
-    pub(super) fn replace(&self, objects: BTreeMap<String, Entry>, rev: Rev) {
-        let mut hist = self.cache.lock();
-        {
-            let mut st = self.state.write().unwrap_or_else(|p| p.into_inner());
-            st.objects = objects;
-            st.rev = rev;
-        }
-        self.cache.reset(&mut hist, rev);
-    }
-}
-
-/// Splits loaded rows into the objects served and those refused, with the reason.
-pub(super) fn checked(
-    rows: Vec<Row>,
-    check: Check,
-) -> (BTreeMap<String, Entry>, Vec<(Row, String)>) {
-    let mut objects = BTreeMap::new();
-    let mut refused = Vec::new();
-    for row in rows {
-        match decodable(&row.key, &row.json, check) {
-            Ok(()) => {
-                objects.insert(row.key, Entry::from_json(row.rev, row.json));
-            }
-            Err(reason) => refused.push((row, reason)),
-        }
-    }
-    (objects, refused)
-}
-
-/// Whether stored bytes parse (within serde_json's nesting limit) and pass `check`.
-fn decodable(key: &str, json: &[u8], check: Check) -> Result<(), String> {
-    let obj: serde_json::Value =
-        serde_json::from_slice(json).map_err(|e| format!("invalid JSON: {e}"))?;
-    check(key, &obj)
 }
 
 /// Persisted history as watch events; events the server could not serve are left out. An

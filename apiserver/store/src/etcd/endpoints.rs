@@ -2,13 +2,13 @@
 //! the next one. (One client balancing over every member kept sending requests to a member that
 //! was down, each failing with "connection refused".)
 
-use super::etcd::{describe, unavailable};
-use super::StoreError;
+use super::{describe, unavailable};
+use crate::StoreError;
 use etcd_client::{Client, ConnectOptions};
 use std::future::Future;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-pub(super) struct Endpoints {
+pub(crate) struct Endpoints {
     first: Client,
     clients: Vec<Client>,
     /// The member requests go to (modulo their number).
@@ -29,7 +29,7 @@ fn connection_lost(why: &str) -> bool {
 
 impl Endpoints {
     /// Clients connect lazily: a member down now is tried again when its turn comes.
-    pub(super) async fn connect(
+    pub(crate) async fn connect(
         servers: &[String],
         opts: ConnectOptions,
     ) -> Result<Endpoints, StoreError> {
@@ -53,20 +53,20 @@ impl Endpoints {
     }
 
     /// The client of the member in use.
-    pub(super) fn current(&self) -> Client {
+    pub(crate) fn current(&self) -> Client {
         let n = self.clients.len().max(1);
         let i = self.at.load(Ordering::Relaxed) % n;
         self.clients.get(i).unwrap_or(&self.first).clone()
     }
 
     /// Moves on to the next member.
-    pub(super) fn next(&self) {
+    pub(crate) fn next(&self) {
         self.at.fetch_add(1, Ordering::Relaxed);
     }
 
     /// One request, sent to each member in turn while the connection fails: any failure for a
     /// request that may be repeated (reads), only one never sent for the others.
-    pub(super) async fn call<T, F, Fut>(&self, repeatable: bool, f: F) -> Result<T, StoreError>
+    pub(crate) async fn call<T, F, Fut>(&self, repeatable: bool, f: F) -> Result<T, StoreError>
     where
         F: Fn(Client) -> Fut,
         Fut: Future<Output = Result<T, etcd_client::Error>>,

@@ -2,9 +2,9 @@
 //! revision order. When the watch breaks it resumes after the last revision applied; when etcd
 //! has compacted past that revision, it lists everything again and watchers start over (410).
 
-use super::etcd::{load, with_resource_version, Remote, MAX_REPLY};
-use super::writer::checked;
-use super::{Check, Entry, Event, EventType, Rev};
+use super::{load, with_resource_version, Remote, MAX_REPLY};
+use crate::memory::checked;
+use crate::{Check, Entry, Event, EventType, Rev};
 use etcd_client::{EventType as EtcdEventType, WatchOptions};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,7 +20,7 @@ enum Ended {
 }
 
 /// Runs for the server's lifetime.
-pub(super) async fn run(
+pub(crate) async fn run(
     remote: Arc<Remote>,
     mut rev: Rev,
     applied: watch::Sender<Rev>,
@@ -86,7 +86,7 @@ async fn follow(
         .max_decoding_message_size(MAX_REPLY);
     let mut stream = match client.watch(dir, Some(opts)).await {
         Ok(s) => s,
-        Err(e) => return Ended::Broken(super::etcd::describe(&e)),
+        Err(e) => return Ended::Broken(super::describe(&e)),
     };
     loop {
         let msg = tokio::select! {
@@ -104,7 +104,7 @@ async fn follow(
         let resp = match msg {
             Ok(Some(r)) => r,
             Ok(None) => return Ended::Broken("the watch stream closed".into()),
-            Err(e) => return Ended::Broken(super::etcd::describe(&e)),
+            Err(e) => return Ended::Broken(super::describe(&e)),
         };
         if resp.canceled() {
             return match resp.compact_revision() {
@@ -200,7 +200,7 @@ fn stored_json(
 
 /// Lists everything again after a compaction: memory becomes etcd's current state and the watch
 /// history starts over, so every watcher gets 410 Gone and relists (as upstream's cacher).
-async fn relist(remote: &Remote, check: Check) -> Result<Rev, super::StoreError> {
+async fn relist(remote: &Remote, check: Check) -> Result<Rev, crate::StoreError> {
     let (rows, rev) = load(&remote.endpoints.current(), &remote.prefix, "etcd").await?;
     let (objects, refused) = checked(rows, check);
     for (row, reason) in &refused {

@@ -7,8 +7,8 @@
 //! watch feed then sees every revision this cluster writes, so a consistent read never has to
 //! ask etcd for the watch's progress (whose notifications etcd 3.4 may send ahead of events).
 
-use super::etcd::Remote;
-use super::Rev;
+use super::Remote;
+use crate::Rev;
 use etcd_client::{Compare, CompareOp, Txn, TxnOp, TxnOpResponse};
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,7 +17,7 @@ use std::time::Duration;
 pub const COMPACT_KEY: &str = "/compact_rev_key";
 
 /// Runs for the server's lifetime.
-pub(super) async fn run(remote: Arc<Remote>, interval: Duration) {
+pub(crate) async fn run(remote: Arc<Remote>, interval: Duration) {
     let mut version = 0;
     let mut rev = 0;
     let mut tick = tokio::time::interval(interval);
@@ -33,7 +33,7 @@ pub(super) async fn run(remote: Arc<Remote>, interval: Duration) {
 
 /// One round: `version` is the compaction key's version last seen, `rev` the revision seen one
 /// interval ago. Returns the new pair.
-async fn compact(remote: &Remote, version: i64, rev: i64) -> Result<(i64, i64), super::StoreError> {
+async fn compact(remote: &Remote, version: i64, rev: i64) -> Result<(i64, i64), crate::StoreError> {
     let key = remote.key(COMPACT_KEY);
     let txn = Txn::new()
         .when([Compare::version(key.clone(), CompareOp::Equal, version)])
@@ -69,7 +69,7 @@ async fn compact(remote: &Remote, version: i64, rev: i64) -> Result<(i64, i64), 
             Ok(_) => tracing::debug!(rev, "etcd history compacted"),
             // Already compacted further (by hand, or by another server's earlier round).
             Err(e) if e.to_string().contains("compacted") => {}
-            Err(e) => return Err(remote.unavailable(super::etcd::describe(&e))),
+            Err(e) => return Err(remote.unavailable(super::describe(&e))),
         }
         remote.shared.cache.compacted(rev as Rev);
     }

@@ -4,9 +4,9 @@
 //! dependents are deleted, and lets it go with the last of them. Background (the default)
 //! leaves the dependents to the garbage collector.
 
-use super::{Api, Target};
 use crate::object;
 use crate::resources::{self, Resource};
+use crate::rest::{Api, Target};
 use crate::status::{ApiError, ApiResult};
 use crate::store::{Entry, Precondition, StoreError, Write};
 use serde_json::Value;
