@@ -208,6 +208,17 @@ fn route(n: &TestNode, dst: &str) -> String {
     n.host.ip(&["-4", "route", "show", dst])
 }
 
+/// `bridge fdb show` of the node's vxlan device.
+fn vxlan_fdb(n: &TestNode) -> String {
+    let out = n
+        .host
+        .command("bridge")
+        .args(["fdb", "show", "dev", vxlan::DEVICE])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 #[test]
 fn host_gw_reaches_the_peer_on_its_segment_and_refuses_the_routed_one() {
     let net = network("nnh");
@@ -278,13 +289,7 @@ fn vxlan_reaches_the_routed_peer_keeps_the_source_and_forgets_a_removed_peer() {
         neigh.contains(&format!("10.244.3.0 lladdr {} PERMANENT", macs[2])),
         "{neigh}"
     );
-    let fdb = a
-        .host
-        .command("bridge")
-        .args(["fdb", "show", "dev", vxlan::DEVICE])
-        .output()
-        .unwrap();
-    let fdb = String::from_utf8_lossy(&fdb.stdout).into_owned();
+    let fdb = vxlan_fdb(a);
     assert!(
         fdb.contains(&format!("{} dst 172.30.2.2 self permanent", macs[2])),
         "{fdb}"
@@ -313,13 +318,7 @@ fn vxlan_reaches_the_routed_peer_keeps_the_source_and_forgets_a_removed_peer() {
     sync(a, &without_c, cfg, Some(vteps[0].index));
     assert_eq!(route(a, "10.244.3.0/24"), "");
     assert_eq!(a.host.ip(&["neigh", "show", "dev", vxlan::DEVICE]), "");
-    let fdb = a
-        .host
-        .command("bridge")
-        .args(["fdb", "show", "dev", vxlan::DEVICE])
-        .output()
-        .unwrap();
-    let fdb = String::from_utf8_lossy(&fdb.stdout).into_owned();
+    let fdb = vxlan_fdb(a);
     assert!(!fdb.contains("dst 172.30.2.2"), "{fdb}");
     assert!(pod_to_pod(a, c, 7204).is_err());
     // b's route is untouched.

@@ -37,6 +37,14 @@ fn read(cluster: &Cluster, container_id: &str, path: &str) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Who the API server says `token` is (`kubectl auth whoami`).
+fn whoami(cluster: &Cluster, token: &str) -> String {
+    let path = "jsonpath={.status.userInfo.username}";
+    cluster
+        .kubectl(&["--token", token, "auth", "whoami", "-o", path])
+        .unwrap()
+}
+
 fn claims(token: &str) -> Value {
     // base64url without padding, as standard base64.
     let part = token.split('.').nth(1).expect("a JWT");
@@ -87,16 +95,7 @@ fn pods_read_their_own_token_ca_and_namespace_and_the_token_is_renewed() {
     let ca = std::fs::read_to_string(cluster.api_dir().join("ca.crt")).unwrap();
     assert_eq!(read(&cluster, &id, &format!("{MOUNT}/ca.crt")), ca);
     // The token authenticates as the pod's service account.
-    let who = cluster
-        .kubectl(&[
-            "--token",
-            &token,
-            "auth",
-            "whoami",
-            "-o",
-            "jsonpath={.status.userInfo.username}",
-        ])
-        .unwrap();
+    let who = whoami(&cluster, &token);
     assert_eq!(who, "system:serviceaccount:default:default");
     // The files are links through ..data, which a renewal swaps at once.
     let listing = cluster.exec(&id, &["ls", "-la", MOUNT]).stdout;
@@ -114,16 +113,7 @@ fn pods_read_their_own_token_ca_and_namespace_and_the_token_is_renewed() {
         claims(&renewed)["exp"].as_i64(),
     );
     assert!(new_exp > old_exp, "{old_exp:?} then {new_exp:?}");
-    let who = cluster
-        .kubectl(&[
-            "--token",
-            &renewed,
-            "auth",
-            "whoami",
-            "-o",
-            "jsonpath={.status.userInfo.username}",
-        ])
-        .unwrap();
+    let who = whoami(&cluster, &renewed);
     assert_eq!(who, "system:serviceaccount:default:default");
     std::thread::sleep(Duration::from_secs(3));
     let err = cluster

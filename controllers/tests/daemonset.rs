@@ -37,22 +37,9 @@ impl Cluster {
 
     /// The DaemonSet's pods that are not being deleted, by node.
     fn pods_by_node(&self) -> BTreeMap<String, Value> {
-        let list = self
-            .api
-            .kubectl_cmd()
-            .json(&["get", "pods", "-l", "app=agent", "-o", "json"])
-            .unwrap();
-        list["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
-            .map(|p| {
-                (
-                    p["spec"]["nodeName"].as_str().unwrap_or("").to_string(),
-                    p.clone(),
-                )
-            })
+        self.live(&["pods", "-l", "app=agent"])
+            .into_iter()
+            .map(|p| (p["spec"]["nodeName"].as_str().unwrap_or("").to_string(), p))
             .collect()
     }
 

@@ -15,14 +15,9 @@ impl Cluster {
     /// The job's pods that are neither finished nor being deleted.
     fn running(&self, job: &str) -> Vec<Value> {
         let sel = format!("batch.kubernetes.io/job-name={job}");
-        let list = self.json(&["get", "pods", "-l", &sel, "-o", "json"]);
-        list["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+        self.live(&["pods", "-l", &sel])
+            .into_iter()
             .filter(|p| !matches!(p["status"]["phase"].as_str(), Some("Succeeded" | "Failed")))
-            .cloned()
             .collect()
     }
 

@@ -27,6 +27,15 @@ fn get(api: &Apiserver, args: &[&str]) -> Result<String, String> {
     api.kubectl_cmd().run(args)
 }
 
+/// The CA the root-CA publisher wrote into `ns`'s ConfigMap kube-root-ca.crt.
+fn published_ca(api: &Apiserver, ns: &str) -> Result<String, String> {
+    let path = "jsonpath={.data.ca\\.crt}";
+    get(
+        api,
+        &["-n", ns, "get", "configmap", "kube-root-ca.crt", "-o", path],
+    )
+}
+
 #[test]
 fn new_namespaces_get_default_service_account_and_root_ca() {
     let api = Apiserver::start();
@@ -42,19 +51,7 @@ fn new_namespaces_get_default_service_account_and_root_ca() {
             .map_err(|e| format!("{e}\n{}", log()))
     });
     let published = eventually("ConfigMap team/kube-root-ca.crt", wait, || {
-        get(
-            &api,
-            &[
-                "-n",
-                "team",
-                "get",
-                "configmap",
-                "kube-root-ca.crt",
-                "-o",
-                "jsonpath={.data.ca\\.crt}",
-            ],
-        )
-        .map_err(|e| format!("{e}\n{}", log()))
+        published_ca(&api, "team").map_err(|e| format!("{e}\n{}", log()))
     });
     assert_eq!(published, ca);
     // The namespaces made at the server's start have them too.
@@ -83,18 +80,7 @@ fn new_namespaces_get_default_service_account_and_root_ca() {
         get(&api, &["-n", "team", "get", "serviceaccount", "default"])
     });
     eventually("kube-root-ca.crt restored", wait, || {
-        let now = get(
-            &api,
-            &[
-                "-n",
-                "team",
-                "get",
-                "configmap",
-                "kube-root-ca.crt",
-                "-o",
-                "jsonpath={.data.ca\\.crt}",
-            ],
-        )?;
+        let now = published_ca(&api, "team")?;
         (now == ca).then_some(()).ok_or(now)
     });
 

@@ -47,18 +47,9 @@ spec:
 impl Cluster {
     /// The set's pods that are not being deleted, by name.
     fn pods(&self) -> BTreeMap<String, Value> {
-        let list = self.json(&["get", "pods", "-l", "app=db", "-o", "json"]);
-        list["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
-            .map(|p| {
-                (
-                    p["metadata"]["name"].as_str().unwrap().to_string(),
-                    p.clone(),
-                )
-            })
+        self.live(&["pods", "-l", "app=db"])
+            .into_iter()
+            .map(|p| (p["metadata"]["name"].as_str().unwrap().to_string(), p))
             .collect()
     }
 
@@ -359,12 +350,9 @@ fn parallel_pods_start_together_and_when_scaled_delete_removes_the_claims() {
         "the claims of web-1 and web-2 deleted",
         Duration::from_secs(30),
         || {
-            let list = c.json(&["get", "pvc", "-o", "json"]);
-            let live: Vec<&str> = list["items"]
-                .as_array()
-                .unwrap()
+            let claims = c.live(&["pvc"]);
+            let live: Vec<&str> = claims
                 .iter()
-                .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
                 .filter_map(|p| p["metadata"]["name"].as_str())
                 .collect();
             (live == ["data-web-0"])

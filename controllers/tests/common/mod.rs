@@ -45,4 +45,19 @@ impl Cluster {
             .json(args)
             .unwrap_or_else(|e| panic!("kubectl {args:?}: {e}\ncontroller log:\n{}", self.log()))
     }
+
+    /// The objects `kubectl get WHAT...` lists that are not being deleted (what a controller
+    /// still counts); a failure panics with the log.
+    pub fn live(&self, what: &[&str]) -> Vec<Value> {
+        let mut args = vec!["get"];
+        args.extend_from_slice(what);
+        let list = self.json(&args);
+        list["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|o| o["metadata"]["deletionTimestamp"].is_null())
+            .cloned()
+            .collect()
+    }
 }

@@ -1,7 +1,7 @@
 //! Deployment, ReplicaSet and DaemonSet defaults (apps/v1 SetDefaults_Deployment,
 //! SetDefaults_ReplicaSet, SetDefaults_DaemonSet).
 
-use super::pod::pod_spec;
+use super::pod::pod_template;
 use crate::json::{default, object_mut};
 use serde_json::{json, Map, Value};
 
@@ -21,7 +21,7 @@ pub(crate) fn deployment(obj: &mut Map<String, Value>) {
             }
         }
     }
-    template(spec);
+    pod_template(spec);
 }
 
 pub(crate) fn replica_set(obj: &mut Map<String, Value>) {
@@ -29,7 +29,7 @@ pub(crate) fn replica_set(obj: &mut Map<String, Value>) {
         return;
     };
     default(spec, "replicas", json!(1));
-    template(spec);
+    pod_template(spec);
 }
 
 /// A DaemonSet rolls one node at a time by default, never surging (a node runs one copy).
@@ -47,15 +47,5 @@ pub(crate) fn daemon_set(obj: &mut Map<String, Value>) {
             }
         }
     }
-    template(spec);
-}
-
-fn template(spec: &mut Map<String, Value>) {
-    if let Some(pod) = spec
-        .get_mut("template")
-        .and_then(Value::as_object_mut)
-        .and_then(|t| object_mut(t, "spec"))
-    {
-        pod_spec(pod);
-    }
+    pod_template(spec);
 }

@@ -1,7 +1,7 @@
 //! Job and CronJob defaults (batch/v1 SetDefaults_Job, SetDefaults_CronJob, and the Job
 //! strategy's generated selector).
 
-use super::pod::pod_spec;
+use super::pod::pod_template;
 use crate::json::{default, object_mut, str_at};
 use keelson_apimachinery::well_known::{
     JOB_CONTROLLER_UID_LABEL, JOB_NAME_LABEL, LEGACY_JOB_CONTROLLER_UID_LABEL,
@@ -43,13 +43,7 @@ fn job_spec(spec: &mut Map<String, Value>) {
     };
     default(spec, "podReplacementPolicy", json!(replacement));
     default(spec, "manualSelector", json!(false));
-    if let Some(pod) = spec
-        .get_mut("template")
-        .and_then(Value::as_object_mut)
-        .and_then(|t| object_mut(t, "spec"))
-    {
-        pod_spec(pod);
-    }
+    pod_template(spec);
 }
 
 /// Unless manualSelector: the selector is the Job's uid, and its pods carry the uid and name
@@ -91,15 +85,12 @@ pub(crate) fn cron_job(obj: &mut Map<String, Value>) {
     default(spec, "suspend", json!(false));
     default(spec, "successfulJobsHistoryLimit", json!(3));
     default(spec, "failedJobsHistoryLimit", json!(1));
-    if let Some(pod) = spec
+    if let Some(job) = spec
         .get_mut("jobTemplate")
         .and_then(Value::as_object_mut)
         .and_then(|t| object_mut(t, "spec"))
-        .and_then(|s| s.get_mut("template"))
-        .and_then(Value::as_object_mut)
-        .and_then(|t| object_mut(t, "spec"))
     {
-        pod_spec(pod);
+        pod_template(job);
     }
 }
 

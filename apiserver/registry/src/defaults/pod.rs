@@ -28,6 +28,18 @@ pub(crate) fn pod(obj: &mut Map<String, Value>) {
     }
 }
 
+/// The pod template in a workload's `spec` (Deployment, ReplicaSet, DaemonSet, StatefulSet,
+/// Job): its spec as a Pod's.
+pub(crate) fn pod_template(spec: &mut Map<String, Value>) {
+    if let Some(pod) = spec
+        .get_mut("template")
+        .and_then(Value::as_object_mut)
+        .and_then(|t| object_mut(t, "spec"))
+    {
+        pod_spec(pod);
+    }
+}
+
 /// The spec of a Pod or of a pod template.
 pub(crate) fn pod_spec(spec: &mut Map<String, Value>) {
     default(spec, "restartPolicy", json!("Always"));

@@ -2,7 +2,7 @@
 //! in 1.32): OrderedReady, RollingUpdate with partition 0, claims retained, one replica, ten
 //! revisions kept; claim templates get the PersistentVolumeClaim defaults.
 
-use super::pod::pod_spec;
+use super::pod::pod_template;
 use crate::json::{default, each_object_mut, object_mut};
 use serde_json::{json, Map, Value};
 
@@ -39,13 +39,7 @@ pub(crate) fn stateful_set(obj: &mut Map<String, Value>) {
             default(status, "phase", json!("Pending"));
         }
     });
-    if let Some(pod) = spec
-        .get_mut("template")
-        .and_then(Value::as_object_mut)
-        .and_then(|t| object_mut(t, "spec"))
-    {
-        pod_spec(pod);
-    }
+    pod_template(spec);
 }
 
 #[cfg(test)]

@@ -30,6 +30,17 @@ fn access_modes(spec: &Value, path: &Path, detail: &str, out: &mut Vec<Cause>) {
     }
 }
 
+fn volume_mode(spec: &Value, path: &Path, out: &mut Vec<Cause>) {
+    one_of(
+        spec,
+        "volumeMode",
+        &["Block", "Filesystem"],
+        false,
+        path,
+        out,
+    );
+}
+
 pub(crate) fn persistent_volume(obj: &Value, out: &mut Vec<Cause>) {
     let path = Path::root().child("spec");
     let empty = json!({});
@@ -47,14 +58,7 @@ pub(crate) fn persistent_volume(obj: &Value, out: &mut Vec<Cause>) {
         &path,
         out,
     );
-    one_of(
-        spec,
-        "volumeMode",
-        &["Block", "Filesystem"],
-        false,
-        &path,
-        out,
-    );
+    volume_mode(spec, &path, out);
     let named: Vec<&str> = PERSISTENT_VOLUME_SOURCES
         .iter()
         .copied()
@@ -93,14 +97,7 @@ pub(crate) fn persistent_volume_claim(obj: &Value, old: Option<&Value>, out: &mu
     if let Some(sel) = spec.get("selector").filter(|s| !s.is_null()) {
         label_selector(sel, &path.child("selector"), out);
     }
-    one_of(
-        spec,
-        "volumeMode",
-        &["Block", "Filesystem"],
-        false,
-        &path,
-        out,
-    );
+    volume_mode(spec, &path, out);
     if let Some(old_spec) = old.and_then(|o| o.get("spec")) {
         if comparable(spec, old_spec) != comparable(old_spec, old_spec) {
             let detail = "spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims";
