@@ -21,6 +21,12 @@ impl Cluster {
             .collect()
     }
 
+    /// Waits up to a minute for the Job's Complete condition.
+    fn wait_complete(&self, job: &str) {
+        let job = format!("job/{job}");
+        self.ok(&["wait", "--for=condition=complete", &job, "--timeout=60s"]);
+    }
+
     /// What an agent reports when the pod's one container exits with `code`.
     fn finish(&self, pod: &str, code: i32) {
         let phase = if code == 0 { "Succeeded" } else { "Failed" };
@@ -89,12 +95,7 @@ fn completions_five_parallelism_two_finishes_with_five_succeeded() {
         c.finish(meta["name"].as_str().unwrap(), 0);
         finished += 1;
     }
-    c.api.kubectl_ok(&[
-        "wait",
-        "--for=condition=complete",
-        "job/five",
-        "--timeout=60s",
-    ]);
+    c.wait_complete("five");
     assert_eq!(c.get("job/five", "{.status.succeeded}"), "5");
     // What a user reads, with kubectl 1.32's columns.
     let table = c.api.kubectl_ok(&["get", "job", "five"]);
@@ -198,12 +199,7 @@ fn an_indexed_job_gives_each_pod_its_index() {
     }
     indexes.sort();
     assert_eq!(indexes, ["0", "1", "2"]);
-    c.api.kubectl_ok(&[
-        "wait",
-        "--for=condition=complete",
-        "job/idx",
-        "--timeout=60s",
-    ]);
+    c.wait_complete("idx");
     assert_eq!(c.get("job/idx", "{.status.completedIndexes}"), "0-2");
 }
 

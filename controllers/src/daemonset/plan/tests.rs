@@ -30,6 +30,14 @@ fn node(name: &str, role: &str, taints: serde_json::Value) -> Node {
     .unwrap()
 }
 
+/// Untainted nodes of role worker.
+fn workers(names: &[&str]) -> Vec<Node> {
+    names
+        .iter()
+        .map(|n| node(n, "worker", json!(null)))
+        .collect()
+}
+
 /// A pod on `node` made by the planner's own template (`hash` of the current one, or "old").
 fn pod(inputs: &Inputs, node: &str, name: &str, current: bool, ready: bool) -> Pod {
     let hash = if current { inputs.hash.as_str() } else { "old" };
@@ -187,10 +195,7 @@ fn pods_where_they_should_not_be_are_deleted_and_counted_misscheduled() {
 fn rolling_update_replaces_at_most_max_unavailable_at_a_time() {
     let d = ds(rolling(json!(1)));
     let inputs = Inputs::new(&d, at(0));
-    let nodes: Vec<Node> = ["a", "b", "c"]
-        .iter()
-        .map(|n| node(n, "worker", json!(null)))
-        .collect();
+    let nodes = workers(&["a", "b", "c"]);
     let refs: Vec<&Node> = nodes.iter().collect();
     let old: Vec<Pod> = ["a", "b", "c"]
         .iter()
@@ -220,10 +225,7 @@ fn rolling_update_replaces_at_most_max_unavailable_at_a_time() {
 fn a_percentage_rounds_up_and_unavailable_old_pods_go_at_once() {
     let d = ds(rolling(json!("50%")));
     let inputs = Inputs::new(&d, at(0));
-    let nodes: Vec<Node> = ["a", "b", "c"]
-        .iter()
-        .map(|n| node(n, "worker", json!(null)))
-        .collect();
+    let nodes = workers(&["a", "b", "c"]);
     let refs: Vec<&Node> = nodes.iter().collect();
     let old = [
         pod(&inputs, "a", "old-a", false, true),
