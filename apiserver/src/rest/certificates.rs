@@ -1,7 +1,7 @@
 //! CertificateSigningRequest strategies (upstream pkg/registry/certificates): the server owns
 //! who asked, and each write path owns its part of the status.
 
-use super::update::Sub;
+use super::Sub;
 use crate::auth::User;
 use crate::object;
 use serde_json::{json, Map, Value};

@@ -5,7 +5,8 @@
 //! The disruption controller recomputes the status from the pods afterwards.
 
 use super::read::list_entries;
-use super::update::{update, Sub};
+use super::update::update;
+use super::Sub;
 use super::{Api, Target};
 use crate::status::{ApiError, ApiResult};
 use keelson_apimachinery::LabelSelector;

@@ -30,8 +30,20 @@ pub fn read_is_watch(p: &ListParams) -> bool {
     read::is_true(&p.watch)
 }
 pub use subresources::{bind, evict, get_scale, update_scale};
-pub use update::{patch, update, Sub};
+pub use update::{patch, update};
 pub use watch::watch;
+
+/// Which part of the object a write may change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sub {
+    Main,
+    Status,
+    /// A CertificateSigningRequest's approval conditions.
+    Approval,
+    /// pods/binding: spec and status in one write, as upstream's binding sets nodeName and
+    /// the PodScheduled condition together (one resourceVersion, one watch event).
+    Binding,
+}
 
 use crate::allocators::Allocators;
 use crate::resources::Resource;

@@ -1,7 +1,8 @@
 //! pods/binding, pods/eviction and the scale subresource of Deployments and ReplicaSets.
 
 use super::delete::{delete, DeleteOptions};
-use super::update::{patch, patch_err, update, Sub};
+use super::update::{patch, patch_err, update};
+use super::Sub;
 use super::{Api, Target};
 use crate::negotiate::PatchType;
 use crate::object;

@@ -4,7 +4,7 @@
 
 use super::create::{admit, check_namespace_field, check_type, off_workers_if_large, Origin};
 use super::service_allocation::{self, Reservation};
-use super::{certificates, create, store_error, Api, Target};
+use super::{certificates, create, store_error, Api, Sub, Target};
 use crate::negotiate::PatchType;
 use crate::object::{self, meta_mut};
 use crate::openapi::FieldCheck;
@@ -14,18 +14,6 @@ use keelson_apimachinery::patch;
 use keelson_apiserver_registry::limits;
 use serde_json::{json, Value};
 use std::sync::Arc;
-
-/// Which part of the object a write may change.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Sub {
-    Main,
-    Status,
-    /// A CertificateSigningRequest's approval conditions.
-    Approval,
-    /// pods/binding: spec and status in one write, as upstream's binding sets nodeName and
-    /// the PodScheduled condition together (one resourceVersion, one watch event).
-    Binding,
-}
 
 const MAX_RETRIES: usize = 16;
 

@@ -6,11 +6,11 @@
 //! which gives back a charge whose create then failed, as upstream.
 
 use super::super::read::list_entries;
-use super::super::update::{update, Sub};
 use super::super::{Api, Target};
 use crate::object;
 use crate::resources::Resource;
 use crate::status::{ApiError, ApiResult};
+use crate::store::{Precondition, StoreError, Write};
 use keelson_apimachinery::quota::{self, Usage};
 use serde_json::{json, Value};
 
@@ -139,25 +139,31 @@ pub async fn charge(
             match check(&e.obj, res, obj, &usage) {
                 None => {}
                 Some(Err(why)) => return Err(forbidden(res, obj, why)),
-                Some(Ok(used)) => charges.push((e.obj.clone(), used)),
+                Some(Ok(used)) => charges.push((e.clone(), used)),
             }
         }
         if dry_run {
             return Ok(());
         }
         for (q, used) in charges {
-            let mut next = (*q).clone();
+            let mut next = (*q.obj).clone();
             object::set_path(&mut next, &["status", "used"], json!(quota::to_list(&used)));
             let t = Target {
                 res: quota_res,
                 namespace: ns.to_string(),
-                name: object::name(&q).to_string(),
+                name: object::name(&q.obj).to_string(),
             };
-            // The stored resourceVersion rides along: a concurrent charge makes this conflict.
-            match update(api, &t, next, Sub::Status, false).await {
+            // Only status.used changes (what the quota's status update would write), and only
+            // over the version read: a concurrent charge makes this conflict, and all is re-read.
+            let w = Write {
+                key: t.key(),
+                value: Some(next),
+                precondition: Precondition::Rev(q.rev),
+            };
+            match api.store.write(w).await {
                 Ok(_) => {}
-                Err(e) if e.code == 409 => continue 'attempt,
-                Err(e) => return Err(e),
+                Err(StoreError::Conflict { .. }) => continue 'attempt,
+                Err(e) => return Err(super::super::store_error(&t, e)),
             }
         }
         return Ok(());
