@@ -53,6 +53,20 @@ where
     }
 }
 
+/// Merge-patches `patch` onto the object `name`.
+pub async fn patch_merge<K>(
+    api: &Api<K>,
+    name: &str,
+    patch: &serde_json::Value,
+) -> Result<(), kube::Error>
+where
+    K: Clone + DeserializeOwned + Debug,
+{
+    api.patch(name, &PatchParams::default(), &Patch::Merge(patch))
+        .await?;
+    Ok(())
+}
+
 /// Merge-patches `patch` (a `{"status": ...}` object) through the status subresource.
 pub async fn patch_status<K>(
     api: &Api<K>,

@@ -11,7 +11,7 @@ pub mod plan;
 pub mod provision;
 mod volumes;
 
-use crate::api::patch_status;
+use crate::api::{patch_merge, patch_status};
 use crate::{Ctx, Error};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
@@ -114,12 +114,7 @@ pub async fn reconcile_claim(
             .await?;
         if let Some(class) = plan::default_class(&classes.items) {
             let patch = json!({"spec": {"storageClassName": class.name_any()}});
-            api.patch(
-                &claim.name_any(),
-                &PatchParams::default(),
-                &Patch::Merge(&patch),
-            )
-            .await?;
+            patch_merge(&api, &claim.name_any(), &patch).await?;
             return Ok(Action::await_change());
         }
     }
@@ -199,12 +194,7 @@ async fn mark_bound(
         != Some("yes")
     {
         let patch = json!({"metadata": {"annotations": {BIND_COMPLETED_ANNOTATION: "yes"}}});
-        api.patch(
-            &claim.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        )
-        .await?;
+        patch_merge(api, &claim.name_any(), &patch).await?;
     }
     let spec = pv.spec.clone().unwrap_or_default();
     let status =
@@ -273,12 +263,7 @@ async fn sync_unbound_claim(
         volumes::claim_for(&pvs, pv, claim).await?;
         let patch = json!({"metadata": {"annotations": {BOUND_BY_CONTROLLER_ANNOTATION: "yes"}},
             "spec": {"volumeName": pv.name_any()}});
-        api.patch(
-            &claim.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        )
-        .await?;
+        patch_merge(api, &claim.name_any(), &patch).await?;
         return Ok(Action::await_change());
     }
     no_volume_yet(ctx, api, claim, class.as_ref(), selected.as_deref()).await
@@ -324,12 +309,7 @@ async fn no_volume_yet(
         let patch = json!({"metadata": {"annotations": {
             STORAGE_PROVISIONER_ANNOTATION: class.provisioner,
             BETA_STORAGE_PROVISIONER_ANNOTATION: class.provisioner}}});
-        api.patch(
-            &claim.name_any(),
-            &PatchParams::default(),
-            &Patch::Merge(&patch),
-        )
-        .await?;
+        patch_merge(api, &claim.name_any(), &patch).await?;
     }
     if !provision::serves(class) {
         let message = format!("Waiting for a volume to be created either by the external provisioner '{}' or manually by the system administrator. If volume creation is delayed, please verify that the provisioner is running and correctly registered.", class.provisioner);

@@ -8,14 +8,14 @@
 //! (agent/src/pod/local_path.rs).
 
 use super::{has_finalizer, plan, set_finalizers, with, without, COMPONENT};
-use crate::api::{delete_if_present, patch_status};
+use crate::api::{delete_if_present, patch_merge, patch_status};
 use crate::{Ctx, Error};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use keelson_apimachinery::volumes::is_local_path;
 use keelson_apimachinery::well_known::{BOUND_BY_CONTROLLER_ANNOTATION, PV_PROTECTION_FINALIZER};
 use keelson_daemon::events::EventType;
-use kube::api::{Api, DeleteParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams};
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
@@ -73,12 +73,7 @@ pub async fn claim_for(
             "namespace": claim.metadata.namespace, "name": claim.metadata.name,
             "uid": claim.metadata.uid, "resourceVersion": claim.metadata.resource_version}},
     });
-    api.patch(
-        &pv.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(&patch),
-    )
-    .await?;
+    patch_merge(api, &pv.name_any(), &patch).await?;
     patch_status(api, &pv.name_any(), &json!({"status": {"phase": "Bound"}})).await?;
     Ok(())
 }
