@@ -18,6 +18,14 @@ fn kubectl(s: &Apiserver) -> Kubectl {
     s.kubectl_cmd()
 }
 
+/// `kubectl create token default` bound to the Pod `pod`.
+fn pod_token(k: &Kubectl, pod: &str) -> Result<String, String> {
+    let bound = ["--bound-object-kind", "Pod", "--bound-object-name", pod];
+    let mut args = vec!["create", "token", "default"];
+    args.extend(bound);
+    k.run(&args)
+}
+
 /// `kubectl auth whoami` as the holder of `token`.
 fn whoami(s: &Apiserver, token: &str) -> Output {
     s.kubectl(&["--token", token, "auth", "whoami", "-o", "json"])
@@ -151,15 +159,7 @@ fn expired_tokens_and_tokens_of_deleted_pods_are_refused() {
     );
 
     k.ok(&["run", "p", "--image", "busybox", "--restart", "Never"]);
-    let bound = k.ok(&[
-        "create",
-        "token",
-        "default",
-        "--bound-object-kind",
-        "Pod",
-        "--bound-object-name",
-        "p",
-    ]);
+    let bound = pod_token(&k, "p").unwrap();
     let c = claims(bound.trim());
     assert_eq!(c["kubernetes.io"]["pod"]["name"], "p");
     assert!(whoami(&s, bound.trim()).status.success());
@@ -173,16 +173,8 @@ fn expired_tokens_and_tokens_of_deleted_pods_are_refused() {
     assert!(refused(&whoami(&s, bound.trim())), "the pod is gone");
 
     // A pod that does not exist, or a duration under the minimum, is refused at issue.
-    let out = s.kubectl(&[
-        "create",
-        "token",
-        "default",
-        "--bound-object-kind",
-        "Pod",
-        "--bound-object-name",
-        "nope",
-    ]);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("pods \"nope\" not found"));
+    let err = pod_token(&k, "nope").unwrap_err();
+    assert!(err.contains("pods \"nope\" not found"), "{err}");
     let out = s.kubectl(&["create", "token", "nobody"]);
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("serviceaccounts \"nobody\" not found"),
@@ -318,20 +310,9 @@ fn a_node_gets_tokens_only_for_pods_bound_to_it() {
         s.apply(&yaml);
     }
     let node = Kubectl::new(s.kubeconfig_for("system:node:n1", &["system:nodes"]));
-    let bound = |pod: &str| {
-        node.run(&[
-            "create",
-            "token",
-            "default",
-            "--bound-object-kind",
-            "Pod",
-            "--bound-object-name",
-            pod,
-        ])
-    };
-    let token = bound("mine").expect("a token for a pod on the node");
+    let token = pod_token(&node, "mine").expect("a token for a pod on the node");
     assert_eq!(claims(token.trim())["kubernetes.io"]["node"]["name"], "n1");
-    let err = bound("theirs").unwrap_err();
+    let err = pod_token(&node, "theirs").unwrap_err();
     assert!(
         err.contains("Forbidden") || err.contains("forbidden"),
         "{err}"
