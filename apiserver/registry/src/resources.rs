@@ -122,21 +122,44 @@ fn not_stored(_: &serde_json::Value) -> Result<(), crate::Cause> {
     ))
 }
 
-macro_rules! res {
-    ($g:expr, $v:expr, $p:expr, $s:expr, $k:expr, $ns:expr, $short:expr, $sub:expr, $all:expr, $t:ty) => {
-        Resource {
-            group: $g,
-            version: $v,
-            plural: $p,
-            singular: $s,
-            kind: $k,
-            namespaced: $ns,
-            short_names: $short,
-            subresources: $sub,
-            in_all: $all,
-            decode: decode::<$t>,
-        }
-    };
+/// A kind's scope as k8s-openapi's types carry it.
+trait Scope {
+    const NAMESPACED: bool;
+}
+
+impl Scope for k8s_openapi::NamespaceResourceScope {
+    const NAMESPACED: bool = true;
+}
+
+impl Scope for k8s_openapi::ClusterResourceScope {
+    const NAMESPACED: bool = false;
+}
+
+/// The resource of k8s-openapi's type `T`: group, version, plural, kind and scope as the type
+/// declares them; what discovery adds (the singular, short names, subresources, the "all"
+/// category) given.
+const fn kind<T>(
+    singular: &'static str,
+    short_names: &'static [&'static str],
+    subresources: &'static [&'static str],
+    in_all: bool,
+) -> Resource
+where
+    T: k8s_openapi::Resource + serde::de::DeserializeOwned,
+    T::Scope: Scope,
+{
+    Resource {
+        group: T::GROUP,
+        version: T::VERSION,
+        plural: T::URL_PATH_SEGMENT,
+        singular,
+        kind: T::KIND,
+        namespaced: <T::Scope as Scope>::NAMESPACED,
+        short_names,
+        subresources,
+        in_all,
+        decode: decode::<T>,
+    }
 }
 
 /// A metrics.k8s.io/v1beta1 resource (`kubectl top`).
@@ -161,37 +184,10 @@ const fn metrics(
 }
 
 pub static RESOURCES: &[Resource] = &[
-    res!(
-        "",
-        "v1",
-        "namespaces",
-        "namespace",
-        "Namespace",
-        false,
-        &["ns"],
-        &["status"],
-        false,
-        core::v1::Namespace
-    ),
-    res!(
-        "",
-        "v1",
-        "nodes",
-        "node",
-        "Node",
-        false,
-        &["no"],
-        &["status"],
-        false,
-        core::v1::Node
-    ),
-    res!(
-        "",
-        "v1",
-        "pods",
+    kind::<core::v1::Namespace>("namespace", &["ns"], &["status"], false),
+    kind::<core::v1::Node>("node", &["no"], &["status"], false),
+    kind::<core::v1::Pod>(
         "pod",
-        "Pod",
-        true,
         &["po"],
         &[
             "status",
@@ -200,469 +196,75 @@ pub static RESOURCES: &[Resource] = &[
             "eviction",
             "exec",
             "attach",
-            "portforward"
+            "portforward",
         ],
         true,
-        core::v1::Pod
     ),
-    res!(
-        "",
-        "v1",
-        "services",
-        "service",
-        "Service",
-        true,
-        &["svc"],
-        &["status"],
-        true,
-        core::v1::Service
-    ),
-    res!(
-        "",
-        "v1",
-        "endpoints",
-        "endpoints",
-        "Endpoints",
-        true,
-        &["ep"],
-        &[],
-        false,
-        core::v1::Endpoints
-    ),
-    res!(
-        "",
-        "v1",
-        "configmaps",
-        "configmap",
-        "ConfigMap",
-        true,
-        &["cm"],
-        &[],
-        false,
-        core::v1::ConfigMap
-    ),
-    res!(
-        "",
-        "v1",
-        "secrets",
-        "secret",
-        "Secret",
-        true,
-        &[],
-        &[],
-        false,
-        core::v1::Secret
-    ),
-    res!(
-        "",
-        "v1",
-        "events",
-        "event",
-        "Event",
-        true,
-        &["ev"],
-        &[],
-        false,
-        core::v1::Event
-    ),
-    res!(
-        "",
-        "v1",
-        "serviceaccounts",
-        "serviceaccount",
-        "ServiceAccount",
-        true,
-        &["sa"],
-        &["token"],
-        false,
-        core::v1::ServiceAccount
-    ),
-    res!(
-        "discovery.k8s.io",
-        "v1",
-        "endpointslices",
-        "endpointslice",
-        "EndpointSlice",
-        true,
-        &[],
-        &[],
-        false,
-        discovery::v1::EndpointSlice
-    ),
-    res!(
-        "apps",
-        "v1",
-        "deployments",
-        "deployment",
-        "Deployment",
-        true,
-        &["deploy"],
-        &["status", "scale"],
-        true,
-        apps::v1::Deployment
-    ),
-    res!(
-        "apps",
-        "v1",
-        "replicasets",
-        "replicaset",
-        "ReplicaSet",
-        true,
-        &["rs"],
-        &["status", "scale"],
-        true,
-        apps::v1::ReplicaSet
-    ),
-    res!(
-        "apps",
-        "v1",
-        "daemonsets",
-        "daemonset",
-        "DaemonSet",
-        true,
-        &["ds"],
-        &["status"],
-        true,
-        apps::v1::DaemonSet
-    ),
-    res!(
-        "apps",
-        "v1",
-        "statefulsets",
-        "statefulset",
-        "StatefulSet",
-        true,
-        &["sts"],
-        &["status", "scale"],
-        true,
-        apps::v1::StatefulSet
-    ),
-    res!(
-        "apps",
-        "v1",
-        "controllerrevisions",
-        "controllerrevision",
-        "ControllerRevision",
-        true,
-        &[],
-        &[],
-        false,
-        apps::v1::ControllerRevision
-    ),
-    res!(
-        "autoscaling",
-        "v2",
-        "horizontalpodautoscalers",
+    kind::<core::v1::Service>("service", &["svc"], &["status"], true),
+    kind::<core::v1::Endpoints>("endpoints", &["ep"], &[], false),
+    kind::<core::v1::ConfigMap>("configmap", &["cm"], &[], false),
+    kind::<core::v1::Secret>("secret", &[], &[], false),
+    kind::<core::v1::Event>("event", &["ev"], &[], false),
+    kind::<core::v1::ServiceAccount>("serviceaccount", &["sa"], &["token"], false),
+    kind::<discovery::v1::EndpointSlice>("endpointslice", &[], &[], false),
+    kind::<apps::v1::Deployment>("deployment", &["deploy"], &["status", "scale"], true),
+    kind::<apps::v1::ReplicaSet>("replicaset", &["rs"], &["status", "scale"], true),
+    kind::<apps::v1::DaemonSet>("daemonset", &["ds"], &["status"], true),
+    kind::<apps::v1::StatefulSet>("statefulset", &["sts"], &["status", "scale"], true),
+    kind::<apps::v1::ControllerRevision>("controllerrevision", &[], &[], false),
+    kind::<autoscaling::v2::HorizontalPodAutoscaler>(
         "horizontalpodautoscaler",
-        "HorizontalPodAutoscaler",
-        true,
         &["hpa"],
         &["status"],
         true,
-        autoscaling::v2::HorizontalPodAutoscaler
     ),
     // Older clients' form (`kubectl autoscale` writes v1), converted to the stored v2 form:
     // see `autoscaling_v1`. After v2, so v2 is the group's preferred version.
-    res!(
-        "autoscaling",
-        "v1",
-        "horizontalpodautoscalers",
+    kind::<autoscaling::v1::HorizontalPodAutoscaler>(
         "horizontalpodautoscaler",
-        "HorizontalPodAutoscaler",
-        true,
         &["hpa"],
         &["status"],
         true,
-        autoscaling::v1::HorizontalPodAutoscaler
     ),
-    res!(
-        "batch",
-        "v1",
-        "jobs",
-        "job",
-        "Job",
-        true,
-        &[],
-        &["status"],
-        true,
-        batch::v1::Job
-    ),
-    res!(
-        "batch",
-        "v1",
-        "cronjobs",
-        "cronjob",
-        "CronJob",
-        true,
-        &["cj"],
-        &["status"],
-        true,
-        batch::v1::CronJob
-    ),
-    res!(
-        "",
-        "v1",
-        "persistentvolumes",
-        "persistentvolume",
-        "PersistentVolume",
-        false,
-        &["pv"],
-        &["status"],
-        false,
-        core::v1::PersistentVolume
-    ),
-    res!(
-        "",
-        "v1",
-        "persistentvolumeclaims",
-        "persistentvolumeclaim",
-        "PersistentVolumeClaim",
-        true,
-        &["pvc"],
-        &["status"],
-        false,
-        core::v1::PersistentVolumeClaim
-    ),
-    res!(
-        "storage.k8s.io",
-        "v1",
-        "storageclasses",
-        "storageclass",
-        "StorageClass",
-        false,
-        &["sc"],
-        &[],
-        false,
-        storage::v1::StorageClass
-    ),
-    res!(
-        "networking.k8s.io",
-        "v1",
-        "ingresses",
-        "ingress",
-        "Ingress",
-        true,
-        &["ing"],
-        &["status"],
-        false,
-        networking::v1::Ingress
-    ),
-    res!(
-        "networking.k8s.io",
-        "v1",
-        "ingressclasses",
-        "ingressclass",
-        "IngressClass",
-        false,
-        &[],
-        &[],
-        false,
-        networking::v1::IngressClass
-    ),
-    res!(
-        "apiextensions.k8s.io",
-        "v1",
-        "customresourcedefinitions",
+    kind::<batch::v1::Job>("job", &[], &["status"], true),
+    kind::<batch::v1::CronJob>("cronjob", &["cj"], &["status"], true),
+    kind::<core::v1::PersistentVolume>("persistentvolume", &["pv"], &["status"], false),
+    kind::<core::v1::PersistentVolumeClaim>("persistentvolumeclaim", &["pvc"], &["status"], false),
+    kind::<storage::v1::StorageClass>("storageclass", &["sc"], &[], false),
+    kind::<networking::v1::Ingress>("ingress", &["ing"], &["status"], false),
+    kind::<networking::v1::IngressClass>("ingressclass", &[], &[], false),
+    kind::<apiextensions::CustomResourceDefinition>(
         "customresourcedefinition",
-        "CustomResourceDefinition",
-        false,
         &["crd", "crds"],
         &["status"],
         false,
-        apiextensions::CustomResourceDefinition
     ),
-    res!(
-        "",
-        "v1",
-        "resourcequotas",
-        "resourcequota",
-        "ResourceQuota",
-        true,
-        &["quota"],
-        &["status"],
-        false,
-        core::v1::ResourceQuota
-    ),
-    res!(
-        "",
-        "v1",
-        "limitranges",
-        "limitrange",
-        "LimitRange",
-        true,
-        &["limits"],
-        &[],
-        false,
-        core::v1::LimitRange
-    ),
-    res!(
-        "scheduling.k8s.io",
-        "v1",
-        "priorityclasses",
-        "priorityclass",
-        "PriorityClass",
-        false,
-        &["pc"],
-        &[],
-        false,
-        scheduling::v1::PriorityClass
-    ),
-    res!(
-        "policy",
-        "v1",
-        "poddisruptionbudgets",
-        "poddisruptionbudget",
-        "PodDisruptionBudget",
-        true,
-        &["pdb"],
-        &["status"],
-        false,
-        policy::v1::PodDisruptionBudget
-    ),
-    res!(
-        "networking.k8s.io",
-        "v1",
-        "networkpolicies",
-        "networkpolicy",
-        "NetworkPolicy",
-        true,
-        &["netpol"],
-        &[],
-        false,
-        networking::v1::NetworkPolicy
-    ),
-    res!(
-        "coordination.k8s.io",
-        "v1",
-        "leases",
-        "lease",
-        "Lease",
-        true,
-        &[],
-        &[],
-        false,
-        coordination::v1::Lease
-    ),
-    res!(
-        "authentication.k8s.io",
-        "v1",
-        "tokenreviews",
-        "tokenreview",
-        "TokenReview",
-        false,
-        &[],
-        &[],
-        false,
-        authentication::v1::TokenReview
-    ),
-    res!(
-        "authorization.k8s.io",
-        "v1",
-        "selfsubjectaccessreviews",
-        "selfsubjectaccessreview",
-        "SelfSubjectAccessReview",
-        false,
-        &[],
-        &[],
-        false,
-        authorization::v1::SelfSubjectAccessReview
-    ),
-    res!(
-        "authorization.k8s.io",
-        "v1",
-        "subjectaccessreviews",
-        "subjectaccessreview",
-        "SubjectAccessReview",
-        false,
-        &[],
-        &[],
-        false,
-        authorization::v1::SubjectAccessReview
-    ),
-    res!(
-        "authorization.k8s.io",
-        "v1",
-        "localsubjectaccessreviews",
+    kind::<core::v1::ResourceQuota>("resourcequota", &["quota"], &["status"], false),
+    kind::<core::v1::LimitRange>("limitrange", &["limits"], &[], false),
+    kind::<scheduling::v1::PriorityClass>("priorityclass", &["pc"], &[], false),
+    kind::<policy::v1::PodDisruptionBudget>("poddisruptionbudget", &["pdb"], &["status"], false),
+    kind::<networking::v1::NetworkPolicy>("networkpolicy", &["netpol"], &[], false),
+    kind::<coordination::v1::Lease>("lease", &[], &[], false),
+    kind::<authentication::v1::TokenReview>("tokenreview", &[], &[], false),
+    kind::<authorization::v1::SelfSubjectAccessReview>("selfsubjectaccessreview", &[], &[], false),
+    kind::<authorization::v1::SubjectAccessReview>("subjectaccessreview", &[], &[], false),
+    kind::<authorization::v1::LocalSubjectAccessReview>(
         "localsubjectaccessreview",
-        "LocalSubjectAccessReview",
-        true,
         &[],
         &[],
         false,
-        authorization::v1::LocalSubjectAccessReview
     ),
-    res!(
-        "authorization.k8s.io",
-        "v1",
-        "selfsubjectrulesreviews",
-        "selfsubjectrulesreview",
-        "SelfSubjectRulesReview",
-        false,
-        &[],
-        &[],
-        false,
-        authorization::v1::SelfSubjectRulesReview
-    ),
-    res!(
-        "certificates.k8s.io",
-        "v1",
-        "certificatesigningrequests",
+    kind::<authorization::v1::SelfSubjectRulesReview>("selfsubjectrulesreview", &[], &[], false),
+    kind::<certificates::v1::CertificateSigningRequest>(
         "certificatesigningrequest",
-        "CertificateSigningRequest",
-        false,
         &["csr"],
         &["status", "approval"],
         false,
-        certificates::v1::CertificateSigningRequest
     ),
-    res!(
-        "rbac.authorization.k8s.io",
-        "v1",
-        "roles",
-        "role",
-        "Role",
-        true,
-        &[],
-        &[],
-        false,
-        rbac::v1::Role
-    ),
-    res!(
-        "rbac.authorization.k8s.io",
-        "v1",
-        "rolebindings",
-        "rolebinding",
-        "RoleBinding",
-        true,
-        &[],
-        &[],
-        false,
-        rbac::v1::RoleBinding
-    ),
-    res!(
-        "rbac.authorization.k8s.io",
-        "v1",
-        "clusterroles",
-        "clusterrole",
-        "ClusterRole",
-        false,
-        &[],
-        &[],
-        false,
-        rbac::v1::ClusterRole
-    ),
-    res!(
-        "rbac.authorization.k8s.io",
-        "v1",
-        "clusterrolebindings",
-        "clusterrolebinding",
-        "ClusterRoleBinding",
-        false,
-        &[],
-        &[],
-        false,
-        rbac::v1::ClusterRoleBinding
-    ),
+    kind::<rbac::v1::Role>("role", &[], &[], false),
+    kind::<rbac::v1::RoleBinding>("rolebinding", &[], &[], false),
+    kind::<rbac::v1::ClusterRole>("clusterrole", &[], &[], false),
+    kind::<rbac::v1::ClusterRoleBinding>("clusterrolebinding", &[], &[], false),
     metrics("nodes", "", "NodeMetrics", false),
     metrics("pods", "", "PodMetrics", true),
 ];
