@@ -1,9 +1,9 @@
 //! Wiring: connect to the runtime and the API, register the node, write the CNI config, start
 //! the lease, node status, pod watch, relist and HTTPS server.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use ipnetwork::Ipv4Network;
@@ -118,7 +118,7 @@ pub async fn run(cfg: AgentConfig) -> Result<(), AgentError> {
         root: cfg.root_dir.clone(),
         host_ip: node_ip.to_string(),
         metrics,
-        pods: RwLock::new(HashMap::new()),
+        pods: Default::default(),
         tokens: Default::default(),
     });
     start_pods(&cfg, ctx.clone()).await;
@@ -194,11 +194,10 @@ async fn start_pods(cfg: &AgentConfig, ctx: Arc<Context>) {
         ctx.root.clone(),
         Duration::from_secs(5),
     ));
-    let manager = Manager::new(ctx);
-    let synced = Arc::new(tokio::sync::Notify::new());
-    tokio::spawn(manager.clone().watch(synced.clone()));
+    let manager = Manager::new(ctx.clone());
+    manager.clone().watch();
     // Runtime pods are matched against the API only after the first full pod list.
-    synced.notified().await;
+    ctx.pods.synced().await;
     tracing::info!("pod list synced; relisting the runtime every second");
     tokio::spawn(manager.relist());
 }

@@ -1,11 +1,11 @@
 //! What every pod worker shares: the CRI client, the API client, node settings and the latest
 //! pods from the watch.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
+use keelson_daemon::Informer;
 
 use super::translate::NodeSettings;
 use crate::cri::Cri;
@@ -20,8 +20,8 @@ pub struct Context {
     pub host_ip: String,
     pub metrics: Arc<Metrics>,
     pub events: super::events::Recorder,
-    /// Latest version of every pod bound to this node, by UID.
-    pub pods: RwLock<HashMap<String, Arc<Pod>>>,
+    /// Latest version of every pod bound to this node, by UID (filled by the pod manager).
+    pub pods: Informer<Arc<Pod>>,
     /// The `kubernetes` Service's link variables, given to every container.
     pub service_links: super::service_env::ServiceLinks,
     /// Service-account tokens of the pods' projected volumes.
@@ -30,11 +30,11 @@ pub struct Context {
 
 impl Context {
     pub fn pod(&self, uid: &str) -> Option<Arc<Pod>> {
-        self.pods.read().ok().and_then(|p| p.get(uid).cloned())
+        self.pods.get(uid)
     }
 
     pub fn find(&self, namespace: &str, name: &str) -> Option<Arc<Pod>> {
-        let pods = self.pods.read().ok()?;
+        let pods = self.pods.read();
         pods.values()
             .find(|p| {
                 p.metadata.namespace.as_deref() == Some(namespace)

@@ -2,12 +2,12 @@
 //! relists the runtime every second so container exits are noticed within two seconds, and
 //! tears down runtime pods the API no longer has.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
+use keelson_daemon::Change;
 use kube::runtime::watcher;
 use kube::Api;
 use tokio::sync::{mpsc, Mutex};
@@ -69,72 +69,57 @@ impl Manager {
             .set(i64::try_from(workers.len()).unwrap_or(0));
     }
 
-    /// Runs the pod watch; never returns unless the watch stream ends.
-    pub async fn watch(self: Arc<Self>, synced: Arc<tokio::sync::Notify>) {
+    /// Starts the pod watch into `ctx.pods`; each change pokes the workers it concerns.
+    pub fn watch(self: Arc<Self>) {
         let api: Api<Pod> = Api::all(self.ctx.client.clone());
         let config = watcher::Config::default()
             .fields(&format!("spec.nodeName={}", self.ctx.settings.node_name));
-        let mut stream = watcher(api, config).boxed();
-        let mut listing: HashSet<String> = HashSet::new();
-        while let Some(event) = stream.next().await {
-            match event {
-                Ok(watcher::Event::Init) => listing.clear(),
-                Ok(watcher::Event::InitApply(pod)) => {
-                    if let Some(uid) = pod.metadata.uid.clone() {
-                        listing.insert(uid.clone());
-                        self.upsert(uid, pod).await;
+        let uid = |p: &Pod| p.metadata.uid.clone();
+        let manager = self.clone();
+        self.ctx.pods.start(
+            api,
+            config,
+            uid,
+            |p| Some(Arc::new(p)),
+            move |change| {
+                let manager = manager.clone();
+                async move { manager.changed(change).await }
+            },
+        );
+    }
+
+    /// Pokes the workers of pods that appeared, went, or changed in what they act on.
+    async fn changed(&self, change: Change<Arc<Pod>>) {
+        match change {
+            Change::Applied { key, old } => {
+                // A status-only update (mostly the agent's own write coming back) needs no
+                // runtime sync.
+                let new = self.ctx.pod(&key);
+                if old.zip(new).is_none_or(|(old, new)| needs_sync(&old, &new)) {
+                    self.poke(&key).await;
+                }
+            }
+            Change::Deleted { key, .. } => self.poke(&key).await,
+            Change::Relisted { previous } => {
+                let current: Vec<(String, Arc<Pod>)> = self
+                    .ctx
+                    .pods
+                    .read()
+                    .iter()
+                    .map(|(k, p)| (k.clone(), p.clone()))
+                    .collect();
+                for (uid, pod) in &current {
+                    if previous.get(uid).is_none_or(|old| needs_sync(old, pod)) {
+                        self.poke(uid).await;
                     }
                 }
-                Ok(watcher::Event::InitDone) => {
-                    let gone: Vec<String> = match self.ctx.pods.read() {
-                        Ok(pods) => pods
-                            .keys()
-                            .filter(|k| !listing.contains(*k))
-                            .cloned()
-                            .collect(),
-                        Err(_) => Vec::new(),
-                    };
-                    for uid in gone {
-                        self.remove(&uid).await;
+                for uid in previous.keys() {
+                    if !current.iter().any(|(k, _)| k == uid) {
+                        self.poke(uid).await;
                     }
-                    synced.notify_waiters();
-                    synced.notify_one();
-                }
-                Ok(watcher::Event::Apply(pod)) => {
-                    if let Some(uid) = pod.metadata.uid.clone() {
-                        self.upsert(uid, pod).await;
-                    }
-                }
-                Ok(watcher::Event::Delete(pod)) => {
-                    if let Some(uid) = pod.metadata.uid.clone() {
-                        self.remove(&uid).await;
-                    }
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "pod watch error; retrying");
-                    tokio::time::sleep(Duration::from_secs(1)).await;
                 }
             }
         }
-    }
-
-    async fn upsert(&self, uid: String, pod: Pod) {
-        let previous = match self.ctx.pods.write() {
-            Ok(mut pods) => pods.insert(uid.clone(), Arc::new(pod.clone())),
-            Err(_) => None,
-        };
-        // A status-only update (mostly the agent's own write coming back) needs no runtime sync.
-        if previous.is_some_and(|p| !needs_sync(&p, &pod)) {
-            return;
-        }
-        self.poke(&uid).await;
-    }
-
-    async fn remove(&self, uid: &str) {
-        if let Ok(mut pods) = self.ctx.pods.write() {
-            pods.remove(uid);
-        }
-        self.poke(uid).await;
     }
 
     /// Lists this node's sandboxes and containers every second; a pod whose runtime state

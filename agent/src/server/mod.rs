@@ -84,12 +84,9 @@ async fn pods(State(ctx): State<Arc<Context>>) -> Response {
     let items: Vec<serde_json::Value> = ctx
         .pods
         .read()
-        .map(|p| {
-            p.values()
-                .filter_map(|pod| serde_json::to_value(pod.as_ref()).ok())
-                .collect()
-        })
-        .unwrap_or_default();
+        .values()
+        .filter_map(|pod| serde_json::to_value(pod.as_ref()).ok())
+        .collect();
     let list = serde_json::json!({ "kind": "PodList", "apiVersion": "v1", "metadata": {}, "items": items });
     (
         [(header::CONTENT_TYPE, "application/json")],

@@ -6,10 +6,10 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
 use ipnetwork::Ipv4Network;
 use k8s_openapi::api::core::v1::Node;
 use keelson_apimachinery::well_known::{BACKEND_TYPE_ANNOTATION, VXLAN_VTEP_MAC_ANNOTATION};
+use keelson_daemon::{inform, Changes};
 use keelson_netlink::link::format_mac;
 use kube::api::{Patch, PatchParams};
 use kube::runtime::watcher;
@@ -76,8 +76,19 @@ pub async fn run(
     if let Some(v) = vtep {
         tracing::info!(device = vxlan::DEVICE, mac = %format_mac(&v.mac), "vxlan VTEP ready");
     }
-    let mut stream = watcher(api.clone(), watcher::Config::default()).boxed();
-    let mut cache = NodeCache::default();
+    // Every change wakes one sync of the Nodes as they are then (bursts are one sync).
+    let changes = Changes::default();
+    let wake = changes.clone();
+    let nodes = inform(
+        api.clone(),
+        watcher::Config::default(),
+        |n: &Node| n.metadata.name.clone(),
+        Some,
+        move |_| {
+            wake.notify();
+            futures::future::ready(())
+        },
+    );
     let mut syncer = Syncer {
         me: me.clone(),
         cfg,
@@ -85,16 +96,14 @@ pub async fn run(
         last: None,
         refused: BTreeMap::new(),
     };
-    while let Some(event) = stream.next().await {
-        if !cache.apply(event).await {
+    loop {
+        changes.changed().await;
+        if !nodes.is_synced() {
             continue;
         }
+        let current = nodes.read().clone();
         // A Node recreated (or edited) without our VTEP: publish it again, or peers lose us.
-        if cache
-            .nodes
-            .get(&me)
-            .is_some_and(|own| !announces(own, vtep))
-        {
+        if current.get(&me).is_some_and(|own| !announces(own, vtep)) {
             let patch = annotations(vtep);
             if let Err(e) = api
                 .patch(&me, &PatchParams::default(), &Patch::Merge(&patch))
@@ -103,43 +112,7 @@ pub async fn run(
                 tracing::warn!(error = %e, "re-annotating Node {me} with its VTEP failed");
             }
         }
-        syncer.sync(&cache.nodes).await;
-    }
-}
-
-/// The Nodes as the watch tells them, complete once the first listing is done.
-#[derive(Default)]
-struct NodeCache {
-    nodes: BTreeMap<String, Node>,
-    listing: Option<BTreeMap<String, Node>>,
-}
-
-impl NodeCache {
-    /// Takes one watch event; true when the nodes are complete and may have changed.
-    async fn apply(&mut self, event: Result<watcher::Event<Node>, watcher::Error>) -> bool {
-        let name = |n: &Node| n.metadata.name.clone().unwrap_or_default();
-        match event {
-            Ok(watcher::Event::Init) => self.listing = Some(BTreeMap::new()),
-            Ok(watcher::Event::InitApply(n)) => {
-                if let Some(l) = self.listing.as_mut() {
-                    l.insert(name(&n), n);
-                }
-                return false;
-            }
-            Ok(watcher::Event::InitDone) => self.nodes = self.listing.take().unwrap_or_default(),
-            Ok(watcher::Event::Apply(n)) => {
-                self.nodes.insert(name(&n), n);
-            }
-            Ok(watcher::Event::Delete(n)) => {
-                self.nodes.remove(&name(&n));
-            }
-            Err(e) => {
-                tracing::warn!(error = %e, "node watch error; retrying");
-                tokio::time::sleep(Duration::from_secs(1)).await;
-                return false;
-            }
-        }
-        true
+        syncer.sync(&current).await;
     }
 }
 

@@ -1,9 +1,8 @@
 //! The pod worker against the fake CRI runtime and a recording fake API server: the calls it
 //! makes and the status it writes, without root or containerd.
 
-use std::collections::HashMap;
 use std::convert::Infallible;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http_body_util::{BodyExt, Full};
@@ -120,7 +119,7 @@ fn fixture() -> Fixture {
         root: root.path().to_path_buf(),
         host_ip: "172.31.0.2".into(),
         metrics: Arc::new(Metrics::new()),
-        pods: RwLock::new(HashMap::new()),
+        pods: Default::default(),
         service_links: no_services(),
         tokens: Default::default(),
     });
