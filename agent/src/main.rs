@@ -182,9 +182,62 @@ async fn load_balancer(flags: LoadBalancerFlags) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `keelson-agent join`: the CA checked and the bootstrap kubeconfig written, before the node
+/// starts (scripts/join).
+#[derive(Parser, Debug)]
+struct JoinFlags {
+    /// The API server, https://HOST:PORT.
+    server: String,
+    /// The bootstrap token, ID.SECRET (scripts/token create).
+    #[arg(long)]
+    token: String,
+    /// sha256:HEX of the cluster CA's public key: the CA read from cluster-info must have it.
+    #[arg(long, required_unless_present = "ca_file", conflicts_with = "ca_file")]
+    ca_cert_hash: Option<String>,
+    /// A CA file already on this machine to trust instead (the API server's own node).
+    #[arg(long)]
+    ca_file: Option<PathBuf>,
+    /// Where ca.crt and bootstrap.kubeconfig are written.
+    #[arg(long)]
+    dir: PathBuf,
+}
+
+async fn join(flags: JoinFlags) -> anyhow::Result<()> {
+    use keelson_agent::bootstrap::join::{join, Join, Trust};
+    let ca = match (flags.ca_cert_hash, flags.ca_file) {
+        (Some(hash), _) => Trust::Pin(hash),
+        (None, Some(file)) => Trust::File(file),
+        (None, None) => anyhow::bail!("--ca-cert-hash or --ca-file is needed"),
+    };
+    let pinned = matches!(ca, Trust::Pin(_));
+    let j = Join {
+        server: flags.server,
+        token: flags.token,
+        ca,
+        dir: flags.dir,
+    };
+    let kubeconfig = join(&j).await?;
+    if pinned {
+        println!("the CA of {} matches the hash given", j.server);
+    }
+    println!("wrote {}", kubeconfig.display());
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     keelson_daemon::init_logging();
+    if std::env::args().nth(1).as_deref() == Some("join") {
+        let args = std::env::args().skip(2);
+        let flags =
+            JoinFlags::parse_from(std::iter::once("keelson-agent join".to_string()).chain(args));
+        // The error alone, as a command-line tool says it (no backtrace).
+        if let Err(e) = join(flags).await {
+            eprintln!("keelson-agent join: {e}");
+            std::process::exit(1);
+        }
+        return Ok(());
+    }
     if std::env::args().nth(1).as_deref() == Some("load-balancer") {
         let args = std::env::args().skip(2);
         let flags = LoadBalancerFlags::parse_from(

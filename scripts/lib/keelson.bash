@@ -103,32 +103,6 @@ wait_for() { # what, seconds, command...
   exit 1
 }
 
-# A kubeconfig that authenticates with a bootstrap token: server, CA file, token, output file.
-write_bootstrap_kubeconfig() {
-  local server=$1 ca=$2 token=$3 out=$4
-  mkdir -p "$(dirname "$out")"
-  (umask 077 && cat >"$out.tmp" <<KC
-apiVersion: v1
-kind: Config
-clusters:
-- name: keelson
-  cluster:
-    server: $server
-    certificate-authority-data: $(base64 -w0 <"$ca")
-users:
-- name: bootstrap
-  user:
-    token: $token
-contexts:
-- name: bootstrap
-  context:
-    cluster: keelson
-    user: bootstrap
-current-context: bootstrap
-KC
-  ) && mv "$out.tmp" "$out"
-}
-
 # A component's own kubeconfig (scripts/up, which holds the cluster CA): API server data dir,
 # server URL, user, output file, then groups. A client certificate for that user, a year long.
 write_component_kubeconfig() {

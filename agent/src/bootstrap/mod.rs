@@ -6,6 +6,7 @@
 //! token nor any admin credentials.
 
 pub mod csr;
+pub mod join;
 pub mod kubeconfig;
 
 use std::io::Write;
