@@ -42,6 +42,11 @@ async fn run() -> anyhow::Result<()> {
         keelson_apiserver::kubeconfig::write(&opts.data_dir, &id, out)?;
         return Ok(());
     }
+    if let Some(Command::EtcdPki { dir }) = &opts.command {
+        keelson_apiserver::certs::ensure_etcd_pki(dir)?;
+        println!("etcd PKI in {}", dir.display());
+        return Ok(());
+    }
     if let Some(Command::Migrate(args)) = &opts.command {
         let progress = |done, total| eprintln!("copied {done}/{total} objects");
         let report = keelson_apiserver::migrate::run(args, progress).await?;

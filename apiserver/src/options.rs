@@ -186,6 +186,12 @@ pub enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Makes a local etcd member's PKI in --dir once (ca.crt, server.crt for 127.0.0.1 and
+    /// localhost, apiserver-etcd-client.crt with their keys) and keeps it: scripts/up's etcd.
+    EtcdPki {
+        #[arg(long)]
+        dir: PathBuf,
+    },
     /// Copies every stored object from a stopped server's SQLite store into etcd
     /// (--from sqlite:DIR --to etcd:URL); then start the server with --etcd-servers.
     Migrate(MigrateArgs),

@@ -186,7 +186,46 @@ fn an_etcd_outage_is_503_and_not_ready_until_etcd_returns() {
 /// --etcd-certfile and --etcd-keyfile flags get the server in; etcd refuses a client without.
 #[test]
 fn etcd_with_client_certificates() {
-    let etcd = Etcd::start_tls();
+    served_on_tls_etcd(Etcd::start_tls());
+}
+
+/// The PKI `keelson-apiserver etcd-pki` makes (scripts/up's local etcd): etcd serves with it and
+/// takes the API server's client certificate; made again, it is kept (same CA).
+#[test]
+fn etcd_with_the_pki_etcd_pki_makes() {
+    let made = |dir: &Path| {
+        let pki = dir.join("pki");
+        for _ in 0..2 {
+            let out = std::process::Command::new(keelson_testing::binary("keelson-apiserver"))
+                .args(["etcd-pki", "--dir"])
+                .arg(&pki)
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        keelson_testing::tls::TestPki {
+            ca: pki.join("ca.crt"),
+            server_cert: pki.join("server.crt"),
+            server_key: pki.join("server.key"),
+            client_cert: pki.join("apiserver-etcd-client.crt"),
+            client_key: pki.join("apiserver-etcd-client.key"),
+        }
+    };
+    let etcd = Etcd::start_with_pki(|dir| {
+        let pki = made(dir);
+        let ca = std::fs::read(&pki.ca).unwrap();
+        let again = made(dir);
+        assert_eq!(std::fs::read(&again.ca).unwrap(), ca, "the CA is kept");
+        pki
+    });
+    served_on_tls_etcd(etcd);
+}
+
+fn served_on_tls_etcd(etcd: Etcd) {
     let pki = etcd.tls.clone().unwrap();
     let path = |p: &Path| p.to_str().unwrap().to_string();
     let flags = [

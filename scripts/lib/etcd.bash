@@ -22,29 +22,10 @@ if [ -n "${KEELSON_ETCD_SERVERS:-}" ]; then
     ${KEELSON_ETCD_KEYFILE:+--etcd-keyfile "$KEELSON_ETCD_KEYFILE"})
 fi
 
-# Signs a P-256 key's certificate with the etcd CA: name, subject CN, extensions.
-etcd_sign() {
-  local name=$1 cn=$2 ext=$3
-  openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -subj "/CN=$cn" \
-    -keyout "$etcd_pki/$name.key" -out "$etcd_pki/$name.csr" 2>/dev/null
-  openssl x509 -req -in "$etcd_pki/$name.csr" -CA "$etcd_pki/ca.crt" -CAkey "$etcd_pki/ca.key" \
-    -CAcreateserial -days 3650 -out "$etcd_pki/$name.crt" -extfile <(printf '%s\n' "$ext") 2>/dev/null
-  rm -f "$etcd_pki/$name.csr"
-}
-
 # The etcd CA, etcd's serving certificate (127.0.0.1) and the API server's client certificate,
 # made once and kept (a restart must find the same CA).
 make_etcd_pki() {
-  [ -s "$etcd_pki/apiserver-etcd-client.crt" ] && return 0
-  (umask 077 && mkdir -p "$etcd_pki")
-  (
-    umask 077
-    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 3650 \
-      -subj /CN=keelson-etcd-ca -keyout "$etcd_pki/ca.key" -out "$etcd_pki/ca.crt" 2>/dev/null
-    etcd_sign server keelson-etcd \
-      "$(printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth')"
-    etcd_sign apiserver-etcd-client kube-apiserver-etcd-client 'extendedKeyUsage=clientAuth'
-  )
+  "$bin/keelson-apiserver" etcd-pki --dir "$etcd_pki" >/dev/null
 }
 
 # etcdctl as the API server (its client certificate).

@@ -39,21 +39,27 @@ impl Etcd {
     /// One member serving clients over HTTPS only to clients with a certificate of its CA
     /// (`tls.client_cert`), as kubeadm runs etcd.
     pub fn start_tls() -> Etcd {
-        Etcd::build(1, true)
+        Etcd::build(1, |dir| Some(test_pki(dir, "kube-apiserver-etcd-client")))
+    }
+
+    /// One member over HTTPS with the PKI `make` writes into the directory it is given (e.g.
+    /// the one `keelson-apiserver etcd-pki` makes, to prove etcd takes it).
+    pub fn start_with_pki(make: impl FnOnce(&std::path::Path) -> TestPki) -> Etcd {
+        Etcd::build(1, |dir| Some(make(dir)))
     }
 
     /// `n` members forming one cluster, each started; returns once the cluster has a leader.
     pub fn cluster(n: usize) -> Etcd {
-        Etcd::build(n, false)
+        Etcd::build(n, |_| None)
     }
 
-    fn build(n: usize, tls: bool) -> Etcd {
+    fn build(n: usize, pki: impl FnOnce(&std::path::Path) -> Option<TestPki>) -> Etcd {
         crate::require_tools(&["etcd", "etcdctl"]);
         let dir = tempfile::Builder::new()
             .prefix("keelson-etcd-test")
             .tempdir()
             .expect("a temporary directory for etcd");
-        let tls = tls.then(|| test_pki(dir.path(), "kube-apiserver-etcd-client"));
+        let tls = pki(dir.path());
         let scheme = if tls.is_some() { "https" } else { "http" };
         let members: Vec<EtcdMember> = (0..n)
             .map(|i| {

@@ -166,3 +166,84 @@ pub fn kubeconfig(server: &str, ca_pem: Option<&str>, token: &str) -> String {
         "apiVersion: v1\nkind: Config\nclusters:\n- name: keelson\n  cluster:\n    server: {server}\n{cluster}users:\n- name: admin\n  user:\n    token: {token}\ncontexts:\n- name: keelson\n  context:\n    cluster: keelson\n    user: admin\ncurrent-context: keelson\n"
     )
 }
+
+/// The files of a local etcd member's PKI (`keelson-apiserver etcd-pki`, as kubeadm makes
+/// etcd's): a CA of its own, etcd's serving certificate and the API server's client certificate.
+pub struct EtcdPki {
+    pub ca: PathBuf,
+    pub server_cert: PathBuf,
+    pub server_key: PathBuf,
+    pub client_cert: PathBuf,
+    pub client_key: PathBuf,
+}
+
+/// Makes the etcd PKI in `dir` once and keeps it (a restarted etcd must find the same CA):
+/// P-256 keys; etcd serves as 127.0.0.1 and localhost (serverAuth and clientAuth, as kubeadm's
+/// etcd server certificate); the API server is CN kube-apiserver-etcd-client (clientAuth).
+pub fn ensure_etcd_pki(dir: &Path) -> Result<EtcdPki, CertError> {
+    let pki = EtcdPki {
+        ca: dir.join("ca.crt"),
+        server_cert: dir.join("server.crt"),
+        server_key: dir.join("server.key"),
+        client_cert: dir.join("apiserver-etcd-client.crt"),
+        client_key: dir.join("apiserver-etcd-client.key"),
+    };
+    if std::fs::metadata(&pki.client_cert).is_ok_and(|m| m.len() > 0) {
+        return Ok(pki);
+    }
+    let io = |source| CertError::Io {
+        path: dir.into(),
+        source,
+    };
+    std::fs::create_dir_all(dir).map_err(io)?;
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(io)?;
+    let ca_params = || -> Result<CertificateParams, CertError> {
+        let mut p = ca_params()?;
+        p.distinguished_name = rcgen::DistinguishedName::new();
+        p.distinguished_name
+            .push(DnType::CommonName, "keelson-etcd-ca");
+        Ok(p)
+    };
+    let ca_key = KeyPair::generate()?;
+    let ca_cert = ca_params()?.self_signed(&ca_key)?;
+    write_private(&dir.join("ca.key"), &ca_key.serialize_pem())?;
+    let issuer = Issuer::new(ca_params()?, ca_key);
+    let leaf = |cn: &str, sans: Vec<SanType>, usages: Vec<ExtendedKeyUsagePurpose>| {
+        let key = KeyPair::generate()?;
+        let mut params = CertificateParams::new(Vec::<String>::new())?;
+        params.distinguished_name.push(DnType::CommonName, cn);
+        params.subject_alt_names = sans;
+        params.extended_key_usages = usages;
+        params.key_usages = vec![
+            KeyUsagePurpose::DigitalSignature,
+            KeyUsagePurpose::KeyEncipherment,
+        ];
+        params.not_after = rcgen::date_time_ymd(2035, 1, 1);
+        let cert = params.signed_by(&key, &issuer)?;
+        Ok::<_, CertError>((cert.pem(), key.serialize_pem()))
+    };
+    let (crt, key) = leaf(
+        "keelson-etcd",
+        vec![
+            SanType::IpAddress(IpAddr::from([127, 0, 0, 1])),
+            SanType::DnsName("localhost".try_into()?),
+        ],
+        vec![
+            ExtendedKeyUsagePurpose::ServerAuth,
+            ExtendedKeyUsagePurpose::ClientAuth,
+        ],
+    )?;
+    write_private(&pki.server_key, &key)?;
+    write_private(&pki.server_cert, &crt)?;
+    let (crt, key) = leaf(
+        "kube-apiserver-etcd-client",
+        Vec::new(),
+        vec![ExtendedKeyUsagePurpose::ClientAuth],
+    )?;
+    write_private(&pki.client_key, &key)?;
+    // The CA before the client certificate: the latter's presence means the PKI is whole.
+    write_private(&pki.ca, &ca_cert.pem())?;
+    write_private(&pki.client_cert, &crt)?;
+    Ok(pki)
+}
