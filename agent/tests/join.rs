@@ -76,3 +76,61 @@ fn the_ca_is_trusted_only_with_its_pin_and_the_kubeconfig_authenticates_the_toke
         String::from_utf8_lossy(&whoami.stderr)
     );
 }
+
+/// `keelson-apiserver token create --print-join-command` prints what joins: its URL, token and
+/// pin work with `keelson-agent join`; `token list` shows the token and `token delete` ends it.
+#[test]
+fn a_token_and_join_command_made_by_keelson_apiserver_token_join() {
+    let server = Apiserver::start();
+    let token = |args: &[&str]| {
+        let out = Command::new(binary("keelson-apiserver"))
+            .arg("token")
+            .args(args)
+            .arg("--kubeconfig")
+            .arg(server.kubeconfig())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "token {args:?}: {stderr}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let command = token(&["create", "--ttl", "10m", "--print-join-command"]);
+    let words: Vec<&str> = command.split_whitespace().collect();
+    let [join_script, url, "--token", tok, "--ca-cert-hash", hash] = words[..] else {
+        panic!("not a join command: {command}");
+    };
+    assert_eq!(join_script, "scripts/join");
+    let id = tok.split('.').next().unwrap();
+    assert!(token(&["list"]).contains(id));
+
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(binary("keelson-agent"))
+        .args(["join", url, "--token", tok, "--ca-cert-hash", hash, "--dir"])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let kubeconfig = dir.path().join("bootstrap.kubeconfig");
+    let whoami = || {
+        let out = Kubectl::new(&kubeconfig).output(&[
+            "auth",
+            "whoami",
+            "-o",
+            "jsonpath={.status.userInfo.username}",
+        ]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert_eq!(whoami(), format!("system:bootstrap:{id}"));
+
+    token(&["delete", id]);
+    assert!(!token(&["list"]).contains(id));
+    assert_ne!(
+        whoami(),
+        format!("system:bootstrap:{id}"),
+        "a deleted token still works"
+    );
+}

@@ -23,6 +23,7 @@ pub mod rest;
 pub mod serve;
 pub mod server;
 pub mod status;
+pub mod token;
 
 /// The kinds served and their scope: one table, shared with the per-kind rules.
 pub use keelson_apiserver_registry::resources;

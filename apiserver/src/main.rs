@@ -42,6 +42,10 @@ async fn run() -> anyhow::Result<()> {
         keelson_apiserver::kubeconfig::write(&opts.data_dir, &id, out)?;
         return Ok(());
     }
+    if let Some(Command::Token(args)) = &opts.command {
+        print!("{}", keelson_apiserver::token::run(args).await?);
+        return Ok(());
+    }
     if let Some(Command::EtcdPki { dir }) = &opts.command {
         keelson_apiserver::certs::ensure_etcd_pki(dir)?;
         println!("etcd PKI in {}", dir.display());

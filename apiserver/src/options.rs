@@ -186,6 +186,9 @@ pub enum Command {
         #[arg(long)]
         out: PathBuf,
     },
+    /// Bootstrap tokens, as `kubeadm token`: create [--ttl 24h] [--description TEXT]
+    /// [--print-join-command], list, delete ID.
+    Token(crate::token::TokenArgs),
     /// Makes a local etcd member's PKI in --dir once (ca.crt, server.crt for 127.0.0.1 and
     /// localhost, apiserver-etcd-client.crt with their keys) and keeps it: scripts/up's etcd.
     EtcdPki {

@@ -14,7 +14,6 @@ use kube::config::{
     AuthInfo, Cluster, Context, Kubeconfig, NamedAuthInfo, NamedCluster, NamedContext,
 };
 use tokio::net::TcpStream;
-use x509_parser::pem::parse_x509_pem;
 
 /// What the user asked for; `ca` is the pin, or a CA file already on this machine (the API
 /// server's own node, as kubeadm's file discovery).
@@ -62,10 +61,11 @@ pub async fn join(j: &Join) -> Result<PathBuf, JoinError> {
         Trust::Pin(want) => {
             check_hash(want)?;
             let pem = discover_ca(&j.server).await?;
-            let have = ca_cert_hash(&pem).map_err(|why| JoinError::ClusterInfo {
-                server: j.server.clone(),
-                why,
-            })?;
+            let have =
+                keelson_daemon::x509::ca_cert_hash(&pem).map_err(|why| JoinError::ClusterInfo {
+                    server: j.server.clone(),
+                    why,
+                })?;
             if &have != want {
                 return Err(JoinError::Mismatch {
                     have,
@@ -80,7 +80,7 @@ pub async fn join(j: &Join) -> Result<PathBuf, JoinError> {
                 why,
             };
             let pem = std::fs::read(path).map_err(|e| ca_file(e.to_string()))?;
-            ca_cert_hash(&pem).map_err(ca_file)?;
+            keelson_daemon::x509::ca_cert_hash(&pem).map_err(ca_file)?;
             pem
         }
     };
@@ -89,19 +89,6 @@ pub async fn join(j: &Join) -> Result<PathBuf, JoinError> {
     let text = bootstrap_kubeconfig(&j.server, &ca_pem, &j.token);
     write(&kubeconfig, text.as_bytes())?;
     Ok(kubeconfig)
-}
-
-/// `sha256:<hex>` of the first certificate's DER SubjectPublicKeyInfo in `pem`, as kubeadm
-/// prints and checks `--discovery-token-ca-cert-hash`.
-pub fn ca_cert_hash(pem: &[u8]) -> Result<String, String> {
-    let (_, block) = parse_x509_pem(pem).map_err(|e| format!("not a PEM certificate: {e}"))?;
-    let cert = block
-        .parse_x509()
-        .map_err(|e| format!("not an X.509 certificate: {e}"))?;
-    let spki = cert.tbs_certificate.subject_pki.raw;
-    let digest = ring::digest::digest(&ring::digest::SHA256, spki);
-    let hex: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
-    Ok(format!("sha256:{hex}"))
 }
 
 fn check_token(token: &str) -> Result<(), JoinError> {
@@ -264,25 +251,11 @@ fn write(path: &Path, bytes: &[u8]) -> Result<(), JoinError> {
 mod tests {
     use super::*;
 
-    fn ca() -> (String, rcgen::KeyPair) {
+    fn ca() -> String {
         let key = rcgen::KeyPair::generate().unwrap();
         let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
         params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
-        (params.self_signed(&key).unwrap().pem(), key)
-    }
-
-    #[test]
-    fn the_hash_is_of_the_public_key_as_kubeadm_prints_it() {
-        let (pem, key) = ca();
-        // The SubjectPublicKeyInfo from the key's own PEM, not from the certificate.
-        let (_, spki) = parse_x509_pem(key.public_key_pem().as_bytes()).unwrap();
-        let want = ring::digest::digest(&ring::digest::SHA256, &spki.contents);
-        let hex: String = want.as_ref().iter().map(|b| format!("{b:02x}")).collect();
-        assert_eq!(
-            ca_cert_hash(pem.as_bytes()).unwrap(),
-            format!("sha256:{hex}")
-        );
-        assert!(ca_cert_hash(b"not a certificate").is_err());
+        params.self_signed(&key).unwrap().pem()
     }
 
     #[test]
@@ -309,7 +282,7 @@ mod tests {
 
     #[test]
     fn the_ca_comes_from_cluster_info_and_goes_into_the_bootstrap_kubeconfig() {
-        let (pem, _) = ca();
+        let pem = ca();
         let info = bootstrap_kubeconfig("https://10.0.0.1:6443", pem.as_bytes(), "x");
         let cm = serde_json::json!({"data": {"kubeconfig": info}});
         let got = ca_of_cluster_info(cm.to_string().as_bytes()).unwrap();
