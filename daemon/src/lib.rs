@@ -10,6 +10,7 @@ pub mod connections;
 pub mod events;
 pub mod health;
 pub mod hostname;
+pub mod http_get;
 pub mod informer;
 pub mod lb;
 pub mod leader;

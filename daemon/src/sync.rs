@@ -27,6 +27,17 @@ impl Changes {
         self.0.notified().await;
     }
 
+    /// An informer hook (`crate::inform`) that notifies on every change.
+    pub fn on_change<T>(
+        &self,
+    ) -> impl FnMut(crate::informer::Change<T>) -> futures::future::Ready<()> + Send + 'static {
+        let changes = self.clone();
+        move |_| {
+            changes.notify();
+            futures::future::ready(())
+        }
+    }
+
     /// Forgets a change already noticed (the sync about to run covers it).
     pub fn clear(&self) {
         use futures::FutureExt;

@@ -10,7 +10,7 @@ use std::net::Ipv4Addr;
 
 use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use keelson_daemon::{inform, namespaced_name, Change, Changes, Informer};
+use keelson_daemon::{inform, namespaced_name, Changes, Informer};
 use kube::runtime::watcher;
 use kube::{Api, Client};
 
@@ -32,36 +32,27 @@ pub fn start(client: Client, node_name: &str, changes: &Changes) -> KubeInputs {
         watcher::Config::default(),
         namespaced_name,
         |s| from_k8s::service_info(&s),
-        wake(changes),
+        changes.on_change(),
     );
     let slices = inform(
         Api::<EndpointSlice>::all(client.clone()),
         watcher::Config::default(),
         namespaced_name,
         |s| from_k8s::slice_info(&s),
-        wake(changes),
+        changes.on_change(),
     );
     let node = inform(
         Api::<Node>::all(client),
         watcher::Config::default().fields(&format!("metadata.name={node_name}")),
         namespaced_name,
         |n| Some(from_k8s::node_ips(&n)),
-        wake(changes),
+        changes.on_change(),
     );
     KubeInputs {
         node_name: node_name.to_string(),
         services,
         slices,
         node,
-    }
-}
-
-/// The hook of every input: any change wakes the sync loop.
-fn wake<T>(changes: &Changes) -> impl FnMut(Change<T>) -> futures::future::Ready<()> {
-    let changes = changes.clone();
-    move |_| {
-        changes.notify();
-        futures::future::ready(())
     }
 }
 

@@ -8,8 +8,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use base64::Engine;
-use http_body_util::BodyExt;
-use hyper_util::rt::TokioIo;
 use kube::config::{
     AuthInfo, Cluster, Context, Kubeconfig, NamedAuthInfo, NamedCluster, NamedContext,
 };
@@ -143,24 +141,8 @@ async fn discover_ca(server: &str) -> Result<Vec<u8>, JoinError> {
             .connect(name, tcp)
             .await
             .map_err(|e| e.to_string())?;
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls))
-            .await
-            .map_err(|e| e.to_string())?;
-        tokio::spawn(conn);
-        let req = http::Request::get("/api/v1/namespaces/kube-public/configmaps/cluster-info")
-            .header(http::header::HOST, authority)
-            .header(http::header::ACCEPT, "application/json")
-            .body(http_body_util::Empty::<bytes::Bytes>::new())
-            .map_err(|e| e.to_string())?;
-        let resp = sender.send_request(req).await.map_err(|e| e.to_string())?;
-        let status = resp.status();
-        let body = resp
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| e.to_string())?
-            .to_bytes();
-        Ok::<_, String>((status, body))
+        let path = "/api/v1/namespaces/kube-public/configmaps/cluster-info";
+        keelson_daemon::http_get::get(tls, authority, path, Some("application/json")).await
     };
     let (status, body) = tokio::time::timeout(std::time::Duration::from_secs(10), connect)
         .await

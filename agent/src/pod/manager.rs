@@ -101,22 +101,14 @@ impl Manager {
             }
             Change::Deleted { key, .. } => self.poke(&key).await,
             Change::Relisted { previous } => {
-                let current: Vec<(String, Arc<Pod>)> = self
-                    .ctx
-                    .pods
-                    .read()
-                    .iter()
-                    .map(|(k, p)| (k.clone(), p.clone()))
-                    .collect();
+                let current = self.ctx.pods.read().clone();
                 for (uid, pod) in &current {
                     if previous.get(uid).is_none_or(|old| needs_sync(old, pod)) {
                         self.poke(uid).await;
                     }
                 }
-                for uid in previous.keys() {
-                    if !current.iter().any(|(k, _)| k == uid) {
-                        self.poke(uid).await;
-                    }
+                for uid in previous.keys().filter(|k| !current.contains_key(*k)) {
+                    self.poke(uid).await;
                 }
             }
         }

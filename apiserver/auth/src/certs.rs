@@ -198,7 +198,7 @@ pub fn ensure_etcd_pki(dir: &Path) -> Result<EtcdPki, CertError> {
     std::fs::create_dir_all(dir).map_err(io)?;
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700)).map_err(io)?;
-    let ca_params = || -> Result<CertificateParams, CertError> {
+    let etcd_ca = || -> Result<CertificateParams, CertError> {
         let mut p = ca_params()?;
         p.distinguished_name = rcgen::DistinguishedName::new();
         p.distinguished_name
@@ -206,9 +206,9 @@ pub fn ensure_etcd_pki(dir: &Path) -> Result<EtcdPki, CertError> {
         Ok(p)
     };
     let ca_key = KeyPair::generate()?;
-    let ca_cert = ca_params()?.self_signed(&ca_key)?;
+    let ca_cert = etcd_ca()?.self_signed(&ca_key)?;
     write_private(&dir.join("ca.key"), &ca_key.serialize_pem())?;
-    let issuer = Issuer::new(ca_params()?, ca_key);
+    let issuer = Issuer::new(etcd_ca()?, ca_key);
     let leaf = |cn: &str, sans: Vec<SanType>, usages: Vec<ExtendedKeyUsagePurpose>| {
         let key = KeyPair::generate()?;
         let mut params = CertificateParams::new(Vec::<String>::new())?;

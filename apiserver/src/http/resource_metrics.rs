@@ -13,7 +13,6 @@ use crate::rest::{Api, Filter, ListParams};
 use crate::status::{ApiError, ApiResult};
 use axum::response::Response;
 use http::{Method, StatusCode};
-use http_body_util::BodyExt;
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -257,26 +256,13 @@ async fn summaries(api: &Api, kubelet: &KubeletClient, nodes: &[&str]) -> BTreeM
 
 async fn summary(kubelet: &KubeletClient, addr: &str, port: u16) -> Result<Value, String> {
     let tls = kubelet.connect(addr, port).await?;
-    let io = hyper_util::rt::TokioIo::new(tls);
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(io)
-        .await
-        .map_err(|e| e.to_string())?;
-    tokio::spawn(conn);
-    let req = http::Request::get("/stats/summary?only_cpu_and_memory=true")
-        .header(http::header::HOST, addr)
-        .body(http_body_util::Empty::<bytes::Bytes>::new())
-        .map_err(|e| e.to_string())?;
-    let resp = sender.send_request(req).await.map_err(|e| e.to_string())?;
-    let status = resp.status();
-    let body = resp
-        .into_body()
-        .collect()
-        .await
-        .map_err(|e| e.to_string())?;
+    let (status, body) =
+        keelson_daemon::http_get::get(tls, addr, "/stats/summary?only_cpu_and_memory=true", None)
+            .await?;
     if !status.is_success() {
         return Err(format!("/stats/summary answered {status}"));
     }
-    serde_json::from_slice(&body.to_bytes()).map_err(|e| format!("/stats/summary: {e}"))
+    serde_json::from_slice(&body).map_err(|e| format!("/stats/summary: {e}"))
 }
 
 #[cfg(test)]

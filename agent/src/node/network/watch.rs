@@ -78,16 +78,12 @@ pub async fn run(
     }
     // Every change wakes one sync of the Nodes as they are then (bursts are one sync).
     let changes = Changes::default();
-    let wake = changes.clone();
     let nodes = inform(
         api.clone(),
         watcher::Config::default(),
         |n: &Node| n.metadata.name.clone(),
         Some,
-        move |_| {
-            wake.notify();
-            futures::future::ready(())
-        },
+        changes.on_change(),
     );
     let mut syncer = Syncer {
         me: me.clone(),
