@@ -5,6 +5,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 
+use keelson_testing::process::run_ok;
 use keelson_testing::{binary, Apiserver, Kubectl};
 
 const TOKEN: &str = "abcdef.0123456789abcdef";
@@ -104,15 +105,10 @@ fn a_token_and_join_command_made_by_keelson_apiserver_token_join() {
     assert!(token(&["list"]).contains(id));
 
     let dir = tempfile::tempdir().unwrap();
-    let out = Command::new(binary("keelson-agent"))
-        .args(["join", url, "--token", tok, "--ca-cert-hash", hash, "--dir"])
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    run_ok(
+        Command::new(binary("keelson-agent"))
+            .args(["join", url, "--token", tok, "--ca-cert-hash", hash, "--dir"])
+            .arg(dir.path()),
     );
     let kubeconfig = dir.path().join("bootstrap.kubeconfig");
     let whoami = || {

@@ -1,6 +1,7 @@
 //! What a joining node reads before it has credentials: kube-public/cluster-info, and a
 //! serving certificate valid for the address and names it was told.
 
+use keelson_testing::process::run_ok;
 use keelson_testing::Apiserver;
 use std::process::Command;
 
@@ -22,17 +23,8 @@ fn curl_verified(ca_file: &std::path::Path, host: &str, port: u16, path: &str) -
 /// sha256 of the DER SubjectPublicKeyInfo.
 fn ca_cert_hash(ca_file: &std::path::Path) -> String {
     let script = "openssl x509 -pubkey -noout -in \"$1\" | openssl pkey -pubin -outform der | openssl dgst -sha256 -hex | sed 's/^.* //'";
-    let out = Command::new("sh")
-        .args(["-c", script, "sh"])
-        .arg(ca_file)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    format!("sha256:{}", String::from_utf8_lossy(&out.stdout).trim())
+    let hex = run_ok(Command::new("sh").args(["-c", script, "sh"]).arg(ca_file));
+    format!("sha256:{}", hex.trim())
 }
 
 fn sans(s: &Apiserver) -> Vec<String> {

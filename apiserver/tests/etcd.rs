@@ -196,15 +196,10 @@ fn etcd_with_the_pki_etcd_pki_makes() {
     let made = |dir: &Path| {
         let pki = dir.join("pki");
         for _ in 0..2 {
-            let out = std::process::Command::new(keelson_testing::binary("keelson-apiserver"))
-                .args(["etcd-pki", "--dir"])
-                .arg(&pki)
-                .output()
-                .unwrap();
-            assert!(
-                out.status.success(),
-                "{}",
-                String::from_utf8_lossy(&out.stderr)
+            keelson_testing::process::run_ok(
+                std::process::Command::new(keelson_testing::binary("keelson-apiserver"))
+                    .args(["etcd-pki", "--dir"])
+                    .arg(&pki),
             );
         }
         keelson_testing::tls::TestPki {
