@@ -12,11 +12,7 @@ fn stderr(out: &std::process::Output) -> String {
 
 /// A server whose --token-auth-file knows alice (no groups), and alice's kubectl.
 fn with_alice() -> (Apiserver, Kubectl, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let tokens = dir.path().join("tokens.csv");
-    std::fs::write(&tokens, "alice-token-0123456789,alice,1001\n").unwrap();
-    let s = Apiserver::start_with(&["--token-auth-file", tokens.to_str().unwrap()]);
-    let alice = common::kubeconfig(&s, dir.path(), "alice", "    token: alice-token-0123456789");
+    let (s, alice, dir) = common::server_knowing_alice();
     for ns in ["dev", "prod"] {
         s.kubectl_ok(&["create", "namespace", ns]);
         s.kubectl_ok(&["-n", ns, "run", "web", "--image=nginx"]);
@@ -30,15 +26,7 @@ fn with_alice() -> (Apiserver, Kubectl, tempfile::TempDir) {
             "--from-literal=password=x",
         ]);
     }
-    s.kubectl_ok(&[
-        "-n",
-        "dev",
-        "create",
-        "rolebinding",
-        "alice-view",
-        "--clusterrole=view",
-        "--user=alice",
-    ]);
+    common::bind_alice(&s, "dev", "view");
     (s, alice, dir)
 }
 
@@ -181,28 +169,25 @@ fn an_edited_role_is_in_effect_on_the_next_request() {
     ]);
     // No wait between the write and the request that needs it.
     alice.ok(&["-n", "dev", "get", "secret", "db"]);
-    s.kubectl_ok(&[
-        "-n",
-        "dev",
-        "patch",
-        "role",
-        "secret-reader",
-        "--type=json",
-        "-p",
-        r#"[{"op": "add", "path": "/rules/0/resourceNames", "value": ["other"]}]"#,
-    ]);
+    // The role narrowed to one Secret's name, while alice's binding to it stands.
+    let only_name = |name: &str| {
+        let patch =
+            format!(r#"[{{"op": "add", "path": "/rules/0/resourceNames", "value": ["{name}"]}}]"#);
+        s.kubectl_ok(&[
+            "-n",
+            "dev",
+            "patch",
+            "role",
+            "secret-reader",
+            "--type=json",
+            "-p",
+            &patch,
+        ]);
+    };
+    only_name("other");
     let err = stderr(&alice.output(&["-n", "dev", "get", "secret", "db"]));
     assert!(err.contains("Forbidden"), "{err}");
-    s.kubectl_ok(&[
-        "-n",
-        "dev",
-        "patch",
-        "role",
-        "secret-reader",
-        "--type=json",
-        "-p",
-        r#"[{"op": "add", "path": "/rules/0/resourceNames", "value": ["db"]}]"#,
-    ]);
+    only_name("db");
     alice.ok(&["-n", "dev", "get", "secret", "db"]);
     s.kubectl_ok(&["-n", "dev", "delete", "rolebinding", "alice-secrets"]);
     assert!(stderr(&alice.output(&["-n", "dev", "get", "secret", "db"])).contains("Forbidden"));

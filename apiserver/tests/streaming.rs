@@ -5,19 +5,13 @@
 
 mod common;
 
-use keelson_testing::Apiserver;
-
 fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
 #[test]
 fn connect_subresources_are_discovered_authorized_and_routed_to_the_pods_node() {
-    let dir = tempfile::tempdir().unwrap();
-    let tokens = dir.path().join("tokens.csv");
-    std::fs::write(&tokens, "alice-token-0123456789,alice,1001\n").unwrap();
-    let s = Apiserver::start_with(&["--token-auth-file", tokens.to_str().unwrap()]);
-    let alice = common::kubeconfig(&s, dir.path(), "alice", "    token: alice-token-0123456789");
+    let (s, alice, _dir) = common::server_knowing_alice();
     s.kubectl_ok(&["create", "namespace", "dev"]);
     s.kubectl_ok(&["-n", "dev", "run", "web", "--image=busybox"]);
     // kubectl port-forward checks the phase itself.
@@ -55,15 +49,7 @@ fn connect_subresources_are_discovered_authorized_and_routed_to_the_pods_node() 
     }
 
     // view does not open a shell, attach or forward a port.
-    s.kubectl_ok(&[
-        "-n",
-        "dev",
-        "create",
-        "rolebinding",
-        "alice-view",
-        "--clusterrole=view",
-        "--user=alice",
-    ]);
+    common::bind_alice(&s, "dev", "view");
     let tries: [&[&str]; 3] = [
         &["-n", "dev", "exec", "web", "--", "true"],
         &["-n", "dev", "attach", "web"],
@@ -78,15 +64,7 @@ fn connect_subresources_are_discovered_authorized_and_routed_to_the_pods_node() 
     }
 
     // edit may; the request then stops at the Pod, which no node runs yet.
-    s.kubectl_ok(&[
-        "-n",
-        "dev",
-        "create",
-        "rolebinding",
-        "alice-edit",
-        "--clusterrole=edit",
-        "--user=alice",
-    ]);
+    common::bind_alice(&s, "dev", "edit");
     let out = alice.output(&["-n", "dev", "exec", "web", "--", "true"]);
     let err = stderr(&out);
     assert!(!out.status.success(), "{err}");

@@ -85,3 +85,32 @@ pub fn client_cert(
     let cert = p.signed_by(&key, &issuer).unwrap();
     (cert.pem(), key.serialize_pem())
 }
+
+/// A server whose --token-auth-file knows alice (no groups), alice's kubectl, and the folder
+/// holding the token file and her kubeconfig.
+pub fn server_knowing_alice() -> (
+    keelson_testing::Apiserver,
+    keelson_testing::Kubectl,
+    tempfile::TempDir,
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens.csv");
+    std::fs::write(&tokens, "alice-token-0123456789,alice,1001\n").unwrap();
+    let s =
+        keelson_testing::Apiserver::start_with(&["--token-auth-file", tokens.to_str().unwrap()]);
+    let alice = kubeconfig(&s, dir.path(), "alice", "    token: alice-token-0123456789");
+    (s, alice, dir)
+}
+
+/// Binds alice to the ClusterRole `role` in namespace `ns` (RoleBinding `alice-<role>`).
+pub fn bind_alice(s: &keelson_testing::Apiserver, ns: &str, role: &str) {
+    s.kubectl_ok(&[
+        "-n",
+        ns,
+        "create",
+        "rolebinding",
+        &format!("alice-{role}"),
+        &format!("--clusterrole={role}"),
+        "--user=alice",
+    ]);
+}
