@@ -65,6 +65,13 @@ fn widget(name: &str, spec: &str) -> String {
     format!("apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: {name}\nspec: {spec}\n")
 }
 
+/// Applies the CustomResourceDefinition `crd` named `name` and waits until it is established.
+fn define(s: &Apiserver, crd: &str, name: &str) {
+    s.apply(crd);
+    let crd = format!("crd/{name}");
+    s.kubectl_ok(&["wait", "--for=condition=established", &crd, "--timeout=20s"]);
+}
+
 fn stderr(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
@@ -72,13 +79,7 @@ fn stderr(out: &std::process::Output) -> String {
 #[test]
 fn a_definition_serves_its_kind_with_its_schema() {
     let s = Apiserver::start();
-    s.apply(CRD);
-    s.kubectl_ok(&[
-        "wait",
-        "--for=condition=established",
-        "crd/widgets.example.com",
-        "--timeout=20s",
-    ]);
+    define(&s, CRD, "widgets.example.com");
     // kubectl explain reads the definition's schema from /openapi/v3.
     let explained = s.kubectl_ok(&["explain", "widget.spec"]);
     for field in ["size", "color", "replicas", "<integer> -required-"] {
@@ -106,7 +107,10 @@ fn a_definition_serves_its_kind_with_its_schema() {
         ),
     );
     assert!(out.status.success(), "{}", stderr(&out));
-    let spec = s.kubectl_ok(&["get", "widget", "w1", "-o", "jsonpath={.spec}"]);
+    // w1's fields, read and written as kubectl users do.
+    let w1 = |path: &str| s.jsonpath_ok(&["widget", "w1"], path);
+    let patch_w1 = |args: &[&str]| s.kubectl_ok(&[&["patch", "widget", "w1"], args].concat());
+    let spec = w1("{.spec}");
     let spec: serde_json::Value = serde_json::from_str(&spec).unwrap();
     assert_eq!(
         spec,
@@ -180,44 +184,25 @@ fn a_definition_serves_its_kind_with_its_schema() {
         .kubectl_ok(&["get", "toys", "-o", "name"])
         .contains("widget.example.com/w1"));
     // The status subresource: written only there, and shown by its column.
-    s.kubectl_ok(&[
-        "patch",
-        "widget",
-        "w1",
+    patch_w1(&[
         "--subresource=status",
         "--type=merge",
         "-p",
         r#"{"status":{"replicas":1,"conditions":[{"type":"Ready","status":"True"}]}}"#,
     ]);
-    s.kubectl_ok(&[
-        "patch",
-        "widget",
-        "w1",
-        "--type=merge",
-        "-p",
-        r#"{"status":{"replicas":9}}"#,
-    ]);
-    assert_eq!(
-        s.kubectl_ok(&["get", "widget", "w1", "-o", "jsonpath={.status.replicas}"]),
-        "1"
-    );
+    patch_w1(&["--type=merge", "-p", r#"{"status":{"replicas":9}}"#]);
+    assert_eq!(w1("{.status.replicas}"), "1");
     assert!(s
         .kubectl_ok(&["get", "widget", "w1", "--no-headers"])
         .contains("True"));
     // The scale subresource.
     s.kubectl_ok(&["scale", "widget", "w1", "--replicas=4"]);
-    assert_eq!(
-        s.kubectl_ok(&["get", "widget", "w1", "-o", "jsonpath={.spec.replicas}"]),
-        "4"
-    );
+    assert_eq!(w1("{.spec.replicas}"), "4");
     // The other version serves the same object.
-    let beta = s.kubectl_ok(&[
-        "get",
-        "widgets.v1beta1.example.com",
-        "w1",
-        "-o",
-        "jsonpath={.apiVersion} {.spec.size}",
-    ]);
+    let beta = s.jsonpath_ok(
+        &["widgets.v1beta1.example.com", "w1"],
+        "{.apiVersion} {.spec.size}",
+    );
     assert_eq!(beta, "example.com/v1beta1 3");
     // A watch through the other version sees the object in that version.
     let (code, body) = s.curl_admin(
@@ -242,10 +227,7 @@ fn a_definition_serves_its_kind_with_its_schema() {
         "-p",
         r#"{"spec":{"color":"blue"}}"#,
     ]);
-    assert_eq!(
-        s.kubectl_ok(&["get", "widget", "w1", "-o", "jsonpath={.spec.color}"]),
-        "blue"
-    );
+    assert_eq!(w1("{.spec.color}"), "blue");
     // Strategic merge needs Go struct tags: refused as upstream.
     let out = s.kubectl(&[
         "patch",
@@ -257,27 +239,15 @@ fn a_definition_serves_its_kind_with_its_schema() {
     ]);
     assert!(!out.status.success(), "strategic merge patch applied");
     // kubectl edit's merge and JSON patches work.
-    s.kubectl_ok(&[
-        "patch",
-        "widget",
-        "w1",
+    patch_w1(&[
         "--type=json",
         "-p",
         r#"[{"op":"replace","path":"/spec/size","value":5}]"#,
     ]);
-    assert_eq!(
-        s.kubectl_ok(&["get", "widget", "w1", "-o", "jsonpath={.spec.size}"]),
-        "5"
-    );
+    assert_eq!(w1("{.spec.size}"), "5");
     // Deleting the definition deletes its objects.
     s.kubectl_ok(&["delete", "crd", "widgets.example.com"]);
-    s.apply(CRD);
-    s.kubectl_ok(&[
-        "wait",
-        "--for=condition=established",
-        "crd/widgets.example.com",
-        "--timeout=20s",
-    ]);
+    define(&s, CRD, "widgets.example.com");
     eventually("widgets served again", Duration::from_secs(10), || {
         let out = s.kubectl(&["get", "widgets", "-o", "name"]);
         match (
@@ -322,15 +292,11 @@ fn definitions_are_checked() {
 #[test]
 fn cluster_scoped_kinds_and_server_side_apply() {
     let s = Apiserver::start();
-    s.apply(
+    define(
+        &s,
         "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: regions.example.com\nspec:\n  group: example.com\n  scope: Cluster\n  names: {plural: regions, kind: Region}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema:\n      openAPIV3Schema:\n        type: object\n        properties:\n          spec: {type: object, properties: {zones: {type: array, items: {type: string}}}}\n",
+        "regions.example.com",
     );
-    s.kubectl_ok(&[
-        "wait",
-        "--for=condition=established",
-        "crd/regions.example.com",
-        "--timeout=20s",
-    ]);
     let region =
         "apiVersion: example.com/v1\nkind: Region\nmetadata:\n  name: eu\nspec: {zones: [a, b]}\n";
     let out = s.kubectl_stdin(&["apply", "--server-side", "-f", "-"], region);

@@ -93,21 +93,9 @@ fn drain_waits_rather_than_break_a_disruption_budget() {
     assert!(!out.status.success(), "the second pod must wait");
     let left = s.kubectl_ok(&["get", "pods", "-o", "jsonpath={.items[*].metadata.name}"]);
     assert_eq!(left.split(' ').count(), 1, "one pod evicted: {left}");
-    let allowed = s.kubectl_ok(&[
-        "get",
-        "pdb",
-        "web",
-        "-o",
-        "jsonpath={.status.disruptionsAllowed}",
-    ]);
+    let allowed = s.jsonpath_ok(&["pdb", "web"], "{.status.disruptionsAllowed}");
     assert_eq!(allowed, "0");
-    let disrupted = s.kubectl_ok(&[
-        "get",
-        "pdb",
-        "web",
-        "-o",
-        "jsonpath={.status.disruptedPods}",
-    ]);
+    let disrupted = s.jsonpath_ok(&["pdb", "web"], "{.status.disruptedPods}");
     assert!(
         disrupted.contains("\"a\"") || disrupted.contains("\"b\""),
         "{disrupted}"
@@ -142,13 +130,7 @@ fn an_eviction_honours_its_delete_options_and_needs_the_pod() {
     let (code, resp) = s.curl_admin("POST", path, None, Some(body));
     assert_eq!(code, 201, "{resp}");
     // A pod on a node is deleted gracefully: its agent gets the eviction's grace period.
-    let grace = s.kubectl_ok(&[
-        "get",
-        "pod",
-        "web",
-        "-o",
-        "jsonpath={.metadata.deletionGracePeriodSeconds}",
-    ]);
+    let grace = s.jsonpath_ok(&["pod", "web"], "{.metadata.deletionGracePeriodSeconds}");
     assert_eq!(grace, "7");
     let missing = r#"{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"gone"}}"#;
     let (code, resp) = s.curl_admin(

@@ -47,32 +47,20 @@ fn apply_merges_an_edited_container_and_a_new_one() {
         );
     let out = s.apply(&edited);
     assert!(out.contains("deployment.apps/web configured"), "{out}");
-    let web = s.kubectl_ok(&[
-        "get",
-        "deploy",
-        "web",
-        "-o",
-        "jsonpath={.spec.template.spec.containers[?(@.name==\"web\")]}",
-    ]);
+    let web = s.jsonpath_ok(
+        &["deploy", "web"],
+        "{.spec.template.spec.containers[?(@.name==\"web\")]}",
+    );
     let web: serde_json::Value = serde_json::from_str(&web).unwrap();
     assert_eq!(web["image"], "127.0.0.1:5000/keelson/podname-http:2");
     assert_eq!(web["ports"][0]["containerPort"], 8080);
     assert_eq!(web["env"][0]["name"], "POD_NAME");
-    let names = s.kubectl_ok(&[
-        "get",
-        "deploy",
-        "web",
-        "-o",
-        "jsonpath={.spec.template.spec.containers[*].name}",
-    ]);
+    let names = s.jsonpath_ok(
+        &["deploy", "web"],
+        "{.spec.template.spec.containers[*].name}",
+    );
     assert_eq!(names, "side web");
-    let generation = s.kubectl_ok(&[
-        "get",
-        "deploy",
-        "web",
-        "-o",
-        "jsonpath={.metadata.generation}",
-    ]);
+    let generation = s.jsonpath_ok(&["deploy", "web"], "{.metadata.generation}");
     assert_eq!(generation, "2");
 }
 
@@ -351,13 +339,7 @@ fn delete_returns_when_objects_are_gone() {
     // A pod on a node is deleted gracefully: it stays, marked, until its agent removes it.
     assert!(s.kubectl_stdin(&["apply", "-f", "-"], POD).status.success());
     s.kubectl_ok(&["delete", "pod", "web-1", "--wait=false"]);
-    let ts = s.kubectl_ok(&[
-        "get",
-        "pod",
-        "web-1",
-        "-o",
-        "jsonpath={.metadata.deletionTimestamp}",
-    ]);
+    let ts = s.jsonpath_ok(&["pod", "web-1"], "{.metadata.deletionTimestamp}");
     assert!(!ts.is_empty());
     assert!(s.kubectl_ok(&["get", "pods"]).contains("Terminating"));
     s.kubectl_ok(&["delete", "pod", "web-1", "--grace-period=0", "--force"]);

@@ -89,13 +89,10 @@ fn apply_get_describe_and_delete_a_policy() {
     );
 
     // Upstream's default policy types: Ingress, and Egress only with egress rules.
-    let stored = s.kubectl_ok(&[
-        "get",
-        "networkpolicy",
-        "db",
-        "-o",
-        "jsonpath={.spec.policyTypes} {.spec.ingress[0].ports[1].endPort}",
-    ]);
+    let stored = s.jsonpath_ok(
+        &["networkpolicy", "db"],
+        "{.spec.policyTypes} {.spec.ingress[0].ports[1].endPort}",
+    );
     assert_eq!(stored, r#"["Ingress"] 5440"#);
 
     let described = s.kubectl_ok(&["describe", "netpol", "db"]);
@@ -122,13 +119,10 @@ fn apply_get_describe_and_delete_a_policy() {
         out.contains("networkpolicy.networking.k8s.io/db configured"),
         "{out}"
     );
-    let ports = s.kubectl_ok(&[
-        "get",
-        "netpol",
-        "db",
-        "-o",
-        "jsonpath={.spec.ingress[0].ports[*].port} {.spec.ingress[0].ports[*].protocol}",
-    ]);
+    let ports = s.jsonpath_ok(
+        &["netpol", "db"],
+        "{.spec.ingress[0].ports[*].port} {.spec.ingress[0].ports[*].protocol}",
+    );
     assert_eq!(ports, "5432 TCP");
 
     // Server-side apply, with egress to an address block: Egress joins the default types.

@@ -274,6 +274,11 @@ impl Apiserver {
         self.kubectl_cmd().ok(args)
     }
 
+    /// `kubectl get <what> -o jsonpath=<path>` that must succeed.
+    pub fn jsonpath_ok(&self, what: &[&str], path: &str) -> String {
+        self.kubectl_cmd().jsonpath_ok(what, path)
+    }
+
     /// kubectl with a manifest on stdin.
     pub fn kubectl_stdin(&self, args: &[&str], input: &str) -> Output {
         self.kubectl_cmd().with_stdin(args, input)

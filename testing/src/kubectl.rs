@@ -59,11 +59,21 @@ impl Kubectl {
     /// `kubectl get <what> -o jsonpath=<path>`; empty when it fails (e.g. not found yet), for
     /// checks that wait for something to appear.
     pub fn jsonpath(&self, what: &[&str], path: &str) -> String {
+        self.get_jsonpath(what, path).unwrap_or_default()
+    }
+
+    /// `kubectl get <what> -o jsonpath=<path>` that must succeed.
+    pub fn jsonpath_ok(&self, what: &[&str], path: &str) -> String {
+        self.get_jsonpath(what, path)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn get_jsonpath(&self, what: &[&str], path: &str) -> Result<String, String> {
         let path = format!("jsonpath={path}");
         let mut args = vec!["get"];
         args.extend_from_slice(what);
         args.extend(["-o", &path]);
-        self.run(&args).unwrap_or_default()
+        self.run(&args)
     }
 
     /// `kubectl ... -o json` parsed.
