@@ -110,6 +110,14 @@ fn anti_affinity_ns_selector() -> Value {
     )
 }
 
+fn preferred_affinity() -> Value {
+    preferred("podAffinity", "red")
+}
+
+fn preferred_anti_affinity() -> Value {
+    preferred("podAntiAffinity", "yellow")
+}
+
 fn spreading(when: &str) -> Value {
     template(
         json!({ "color": "blue" }),
@@ -126,8 +134,25 @@ fn pods(namespace: &str, count: usize, template: Value) -> Pods {
     }
 }
 
-fn sched_namespaces(n: usize) -> Vec<(String, Value)> {
-    (0..n).map(|i| (format!("sched-{i}"), json!({}))).collect()
+/// Upstream's usual shape on 5000 nodes: the `init` Pods made in the first namespace, then the
+/// `measure` Pods measured in the second.
+fn init_then_measure(
+    name: &'static str,
+    node_labels: fn(usize) -> Value,
+    [first, second]: [&str; 2],
+    (init_count, init): (usize, Value),
+    (measure_count, measure): (usize, Value),
+    target: f64,
+) -> Workload {
+    Workload {
+        name,
+        nodes: 5000,
+        node_labels,
+        namespaces: vec![(first.into(), json!({})), (second.into(), json!({}))],
+        init: vec![pods(first, init_count, init)],
+        measure: pods(second, measure_count, measure),
+        target,
+    }
 }
 
 /// Every workload; `measure` overrides how many Pods are measured (0: upstream's number).
@@ -137,71 +162,73 @@ pub fn all(measure: usize) -> Vec<Workload> {
         .map(|i| (format!("init-ns-{i}"), json!({ "team": "devops" })))
         .chain([("measure-ns-0".to_string(), json!({ "team": "devops" }))])
         .collect();
-    vec![
-        Workload {
-            name: "SchedulingBasic",
-            nodes: 5000,
-            node_labels: no_labels,
-            namespaces: vec![
-                ("namespace-1".into(), json!({})),
-                ("namespace-2".into(), json!({})),
-            ],
-            init: vec![pods("namespace-1", 1000, default_pod())],
-            measure: pods("namespace-2", m(1000), default_pod()),
-            target: 2000.0,
-        },
-        Workload {
-            name: "SchedulingNodeAffinity",
-            nodes: 5000,
-            node_labels: zone1,
-            namespaces: vec![
-                ("namespace-1".into(), json!({})),
-                ("namespace-2".into(), json!({})),
-            ],
-            init: vec![pods("namespace-1", 5000, node_affinity())],
-            measure: pods("namespace-2", m(1000), node_affinity()),
-            target: 2200.0,
-        },
-        Workload {
-            name: "SchedulingPodAntiAffinity",
-            nodes: 5000,
-            node_labels: no_labels,
-            namespaces: sched_namespaces(2),
-            init: vec![pods("sched-0", 1000, anti_affinity())],
-            measure: pods("sched-1", m(1000), anti_affinity()),
-            target: 600.0,
-        },
-        Workload {
-            name: "SchedulingPodAffinity",
-            nodes: 5000,
-            node_labels: zone1,
-            namespaces: sched_namespaces(2),
-            init: vec![pods("sched-0", 5000, pod_affinity())],
-            measure: pods("sched-1", m(1000), pod_affinity()),
-            target: 350.0,
-        },
-        Workload {
-            name: "SchedulingPreferredPodAffinity",
-            nodes: 5000,
-            node_labels: no_labels,
-            namespaces: sched_namespaces(2),
-            init: vec![pods("sched-0", 5000, preferred("podAffinity", "red"))],
-            measure: pods("sched-1", m(1000), preferred("podAffinity", "red")),
-            target: 900.0,
-        },
-        Workload {
-            name: "SchedulingPreferredPodAntiAffinity",
-            nodes: 5000,
-            node_labels: no_labels,
-            namespaces: sched_namespaces(2),
-            init: vec![pods(
-                "sched-0",
-                5000,
-                preferred("podAntiAffinity", "yellow"),
-            )],
-            measure: pods("sched-1", m(1000), preferred("podAntiAffinity", "yellow")),
-            target: 900.0,
-        },
+    let numbered = ["namespace-1", "namespace-2"];
+    let sched = ["sched-0", "sched-1"];
+    // The Pods made first and the Pods measured of one template.
+    let alike = |name,
+                 node_labels: fn(usize) -> Value,
+                 namespaces,
+                 init,
+                 template: fn() -> Value,
+                 target| {
+        init_then_measure(
+            name,
+            node_labels,
+            namespaces,
+            (init, template()),
+            (m(1000), template()),
+            target,
+        )
+    };
+    let mut all = vec![
+        alike(
+            "SchedulingBasic",
+            no_labels,
+            numbered,
+            1000,
+            default_pod,
+            2000.0,
+        ),
+        alike(
+            "SchedulingNodeAffinity",
+            zone1,
+            numbered,
+            5000,
+            node_affinity,
+            2200.0,
+        ),
+        alike(
+            "SchedulingPodAntiAffinity",
+            no_labels,
+            sched,
+            1000,
+            anti_affinity,
+            600.0,
+        ),
+        alike(
+            "SchedulingPodAffinity",
+            zone1,
+            sched,
+            5000,
+            pod_affinity,
+            350.0,
+        ),
+        alike(
+            "SchedulingPreferredPodAffinity",
+            no_labels,
+            sched,
+            5000,
+            preferred_affinity,
+            900.0,
+        ),
+        alike(
+            "SchedulingPreferredPodAntiAffinity",
+            no_labels,
+            sched,
+            5000,
+            preferred_anti_affinity,
+            900.0,
+        ),
         Workload {
             name: "MixedSchedulingBasePod",
             nodes: 5000,
@@ -214,8 +241,8 @@ pub fn all(measure: usize) -> Vec<Workload> {
                 pods("sched-0", 2000, default_pod()),
                 pods("sched-0", 2000, pod_affinity()),
                 pods("sched-0", 2000, anti_affinity()),
-                pods("sched-0", 2000, preferred("podAffinity", "red")),
-                pods("sched-0", 2000, preferred("podAntiAffinity", "yellow")),
+                pods("sched-0", 2000, preferred_affinity()),
+                pods("sched-0", 2000, preferred_anti_affinity()),
             ],
             measure: pods("namespace-7", m(1000), default_pod()),
             target: 1400.0,
@@ -231,29 +258,20 @@ pub fn all(measure: usize) -> Vec<Workload> {
             measure: pods("measure-ns-0", m(1000), anti_affinity_ns_selector()),
             target: 240.0,
         },
-        Workload {
-            name: "TopologySpreading",
-            nodes: 5000,
-            node_labels: moons,
-            namespaces: vec![
-                ("namespace-1".into(), json!({})),
-                ("namespace-2".into(), json!({})),
-            ],
-            init: vec![pods("namespace-1", 5000, default_pod())],
-            measure: pods("namespace-2", m(2000), spreading("DoNotSchedule")),
-            target: 1000.0,
-        },
-        Workload {
-            name: "PreferredTopologySpreading",
-            nodes: 5000,
-            node_labels: moons,
-            namespaces: vec![
-                ("namespace-1".into(), json!({})),
-                ("namespace-2".into(), json!({})),
-            ],
-            init: vec![pods("namespace-1", 5000, default_pod())],
-            measure: pods("namespace-2", m(2000), spreading("ScheduleAnyway")),
-            target: 1000.0,
-        },
-    ]
+    ];
+    for (name, when) in [
+        ("TopologySpreading", "DoNotSchedule"),
+        ("PreferredTopologySpreading", "ScheduleAnyway"),
+    ] {
+        let measured = (m(2000), spreading(when));
+        all.push(init_then_measure(
+            name,
+            moons,
+            numbered,
+            (5000, default_pod()),
+            measured,
+            1000.0,
+        ));
+    }
+    all
 }
