@@ -1,7 +1,7 @@
-//! The one informer for components that keep their own records of a watched kind (a small record
-//! per object, or a key other than namespace/name) instead of `reflect`'s whole objects: a
-//! kube-runtime watcher with its back-off, folded into a typed store, a synced signal after the
-//! first list, and a hook awaited after every change that reached the store.
+//! The one informer of every component that watches: a kube-runtime watcher with its back-off,
+//! folded into a typed store, a synced signal after the first list, and a hook awaited after
+//! every change that reached the store. A record is whatever the component keeps of an object
+//! (a small record, under a key of its own), or the whole object (`Objects`, by `reflect`).
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -67,6 +67,32 @@ impl<T: Clone> Informer<T> {
     pub async fn synced(&self) {
         let mut rx = self.synced.subscribe();
         let _ = rx.wait_for(|s| *s).await;
+    }
+}
+
+/// Whole objects by `namespace/name`: the store most controllers decide from.
+pub type Objects<K> = Informer<Arc<K>>;
+
+impl<K: Resource> Informer<Arc<K>> {
+    /// Every object, in key order.
+    pub fn state(&self) -> Vec<Arc<K>> {
+        self.read().values().cloned().collect()
+    }
+
+    /// The object `namespace/name` (no namespace for a cluster-scoped kind).
+    pub fn object(&self, namespace: Option<&str>, name: &str) -> Option<Arc<K>> {
+        self.get(&format!("{}/{name}", namespace.unwrap_or_default()))
+    }
+
+    /// A store already filled with `objects` and synced, for fixed inputs and tests.
+    pub fn of(objects: impl IntoIterator<Item = K>) -> Self {
+        let informer = Informer::default();
+        *informer.records.write().unwrap_or_else(|p| p.into_inner()) = objects
+            .into_iter()
+            .filter_map(|o| Some((namespaced_name(&o)?, Arc::new(o))))
+            .collect();
+        informer.synced.send_replace(true);
+        informer
     }
 }
 

@@ -24,7 +24,7 @@ pub use client::{client, ClientError};
 pub use connections::{serve_connections, Connections, PeerCertificate, RemoteAddr};
 pub use health::{counter, ready_now, serve_health_and_metrics, Health, HealthError};
 pub use hostname::{node_name, NodeFlags};
-pub use informer::{inform, namespaced_name, Change, Informer};
+pub use informer::{inform, namespaced_name, Change, Informer, Objects};
 pub use logging::init_logging;
 pub use signals::{shutdown_signal, Shutdown};
 pub use sync::{reflect, Changes, SyncLoop};

@@ -1,16 +1,15 @@
-//! The loop most controllers here need: reflectors keep local stores of the objects, any change
+//! The loop most controllers here need: informers keep local stores of the objects, any change
 //! wakes one sync, and bursts of changes are batched into one sync by a short debounce.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
-use kube::runtime::reflector::{self, Store};
-use kube::runtime::{watcher, WatchStreamExt};
+use kube::runtime::watcher;
 use kube::{Api, Resource};
 use tokio::sync::Notify;
 
+use crate::informer::Objects;
 use crate::signals::Shutdown;
 
 /// "Something changed": many watches notify, one loop waits. A change while the loop is busy is
@@ -45,24 +44,20 @@ impl Changes {
     }
 }
 
-/// Starts a reflector for `K` in the background (watch errors are logged and retried with
-/// back-off); each event notifies `changes`. Returns the store it fills.
-pub fn reflect<K>(api: Api<K>, config: watcher::Config, changes: &Changes) -> Store<K>
+/// Starts an informer of whole `K` objects in the background (watch errors are logged and
+/// retried with kube-runtime's back-off); each change notifies `changes`. Returns its store.
+pub fn reflect<K>(api: Api<K>, config: watcher::Config, changes: &Changes) -> Objects<K>
 where
-    K: Resource<DynamicType = ()> + Clone + std::fmt::Debug + serde::de::DeserializeOwned,
-    K: Send + Sync + 'static,
+    K: Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + Sync + 'static,
+    K::DynamicType: Default,
 {
-    let (reader, writer) = reflector::store();
-    let stream = reflector::reflector(writer, watcher(api, config)).default_backoff();
-    let changes = changes.clone();
-    tokio::spawn(stream.for_each(move |event| {
-        if let Err(e) = event {
-            tracing::warn!(kind = %K::kind(&()), error = %e, "watch failed; retrying");
-        }
-        changes.notify();
-        futures::future::ready(())
-    }));
-    reader
+    crate::inform(
+        api,
+        config,
+        crate::namespaced_name,
+        |o| Some(Arc::new(o)),
+        changes.on_change(),
+    )
 }
 
 /// How often a debounced sync loop runs.

@@ -8,8 +8,7 @@ use std::time::{Duration, SystemTime};
 
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
-use keelson_daemon::{Changes, Health, Shutdown, SyncLoop};
-use kube::runtime::reflector::Store;
+use keelson_daemon::{Changes, Health, Objects, Shutdown, SyncLoop};
 use kube::runtime::watcher;
 use kube::Api;
 
@@ -61,15 +60,15 @@ pub async fn run(opts: Options) -> Result<(), DnsError> {
     tracing::info!(listen = %opts.listen, domain = %opts.cluster_domain, "keelson-dns serving");
 
     let changes = Changes::default();
-    let services: Store<Service> = keelson_daemon::reflect(
+    let services: Objects<Service> = keelson_daemon::reflect(
         Api::all(client.clone()),
         watcher::Config::default(),
         &changes,
     );
-    let slices: Store<EndpointSlice> =
+    let slices: Objects<EndpointSlice> =
         keelson_daemon::reflect(Api::all(client), watcher::Config::default(), &changes);
     tokio::select! {
-        _ = async { let _ = services.wait_until_ready().await; let _ = slices.wait_until_ready().await; } => {}
+        _ = futures::future::join(services.synced(), slices.synced()) => {}
         _ = shutdown.requested() => return Ok(()),
     }
     let lp = SyncLoop {
@@ -107,8 +106,8 @@ fn listen_error(addr: SocketAddr, proto: &'static str, source: std::io::Error) -
 
 fn build_zone(
     domain: &str,
-    services: &Store<Service>,
-    slices: &Store<EndpointSlice>,
+    services: &Objects<Service>,
+    slices: &Objects<EndpointSlice>,
     serial: u32,
 ) -> Zone {
     let services = services

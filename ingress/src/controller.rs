@@ -1,4 +1,4 @@
-//! The watch loop: reflectors fill stores, any change wakes one debounced sync, a sync renders
+//! The watch loop: informers fill stores, any change wakes one debounced sync, a sync renders
 //! the whole config, loads it through nginx when the text changed, and writes Ingress status.
 
 use std::collections::BTreeMap;
@@ -10,11 +10,10 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::{Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
-use keelson_daemon::{reflect, Changes, Shutdown, SyncLoop};
+use keelson_daemon::{reflect, Changes, Objects, Shutdown, SyncLoop};
 use kube::api::{Patch, PatchParams};
-use kube::runtime::reflector::Store;
 use kube::runtime::watcher;
-use kube::{Api, Client, Resource};
+use kube::{Api, Client};
 use serde_json::json;
 use tokio::sync::Mutex;
 
@@ -44,15 +43,15 @@ pub struct Options {
 }
 
 struct Stores {
-    ingresses: Store<Ingress>,
-    classes: Store<IngressClass>,
-    services: Store<Service>,
-    slices: Store<EndpointSlice>,
-    secrets: Store<Secret>,
+    ingresses: Objects<Ingress>,
+    classes: Objects<IngressClass>,
+    services: Objects<Service>,
+    slices: Objects<EndpointSlice>,
+    secrets: Objects<Secret>,
 }
 
 impl Stores {
-    /// One reflector per kind the model reads, each waking the sync loop on any event.
+    /// One informer per kind the model reads, each waking the sync loop on any event.
     fn reflect(client: &Client, changes: &Changes) -> Stores {
         let all = watcher::Config::default;
         Stores {
@@ -64,12 +63,14 @@ impl Stores {
         }
     }
 
-    async fn wait_ready(&self) -> Result<(), IngressError> {
-        wait_ready(&self.ingresses, "Ingress").await?;
-        wait_ready(&self.classes, "IngressClass").await?;
-        wait_ready(&self.services, "Service").await?;
-        wait_ready(&self.slices, "EndpointSlice").await?;
-        wait_ready(&self.secrets, "Secret").await
+    async fn synced(&self) {
+        tokio::join!(
+            self.ingresses.synced(),
+            self.classes.synced(),
+            self.services.synced(),
+            self.slices.synced(),
+            self.secrets.synced(),
+        );
     }
 
     fn inputs(&self) -> Inputs {
@@ -116,7 +117,7 @@ pub async fn run(opts: Options) -> Result<(), IngressError> {
     // Rendering before every list is in would drop routes that exist: wait for all of them
     // (and stay stoppable while the API server is unreachable).
     tokio::select! {
-        r = stores.wait_ready() => r?,
+        _ = stores.synced() => {}
         _ = shutdown.requested() => return Ok(()),
     }
     tracing::info!("caches synced");
@@ -179,16 +180,6 @@ async fn campaign(
             return;
         }
     }
-}
-
-async fn wait_ready<K>(store: &Store<K>, kind: &'static str) -> Result<(), IngressError>
-where
-    K: Resource<DynamicType = ()> + Clone + 'static,
-{
-    store
-        .wait_until_ready()
-        .await
-        .map_err(|_| IngressError::Watch { kind })
 }
 
 struct Syncer<'a> {

@@ -39,6 +39,4 @@ pub enum IngressError {
     Client(#[from] keelson_daemon::ClientError),
     #[error(transparent)]
     Nginx(#[from] NginxError),
-    #[error("API watch for {kind} stopped before its first list")]
-    Watch { kind: &'static str },
 }

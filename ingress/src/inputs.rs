@@ -6,7 +6,7 @@ use k8s_openapi::api::core::v1::{Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 
-/// The objects the controller watches, as the reflector stores hold them.
+/// The objects the controller watches, as the informers' stores hold them.
 #[derive(Default)]
 pub struct Inputs {
     pub ingresses: Vec<Arc<Ingress>>,

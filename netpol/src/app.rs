@@ -131,11 +131,7 @@ pub async fn run(opts: Options) -> Result<(), AppError> {
     ));
     // Nothing is written before every input was listed: a partial view would open or close
     // paths that policy says otherwise about.
-    let listed = async {
-        let _ = pods.wait_until_ready().await;
-        let _ = namespaces.wait_until_ready().await;
-        let _ = policies.wait_until_ready().await;
-    };
+    let listed = async { tokio::join!(pods.synced(), namespaces.synced(), policies.synced()) };
     tokio::select! {
         _ = listed => {}
         _ = shutdown.requested() => return Ok(()),

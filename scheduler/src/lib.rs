@@ -90,8 +90,6 @@ fn gated(p: &Pod) -> bool {
 /// Why the scheduler stopped before its loop began, or stopped acting.
 #[derive(Debug, thiserror::Error)]
 pub enum SchedulerError {
-    #[error("the {0} watch stopped before its first list")]
-    WatchEnded(&'static str),
     /// It lost its Lease: another scheduler may be binding now (the process exits).
     #[error(transparent)]
     Leader(#[from] keelson_daemon::leader::LeaderError),
@@ -176,9 +174,7 @@ async fn schedule(
             false => None,
         },
     };
-    if let Err(kind) = stores.wait_until_ready().await {
-        return Err(SchedulerError::WatchEnded(kind));
-    }
+    stores.synced().await;
     let state = Arc::new(state::State::new(client, stores, metrics, profiles));
     tracing::info!("scheduler running");
     // No debounce: a Pod waits for nothing but the decision. Unschedulable Pods are tried again

@@ -13,47 +13,44 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::storage::v1::StorageClass;
 use keelson_apimachinery::labels::LabelSelector;
-use kube::runtime::reflector::Store;
+use keelson_daemon::Objects;
 use kube::ResourceExt;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// The scheduler's watches.
 pub(crate) struct Stores {
-    pub pods: Store<Pod>,
-    pub nodes: Store<Node>,
-    pub claims: Store<PersistentVolumeClaim>,
-    pub volumes: Store<PersistentVolume>,
-    pub classes: Store<StorageClass>,
-    pub budgets: Store<PodDisruptionBudget>,
-    pub namespaces: Store<Namespace>,
-    pub services: Store<Service>,
-    pub replica_sets: Store<ReplicaSet>,
-    pub stateful_sets: Store<StatefulSet>,
+    pub pods: Objects<Pod>,
+    pub nodes: Objects<Node>,
+    pub claims: Objects<PersistentVolumeClaim>,
+    pub volumes: Objects<PersistentVolume>,
+    pub classes: Objects<StorageClass>,
+    pub budgets: Objects<PodDisruptionBudget>,
+    pub namespaces: Objects<Namespace>,
+    pub services: Objects<Service>,
+    pub replica_sets: Objects<ReplicaSet>,
+    pub stateful_sets: Objects<StatefulSet>,
     /// None where the API server serves none (Keelson's own).
-    pub controllers: Option<Store<ReplicationController>>,
+    pub controllers: Option<Objects<ReplicationController>>,
 }
 
 impl Stores {
-    /// Waits for every first list; the kind of a watch that ended before it.
-    pub async fn wait_until_ready(&self) -> Result<(), &'static str> {
-        let ok = |r: Result<(), _>, kind| r.map_err(|_| kind);
-        ok(self.pods.wait_until_ready().await, "Pod")?;
-        ok(self.nodes.wait_until_ready().await, "Node")?;
-        ok(
-            self.claims.wait_until_ready().await,
-            "PersistentVolumeClaim",
-        )?;
-        ok(self.volumes.wait_until_ready().await, "PersistentVolume")?;
-        ok(self.classes.wait_until_ready().await, "StorageClass")?;
-        ok(self.budgets.wait_until_ready().await, "PodDisruptionBudget")?;
-        ok(self.namespaces.wait_until_ready().await, "Namespace")?;
-        ok(self.services.wait_until_ready().await, "Service")?;
-        ok(self.replica_sets.wait_until_ready().await, "ReplicaSet")?;
-        ok(self.stateful_sets.wait_until_ready().await, "StatefulSet")?;
-        match &self.controllers {
-            Some(rc) => ok(rc.wait_until_ready().await, "ReplicationController"),
-            None => Ok(()),
+    /// Waits for every first list.
+    pub async fn synced(&self) {
+        futures::join!(
+            self.pods.synced(),
+            self.nodes.synced(),
+            self.claims.synced(),
+            self.volumes.synced(),
+            self.classes.synced(),
+            self.budgets.synced(),
+            self.namespaces.synced(),
+            self.services.synced(),
+            self.replica_sets.synced(),
+            self.stateful_sets.synced(),
+        );
+        if let Some(rc) = &self.controllers {
+            rc.synced().await;
         }
     }
 

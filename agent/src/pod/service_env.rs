@@ -10,8 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Pod, Service, ServicePort};
-use keelson_daemon::{reflect, Changes};
-use kube::runtime::reflector::Store;
+use keelson_daemon::{reflect, Changes, Objects};
 use kube::runtime::watcher;
 use kube::{Api, ResourceExt};
 
@@ -25,7 +24,7 @@ pub type Env = Vec<(String, String)>;
 
 /// Every Service, from a watch.
 pub struct ServiceLinks {
-    services: Store<Service>,
+    services: Objects<Service>,
     /// Set once a start has waited the whole FIRST_LIST_WAIT.
     gave_up: AtomicBool,
 }
@@ -42,7 +41,7 @@ impl ServiceLinks {
     }
 
     /// Links from a store filled some other way (tests: a fixed list of Services).
-    pub fn from_store(services: Store<Service>) -> ServiceLinks {
+    pub fn from_store(services: Objects<Service>) -> ServiceLinks {
         ServiceLinks {
             services,
             gave_up: AtomicBool::new(false),
@@ -56,8 +55,8 @@ impl ServiceLinks {
         } else {
             FIRST_LIST_WAIT
         };
-        let ready = tokio::time::timeout(wait, self.services.wait_until_ready()).await;
-        if !matches!(ready, Ok(Ok(()))) {
+        let ready = tokio::time::timeout(wait, self.services.synced()).await;
+        if ready.is_err() {
             self.gave_up.store(true, Ordering::Relaxed);
             tracing::warn!(pod = %pod.name_any(), "Services not listed yet: starting without their variables");
         }
@@ -314,8 +313,7 @@ mod tests {
 
     #[tokio::test(start_paused = true)]
     async fn without_a_first_list_only_the_first_start_waits() {
-        let (reader, _writer) = kube::runtime::reflector::store::<Service>();
-        let links = ServiceLinks::from_store(reader);
+        let links = ServiceLinks::from_store(Objects::default());
         let p = pod("shop", None);
         let start = tokio::time::Instant::now();
         assert!(links.env(&p).await.is_empty());

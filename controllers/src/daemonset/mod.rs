@@ -12,10 +12,10 @@ use k8s_openapi::api::apps::v1::DaemonSet;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::jiff::Timestamp;
 use keelson_daemon::events::EventType;
-use keelson_daemon::{reflect, Changes};
+use keelson_daemon::{reflect, Changes, Objects};
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::ResourceExt;
 use std::sync::Arc;
@@ -25,7 +25,7 @@ pub const COMPONENT: &str = "daemonset-controller";
 
 pub struct Context {
     pub ctx: Arc<Ctx>,
-    pub nodes: Store<Node>,
+    pub nodes: Objects<Node>,
 }
 
 /// Runs until SIGTERM or Ctrl-C: woken by DaemonSets, the pods they own, and any Node change.
@@ -34,9 +34,7 @@ pub async fn run(ctx: Arc<Ctx>) {
     let cfg = watcher::Config::default();
     let nodes = reflect(Api::all(client.clone()), cfg.clone(), &Changes::default());
     // With no nodes listed yet every pod would look like one on a deleted node.
-    if nodes.wait_until_ready().await.is_err() {
-        return;
-    }
+    nodes.synced().await;
     let controller = Controller::new(Api::<DaemonSet>::all(client.clone()), cfg.clone());
     let daemonsets = controller.store();
     let cx = Arc::new(Context { ctx, nodes });

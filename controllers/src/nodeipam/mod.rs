@@ -9,9 +9,8 @@ use crate::Ctx;
 use ipnetwork::IpNetwork;
 use k8s_openapi::api::core::v1::Node;
 use keelson_daemon::events::EventType;
-use keelson_daemon::{reflect, Changes, Shutdown, SyncLoop};
+use keelson_daemon::{reflect, Changes, Objects, Shutdown, SyncLoop};
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use plan::{Action, Allocator, NodeView};
 use std::sync::{Arc, Mutex};
@@ -33,7 +32,7 @@ pub async fn run(ctx: Arc<Ctx>, set: CidrSet, shutdown: Shutdown) {
         &changes,
     );
     tokio::select! {
-        ready = nodes.wait_until_ready() => if ready.is_err() { return },
+        _ = nodes.synced() => {}
         _ = shutdown.requested() => return,
     }
     tracing::info!(cluster_cidr = %set.cluster(), blocks = set.len(), "node IPAM running");
@@ -51,7 +50,7 @@ fn lock(alloc: &Mutex<Allocator>) -> std::sync::MutexGuard<'_, Allocator> {
 }
 
 /// One plan over the Nodes in the store, carried out.
-async fn sync(ctx: &Ctx, nodes: &Store<Node>, alloc: &Mutex<Allocator>) {
+async fn sync(ctx: &Ctx, nodes: &Objects<Node>, alloc: &Mutex<Allocator>) {
     let client = &ctx.client;
     let views: Vec<NodeView> = nodes
         .state()
@@ -93,7 +92,7 @@ async fn sync(ctx: &Ctx, nodes: &Store<Node>, alloc: &Mutex<Allocator>) {
                 ..
             } => {
                 tracing::warn!(node = %node, reason, "{message}");
-                if let Some(n) = nodes.get(&ObjectRef::new(&node)) {
+                if let Some(n) = nodes.object(None, &node) {
                     ctx.events.reporting(COMPONENT).publish(
                         &*n,
                         EventType::Warning,

@@ -12,9 +12,8 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::api::core::v1::{Node, Pod, Taint};
 use k8s_openapi::jiff::Timestamp;
 use keelson_daemon::events::EventType;
-use keelson_daemon::{reflect, Changes, Shutdown};
+use keelson_daemon::{reflect, Changes, Objects, Shutdown};
 use kube::api::Api;
-use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 use kube::ResourceExt;
 use std::collections::{HashMap, HashSet};
@@ -35,9 +34,9 @@ pub struct Config {
 
 /// The informers' stores this controller decides from.
 struct Stores {
-    nodes: Store<Node>,
-    leases: Store<Lease>,
-    pods: Store<Pod>,
+    nodes: Objects<Node>,
+    leases: Objects<Lease>,
+    pods: Objects<Pod>,
 }
 
 /// What the controller remembers between passes.
@@ -80,9 +79,9 @@ pub async fn run(ctx: Arc<Ctx>, cfg: Config, shutdown: Shutdown) {
     // Half-filled stores would mark nodes whose Lease simply was not listed yet.
     tokio::select! {
         _ = futures::future::join3(
-            stores.nodes.wait_until_ready(),
-            stores.leases.wait_until_ready(),
-            stores.pods.wait_until_ready(),
+            stores.nodes.synced(),
+            stores.leases.synced(),
+            stores.pods.synced(),
         ) => {}
         _ = shutdown.requested() => return,
     }
@@ -186,9 +185,7 @@ impl State {
         now: Timestamp,
     ) -> Vec<Taint> {
         let name = node.name_any();
-        let lease = stores
-            .leases
-            .get(&ObjectRef::new(&name).within(LEASE_NAMESPACE));
+        let lease = stores.leases.object(Some(LEASE_NAMESPACE), &name);
         let heartbeat = monitor::Heartbeat {
             lease_renewed: lease
                 .as_ref()

@@ -89,9 +89,7 @@ fn pod(policy: &str) -> Pod {
 
 /// A listed, empty Service store: containers get no link variables and wait for nothing.
 fn no_services() -> crate::pod::service_env::ServiceLinks {
-    let (reader, mut writer) = kube::runtime::reflector::store();
-    writer.apply_watcher_event(&kube::runtime::watcher::Event::InitDone);
-    crate::pod::service_env::ServiceLinks::from_store(reader)
+    crate::pod::service_env::ServiceLinks::from_store(keelson_daemon::Objects::of([]))
 }
 
 struct Fixture {
