@@ -8,7 +8,10 @@ mod harness;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use harness::{backend, ingress, Backends, Ingress, World, DEADLINE};
+use harness::{
+    backend, ingress, ingress_class, service, slice_with_conditions, Backends, Ingress, World,
+    CONTROLLER, DEADLINE,
+};
 use keelson_testing::{eventually, require_root_and_tools};
 
 const HOST: &str = "web.example.test";
@@ -16,48 +19,23 @@ const HOST: &str = "web.example.test";
 /// Class `keelson`, Service web, its EndpointSlice (`(address, conditions as YAML)`) and an
 /// Ingress for it with `annotations` (YAML mapping entries).
 fn cluster(port: u16, endpoints: &[(String, &str)], annotations: &str) -> String {
-    format!(
-        r#"
-apiVersion: networking.k8s.io/v1
-kind: IngressClass
-metadata: {{name: keelson}}
-spec: {{controller: keelson.dev/ingress-nginx}}
----
-apiVersion: v1
-kind: Service
-metadata: {{name: web, namespace: default}}
-spec: {{ports: [{{name: http, port: 80, targetPort: {port}}}]}}
----
-{}
----
-{}
-"#,
+    [
+        ingress_class("keelson", CONTROLLER),
+        service("web", 80, Some(port)),
         web_slice(port, endpoints),
         ingress(
             "web",
             "keelson",
             HOST,
             annotations,
-            &[("/", "web", "{name: http}")]
+            &[("/", "web", "{name: http}")],
         ),
-    )
+    ]
+    .join("---\n")
 }
 
 fn web_slice(port: u16, endpoints: &[(String, &str)]) -> String {
-    let eps: Vec<String> = endpoints
-        .iter()
-        .map(|(a, c)| format!(r#"{{addresses: ["{a}"], conditions: {c}}}"#))
-        .collect();
-    format!(
-        r#"apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: {{name: web-1, namespace: default, labels: {{kubernetes.io/service-name: web}}}}
-addressType: IPv4
-ports: [{{name: http, port: {port}, protocol: TCP}}]
-endpoints: [{}]
-"#,
-        eps.join(", ")
-    )
+    slice_with_conditions("web-1", "web", port, endpoints)
 }
 
 fn nginx_conf(ing: &Ingress) -> String {

@@ -3,7 +3,10 @@
 
 mod harness;
 
-use harness::{backend, expect_warning, ingress, slice, Backends, World, DEADLINE};
+use harness::{
+    backend, expect_warning, ingress, ingress_class, service, slice, Backends, World, CONTROLLER,
+    DEADLINE,
+};
 use keelson_testing::{eventually, Apiserver};
 
 const BAD: usize = 6;
@@ -16,15 +19,9 @@ fn host(i: usize) -> String {
 fn cluster(port: u16) -> String {
     let ip = |i| Backends::ip(i).to_string();
     let mut docs = vec![
-        "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: {name: keelson}\n\
-         spec: {controller: keelson.dev/ingress-nginx}\n"
-            .to_string(),
-        "apiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: default}\n\
-         spec: {ports: [{name: http, port: 80}]}\n"
-            .to_string(),
-        "apiVersion: v1\nkind: Service\nmetadata: {name: api, namespace: default}\n\
-         spec: {ports: [{name: http, port: 80}]}\n"
-            .to_string(),
+        ingress_class("keelson", CONTROLLER),
+        service("web", 80, None),
+        service("api", 80, None),
         slice("web-1", "web", port, &[ip(0)]),
         slice("api-1", "api", port, &[ip(2)]),
     ];

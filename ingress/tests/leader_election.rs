@@ -6,7 +6,9 @@ mod harness;
 
 use std::time::Duration;
 
-use harness::{backend, ingress, slice, Backends, Ingress, World, DEADLINE};
+use harness::{
+    backend, ingress, ingress_class, service, slice, Backends, Ingress, World, CONTROLLER, DEADLINE,
+};
 use keelson_testing::{eventually, Component};
 
 /// A lease far longer than the test: every takeover here is by release, none by expiry.
@@ -17,20 +19,19 @@ const FLAGS: &[&str] = &[
 ];
 
 fn web(port: u16) -> String {
-    format!(
-        "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: {{name: keelson}}\n\
-         spec: {{controller: keelson.dev/ingress-nginx}}\n---\n\
-         apiVersion: v1\nkind: Service\nmetadata: {{name: web, namespace: default}}\n\
-         spec: {{ports: [{{name: http, port: 80, targetPort: {port}}}]}}\n---\n{}\n---\n{}",
+    [
+        ingress_class("keelson", CONTROLLER),
+        service("web", 80, Some(port)),
         slice("web-1", "web", port, &[Backends::ip(0).to_string()]),
         ingress(
             "web",
             "keelson",
             "web.example.test",
             "",
-            &[("/", "web", "{name: http}")]
+            &[("/", "web", "{name: http}")],
         ),
-    )
+    ]
+    .join("---\n")
 }
 
 fn address(world: &World) -> String {

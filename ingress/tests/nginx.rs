@@ -5,7 +5,10 @@ mod harness;
 
 use std::collections::BTreeSet;
 
-use harness::{backend, expect_warning, ingress, slice, Backends, Ingress, World, DEADLINE};
+use harness::{
+    backend, expect_warning, ingress, ingress_class, service, slice, slice_with_conditions,
+    Backends, Ingress, World, CONTROLLER, DEADLINE,
+};
 use keelson_testing::{eventually, Component};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
@@ -13,52 +16,18 @@ use nix::unistd::Pid;
 /// Classes, Services and EndpointSlices: web (two pods, named port), api (one pod, port by
 /// number), empty (its only pod is not ready).
 fn cluster(port: u16) -> String {
-    let [a, b, c, d] = [0, 1, 2, 3].map(Backends::ip);
-    format!(
-        r#"
-apiVersion: networking.k8s.io/v1
-kind: IngressClass
-metadata: {{name: keelson}}
-spec: {{controller: keelson.dev/ingress-nginx}}
----
-apiVersion: networking.k8s.io/v1
-kind: IngressClass
-metadata: {{name: other}}
-spec: {{controller: example.com/other-controller}}
----
-apiVersion: v1
-kind: Service
-metadata: {{name: web, namespace: default}}
-spec: {{ports: [{{name: http, port: 80, targetPort: {port}}}]}}
----
-apiVersion: v1
-kind: Service
-metadata: {{name: api, namespace: default}}
-spec: {{ports: [{{name: http, port: 8000, targetPort: {port}}}]}}
----
-apiVersion: v1
-kind: Service
-metadata: {{name: empty, namespace: default}}
-spec: {{ports: [{{name: http, port: 80, targetPort: {port}}}]}}
----
-{web}
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: {{name: api-1, namespace: default, labels: {{kubernetes.io/service-name: api}}}}
-addressType: IPv4
-ports: [{{name: http, port: {port}, protocol: TCP}}]
-endpoints: [{{addresses: ["{c}"], conditions: {{ready: true}}}}]
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: {{name: empty-1, namespace: default, labels: {{kubernetes.io/service-name: empty}}}}
-addressType: IPv4
-ports: [{{name: http, port: {port}, protocol: TCP}}]
-endpoints: [{{addresses: ["{d}"], conditions: {{ready: false}}}}]
-"#,
-        web = web_slice(port, &[a.to_string(), b.to_string()]),
-    )
+    let [a, b, c, d] = [0, 1, 2, 3].map(|i| Backends::ip(i).to_string());
+    [
+        ingress_class("keelson", CONTROLLER),
+        ingress_class("other", "example.com/other-controller"),
+        service("web", 80, Some(port)),
+        service("api", 8000, Some(port)),
+        service("empty", 80, Some(port)),
+        web_slice(port, &[a, b]),
+        slice("api-1", "api", port, &[c]),
+        slice_with_conditions("empty-1", "empty", port, &[(d, "{ready: false}")]),
+    ]
+    .join("---\n")
 }
 
 fn web_slice(port: u16, addresses: &[String]) -> String {
@@ -76,6 +45,21 @@ fn web_ingress() -> String {
             ("/api", "api", "{number: 8000}"),
         ],
     )
+}
+
+/// An Ingress of class keelson with one rule: `host`, path `/`, to `service` of `cluster`.
+fn to_service(name: &str, host: &str, annotations: &str, service: &str) -> String {
+    let port = if service == "api" {
+        "{number: 8000}"
+    } else {
+        "{name: http}"
+    };
+    ingress(name, "keelson", host, annotations, &[("/", service, port)])
+}
+
+/// Waits until a backend answers for `host` at `/`.
+fn expect_served(ing: &Ingress, what: &str, host: &str) {
+    eventually(what, DEADLINE, || backend(ing, host, "/"));
 }
 
 /// ingress_nginx_reloads_total from /metrics.
@@ -115,13 +99,7 @@ fn routes_hosts_and_paths_to_ready_pods() {
     let world = backends_and_api();
     let api = &world.api;
     api.apply(&web_ingress());
-    api.apply(&ingress(
-        "empty",
-        "keelson",
-        "empty.example.test",
-        "",
-        &[("/", "empty", "{name: http}")],
-    ));
+    api.apply(&to_service("empty", "empty.example.test", "", "empty"));
     api.apply(&ingress(
         "foreign",
         "other",
@@ -191,13 +169,7 @@ fn routes_hosts_and_paths_to_ready_pods() {
     // A second Ingress for the same host and path changes nothing nginx sees (the first by
     // namespace/name wins, and its backend's upstream already exists): no reload. Its status
     // shows that the controller has synced it.
-    api.apply(&ingress(
-        "web-dup",
-        "keelson",
-        "web.example.test",
-        "",
-        &[("/", "api", "{number: 8000}")],
-    ));
+    api.apply(&to_service("web-dup", "web.example.test", "", "api"));
     eventually("status.loadBalancer on web-dup", DEADLINE, || {
         let ip = api.kubectl_ok(&[
             "get",
@@ -219,16 +191,8 @@ fn routes_hosts_and_paths_to_ready_pods() {
     api.kubectl_ok(&["delete", "ingress", "web-dup"]);
 
     // A wildcard host covers one label, as in Kubernetes (nginx's own `*.` would take more).
-    api.apply(&ingress(
-        "wild",
-        "keelson",
-        "\"*.wild.example.test\"",
-        "",
-        &[("/", "api", "{number: 8000}")],
-    ));
-    eventually("a wildcard host served", DEADLINE, || {
-        backend(&ing, "a.wild.example.test", "/")
-    });
+    api.apply(&to_service("wild", "\"*.wild.example.test\"", "", "api"));
+    expect_served(&ing, "a wildcard host served", "a.wild.example.test");
     assert_eq!(status(&ing, "a.b.wild.example.test", "/"), Some(404));
 
     // The endpointslice controller (this test) drops web-b: it stops getting traffic.
@@ -277,19 +241,11 @@ fn an_ingress_nginx_rejects_is_left_out_and_the_others_serve() {
     let api = &world.api;
     api.apply(&web_ingress());
     let ing = world.ingress();
-    eventually("web served", DEADLINE, || {
-        backend(&ing, "web.example.test", "/")
-    });
+    expect_served(&ing, "web served", "web.example.test");
 
     // A size of the right form that nginx refuses (it overflows): only nginx -t can tell.
     let size = "nginx.ingress.kubernetes.io/proxy-body-size: \"99999999999999999999999m\"";
-    api.apply(&ingress(
-        "big",
-        "keelson",
-        "big.example.test",
-        size,
-        &[("/", "web", "{name: http}")],
-    ));
+    api.apply(&to_service("big", "big.example.test", size, "web"));
     let message = expect_warning(api, "big", "RejectedByNginx");
     assert!(
         message.contains("client_max_body_size") && message.contains("invalid value"),
@@ -310,27 +266,15 @@ fn an_ingress_nginx_rejects_is_left_out_and_the_others_serve() {
     assert_eq!(status(&ing, "big.example.test", "/"), Some(404));
 
     // A value the checks refuse before rendering: left out too, nginx is not asked.
-    api.apply(&ingress(
-        "odd",
-        "keelson",
-        "odd.example.test",
-        "nginx.ingress.kubernetes.io/proxy-body-size: 12parsecs",
-        &[("/", "web", "{name: http}")],
-    ));
+    let odd = "nginx.ingress.kubernetes.io/proxy-body-size: 12parsecs";
+    api.apply(&to_service("odd", "odd.example.test", odd, "web"));
     let message = expect_warning(api, "odd", "BadConfig");
     assert!(message.contains("12parsecs"), "{message}");
 
     // Fixed: it is served, and no longer counted.
-    api.apply(&ingress(
-        "big",
-        "keelson",
-        "big.example.test",
-        "nginx.ingress.kubernetes.io/proxy-body-size: 12m",
-        &[("/", "web", "{name: http}")],
-    ));
-    eventually("big served after the fix", DEADLINE, || {
-        backend(&ing, "big.example.test", "/")
-    });
+    let fixed = "nginx.ingress.kubernetes.io/proxy-body-size: 12m";
+    api.apply(&to_service("big", "big.example.test", fixed, "web"));
+    expect_served(&ing, "big served after the fix", "big.example.test");
     eventually("one Ingress left out (odd)", DEADLINE, || {
         let m = ing.metrics();
         m.contains("ingress_rejected_ingresses 1")
@@ -437,9 +381,7 @@ fn nginx_killed_is_started_again() {
     let api = &world.api;
     api.apply(&web_ingress());
     let ing = world.ingress();
-    eventually("web served", DEADLINE, || {
-        backend(&ing, "web.example.test", "/")
-    });
+    expect_served(&ing, "web served", "web.example.test");
     eventually("the controller saw nginx start", DEADLINE, || {
         let m = ing.metrics();
         m.contains("ingress_nginx_reloads_total 1")

@@ -238,11 +238,46 @@ impl Backends {
     }
 }
 
+/// The controller name keelson-ingress serves IngressClasses of.
+pub const CONTROLLER: &str = "keelson.dev/ingress-nginx";
+
+/// An IngressClass `name` of `controller`.
+pub fn ingress_class(name: &str, controller: &str) -> String {
+    format!(
+        "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: {{name: {name}}}\n\
+         spec: {{controller: {controller}}}\n"
+    )
+}
+
+/// A Service `name` in default with one port `http`: `port`, to `target_port` when given.
+pub fn service(name: &str, port: u16, target_port: Option<u16>) -> String {
+    let target = target_port.map_or(String::new(), |t| format!(", targetPort: {t}"));
+    format!(
+        "apiVersion: v1\nkind: Service\nmetadata: {{name: {name}, namespace: default}}\n\
+         spec: {{ports: [{{name: http, port: {port}{target}}}]}}\n"
+    )
+}
+
 /// An EndpointSlice `name` of Service `service`: ready endpoints on port `http`.
 pub fn slice(name: &str, service: &str, port: u16, addresses: &[String]) -> String {
-    let eps: Vec<String> = addresses
+    let ready: Vec<(String, &str)> = addresses
         .iter()
-        .map(|a| format!(r#"{{addresses: ["{a}"], conditions: {{ready: true}}}}"#))
+        .map(|a| (a.clone(), "{ready: true}"))
+        .collect();
+    slice_with_conditions(name, service, port, &ready)
+}
+
+/// An EndpointSlice `name` of Service `service` on port `http`: endpoints as (address,
+/// conditions as YAML).
+pub fn slice_with_conditions(
+    name: &str,
+    service: &str,
+    port: u16,
+    endpoints: &[(String, &str)],
+) -> String {
+    let eps: Vec<String> = endpoints
+        .iter()
+        .map(|(a, c)| format!(r#"{{addresses: ["{a}"], conditions: {c}}}"#))
         .collect();
     format!(
         r#"apiVersion: discovery.k8s.io/v1
