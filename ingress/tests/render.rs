@@ -43,6 +43,19 @@ fn ingress(
     obj(json!({"metadata": {"name": name, "namespace": "default"}, "spec": spec}))
 }
 
+/// An Ingress of class keelson with one rule: `host` and its `paths`.
+fn one_host(
+    name: &str,
+    host: &str,
+    paths: Value,
+) -> Arc<k8s_openapi::api::networking::v1::Ingress> {
+    ingress(
+        name,
+        Some("keelson"),
+        json!({"rules": [rule(Some(host), paths)]}),
+    )
+}
+
 fn rule(host: Option<&str>, paths: Value) -> Value {
     let mut r = json!({"http": {"paths": paths}});
     if let Some(h) = host {
@@ -143,14 +156,24 @@ fn cluster(ingresses: Vec<Arc<k8s_openapi::api::networking::v1::Ingress>>) -> In
 }
 
 fn web_ingress() -> Arc<k8s_openapi::api::networking::v1::Ingress> {
-    ingress(
+    one_host(
         "web",
-        Some("keelson"),
-        json!({"rules": [rule(Some("web.example.test"), json!([
+        "web.example.test",
+        json!([
             path("/", "Prefix", "web", json!({"name": "http"})),
             path("/api", "Prefix", "api", json!({"number": 8000})),
-        ]))]}),
+        ]),
     )
+}
+
+/// The model of `cluster` with these Ingresses.
+fn build(ingresses: Vec<Arc<k8s_openapi::api::networking::v1::Ingress>>) -> Model {
+    model::build(&cluster(ingresses), OURS)
+}
+
+/// Fails with the whole rendered config unless it holds `want`.
+fn assert_contains(text: &str, want: &str) {
+    assert!(text.contains(want), "{text}");
 }
 
 fn server<'m>(m: &'m Model, host: Option<&str>) -> &'m model::Server {
@@ -210,7 +233,7 @@ fn other_controllers_ingresses_are_not_rendered() {
         Some("other"),
         json!({"rules": [rule(Some("other.test"), json!([path("/", "Prefix", "web", json!({"name": "http"}))]))]}),
     );
-    let m = model::build(&cluster(vec![web_ingress(), other]), OURS);
+    let m = build(vec![web_ingress(), other]);
     assert_eq!(m.handled, vec![("default".to_string(), "web".to_string())]);
     assert!(m
         .servers
@@ -220,7 +243,7 @@ fn other_controllers_ingresses_are_not_rendered() {
 
 #[test]
 fn named_port_resolves_to_ready_pod_addresses_of_that_port() {
-    let m = model::build(&cluster(vec![web_ingress()]), OURS);
+    let m = build(vec![web_ingress()]);
     let web = m
         .upstreams
         .iter()
@@ -245,46 +268,48 @@ fn named_port_resolves_to_ready_pod_addresses_of_that_port() {
 
 #[test]
 fn backend_without_ready_endpoints_answers_503() {
-    let ing = ingress(
+    let ing = one_host(
         "e",
-        Some("keelson"),
-        json!({"rules": [rule(Some("e.test"), json!([
+        "e.test",
+        json!([
             path("/", "Prefix", "empty", json!({"name": "http"})),
             path("/gone", "Prefix", "no-such-service", json!({"number": 80})),
             path("/badport", "Prefix", "web", json!({"number": 81})),
-        ]))]}),
+        ]),
     );
-    let m = model::build(&cluster(vec![ing]), OURS);
+    let m = build(vec![ing]);
     let s = server(&m, Some("e.test"));
     assert!(s.locations.iter().all(|l| l.target == Target::Unavailable));
     assert!(m.upstreams.is_empty());
     let text = render(&m, &opts());
-    assert!(
-        text.contains("location / {\n            return 503;"),
-        "{text}"
-    );
+    assert_contains(&text, "location / {\n            return 503;");
 }
 
 #[test]
 fn prefix_is_element_wise_and_exact_beats_prefix() {
-    let ing = ingress(
+    let ing = one_host(
         "p",
-        Some("keelson"),
-        json!({"rules": [rule(Some("p.test"), json!([
+        "p.test",
+        json!([
             path("/foo/", "Prefix", "web", json!({"name": "http"})),
             path("/foo", "Exact", "api", json!({"number": 8000})),
-            path("/bar", "ImplementationSpecific", "api", json!({"number": 8000})),
-        ]))]}),
+            path(
+                "/bar",
+                "ImplementationSpecific",
+                "api",
+                json!({"number": 8000})
+            ),
+        ]),
     );
-    let text = render(&model::build(&cluster(vec![ing]), OURS), &opts());
+    let text = render(&build(vec![ing]), &opts());
     // /foo/ and /foo/... by prefix, /foo itself by the Exact rule (once), never /foobar.
-    assert!(
-        text.contains("location /foo/ {\n            proxy_pass http://default_web_http;"),
-        "{text}"
+    assert_contains(
+        &text,
+        "location /foo/ {\n            proxy_pass http://default_web_http;",
     );
-    assert!(
-        text.contains("location = /foo {\n            proxy_pass http://default_api_8000;"),
-        "{text}"
+    assert_contains(
+        &text,
+        "location = /foo {\n            proxy_pass http://default_api_8000;",
     );
     assert_eq!(text.matches("location = /foo {").count(), 1, "{text}");
     assert!(
@@ -297,10 +322,7 @@ fn prefix_is_element_wise_and_exact_beats_prefix() {
         "{text}"
     );
     // No root rule and no default backend: 404 for the rest.
-    assert!(
-        text.contains("location / {\n            return 404;"),
-        "{text}"
-    );
+    assert_contains(&text, "location / {\n            return 404;");
 }
 
 #[test]
@@ -313,7 +335,7 @@ fn rules_without_host_and_default_backend_go_to_the_default_server() {
             "rules": [rule(None, json!([path("/web", "Prefix", "web", json!({"name": "http"}))])), rule(Some("h.test"), json!([path("/x", "Exact", "web", json!({"name": "http"}))]))]
         }),
     );
-    let m = model::build(&cluster(vec![ing]), OURS);
+    let m = build(vec![ing]);
     assert_eq!(m.servers[0].host, None, "default server first");
     let d = server(&m, None);
     assert_eq!(d.locations.len(), 1);
@@ -323,9 +345,9 @@ fn rules_without_host_and_default_backend_go_to_the_default_server() {
         Target::Upstream("default_api_8000".into())
     );
     let text = render(&m, &opts());
-    assert!(
-        text.contains("listen 127.0.0.1:8080 default_server;\n        server_name _;"),
-        "{text}"
+    assert_contains(
+        &text,
+        "listen 127.0.0.1:8080 default_server;\n        server_name _;",
     );
 }
 
@@ -333,10 +355,10 @@ fn rules_without_host_and_default_backend_go_to_the_default_server() {
 fn output_is_deterministic_whatever_the_input_order() {
     let a = cluster(vec![
         web_ingress(),
-        ingress(
+        one_host(
             "z",
-            Some("keelson"),
-            json!({"rules": [rule(Some("a.test"), json!([path("/", "Prefix", "api", json!({"number": 8000}))]))]}),
+            "a.test",
+            json!([path("/", "Prefix", "api", json!({"number": 8000}))]),
         ),
     ]);
     let mut b = cluster(vec![]);
@@ -355,7 +377,7 @@ fn output_is_deterministic_whatever_the_input_order() {
 
 #[test]
 fn forwarding_headers_are_passed() {
-    let text = render(&model::build(&cluster(vec![web_ingress()]), OURS), &opts());
+    let text = render(&build(vec![web_ingress()]), &opts());
     for h in [
         "proxy_set_header Host $host;",
         "proxy_set_header X-Forwarded-For $proxy_add_x_forwarded_for;",
@@ -376,7 +398,7 @@ fn unsafe_annotation_values_never_reach_the_config() {
         )]
         .into(),
     );
-    let m = model::build(&cluster(vec![Arc::new(ing.clone())]), OURS);
+    let m = build(vec![Arc::new(ing.clone())]);
     let text = render(&m, &opts());
     assert!(
         !text.contains("passwd") && !text.contains("client_max_body_size"),
@@ -399,18 +421,15 @@ fn unsafe_annotation_values_never_reach_the_config() {
     for good in ["8m", "0", "512", "1G", "64k"] {
         ing.metadata.annotations =
             Some([(model::BODY_SIZE_ANNOTATION.to_string(), good.to_string())].into());
-        let m = model::build(&cluster(vec![Arc::new(ing.clone())]), OURS);
+        let m = build(vec![Arc::new(ing.clone())]);
         assert!(m.rejected.is_empty(), "{good}: {:?}", m.rejected);
         let text = render(&m, &opts());
-        assert!(
-            text.contains(&format!("client_max_body_size {good};")),
-            "{text}"
-        );
+        assert_contains(&text, &format!("client_max_body_size {good};"));
     }
     for bad in ["12parsecs", "1.5m", "m", "", "1mb", "-1"] {
         ing.metadata.annotations =
             Some([(model::BODY_SIZE_ANNOTATION.to_string(), bad.to_string())].into());
-        let m = model::build(&cluster(vec![Arc::new(ing.clone())]), OURS);
+        let m = build(vec![Arc::new(ing.clone())]);
         assert_eq!(m.rejected.len(), 1, "{bad:?}");
     }
 }
@@ -509,7 +528,7 @@ fn retry_annotations() -> std::collections::BTreeMap<String, String> {
 
 #[test]
 fn retries_follow_ingress_nginx_defaults_and_annotations() {
-    let text = render(&model::build(&cluster(vec![web_ingress()]), OURS), &opts());
+    let text = render(&build(vec![web_ingress()]), &opts());
     // ingress-nginx's ConfigMap defaults, for every location.
     let http = text.split("server {").next().unwrap();
     for d in [
@@ -525,7 +544,7 @@ fn retries_follow_ingress_nginx_defaults_and_annotations() {
 
     let mut ing = (*web_ingress()).clone();
     ing.metadata.annotations = Some(retry_annotations());
-    let m = model::build(&cluster(vec![Arc::new(ing.clone())]), OURS);
+    let m = build(vec![Arc::new(ing.clone())]);
     assert!(m.rejected.is_empty(), "{:?}", m.rejected);
     let text = render(&m, &opts());
     let web = text.split("server_name web.example.test;").nth(1).unwrap();
@@ -547,7 +566,7 @@ fn retries_follow_ingress_nginx_defaults_and_annotations() {
         )]
         .into(),
     );
-    let m = model::build(&cluster(vec![Arc::new(ing)]), OURS);
+    let m = build(vec![Arc::new(ing)]);
     let text = render(&m, &opts());
     assert!(!text.contains("passwd"), "{text}");
     assert_eq!(m.rejected.len(), 1, "{:?}", m.rejected);
@@ -571,28 +590,25 @@ fn wildcard_host_covers_exactly_one_label() {
             rule(Some("a*b.example.test"), json!([path("/", "Prefix", "web", json!({"name": "http"}))])),
         ]}),
     );
-    let m = model::build(&cluster(vec![ing]), OURS);
+    let m = build(vec![ing]);
     let text = render(&m, &opts());
-    assert!(
-        text.contains("server_name ~^[^.]+\\.example\\.test$;"),
-        "{text}"
-    );
+    assert_contains(&text, "server_name ~^[^.]+\\.example\\.test$;");
     assert!(!text.contains("a*b"), "{text}");
     assert_eq!(m.problems.len(), 1, "{:?}", m.problems);
 }
 
 #[test]
 fn paths_nginx_cannot_take_are_skipped_and_reported() {
-    let ing = ingress(
+    let ing = one_host(
         "p",
-        Some("keelson"),
-        json!({"rules": [rule(Some("p.test"), json!([
+        "p.test",
+        json!([
             path("/ok", "Prefix", "web", json!({"name": "http"})),
             path("/a;return 200 x", "Prefix", "web", json!({"name": "http"})),
             path("/b{", "Exact", "web", json!({"name": "http"})),
-        ]))]}),
+        ]),
     );
-    let m = model::build(&cluster(vec![ing]), OURS);
+    let m = build(vec![ing]);
     assert_eq!(server(&m, Some("p.test")).locations.len(), 1);
     assert_eq!(m.problems.len(), 2, "{:?}", m.problems);
     let text = render(&m, &opts());
@@ -620,18 +636,15 @@ fn rendered_config_passes_real_nginx_test() {
         Some("keelson"),
         json!({"defaultBackend": {"service": {"name": "empty", "port": {"name": "http"}}}, "rules": [rule(None, json!([path("/e", "Exact", "web", json!({"name": "http"}))]))]}),
     );
-    let mut wildcard = (*ingress(
+    let mut wildcard = (*one_host(
         "w",
-        Some("keelson"),
-        json!({"rules": [rule(Some("*.example.test"), json!([path("/", "Prefix", "web", json!({"name": "http"}))]))]}),
+        "*.example.test",
+        json!([path("/", "Prefix", "web", json!({"name": "http"}))]),
     ))
     .clone();
     // Every retry setting, so nginx judges the directives they become too.
     wildcard.metadata.annotations = Some(retry_annotations());
-    let text = render(
-        &model::build(&cluster(vec![web_ingress(), ing, Arc::new(wildcard)]), OURS),
-        &o,
-    );
+    let text = render(&build(vec![web_ingress(), ing, Arc::new(wildcard)]), &o);
     assert!(text.contains("proxy_next_upstream_timeout 10s;"), "{text}");
     let conf = dir.path().join("nginx.conf");
     std::fs::write(&conf, &text).unwrap();
