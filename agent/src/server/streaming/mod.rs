@@ -16,7 +16,8 @@ use std::time::Duration;
 use axum::extract::ws::WebSocketUpgrade;
 use axum::extract::{FromRequestParts, Path, Query, Request, State};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{get, MethodRouter};
+use axum::Extension;
 use axum::Router;
 use http::{header, HeaderValue, StatusCode};
 use hyper::upgrade::OnUpgrade;
@@ -76,10 +77,13 @@ impl IntoResponse for StreamingError {
 
 pub fn routes(s: Arc<Streaming>) -> Router {
     Router::new()
-        .route("/exec/{namespace}/{pod}/{container}", get(exec).post(exec))
+        .route(
+            "/exec/{namespace}/{pod}/{container}",
+            in_container_as(Stream::Exec),
+        )
         .route(
             "/attach/{namespace}/{pod}/{container}",
-            get(attach).post(attach),
+            in_container_as(Stream::Attach),
         )
         .route(
             "/portForward/{namespace}/{pod}",
@@ -138,10 +142,29 @@ fn streams(q: &[(String, String)]) -> Streams {
     }
 }
 
-async fn exec(
+/// What a client streams with in a container.
+#[derive(Clone, Copy)]
+enum Stream {
+    /// A new process: the `command` query parameters.
+    Exec,
+    /// The container's own process.
+    Attach,
+}
+
+/// GET and POST of `in_container` for `stream`.
+fn in_container_as(stream: Stream) -> MethodRouter<Arc<Streaming>> {
+    get(in_container)
+        .post(in_container)
+        .layer(Extension(stream))
+}
+
+/// exec or attach in the container (namespace, pod, container): the runtime's streaming URL,
+/// relayed over the client's upgraded connection.
+async fn in_container(
     State(s): State<Arc<Streaming>>,
     Path((namespace, pod, container)): Path<(String, String, String)>,
     Query(q): Query<Vec<(String, String)>>,
+    Extension(stream): Extension<Stream>,
     req: Request,
 ) -> Result<Response, StreamingError> {
     let upgrade = upgrade_of(req).await?;
@@ -150,43 +173,39 @@ async fn exec(
         .filter(|(k, _)| k == "command")
         .map(|(_, v)| v.clone())
         .collect();
-    if cmd.is_empty() {
+    if matches!(stream, Stream::Exec) && cmd.is_empty() {
         return Err(StreamingError::BadRequest(
             "you must specify at least 1 command".into(),
         ));
     }
     let io = streams(&q);
     let container_id = s.container_id(&namespace, &pod, &container).await?;
-    let request = cri::ExecRequest {
-        container_id,
-        cmd,
-        tty: io.tty,
-        stdin: io.stdin,
-        stdout: io.stdout,
-        stderr: io.stderr,
+    let (tty, stdin, stdout, stderr) = (io.tty, io.stdin, io.stdout, io.stderr);
+    let mut runtime = s.runtime.clone();
+    let response = match stream {
+        Stream::Exec => {
+            let request = cri::ExecRequest {
+                container_id,
+                cmd,
+                tty,
+                stdin,
+                stdout,
+                stderr,
+            };
+            runtime.exec(request).await?.into_inner().url
+        }
+        Stream::Attach => {
+            let request = cri::AttachRequest {
+                container_id,
+                stdin,
+                tty,
+                stdout,
+                stderr,
+            };
+            runtime.attach(request).await?.into_inner().url
+        }
     };
-    let url = s.runtime.clone().exec(request).await?.into_inner().url;
-    remote_command(&s, upgrade, &url, io).await
-}
-
-async fn attach(
-    State(s): State<Arc<Streaming>>,
-    Path((namespace, pod, container)): Path<(String, String, String)>,
-    Query(q): Query<Vec<(String, String)>>,
-    req: Request,
-) -> Result<Response, StreamingError> {
-    let upgrade = upgrade_of(req).await?;
-    let io = streams(&q);
-    let container_id = s.container_id(&namespace, &pod, &container).await?;
-    let request = cri::AttachRequest {
-        container_id,
-        stdin: io.stdin,
-        tty: io.tty,
-        stdout: io.stdout,
-        stderr: io.stderr,
-    };
-    let url = s.runtime.clone().attach(request).await?.into_inner().url;
-    remote_command(&s, upgrade, &url, io).await
+    remote_command(&s, upgrade, &response, io).await
 }
 
 async fn port_forward(
