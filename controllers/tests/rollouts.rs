@@ -77,17 +77,21 @@ impl Cluster {
     }
 }
 
-const WEB: &str = "apiVersion: apps/v1
-kind: Deployment
-metadata: {name: web}
-spec:
-  replicas: 2
-  revisionHistoryLimit: 1
-  selector: {matchLabels: {app: web}}
-  template:
-    metadata: {labels: {app: web}}
-    spec: {containers: [{name: web, image: 'example.test/web:1'}]}
-";
+/// A Deployment `name` of the Pods labelled app=`name`: `spec` is more of its spec (YAML lines),
+/// `pod` its Pod spec (a YAML mapping).
+fn deployment(name: &str, spec: &str, pod: &str) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {{name: {name}}}\nspec:\n{spec}  selector: {{matchLabels: {{app: {name}}}}}\n  template:\n    metadata: {{labels: {{app: {name}}}}}\n    spec: {pod}\n"
+    )
+}
+
+fn web() -> String {
+    deployment(
+        "web",
+        "  replicas: 2\n  revisionHistoryLimit: 1\n",
+        "{containers: [{name: web, image: 'example.test/web:1'}]}",
+    )
+}
 
 /// The REVISION column of `kubectl rollout history`.
 fn history(c: &Cluster) -> Vec<String> {
@@ -101,7 +105,7 @@ fn history(c: &Cluster) -> Vec<String> {
 #[test]
 fn pause_resume_history_and_undo_to_a_revision() {
     let c = Cluster::start();
-    c.api.apply(WEB);
+    c.api.apply(&web());
     c.roll_to_completion("web", "app=web");
 
     // Paused: the template changes twice and nothing rolls.
@@ -123,24 +127,21 @@ fn pause_resume_history_and_undo_to_a_revision() {
     });
     assert_eq!(c.revisions("app=web"), ["1=example.test/web:1"]);
 
+    // Rolled to completion: the ReplicaSets' "revision=image" and the history's revisions.
+    let rolled = |revisions: [&str; 2], revision_column: [&str; 2]| {
+        c.roll_to_completion("web", "app=web");
+        assert_eq!(c.revisions("app=web"), revisions);
+        assert_eq!(history(&c), revision_column);
+    };
+
     // Resumed: one rollout, to the last template.
     c.ok(&["rollout", "resume", "deployment/web"]);
-    c.roll_to_completion("web", "app=web");
-    assert_eq!(
-        c.revisions("app=web"),
-        ["1=example.test/web:1", "2=example.test/web:3"]
-    );
-    assert_eq!(history(&c), ["1", "2"]);
+    rolled(["1=example.test/web:1", "2=example.test/web:3"], ["1", "2"]);
 
     // Undo to revision 1: its ReplicaSet becomes current again as revision 3; no number twice.
     let out = c.ok(&["rollout", "undo", "deployment/web", "--to-revision=1"]);
     assert!(out.contains("rolled back"), "{out}");
-    c.roll_to_completion("web", "app=web");
-    assert_eq!(
-        c.revisions("app=web"),
-        ["2=example.test/web:3", "3=example.test/web:1"]
-    );
-    assert_eq!(history(&c), ["2", "3"]);
+    rolled(["2=example.test/web:3", "3=example.test/web:1"], ["2", "3"]);
     let rev3 = c.ok(&["rollout", "history", "deployment/web", "--revision=3"]);
     assert!(rev3.contains("example.test/web:1"), "{rev3}");
     let moved = c.jsonpath(
@@ -169,19 +170,11 @@ fn pause_resume_history_and_undo_to_a_revision() {
 #[test]
 fn a_rollout_that_never_becomes_ready_exceeds_its_progress_deadline() {
     let c = Cluster::start();
-    c.api.apply(
-        "apiVersion: apps/v1
-kind: Deployment
-metadata: {name: slow}
-spec:
-  replicas: 1
-  progressDeadlineSeconds: 5
-  selector: {matchLabels: {app: slow}}
-  template:
-    metadata: {labels: {app: slow}}
-    spec: {containers: [{name: c, image: 'example.test/never-ready:1'}]}
-",
-    );
+    c.api.apply(&deployment(
+        "slow",
+        "  replicas: 1\n  progressDeadlineSeconds: 5\n",
+        "{containers: [{name: c, image: 'example.test/never-ready:1'}]}",
+    ));
     let progressing = || {
         c.jsonpath(
             &["deploy", "slow"],
@@ -208,20 +201,10 @@ spec:
 /// A Deployment whose Pods sit on node-a with a long grace period: deleted, they stay until
 /// "the agent" (the test) removes them.
 fn graceful(name: &str) -> String {
-    format!(
-        "apiVersion: apps/v1
-kind: Deployment
-metadata: {{name: {name}}}
-spec:
-  replicas: 2
-  selector: {{matchLabels: {{app: {name}}}}}
-  template:
-    metadata: {{labels: {{app: {name}}}}}
-    spec:
-      nodeName: node-a
-      terminationGracePeriodSeconds: 300
-      containers: [{{name: c, image: 'example.test/web:1'}}]
-"
+    deployment(
+        name,
+        "  replicas: 2\n",
+        "{nodeName: node-a, terminationGracePeriodSeconds: 300, containers: [{name: c, image: 'example.test/web:1'}]}",
     )
 }
 
