@@ -114,6 +114,11 @@ pub async fn run(cfg: AgentConfig) -> Result<(), AgentError> {
             pod_log_root: cfg.pod_log_dir.display().to_string(),
             cluster_dns: cfg.cluster_dns.clone(),
             cluster_domain: cfg.cluster_domain.clone(),
+            security: crate::pod::security::NodeSecurity {
+                seccomp_root: cfg.seccomp_profile_root.display().to_string(),
+                apparmor_enabled: apparmor_enabled(),
+                allowed_unsafe_sysctls: cfg.allowed_unsafe_sysctls.clone(),
+            },
         },
         root: cfg.root_dir.clone(),
         host_ip: node_ip.to_string(),
@@ -123,6 +128,12 @@ pub async fn run(cfg: AgentConfig) -> Result<(), AgentError> {
     });
     start_pods(&cfg, ctx.clone()).await;
     serve(&cfg, node_ip, ctx).await
+}
+
+/// Whether the kernel enforces AppArmor (pods asking for a profile are refused where not).
+fn apparmor_enabled() -> bool {
+    std::fs::read_to_string("/sys/module/apparmor/parameters/enabled")
+        .is_ok_and(|s| s.trim() == "Y")
 }
 
 /// The well-known node labels, then the configured ones.

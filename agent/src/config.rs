@@ -53,4 +53,8 @@ pub struct AgentConfig {
     pub container_log_max_size: u64,
     pub container_log_max_files: usize,
     pub node_labels: Vec<(String, String)>,
+    /// Localhost seccomp profiles are files below it.
+    pub seccomp_profile_root: PathBuf,
+    /// Sysctls or `prefix.*` patterns pods may set beyond the safe set.
+    pub allowed_unsafe_sysctls: Vec<String>,
 }

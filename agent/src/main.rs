@@ -134,6 +134,13 @@ struct Flags {
     /// Extra node labels, key=value, comma separated.
     #[arg(long = "node-labels", value_delimiter = ',')]
     node_labels: Vec<String>,
+    /// Localhost seccomp profiles are read below it [default: <root-dir>/seccomp].
+    #[arg(long = "seccomp-profile-root")]
+    seccomp_profile_root: Option<PathBuf>,
+    /// Namespaced sysctls (or `prefix.*` patterns) pods may set beyond the safe set, comma
+    /// separated; a pod asking for another is rejected with SysctlForbidden.
+    #[arg(long = "allowed-unsafe-sysctls", value_delimiter = ',')]
+    allowed_unsafe_sysctls: Vec<String>,
 }
 
 /// `keelson-agent load-balancer`: the client-side load balancer in front of several API servers
@@ -271,6 +278,11 @@ fn agent_config(flags: Flags) -> anyhow::Result<keelson_agent::AgentConfig> {
         })
         .collect();
     let root_dir = flags.root_dir.unwrap_or(defaults.root_dir);
+    keelson_agent::pod::security::check_allowed_unsafe(&flags.allowed_unsafe_sysctls)
+        .map_err(|e| anyhow::anyhow!("--allowed-unsafe-sysctls: {e}"))?;
+    let seccomp_root = flags
+        .seccomp_profile_root
+        .unwrap_or_else(|| root_dir.join("seccomp"));
     let cert_dir = flags
         .cert_dir
         .unwrap_or_else(|| keelson_agent::paths::NodePaths::cert_dir(&root_dir));
@@ -319,6 +331,8 @@ fn agent_config(flags: Flags) -> anyhow::Result<keelson_agent::AgentConfig> {
             })?,
         container_log_max_files: flags.container_log_max_files.max(1),
         node_labels,
+        seccomp_profile_root: seccomp_root,
+        allowed_unsafe_sysctls: flags.allowed_unsafe_sysctls,
     })
 }
 

@@ -1,4 +1,4 @@
-//! CRI `runtime.v1` (the subset the Keelson agent uses) as tonic clients, plus a connector for
+//! CRI `runtime.v1` as published (k8s.io/cri-api v0.36.3) as tonic clients, plus a connector for
 //! the runtime's unix socket.
 
 /// Generated from `proto/api.proto` (package `runtime.v1`).

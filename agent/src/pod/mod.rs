@@ -17,6 +17,7 @@ pub mod probe;
 mod probe_tls;
 pub mod pull_secrets;
 pub mod qos;
+pub mod security;
 pub mod service_env;
 pub mod status;
 pub mod sub_path;

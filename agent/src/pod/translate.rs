@@ -2,12 +2,13 @@
 
 use std::collections::HashMap;
 
-use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::api::core::v1::{Container, Pod, PodSecurityContext};
 use keelson_apimachinery::hash::fnv1a_64;
 use keelson_proto::runtime::v1 as cri;
 
 use crate::cri::labels;
 use crate::pod::dns;
+use crate::pod::security::{self, NodeSecurity};
 use crate::quantity;
 
 /// Node-level settings that shape every pod.
@@ -20,6 +21,7 @@ pub struct NodeSettings {
     /// Cluster DNS server for dnsPolicy ClusterFirst; none means the node's resolv.conf.
     pub cluster_dns: Vec<String>,
     pub cluster_domain: String,
+    pub security: NodeSecurity,
 }
 
 pub fn pod_log_dir(settings: &NodeSettings, pod: &Pod) -> String {
@@ -67,7 +69,6 @@ pub fn sandbox_config(settings: &NodeSettings, pod: &Pod, attempt: u32) -> cri::
             }
         }
     }
-    let ns_mode = |on_node: bool| if on_node { cri::NamespaceMode::Node } else { cri::NamespaceMode::Pod } as i32;
     let security = spec.security_context.clone().unwrap_or_default();
     cri::PodSandboxConfig {
         metadata: Some(cri::PodSandboxMetadata {
@@ -94,26 +95,35 @@ pub fn sandbox_config(settings: &NodeSettings, pod: &Pod, attempt: u32) -> cri::
         linux: Some(cri::LinuxPodSandboxConfig {
             cgroup_parent: crate::pod::qos::cgroup_parent(&settings.cgroup_root, pod),
             security_context: Some(cri::LinuxSandboxSecurityContext {
-                namespace_options: Some(cri::NamespaceOption {
-                    network: ns_mode(host_network),
-                    pid: if spec.host_pid.unwrap_or(false) {
-                        cri::NamespaceMode::Node as i32
-                    } else if spec.share_process_namespace.unwrap_or(false) {
-                        cri::NamespaceMode::Pod as i32
-                    } else {
-                        cri::NamespaceMode::Container as i32
-                    },
-                    ipc: ns_mode(spec.host_ipc.unwrap_or(false)),
-                    target_id: String::new(),
-                }),
+                namespace_options: Some(security::namespaces(pod)),
                 run_as_user: security.run_as_user.map(|value| cri::Int64Value { value }),
                 run_as_group: security.run_as_group.map(|value| cri::Int64Value { value }),
-                supplemental_groups: security.supplemental_groups.clone().unwrap_or_default(),
+                supplemental_groups: supplemental_groups(&security),
+                seccomp: Some(security::sandbox_seccomp(&settings.security, pod)),
+                // The sandbox is privileged when a container is: the runtime requires it.
+                privileged: spec
+                    .containers
+                    .iter()
+                    .chain(spec.init_containers.iter().flatten())
+                    .any(privileged),
                 ..Default::default()
             }),
+            sysctls: security::sysctls(pod),
             ..Default::default()
         }),
+        ..Default::default()
     }
+}
+
+fn privileged(c: &Container) -> bool {
+    c.security_context.as_ref().and_then(|s| s.privileged) == Some(true)
+}
+
+/// The pod's supplemental groups and its fsGroup, which every container joins (as upstream).
+fn supplemental_groups(security: &PodSecurityContext) -> Vec<i64> {
+    let mut groups = security.supplemental_groups.clone().unwrap_or_default();
+    groups.extend(security.fs_group.filter(|g| !groups.contains(g)));
+    groups
 }
 
 fn truncate_hostname(name: &str) -> String {
@@ -183,6 +193,7 @@ pub struct ContainerInput<'a> {
     pub env: &'a [(String, String)],
     pub mounts: &'a [HostMount],
     pub node_name: &'a str,
+    pub node: &'a NodeSecurity,
 }
 
 pub fn container_config(input: &ContainerInput<'_>) -> cri::ContainerConfig {
@@ -205,7 +216,7 @@ pub fn container_config(input: &ContainerInput<'_>) -> cri::ContainerConfig {
             .iter()
             .map(|(key, value)| cri::KeyValue {
                 key: key.clone(),
-                value: value.clone(),
+                value: value.clone().into_bytes(),
             })
             .collect(),
         mounts: input
@@ -232,7 +243,7 @@ pub fn container_config(input: &ContainerInput<'_>) -> cri::ContainerConfig {
         tty: c.tty.unwrap_or(false),
         linux: Some(cri::LinuxContainerConfig {
             resources: Some(resources(c)),
-            security_context: Some(security_context(input.pod, c)),
+            security_context: Some(security_context(input.node, input.pod, c)),
         }),
         ..Default::default()
     }
@@ -267,17 +278,20 @@ fn container_labels(input: &ContainerInput<'_>) -> HashMap<String, String> {
 }
 
 /// The container's security context, with the pod's user, group and supplemental groups where
-/// the container sets none.
-fn security_context(pod: &Pod, c: &Container) -> cri::LinuxContainerSecurityContext {
-    let spec = pod.spec.as_ref();
-    let pod_security = spec
+/// the container sets none, and its profiles and /proc paths (`security`).
+fn security_context(
+    node: &NodeSecurity,
+    pod: &Pod,
+    c: &Container,
+) -> cri::LinuxContainerSecurityContext {
+    let pod_security = pod
+        .spec
+        .as_ref()
         .and_then(|s| s.security_context.clone())
         .unwrap_or_default();
     let security = c.security_context.clone().unwrap_or_default();
     let caps = security.capabilities.clone().unwrap_or_default();
-    let shares_pid = spec
-        .and_then(|s| s.share_process_namespace)
-        .unwrap_or(false);
+    let (masked_paths, readonly_paths) = security::proc_paths(&security);
     cri::LinuxContainerSecurityContext {
         capabilities: Some(cri::Capability {
             add_capabilities: caps.add.unwrap_or_default(),
@@ -285,25 +299,19 @@ fn security_context(pod: &Pod, c: &Container) -> cri::LinuxContainerSecurityCont
             ..Default::default()
         }),
         privileged: security.privileged.unwrap_or(false),
-        run_as_user: security
-            .run_as_user
-            .or(pod_security.run_as_user)
-            .map(|value| cri::Int64Value { value }),
+        run_as_user: security::run_as_user(pod, c).map(|value| cri::Int64Value { value }),
         run_as_group: security
             .run_as_group
             .or(pod_security.run_as_group)
             .map(|value| cri::Int64Value { value }),
         readonly_rootfs: security.read_only_root_filesystem.unwrap_or(false),
-        supplemental_groups: pod_security.supplemental_groups.unwrap_or_default(),
+        supplemental_groups: supplemental_groups(&pod_security),
         no_new_privs: security.allow_privilege_escalation == Some(false),
-        namespace_options: Some(cri::NamespaceOption {
-            pid: if shares_pid {
-                cri::NamespaceMode::Pod as i32
-            } else {
-                cri::NamespaceMode::Container as i32
-            },
-            ..Default::default()
-        }),
+        namespace_options: Some(security::namespaces(pod)),
+        seccomp: Some(security::container_seccomp(node, pod, c)),
+        apparmor: security::container_apparmor(node, pod, c),
+        masked_paths,
+        readonly_paths,
         ..Default::default()
     }
 }
@@ -346,6 +354,7 @@ mod tests {
             pod_log_root: "/var/log/pods".into(),
             cluster_dns: vec!["10.96.0.10".into()],
             cluster_domain: "cluster.local".into(),
+            security: Default::default(),
         }
     }
 
@@ -443,6 +452,7 @@ mod tests {
             env: &env,
             mounts: &mounts,
             node_name: "node-a",
+            node: &NodeSecurity::default(),
         });
         assert_eq!(c.command, vec!["sh", "-c"]);
         assert_eq!(c.args, vec!["echo hi"]);

@@ -92,6 +92,7 @@ pub(crate) fn usage(
             timestamp: at_ns,
             usage_core_nano_seconds: v(cpu_ns),
             usage_nano_cores: v(42),
+            ..Default::default()
         }),
         memory: Some(cri::MemoryUsage {
             timestamp: at_ns,
@@ -100,7 +101,7 @@ pub(crate) fn usage(
             available_bytes: v(0),
             ..Default::default()
         }),
-        writable_layer: None,
+        ..Default::default()
     }
 }
 

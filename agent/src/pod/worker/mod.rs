@@ -157,6 +157,13 @@ impl Worker {
             .clock
             .time(Phase::Observe, observe::pod(&self.ctx, &self.uid, pod))
             .await?;
+        // Admitted once: a pod already running is never refused afterwards.
+        if observed.all_sandbox_ids.is_empty() {
+            if let Err(r) = super::security::admit(&self.ctx.settings.security, pod) {
+                self.reported.reject(&self.ctx, pod, &r).await?;
+                return Ok(RESYNC);
+            }
+        }
         self.probes.seed(pod, &observed);
         let mut done = self.converge(pod, observed).await?;
         for (name, w) in &self.held {

@@ -14,6 +14,7 @@ use crate::pod::decide::Waiting;
 use crate::pod::events::Kind;
 use crate::pod::observed::{ObservedPod, RunState};
 use crate::pod::probe::{self, ProbeTable};
+use crate::pod::security::Rejection;
 
 /// What one sync found, besides the status computed from it.
 pub struct Report<'a> {
@@ -35,6 +36,8 @@ pub struct Reported {
     waiting: BTreeMap<String, String>,
     /// Running containers announced as unready.
     unready: HashSet<String>,
+    /// "reason|message" of the node's refusal, once announced.
+    rejected: Option<String>,
 }
 
 impl Reported {
@@ -48,6 +51,32 @@ impl Reported {
         self.announce_unready(ctx, report);
         self.record_start(ctx, report.pod, &status);
         self.write_status(ctx, report.pod, status).await
+    }
+
+    /// A pod the node refuses (`security::admit`): a Warning Event once, and the status the
+    /// kubelet gives it (Failed, the reason, "Pod was rejected: ..."). Nothing of it runs.
+    pub async fn reject(
+        &mut self,
+        ctx: &Context,
+        pod: &Pod,
+        rejection: &Rejection,
+    ) -> Result<(), SyncError> {
+        let key = format!("{}|{}", rejection.reason, rejection.message);
+        if self.rejected.as_ref() != Some(&key) {
+            tracing::warn!(pod = %pod_key(pod), reason = rejection.reason, "{}", rejection.message);
+            let message = rejection.message.clone();
+            ctx.events
+                .pod(pod, None, Kind::Warning, rejection.reason, message);
+            self.rejected = Some(key);
+        }
+        let status = PodStatus {
+            phase: Some("Failed".into()),
+            reason: Some(rejection.reason.into()),
+            message: Some(format!("Pod was rejected: {}", rejection.message)),
+            host_ip: Some(ctx.host_ip.clone()),
+            ..Default::default()
+        };
+        self.write_status(ctx, pod, status).await
     }
 
     /// Whether the pod's containers all ran once, and if so whether this agent started them.

@@ -12,7 +12,7 @@ use crate::pod::context::Context;
 use crate::pod::decide::Waiting;
 use crate::pod::events::Kind;
 use crate::pod::observed::ObservedSandbox;
-use crate::pod::{env, etc_hosts, service_env, translate, volumes};
+use crate::pod::{env, etc_hosts, security, service_env, translate, volumes};
 
 /// One attempt of a container, to run in the pod's current sandbox.
 pub struct ContainerToStart<'a> {
@@ -37,10 +37,44 @@ pub async fn container(
         sandbox: &sandbox_config,
     };
     let image_ref = clock.time(Phase::Pull, pulls.ensure(ctx, &want)).await?;
+    check_user(ctx, start, &image_ref).await?;
     let config = clock
         .time(Phase::Config, container_config(ctx, start, &image_ref))
         .await?;
+    check_seccomp(&config)?;
     create_and_start(ctx, start, config, sandbox_config, clock).await
+}
+
+/// runAsNonRoot against the user the container would run as (the image's, where the spec sets
+/// none), as the kubelet checks it before creating the container.
+async fn check_user(
+    ctx: &Context,
+    start: &ContainerToStart<'_>,
+    image_ref: &str,
+) -> Result<(), Waiting> {
+    let (pod, c) = (start.pod, start.container);
+    let image = match security::needs_image_user(pod, c) {
+        true => ctx.cri.image_status(image_ref).await.ok().flatten(),
+        false => None,
+    };
+    security::verify_run_as_non_root(pod, c, image.as_ref()).map_err(config_error)
+}
+
+/// A Localhost seccomp profile the node does not have: refused before the runtime is asked.
+fn check_seccomp(config: &cri::ContainerConfig) -> Result<(), Waiting> {
+    let profile = config
+        .linux
+        .as_ref()
+        .and_then(|l| l.security_context.as_ref())
+        .and_then(|s| s.seccomp.as_ref())
+        .filter(|p| p.profile_type == cri::security_profile::ProfileType::Localhost as i32);
+    match profile {
+        Some(p) if !std::path::Path::new(&p.localhost_ref).is_file() => Err(config_error(format!(
+            "seccomp profile {:?} (securityContext.seccompProfile.localhostProfile) is not on this node",
+            p.localhost_ref
+        ))),
+        _ => Ok(()),
+    }
 }
 
 fn config_error(message: String) -> Waiting {
@@ -90,6 +124,7 @@ async fn container_config(
         env: &env,
         mounts: &mounts,
         node_name: &ctx.settings.node_name,
+        node: &ctx.settings.security,
     }))
 }
 

@@ -113,6 +113,7 @@ fn fixture() -> Fixture {
             pod_log_root: root.path().join("logs").display().to_string(),
             cluster_dns: vec![],
             cluster_domain: "cluster.local".into(),
+            security: Default::default(),
         },
         root: root.path().to_path_buf(),
         host_ip: "172.31.0.2".into(),
