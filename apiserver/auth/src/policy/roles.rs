@@ -199,23 +199,22 @@ pub fn admin() -> Vec<Rule> {
     rules
 }
 
+/// The health checks and the version, which both discovery and public_info_viewer grant.
+const HEALTH_AND_VERSION: [&str; 5] = ["/healthz", "/livez", "/readyz", "/version", "/version/"];
+
 /// What every authenticated user may read to find the API (bound to system:authenticated).
 pub fn discovery() -> Vec<Rule> {
+    let api = [
+        "/api",
+        "/api/*",
+        "/apis",
+        "/apis/*",
+        "/openapi",
+        "/openapi/*",
+    ];
     vec![Rule::urls(
         &["get"],
-        &[
-            "/healthz",
-            "/livez",
-            "/readyz",
-            "/version",
-            "/version/",
-            "/api",
-            "/api/*",
-            "/apis",
-            "/apis/*",
-            "/openapi",
-            "/openapi/*",
-        ],
+        &[&HEALTH_AND_VERSION[..], &api].concat(),
     )]
 }
 
@@ -237,18 +236,10 @@ pub fn basic_user() -> Vec<Rule> {
 
 /// Health and version, for anyone (bound to system:authenticated and system:unauthenticated).
 pub fn public_info_viewer() -> Vec<Rule> {
+    let checks = ["/healthz/*", "/livez/*", "/readyz/*"];
     vec![Rule::urls(
         &["get"],
-        &[
-            "/healthz",
-            "/livez",
-            "/readyz",
-            "/version",
-            "/version/",
-            "/healthz/*",
-            "/livez/*",
-            "/readyz/*",
-        ],
+        &[&HEALTH_AND_VERSION[..], &checks].concat(),
     )]
 }
 
