@@ -41,22 +41,23 @@ impl Metrics {
             "Time to compile and load the policy rules",
             m.sync_seconds.clone(),
         );
-        r.register(
-            "policies",
-            "NetworkPolicies in the cluster",
-            m.policies.clone(),
-        );
-        r.register("rules", "Rules in the node's policy table", m.rules.clone());
-        r.register(
-            "set_elements",
-            "Elements in the node's policy sets (pod IPs, ranges, named ports)",
-            m.set_elements.clone(),
-        );
-        r.register(
-            "problems",
-            "Policy parts left out of the rules (they allow nothing)",
-            m.problems.clone(),
-        );
+        let gauges = [
+            ("policies", "NetworkPolicies in the cluster", &m.policies),
+            ("rules", "Rules in the node's policy table", &m.rules),
+            (
+                "set_elements",
+                "Elements in the node's policy sets (pod IPs, ranges, named ports)",
+                &m.set_elements,
+            ),
+            (
+                "problems",
+                "Policy parts left out of the rules (they allow nothing)",
+                &m.problems,
+            ),
+        ];
+        for (name, help, gauge) in gauges {
+            r.register(name, help, gauge.clone());
+        }
         m
     }
 }
