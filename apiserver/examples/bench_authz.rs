@@ -8,6 +8,7 @@
 
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use k8s_openapi::api::rbac::v1::RoleBinding;
+use keelson_testing::median;
 use kube::api::{Api, PostParams};
 use std::path::Path;
 use std::time::Instant;
@@ -73,11 +74,6 @@ async fn request(api: &Api<ConfigMap>, write: bool, name: &str) -> f64 {
         api.get("c").await.unwrap();
     }
     t.elapsed().as_secs_f64() * 1e6
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 #[tokio::main]

@@ -9,6 +9,7 @@
 //!
 //! Usage: netpol_bench [seconds per traffic round, default 3] (root; test hosts only).
 
+use keelson_testing::median;
 use std::io::Write as _;
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -110,11 +111,6 @@ fn namespaces() -> Vec<NamespaceInfo> {
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1000.0
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
 }
 
 /// Connections per second from `client` to the server for `secs`, 4 at a time.

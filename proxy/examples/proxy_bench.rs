@@ -8,6 +8,7 @@
 //!       runs the real backend in the current network namespace: full sync, then a change to one
 //!       service; prints one JSON line per figure (run it under `ip netns exec`).
 
+use keelson_testing::median;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::net::Ipv4Addr;
@@ -241,14 +242,8 @@ fn sync(backend: &str, n: u32) -> Result<(), String> {
         ours.push(stats.took.as_secs_f64() * 1000.0);
         written = stats.written;
     }
-    figure("one_service_change", backend, n, median(&mut ours), "ms");
-    figure(
-        "one_service_change_wall",
-        backend,
-        n,
-        median(&mut wall),
-        "ms",
-    );
+    figure("one_service_change", backend, n, median(ours), "ms");
+    figure("one_service_change_wall", backend, n, median(wall), "ms");
     let start = Instant::now();
     let diff = m.changed_services(&c);
     figure(
@@ -287,16 +282,11 @@ fn raw_change_floor(backend: &str, n: u32, m: &ProxyModel) -> Result<(), String>
             return Err(format!("raw load of the change failed: {}", out.stderr));
         }
     }
-    figure("one_service_change_raw", backend, n, median(&mut raw), "ms");
+    figure("one_service_change_raw", backend, n, median(raw), "ms");
     Ok(())
 }
 
 const ROUNDS: usize = 10;
-
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
 
 /// The texts partial syncs write for the change and back, captured with a fake runner.
 #[allow(clippy::type_complexity)]

@@ -66,3 +66,9 @@ pub fn metric_sum(text: &str, name_and_labels: &str) -> f64 {
         .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
         .sum()
 }
+
+/// The median of a benchmark's samples (the upper one of an even count); panics when empty.
+pub fn median(mut samples: Vec<f64>) -> f64 {
+    samples.sort_by(f64::total_cmp);
+    samples[samples.len() / 2]
+}

@@ -9,6 +9,7 @@ mod scale;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
+use keelson_testing::median;
 use kube::api::{Api, ListParams, PostParams, WatchEvent, WatchParams};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -73,11 +74,6 @@ async fn writes_per_second(api: &Api<ConfigMap>, writers: usize, prefix: &str) -
 /// One round of writes; the floor's and the server's alternate, ROUNDS of each.
 const ROUND: Duration = Duration::from_secs(1);
 const ROUNDS: usize = 5;
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
 
 #[tokio::main]
 async fn main() {
