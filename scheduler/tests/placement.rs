@@ -286,34 +286,19 @@ fn scheduling_gates_hold_a_pod_until_the_last_is_removed() {
     });
     let gate_path = "{.status.conditions[?(@.type==\"PodScheduled\")].reason}";
     assert_eq!(c.get(&["pod", "gated"], gate_path), "SchedulingGated");
-    c.api.kubectl_ok(&[
-        "patch",
-        "pod",
-        "gated",
-        "--type=json",
-        "-p",
-        r#"[{"op":"remove","path":"/spec/schedulingGates/0"}]"#,
-    ]);
+    // A JSON patch of the gated Pod (its scheduling gates).
+    let patch_gated = |patch: &str| {
+        c.api
+            .kubectl_cmd()
+            .run(&["patch", "pod", "gated", "--type=json", "-p", patch])
+    };
+    patch_gated(r#"[{"op":"remove","path":"/spec/schedulingGates/0"}]"#).unwrap();
     std::thread::sleep(std::time::Duration::from_secs(2));
     assert_eq!(c.node_of("gated"), "", "bound with a gate left");
     // A gate cannot be added back.
-    let add = c.api.kubectl(&[
-        "patch",
-        "pod",
-        "gated",
-        "--type=json",
-        "-p",
-        r#"[{"op":"add","path":"/spec/schedulingGates/-","value":{"name":"late"}}]"#,
-    ]);
-    assert!(!add.status.success());
-    c.api.kubectl_ok(&[
-        "patch",
-        "pod",
-        "gated",
-        "--type=json",
-        "-p",
-        r#"[{"op":"remove","path":"/spec/schedulingGates"}]"#,
-    ]);
+    let late = r#"[{"op":"add","path":"/spec/schedulingGates/-","value":{"name":"late"}}]"#;
+    assert!(patch_gated(late).is_err());
+    patch_gated(r#"[{"op":"remove","path":"/spec/schedulingGates"}]"#).unwrap();
     assert_eq!(c.bound("gated"), "a");
 }
 
