@@ -21,6 +21,7 @@ const REPORT: &str =
      grep -c ' /proc/timer_list ' /proc/self/mountinfo | sed s/^/timer_list_masked=/; \
      grep -q ' /proc/sys ro' /proc/self/mountinfo && echo proc_sys=ro; \
      touch /rootfs-write 2>/dev/null && echo rootfs=rw || echo rootfs=ro; \
+     stat -c 'scratch=%g %A' /scratch; grep ' /mem ' /proc/self/mountinfo | sed 's/^.* - /mem=/'; \
      mkdir /scratch/$HOSTNAME-$$ 2>/dev/null && echo mkdir=ok || echo mkdir=denied; sleep 3600";
 
 fn confined_pod(node: &str) -> String {
@@ -37,12 +38,14 @@ fn confined_pod(node: &str) -> String {
     sysctls:
     - {{name: net.ipv4.ip_unprivileged_port_start, value: '80'}}
     - {{name: net.core.somaxconn, value: '1024'}}
-  volumes: [{{name: scratch, emptyDir: {{}}}}]
+  volumes:
+  - {{name: scratch, emptyDir: {{}}}}
+  - {{name: mem, emptyDir: {{medium: Memory, sizeLimit: 8Mi}}}}
   containers:
   - name: user
     image: {BUSYBOX}
     command: [sh, -c, \"{REPORT}\"]
-    volumeMounts: [{{name: scratch, mountPath: /scratch}}]
+    volumeMounts: [{{name: scratch, mountPath: /scratch}}, {{name: mem, mountPath: /mem}}]
     securityContext: {{allowPrivilegeEscalation: false, readOnlyRootFilesystem: true}}
   - name: root
     image: {BUSYBOX}
@@ -219,5 +222,13 @@ fn security_context_reaches_the_process_or_the_pod_is_refused() {
     let host_init = std::fs::read_to_string("/proc/1/comm").unwrap();
     let out = logs(&cluster, "hostpid", "app", host_init.trim());
     assert_eq!(out.lines().next(), Some(host_init.trim()), "{out}");
+
+    // Deleted, the pod leaves no tmpfs behind on the node.
+    cluster
+        .kubectl(&["delete", "pod", "confined", "--wait=true"])
+        .unwrap();
+    let root = cluster.tmp.path().join("agent-root").display().to_string();
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(!mounts.contains(&root), "{mounts}");
     assert!(!cluster.agent_log().contains("panicked"));
 }

@@ -23,5 +23,6 @@ pub mod status;
 pub mod sub_path;
 pub mod tokens;
 pub mod translate;
+pub mod volume_fs;
 pub mod volumes;
 pub mod worker;

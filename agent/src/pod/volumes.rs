@@ -140,9 +140,35 @@ pub fn prepare(
     let mut paths = BTreeMap::new();
     for v in volumes(pod) {
         let path = prepare_one(pod, v, &base.join(&v.name), objects)?;
+        apply_fs_group(pod, v, &path)?;
         paths.insert(v.name.clone(), path);
     }
     Ok(paths)
+}
+
+/// The pod's fsGroup on the volumes whose ownership the kubelet manages (not hostPath).
+fn apply_fs_group(pod: &Pod, v: &Volume, path: &Path) -> Result<(), VolumeError> {
+    let security = pod.spec.as_ref().and_then(|s| s.security_context.as_ref());
+    let Some(gid) = security.and_then(|s| s.fs_group) else {
+        return Ok(());
+    };
+    let readonly = v.config_map.is_some()
+        || v.secret.is_some()
+        || v.downward_api.is_some()
+        || v.projected.is_some();
+    if !(readonly || v.empty_dir.is_some() || v.persistent_volume_claim.is_some()) {
+        return Ok(());
+    }
+    let on_root_mismatch =
+        security.and_then(|s| s.fs_group_change_policy.as_deref()) == Some("OnRootMismatch");
+    let gid = u32::try_from(gid).unwrap_or(u32::MAX);
+    super::volume_fs::set_ownership(path, gid, readonly, on_root_mismatch).map_err(|source| {
+        VolumeError::Io {
+            volume: v.name.clone(),
+            path: format!("{} (fsGroup {gid})", path.display()),
+            source,
+        }
+    })
 }
 
 /// Creates or refreshes one volume in `dir` (a hostPath volume is where it points).
@@ -191,9 +217,23 @@ fn prepare_one(
         let data = projected_files(pod, p, objects, &v.name)?;
         let mode = u32::try_from(p.default_mode.unwrap_or(0o644) & 0o777).unwrap_or(0o644);
         super::atomic_writer::write(dir, &data, mode)
-    } else if v.empty_dir.is_some() {
-        std::fs::create_dir_all(dir)
-            .and_then(|()| std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777)))
+    } else if let Some(e) = &v.empty_dir {
+        match e.medium.as_deref().unwrap_or_default() {
+            "" => std::fs::create_dir_all(dir).and_then(|()| {
+                std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o777))
+            }),
+            "Memory" => {
+                let size =
+                    super::volume_fs::memory_size(pod, e.size_limit.as_ref().map(|q| q.0.as_str()));
+                super::volume_fs::mount_tmpfs(dir, size)
+            }
+            _ => {
+                return Err(VolumeError::Unsupported {
+                    volume: v.name.clone(),
+                    kind: "emptyDir with a medium other than \"\" or Memory",
+                })
+            }
+        }
     } else {
         return Err(VolumeError::Unsupported {
             volume: v.name.clone(),

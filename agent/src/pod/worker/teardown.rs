@@ -88,6 +88,8 @@ async fn stop_containers(
 
 /// The pod's volumes and logs on the node.
 fn remove_files(ctx: &Context, uid: &str, pod: Option<&Pod>) {
+    let dir = ctx.root.join("pods").join(uid);
+    crate::pod::volume_fs::unmount_below(&dir);
     if let Some(p) = pod {
         let _ = std::fs::remove_dir_all(volumes::pod_dir(&ctx.root, p));
         let _ = std::fs::remove_dir_all(translate::pod_log_dir(&ctx.settings, p));
