@@ -344,14 +344,8 @@ fn a_suspended_job_runs_nothing_until_resumed() {
         row.contains("Suspended").then_some(()).ok_or(row)
     });
     assert!(c.running("later").is_empty());
-    c.api.kubectl_ok(&[
-        "patch",
-        "job",
-        "later",
-        "--type=merge",
-        "-p",
-        r#"{"spec":{"suspend":false}}"#,
-    ]);
+    let resume = r#"{"spec":{"suspend":false}}"#;
+    c.api.patch_merge("job", "later", resume).unwrap();
     c.wait("a pod after the resume", || {
         let n = c.running("later").len();
         (n == 1).then_some(()).ok_or(format!("{n} pods"))

@@ -251,15 +251,10 @@ fn priority_classes_give_pods_their_priority() {
         ),
     );
     assert!(err.contains("the integer value of priority (5) must not be provided in pod spec; priority admission controller computed 1000 from the given PriorityClass name"), "{err}");
-    let err = c.api.kubectl(&[
-        "patch",
-        "priorityclass",
-        "high",
-        "--type=merge",
-        "-p",
-        r#"{"value":7}"#,
-    ]);
-    let err = String::from_utf8_lossy(&err.stderr);
+    let err = c
+        .api
+        .patch_merge("priorityclass", "high", r#"{"value":7}"#)
+        .unwrap_err();
     assert!(
         err.contains("value: Forbidden: may not be changed in an update."),
         "{err}"

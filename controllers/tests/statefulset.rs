@@ -253,10 +253,8 @@ fn a_partitioned_rolling_update_then_rollout_history_and_undo() {
         (s == "3").then_some(()).ok_or(s)
     });
     let first = c.sts("{.status.currentRevision}");
-    c.ok(&[
-        "patch", "sts", "web", "--type=merge", "-p",
-        r#"{"spec":{"updateStrategy":{"rollingUpdate":{"partition":1}},"template":{"spec":{"containers":[{"name":"c","image":"db:2","volumeMounts":[{"name":"data","mountPath":"/data"}]}]}}}}"#,
-    ]);
+    let partition_1_db_2 = r#"{"spec":{"updateStrategy":{"rollingUpdate":{"partition":1}},"template":{"spec":{"containers":[{"name":"c","image":"db:2","volumeMounts":[{"name":"data","mountPath":"/data"}]}]}}}}"#;
+    c.api.patch_merge("sts", "web", partition_1_db_2).unwrap();
     // web-2 then web-1 are replaced; web-0, below the partition, keeps db:1.
     eventually("web-1 and web-2 on db:2", Duration::from_secs(60), || {
         c.mark_all_ready();
@@ -276,14 +274,8 @@ fn a_partitioned_rolling_update_then_rollout_history_and_undo() {
         "{out}"
     );
 
-    c.ok(&[
-        "patch",
-        "sts",
-        "web",
-        "--type=merge",
-        "-p",
-        r#"{"spec":{"updateStrategy":{"rollingUpdate":{"partition":0}}}}"#,
-    ]);
+    let partition_0 = r#"{"spec":{"updateStrategy":{"rollingUpdate":{"partition":0}}}}"#;
+    c.api.patch_merge("sts", "web", partition_0).unwrap();
     eventually("every pod on db:2", Duration::from_secs(60), || {
         c.mark_all_ready();
         let s =

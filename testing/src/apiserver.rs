@@ -279,6 +279,11 @@ impl Apiserver {
         self.kubectl_cmd().jsonpath_ok(what, path)
     }
 
+    /// `kubectl patch KIND NAME --type=merge -p PATCH`; `Err` with kubectl's message.
+    pub fn patch_merge(&self, kind: &str, name: &str, patch: &str) -> Result<String, String> {
+        self.kubectl_cmd().patch_merge(kind, name, patch)
+    }
+
     /// kubectl with a manifest on stdin.
     pub fn kubectl_stdin(&self, args: &[&str], input: &str) -> Output {
         self.kubectl_cmd().with_stdin(args, input)

@@ -100,6 +100,11 @@ impl Kubectl {
         child.wait_with_output().expect("wait for kubectl")
     }
 
+    /// `kubectl patch KIND NAME --type=merge -p PATCH`; `Err` with kubectl's message.
+    pub fn patch_merge(&self, kind: &str, name: &str, patch: &str) -> Result<String, String> {
+        self.run(&["patch", kind, name, "--type=merge", "-p", patch])
+    }
+
     /// `kubectl patch KIND NAME --subresource=status --type=merge -p STATUS`: a status as an
     /// agent or a controller writes it; `Err` with kubectl's message (e.g. the object is gone).
     pub fn patch_status(&self, kind: &str, name: &str, status: &str) -> Result<String, String> {

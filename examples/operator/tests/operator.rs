@@ -76,14 +76,8 @@ async fn a_kube_rs_operator_runs_against_keelson() {
             }
         });
         // A change is followed.
-        s.kubectl_ok(&[
-            "patch",
-            "greeting",
-            "hello",
-            "--type=merge",
-            "-p",
-            r#"{"spec":{"message":"hey","times":1}}"#,
-        ]);
+        let change = r#"{"spec":{"message":"hey","times":1}}"#;
+        s.patch_merge("greeting", "hello", change).unwrap();
         eventually("the changed ConfigMap", Duration::from_secs(30), || {
             let out = s.kubectl_ok(&[
                 "get",
