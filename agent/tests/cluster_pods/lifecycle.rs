@@ -339,3 +339,55 @@ fn container_logs_are_rotated_and_still_served_in_order() {
         .expect("tail");
     assert!(last.starts_with("line "), "{last}");
 }
+
+#[test]
+fn post_start_hooks_run_after_the_start_and_a_failing_one_restarts_the_container() {
+    let cluster = Cluster::start("agpost");
+    let node = cluster.node_name.clone();
+    let hooked = |name: &str, handler: &str| {
+        pod_yaml(
+            name,
+            &node,
+            &format!(
+                "  containers:
+  - name: app
+    image: {BUSYBOX}
+    command: [sh, -c, 'until [ -f /tmp/started ]; do sleep 0.1; done; echo saw $(cat /tmp/started); sleep 3600']
+    lifecycle:
+      postStart: {handler}
+"
+            ),
+        )
+    };
+    cluster.apply(&hooked(
+        "hooked",
+        "{exec: {command: [sh, -c, 'echo hooked > /tmp/started']}}",
+    ));
+    cluster.apply(&hooked("failing", "{exec: {command: [sh, -c, 'exit 3']}}"));
+    cluster.apply(&hooked("unanswered", "{httpGet: {path: /ready, port: 9}}"));
+
+    // The hook's effect is what the container sees.
+    cluster.wait_until(Duration::from_secs(60), "hooked's app saw the hook", || {
+        let logs = cluster.kubectl(&["logs", "hooked"]).ok()?;
+        (logs == "saw hooked\n").then_some(())
+    });
+    let pod = cluster.pod("hooked");
+    assert_eq!(
+        pod["status"]["containerStatuses"][0]["restartCount"], 0,
+        "{pod}"
+    );
+
+    // A failing hook: an event naming it, and the container killed and started again.
+    for (name, start) in [
+        ("failing", "FailedPostStartHook: Exec lifecycle hook ([\"sh\", \"-c\", \"exit 3\"]) for Container \"app\" in Pod \"failing_default("),
+        ("unanswered", "FailedPostStartHook: HTTP lifecycle hook (/ready) for Container \"app\" in Pod \"unanswered_default("),
+    ] {
+        cluster.wait_until(Duration::from_secs(60), &format!("{name} restarted"), || {
+            let pod = cluster.pod(name);
+            let restarts = pod["status"]["containerStatuses"][0]["restartCount"].as_i64()?;
+            (restarts >= 1).then_some(())
+        });
+        let events = cluster.pod_events(name);
+        assert!(events.iter().any(|e| e.starts_with(start)), "{events:?}");
+    }
+}

@@ -23,6 +23,7 @@ use super::observed::ObservedPod;
 use super::status::{self, StatusInput};
 
 mod act;
+mod hooks;
 mod mounts;
 mod observe;
 pub mod phases;

@@ -5,9 +5,11 @@
 use k8s_openapi::api::core::v1::{Container, Pod};
 use keelson_proto::runtime::v1 as cri;
 
+use super::hooks;
 use super::phases::{Phase, StartClock};
 use super::pull::{ImageFor, ImagePulls};
 use super::sources;
+use super::stop;
 use crate::pod::context::Context;
 use crate::pod::decide::Waiting;
 use crate::pod::events::Kind;
@@ -160,5 +162,63 @@ async fn create_and_start(
     let started = format!("Started container {name}");
     ctx.events
         .pod(pod, Some(name), Kind::Normal, "Started", started);
+    post_start(ctx, start, &id).await;
     Ok(())
+}
+
+/// The postStart hook, run as the kubelet runs it: the start waits for it; when it fails, a
+/// FailedPostStartHook event and the container is stopped (preStop included), to be restarted
+/// per the pod's restartPolicy.
+async fn post_start(ctx: &Context, start: &ContainerToStart<'_>, id: &str) {
+    let c = start.container;
+    let Some(handler) = c.lifecycle.as_ref().and_then(|l| l.post_start.as_ref()) else {
+        return;
+    };
+    let pod_ip = start.sandbox.ip.as_deref().unwrap_or("");
+    let target = hooks::Target {
+        id,
+        pod_ip,
+        exec_timeout: 0,
+    };
+    let Err(why) = hooks::run(ctx.cri.as_ref(), handler, c, &target).await else {
+        return;
+    };
+    let m = &start.pod.metadata;
+    let pod = format!(
+        "{}_{}({})",
+        m.name.as_deref().unwrap_or_default(),
+        m.namespace.as_deref().unwrap_or_default(),
+        m.uid.as_deref().unwrap_or_default()
+    );
+    let message = match (&handler.exec, &handler.http_get) {
+        (Some(exec), _) => format!(
+            "Exec lifecycle hook ({:?}) for Container {:?} in Pod {pod:?} failed - error: {why}",
+            exec.command.clone().unwrap_or_default(),
+            c.name
+        ),
+        (None, Some(http)) => format!(
+            "HTTP lifecycle hook ({}) for Container {:?} in Pod {pod:?} failed - error: {why}",
+            http.path.as_deref().unwrap_or_default(),
+            c.name
+        ),
+        _ => format!("PostStartHook for Container {:?} failed: {why}", c.name),
+    };
+    tracing::warn!(pod = %pod, container = %c.name, "{message}");
+    ctx.events.pod(
+        start.pod,
+        Some(&c.name),
+        Kind::Warning,
+        "FailedPostStartHook",
+        message,
+    );
+    let stop = stop::Stop {
+        spec: Some(c),
+        id,
+        pod_ip,
+        grace: stop::grace_seconds(start.pod),
+        report: Some((&ctx.events, start.pod)),
+    };
+    if let Err(e) = stop::container(ctx.cri.as_ref(), stop).await {
+        tracing::warn!(container = %c.name, error = %e, "stopping after a failed postStart hook failed");
+    }
 }

@@ -3,12 +3,12 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Container, LifecycleHandler, Pod};
+use k8s_openapi::api::core::v1::{Container, Pod};
 use tokio::time::Instant;
 
+use super::hooks::{self, HookError};
 use crate::cri::{Cri, CriResult};
 use crate::pod::events::{Kind, Recorder};
-use crate::pod::probe::{self, HttpTarget, ProbeError};
 
 /// The shortest time a container gets between SIGTERM and SIGKILL, whatever the hook took or
 /// the grace period says (the kubelet's minimumGracePeriodInSeconds).
@@ -26,19 +26,6 @@ pub struct Stop<'a> {
     pub report: Option<(&'a Recorder, &'a Pod)>,
 }
 
-/// Why a preStop hook failed.
-#[derive(Debug, thiserror::Error)]
-pub enum HookError {
-    #[error(transparent)]
-    Handler(#[from] ProbeError),
-    #[error("tcpSocket is not supported as a lifecycle handler")]
-    TcpSocket,
-    #[error("the hook has no handler (exec, httpGet or sleep)")]
-    NoHandler,
-    #[error("did not complete within the grace period of {0}s")]
-    TimedOut(i64),
-}
-
 /// Runs the preStop hook (if any), then stops the container with what is left of the grace
 /// period. A hook that fails or times out is reported; the container is stopped anyway.
 pub async fn container(cri: &dyn Cri, stop: Stop<'_>) -> CriResult<()> {
@@ -50,7 +37,13 @@ pub async fn container(cri: &dyn Cri, stop: Stop<'_>) -> CriResult<()> {
     if let Some((spec, handler)) = hook.filter(|_| grace > 0) {
         let started = Instant::now();
         let budget = Duration::from_secs(u64::try_from(grace).unwrap_or(0));
-        let ran = match tokio::time::timeout(budget, run_hook(cri, handler, spec, &stop)).await {
+        let target = hooks::Target {
+            id: stop.id,
+            pod_ip: stop.pod_ip,
+            exec_timeout: stop.grace,
+        };
+        let ran = match tokio::time::timeout(budget, hooks::run(cri, handler, spec, &target)).await
+        {
             Ok(ran) => ran,
             Err(_) => Err(HookError::TimedOut(grace)),
         };
@@ -83,43 +76,6 @@ pub fn grace_seconds(pod: &Pod) -> i64 {
         })
         .unwrap_or(30)
         .max(0)
-}
-
-/// One preStop handler: sleep, exec through CRI ExecSync, or an HTTP GET as a probe sends it
-/// (any answer counts as done, as the kubelet's lifecycle handler).
-async fn run_hook(
-    cri: &dyn Cri,
-    handler: &LifecycleHandler,
-    spec: &Container,
-    stop: &Stop<'_>,
-) -> Result<(), HookError> {
-    if let Some(sleep) = &handler.sleep {
-        let seconds = u64::try_from(sleep.seconds).unwrap_or(0);
-        tokio::time::sleep(Duration::from_secs(seconds)).await;
-        return Ok(());
-    }
-    if let Some(exec) = &handler.exec {
-        let command = exec.command.clone().unwrap_or_default();
-        // The hook is bounded by the grace period around it; the runtime's own timeout is the same.
-        let answer = cri.exec_sync(stop.id, command, stop.grace).await;
-        let answer = answer.map_err(ProbeError::from)?;
-        if answer.exit_code != 0 {
-            return Err(HookError::Handler(ProbeError::ExitCode {
-                code: answer.exit_code,
-                stdout: String::from_utf8_lossy(&answer.stdout).into_owned(),
-            }));
-        }
-        return Ok(());
-    }
-    if let Some(http) = &handler.http_get {
-        let target = HttpTarget::of(http, spec, stop.pod_ip)?;
-        probe::http_get(&target).await?;
-        return Ok(());
-    }
-    if handler.tcp_socket.is_some() {
-        return Err(HookError::TcpSocket);
-    }
-    Err(HookError::NoHandler)
 }
 
 /// The FailedPreStopHook event. As the kubelet, a failed handler's output stays out of the
