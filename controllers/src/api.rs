@@ -7,6 +7,7 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use kube::core::NamespaceResourceScope as Ns;
 use kube::Resource;
 use serde::de::DeserializeOwned;
+use serde_json::Value;
 use std::fmt::Debug;
 
 use crate::Error;
@@ -22,19 +23,21 @@ impl<K: Resource<DynamicType = (), Scope = Ns> + Clone + DeserializeOwned + Debu
 {
 }
 
+/// What these helpers take: any kind an `Api` reads back.
+pub trait Kind: Clone + DeserializeOwned + Debug {}
+
+impl<K: Clone + DeserializeOwned + Debug> Kind for K {}
+
 pub fn is_not_found(e: &kube::Error) -> bool {
     matches!(e, kube::Error::Api(s) if s.is_not_found())
 }
 
 /// Deletes `name`; one already gone (deleted by someone else meanwhile) is not an error.
-pub async fn delete_if_present<K>(
+pub async fn delete_if_present<K: Kind>(
     api: &Api<K>,
     name: &str,
     params: &DeleteParams,
-) -> Result<(), kube::Error>
-where
-    K: Clone + DeserializeOwned + Debug,
-{
+) -> Result<(), kube::Error> {
     match api.delete(name, params).await {
         Err(e) if !is_not_found(&e) => Err(e),
         _ => Ok(()),
@@ -42,10 +45,10 @@ where
 }
 
 /// Creates `obj`; one already there (made by someone else meanwhile) is not an error.
-pub async fn create_if_absent<K>(api: &Api<K>, obj: &K) -> Result<(), kube::Error>
-where
-    K: Clone + DeserializeOwned + Debug + serde::Serialize,
-{
+pub async fn create_if_absent<K: Kind + serde::Serialize>(
+    api: &Api<K>,
+    obj: &K,
+) -> Result<(), kube::Error> {
     match api.create(&kube::api::PostParams::default(), obj).await {
         Err(kube::Error::Api(e)) if e.is_already_exists() => Ok(()),
         Err(e) => Err(e),
@@ -54,30 +57,33 @@ where
 }
 
 /// Merge-patches `patch` onto the object `name`.
-pub async fn patch_merge<K>(
-    api: &Api<K>,
-    name: &str,
-    patch: &serde_json::Value,
-) -> Result<(), kube::Error>
-where
-    K: Clone + DeserializeOwned + Debug,
-{
-    api.patch(name, &PatchParams::default(), &Patch::Merge(patch))
-        .await?;
-    Ok(())
+pub async fn patch_merge<K: Kind>(api: &Api<K>, name: &str, patch: &Value) -> kube::Result<()> {
+    merge_patch(api, name, patch, Part::Object).await
 }
 
 /// Merge-patches `patch` (a `{"status": ...}` object) through the status subresource.
-pub async fn patch_status<K>(
+pub async fn patch_status<K: Kind>(api: &Api<K>, name: &str, patch: &Value) -> kube::Result<()> {
+    merge_patch(api, name, patch, Part::Status).await
+}
+
+/// What a merge patch is sent to: the object itself or its status subresource.
+#[derive(Clone, Copy)]
+enum Part {
+    Object,
+    Status,
+}
+
+async fn merge_patch<K: Kind>(
     api: &Api<K>,
     name: &str,
-    patch: &serde_json::Value,
-) -> Result<(), kube::Error>
-where
-    K: Clone + DeserializeOwned + Debug,
-{
-    api.patch_status(name, &PatchParams::default(), &Patch::Merge(patch))
-        .await?;
+    patch: &Value,
+    part: Part,
+) -> kube::Result<()> {
+    let (params, patch) = (PatchParams::default(), Patch::Merge(patch));
+    match part {
+        Part::Object => api.patch(name, &params, &patch).await?,
+        Part::Status => api.patch_status(name, &params, &patch).await?,
+    };
     Ok(())
 }
 
