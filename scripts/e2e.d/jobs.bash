@@ -5,6 +5,10 @@
 # fail, until_ok). The four start together to keep the wait short; removes what it makes.
 
 jb_image=127.0.0.1:5000/keelson/busybox:1.35
+jb_template() { # INDENT COMMAND: the pod template of busybox running COMMAND under sh -c
+  printf '%s\n' 'template:' '  spec:' '    restartPolicy: Never' '    containers:' '    - name: c' \
+    "      image: $jb_image" "      command: [\"sh\", \"-c\", \"$2\"]" | sed "s/^/$1/"
+}
 jb_job() { # NAME SPEC-LINES COMMAND: a Job of busybox running COMMAND under sh -c
   k apply -f - >/dev/null <<EOF
 apiVersion: batch/v1
@@ -13,13 +17,7 @@ metadata:
   name: $1
 spec:
 $2
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-      - name: c
-        image: $jb_image
-        command: ["sh", "-c", "$3"]
+$(jb_template '  ' "$3")
 EOF
 }
 
@@ -39,13 +37,7 @@ spec:
   successfulJobsHistoryLimit: 1
   jobTemplate:
     spec:
-      template:
-        spec:
-          restartPolicy: Never
-          containers:
-          - name: c
-            image: $jb_image
-            command: ["sh", "-c", "echo tick"]
+$(jb_template '      ' 'echo tick')
 EOF
 
 jb_row() { k get job "$1" --no-headers 2>/dev/null | awk '{print $2, $3}'; }
