@@ -2,7 +2,9 @@
 //! (`PodInfo::affinity`) and matched by InterPodAffinity (`plugins::interpod`).
 
 use crate::FastSet;
-use k8s_openapi::api::core::v1::{Pod, PodAffinityTerm, WeightedPodAffinityTerm};
+use k8s_openapi::api::core::v1::{
+    Pod, PodAffinity, PodAffinityTerm, PodAntiAffinity, WeightedPodAffinityTerm,
+};
 use keelson_apimachinery::labels::{LabelSelector, Operator, Requirement};
 use std::collections::{BTreeMap, HashMap};
 
@@ -100,16 +102,16 @@ impl Affinity {
         let Some(a) = pod.spec.as_ref().and_then(|s| s.affinity.as_ref()) else {
             return Affinity::default();
         };
-        let required = |terms: Option<&Vec<PodAffinityTerm>>| -> Vec<Term> {
+        let required = |terms: &Option<Vec<PodAffinityTerm>>| -> Vec<Term> {
             terms
-                .into_iter()
+                .iter()
                 .flatten()
                 .filter_map(|t| Term::new(pod, t))
                 .collect()
         };
-        let preferred = |terms: Option<&Vec<WeightedPodAffinityTerm>>| -> Vec<Weighted> {
+        let preferred = |terms: &Option<Vec<WeightedPodAffinityTerm>>| -> Vec<Weighted> {
             terms
-                .into_iter()
+                .iter()
                 .flatten()
                 .filter(|w| w.weight != 0)
                 .filter_map(|w| {
@@ -120,25 +122,15 @@ impl Affinity {
                 })
                 .collect()
         };
-        let aff = a.pod_affinity.as_ref();
-        let anti = a.pod_anti_affinity.as_ref();
+        // An absent affinity or anti-affinity is one without terms.
+        let (no_aff, no_anti) = (PodAffinity::default(), PodAntiAffinity::default());
+        let aff = a.pod_affinity.as_ref().unwrap_or(&no_aff);
+        let anti = a.pod_anti_affinity.as_ref().unwrap_or(&no_anti);
         Affinity {
-            required: required(aff.and_then(|p| {
-                p.required_during_scheduling_ignored_during_execution
-                    .as_ref()
-            })),
-            required_anti: required(anti.and_then(|p| {
-                p.required_during_scheduling_ignored_during_execution
-                    .as_ref()
-            })),
-            preferred: preferred(aff.and_then(|p| {
-                p.preferred_during_scheduling_ignored_during_execution
-                    .as_ref()
-            })),
-            preferred_anti: preferred(anti.and_then(|p| {
-                p.preferred_during_scheduling_ignored_during_execution
-                    .as_ref()
-            })),
+            required: required(&aff.required_during_scheduling_ignored_during_execution),
+            required_anti: required(&anti.required_during_scheduling_ignored_during_execution),
+            preferred: preferred(&aff.preferred_during_scheduling_ignored_during_execution),
+            preferred_anti: preferred(&anti.preferred_during_scheduling_ignored_during_execution),
         }
     }
 
