@@ -39,11 +39,16 @@ pub async fn handle(
             rp.res.plural
         )));
     }
-    let filter = Filter::new(&params)?;
-    let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+    let ask = Ask {
+        api,
+        kubelet,
+        rp,
+        filter: Filter::new(&params)?,
+        now: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+    };
     let items = match rp.res.kind {
-        "NodeMetrics" => node_metrics(api, kubelet, rp, &filter, &now).await,
-        _ => pod_metrics(api, kubelet, rp, &filter, &now).await,
+        "NodeMetrics" => node_metrics(&ask).await,
+        _ => pod_metrics(&ask).await,
     };
     if !rp.name.is_empty() {
         let singular = rp.res.kind.to_lowercase();
@@ -89,19 +94,24 @@ fn is_ready(node: &Value) -> bool {
     })
 }
 
-async fn node_metrics(
-    api: &Api,
-    kubelet: &KubeletClient,
-    rp: &ResourcePath,
-    filter: &Filter,
-    now: &str,
-) -> Vec<Value> {
+/// One metrics request: what it asks for and whom the server asks.
+struct Ask<'a> {
+    api: &'a Api,
+    kubelet: &'a KubeletClient,
+    rp: &'a ResourcePath,
+    filter: Filter,
+    /// When the request came (RFC 3339): the answers' creationTimestamp.
+    now: String,
+}
+
+async fn node_metrics(ask: &Ask<'_>) -> Vec<Value> {
+    let (api, rp, now) = (ask.api, ask.rp, ask.now.as_str());
     let nodes: Vec<Value> = stored(api, "nodes", "", &rp.name)
         .into_iter()
-        .filter(|n| is_ready(n) && filter.matches(n))
+        .filter(|n| is_ready(n) && ask.filter.matches(n))
         .collect();
     let names: Vec<&str> = nodes.iter().map(object::name).collect();
-    let summaries = summaries(api, kubelet, &names).await;
+    let summaries = summaries(api, ask.kubelet, &names).await;
     nodes
         .iter()
         .filter_map(|n| {
@@ -118,16 +128,11 @@ async fn node_metrics(
         .collect()
 }
 
-async fn pod_metrics(
-    api: &Api,
-    kubelet: &KubeletClient,
-    rp: &ResourcePath,
-    filter: &Filter,
-    now: &str,
-) -> Vec<Value> {
+async fn pod_metrics(ask: &Ask<'_>) -> Vec<Value> {
+    let (api, rp, now) = (ask.api, ask.rp, ask.now.as_str());
     let pods: Vec<Value> = stored(api, "pods", &rp.namespace, &rp.name)
         .into_iter()
-        .filter(|p| filter.matches(p))
+        .filter(|p| ask.filter.matches(p))
         .collect();
     let on: BTreeSet<&str> = pods
         .iter()
@@ -140,7 +145,7 @@ async fn pod_metrics(
         .map(|n| object::name(&n).to_string())
         .collect();
     let names: Vec<&str> = ready.iter().map(String::as_str).collect();
-    let summaries = summaries(api, kubelet, &names).await;
+    let summaries = summaries(api, ask.kubelet, &names).await;
     // Each pod as its node reports it: (namespace, name) -> the summary's pod entry.
     let reported: BTreeMap<(&str, &str), &Value> = summaries
         .values()
