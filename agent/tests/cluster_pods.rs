@@ -11,6 +11,8 @@ mod lifecycle;
 mod nodes;
 #[path = "cluster_pods/running.rs"]
 mod running;
+#[path = "cluster_pods/sidecars.rs"]
+mod sidecars;
 #[path = "cluster_pods/termination.rs"]
 mod termination;
 

@@ -1,7 +1,12 @@
 //! The pod state machine: from the pod's spec and what the runtime holds, the state the pod is
 //! in and the next actions (create a sandbox, start or kill a container), with back-off. Pure.
+//!
+//! Native sidecars (KEP-753, an init container with `restartPolicy: Always`) start in their
+//! place among the init containers; the next one waits until the sidecar has started (running,
+//! and its startup probe passed if it has one). They restart whenever they exit, whatever the
+//! pod's policy, and are stopped once the regular containers are done.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Container, Pod};
@@ -50,8 +55,35 @@ pub enum PodState {
     InitFailed,
 }
 
+/// The kill reason of a sidecar stopped because the main containers are done (not restarted).
+pub const SIDECAR_DONE: &str = "sidecar stopped after the main containers";
+
+/// Whether an init container is a native sidecar.
+pub fn is_sidecar(c: &Container) -> bool {
+    c.restart_policy.as_deref() == Some("Always")
+}
+
+/// The pod's native sidecars, in order.
+pub fn sidecars(pod: &Pod) -> impl Iterator<Item = &Container> {
+    init_containers(pod).iter().filter(|c| is_sidecar(c))
+}
+
+/// Whether a running container has started: its startup probe passed, or it has none.
+pub fn has_started(
+    spec: &Container,
+    o: &ObservedContainer,
+    started: &HashMap<String, bool>,
+) -> bool {
+    o.state == RunState::Running
+        && started
+            .get(&o.id)
+            .copied()
+            .unwrap_or(spec.startup_probe.is_none())
+}
+
 impl PodState {
-    pub fn of(pod: &Pod, observed: &ObservedPod) -> Self {
+    /// `started`: whether each running container's startup probe passed, by id.
+    pub fn of(pod: &Pod, observed: &ObservedPod, started: &HashMap<String, bool>) -> Self {
         let policy = RestartPolicy::of(pod);
         let Some(sandbox) = observed.sandbox.as_ref() else {
             return PodState::NeedsSandbox { attempt: 0 };
@@ -69,6 +101,15 @@ impl PodState {
             };
         }
         for (index, c) in init_containers(pod).iter().enumerate() {
+            if is_sidecar(c) {
+                match observed.latest(&c.name) {
+                    Some(o) if has_started(c, o, started) => continue,
+                    // Once the regular containers run, a sidecar that exits is restarted beside
+                    // them, not by initializing again.
+                    Some(_) if regular_started(pod, observed) => continue,
+                    _ => return PodState::Initializing { index },
+                }
+            }
             match observed.latest(&c.name) {
                 Some(o) if o.state == RunState::Exited && o.exit_code == 0 => continue,
                 Some(o) if o.state == RunState::Exited && policy == RestartPolicy::Never => {
@@ -104,12 +145,22 @@ fn regular_all_done(pod: &Pod, observed: &ObservedPod, policy: RestartPolicy) ->
         })
 }
 
+/// Whether any regular container has been created in this sandbox (initialization is over).
+fn regular_started(pod: &Pod, observed: &ObservedPod) -> bool {
+    regular_containers(pod)
+        .iter()
+        .any(|c| observed.latest(&c.name).is_some())
+}
+
 fn init_failed(pod: &Pod, observed: &ObservedPod) -> bool {
-    init_containers(pod).iter().any(|c| {
-        observed
-            .latest(&c.name)
-            .is_some_and(|o| o.state == RunState::Exited && o.exit_code != 0)
-    })
+    init_containers(pod)
+        .iter()
+        .filter(|c| !is_sidecar(c))
+        .any(|c| {
+            observed
+                .latest(&c.name)
+                .is_some_and(|o| o.state == RunState::Exited && o.exit_code != 0)
+        })
 }
 
 pub fn init_containers(pod: &Pod) -> &[Container] {
@@ -186,10 +237,11 @@ impl Plan {
 pub fn plan(
     pod: &Pod,
     observed: &ObservedPod,
-    unhealthy: &[String],
+    probed: &Probed<'_>,
     now_ns: i64,
 ) -> (PodState, Plan) {
-    let state = PodState::of(pod, observed);
+    let state = PodState::of(pod, observed, probed.started);
+    let unhealthy = probed.unhealthy;
     let facts = Facts {
         pod,
         unhealthy,
@@ -204,15 +256,51 @@ pub fn plan(
         PodState::Initializing { index } => {
             // Init containers restart on failure unless the policy is Never (then InitFailed).
             // The index was taken from this pod's init containers, so it is always found.
+            // Sidecars started before it are kept running (restarted, killed when unhealthy).
+            for c in init_containers(pod)
+                .iter()
+                .take(*index)
+                .filter(|c| is_sidecar(c))
+            {
+                decide_container(
+                    &mut plan,
+                    &facts,
+                    &Slot::of(c, true, RestartPolicy::Always, observed),
+                );
+            }
             if let Some(container) = init_containers(pod).get(*index) {
-                let slot = Slot::of(container, true, RestartPolicy::OnFailure, observed);
+                let policy = match is_sidecar(container) {
+                    true => RestartPolicy::Always,
+                    false => RestartPolicy::OnFailure,
+                };
+                let slot = Slot::of(container, true, policy, observed);
                 decide_container(&mut plan, &facts, &slot);
             }
         }
         PodState::Running => {
+            for c in sidecars(pod) {
+                decide_container(
+                    &mut plan,
+                    &facts,
+                    &Slot::of(c, true, RestartPolicy::Always, observed),
+                );
+            }
             let policy = RestartPolicy::of(pod);
             for c in regular_containers(pod) {
                 decide_container(&mut plan, &facts, &Slot::of(c, false, policy, observed));
+            }
+        }
+        PodState::Completed | PodState::InitFailed
+            if running_sidecars(pod, observed).next().is_some() =>
+        {
+            // The main work is done: the sidecars stop, the last one first; the sandbox after.
+            for (c, o) in running_sidecars(pod, observed)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+            {
+                plan.actions
+                    .push(Slot::of(c, true, RestartPolicy::Always, observed).kill(o, SIDECAR_DONE));
             }
         }
         PodState::Completed | PodState::InitFailed => {
@@ -230,6 +318,24 @@ pub fn plan(
         plan.actions.push(Action::RemoveContainers { ids: stale });
     }
     (state, plan)
+}
+
+/// What the probes say, for the plan: containers whose liveness (or startup) probe failed, and
+/// whether each running container's startup probe passed, by id.
+#[derive(Clone, Copy)]
+pub struct Probed<'a> {
+    pub unhealthy: &'a [String],
+    pub started: &'a HashMap<String, bool>,
+}
+
+fn running_sidecars<'a>(
+    pod: &'a Pod,
+    observed: &'a ObservedPod,
+) -> impl Iterator<Item = (&'a Container, &'a ObservedContainer)> {
+    sidecars(pod).filter_map(|c| {
+        let o = observed.latest(&c.name)?;
+        (o.state == RunState::Running).then_some((c, o))
+    })
 }
 
 /// What a plan is decided from, besides the runtime view: the pod, the containers whose
@@ -372,258 +478,5 @@ fn crash_loop_back_off(pod: &Pod, container: &str, delay: Duration) -> Waiting {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::pod::observed::ObservedSandbox;
-    use k8s_openapi::api::core::v1::PodSpec;
-
-    const SEC: i64 = 1_000_000_000;
-
-    fn pod(policy: &str, init: &[&str], regular: &[&str]) -> Pod {
-        let container = |n: &&str| Container {
-            name: n.to_string(),
-            image: Some("img".into()),
-            ..Default::default()
-        };
-        Pod {
-            metadata: kube::api::ObjectMeta {
-                name: Some("p".into()),
-                namespace: Some("default".into()),
-                uid: Some("u1".into()),
-                ..Default::default()
-            },
-            spec: Some(PodSpec {
-                restart_policy: Some(policy.into()),
-                init_containers: if init.is_empty() {
-                    None
-                } else {
-                    Some(init.iter().map(container).collect())
-                },
-                containers: regular.iter().map(container).collect(),
-                ..Default::default()
-            }),
-            status: None,
-        }
-    }
-
-    /// A runtime view with one sandbox ("sb", ready or not) holding `containers`.
-    fn in_sandbox(ready: bool, containers: Vec<ObservedContainer>) -> ObservedPod {
-        ObservedPod {
-            sandbox: Some(ObservedSandbox {
-                id: "sb".into(),
-                ready,
-                ip: Some("10.0.0.2".into()),
-                attempt: 0,
-                created_at_ns: 1,
-            }),
-            containers,
-            ..Default::default()
-        }
-    }
-
-    fn container(
-        name: &str,
-        attempt: u32,
-        state: RunState,
-        exit_code: i32,
-        finished_s: i64,
-    ) -> ObservedContainer {
-        ObservedContainer {
-            id: format!("{name}-{attempt}"),
-            sandbox_id: "sb".into(),
-            name: name.into(),
-            init: false,
-            attempt,
-            state,
-            created_at_ns: 1,
-            started_at_ns: 2,
-            finished_at_ns: finished_s * SEC,
-            exit_code,
-            reason: String::new(),
-            message: String::new(),
-            image: "img".into(),
-            image_ref: "sha256:x".into(),
-            spec_hash: String::new(),
-            log_path: String::new(),
-        }
-    }
-
-    /// The plan's only action: start this attempt of a container.
-    fn start(name: &str, init: bool, attempt: u32) -> Vec<Action> {
-        vec![Action::StartContainer {
-            name: name.into(),
-            init,
-            attempt,
-        }]
-    }
-
-    #[test]
-    fn new_pod_gets_a_sandbox_then_its_init_containers_in_order() {
-        let p = pod("Always", &["i1", "i2"], &["app"]);
-        let (state, plan) = plan(&p, &ObservedPod::default(), &[], 0);
-        assert_eq!(state, PodState::NeedsSandbox { attempt: 0 });
-        assert_eq!(plan.actions, vec![Action::CreateSandbox { attempt: 0 }]);
-
-        let mut observed = in_sandbox(true, vec![]);
-        let (state, plan1) = super::plan(&p, &observed, &[], 0);
-        assert_eq!(state, PodState::Initializing { index: 0 });
-        assert_eq!(plan1.actions, start("i1", true, 0));
-
-        observed
-            .containers
-            .push(container("i1", 0, RunState::Exited, 0, 1));
-        let (state, plan2) = super::plan(&p, &observed, &[], 2 * SEC);
-        assert_eq!(state, PodState::Initializing { index: 1 });
-        assert_eq!(plan2.actions, start("i2", true, 0));
-
-        observed
-            .containers
-            .push(container("i2", 0, RunState::Exited, 0, 1));
-        let (state, plan3) = super::plan(&p, &observed, &[], 2 * SEC);
-        assert_eq!(state, PodState::Running);
-        assert_eq!(plan3.actions, start("app", false, 0));
-    }
-
-    #[test]
-    fn crashing_container_restarts_at_once_then_with_growing_back_off() {
-        let p = pod("Always", &[], &["app"]);
-        let mut observed = in_sandbox(true, vec![container("app", 0, RunState::Exited, 1, 100)]);
-        let (_, first) = plan(&p, &observed, &[], 100 * SEC);
-        assert_eq!(first.actions, start("app", false, 1));
-
-        observed
-            .containers
-            .push(container("app", 1, RunState::Exited, 1, 101));
-        let (_, held) = plan(&p, &observed, &[], 105 * SEC);
-        assert!(held.actions.is_empty(), "{:?}", held.actions);
-        assert_eq!(held.waiting["app"].reason, "CrashLoopBackOff");
-        assert!(
-            held.waiting["app"].message.starts_with("back-off 10s"),
-            "{}",
-            held.waiting["app"].message
-        );
-        assert_eq!(held.wake_after, Some(Duration::from_secs(6)));
-        let (_, after) = plan(&p, &observed, &[], 111 * SEC);
-        assert_eq!(after.actions, start("app", false, 2));
-
-        observed
-            .containers
-            .push(container("app", 2, RunState::Exited, 1, 120));
-        let (_, held) = plan(&p, &observed, &[], 121 * SEC);
-        assert!(held.waiting["app"].message.starts_with("back-off 20s"));
-        // The oldest dead attempt is removed; the previous one stays for `logs --previous`.
-        assert_eq!(
-            held.actions,
-            vec![Action::RemoveContainers {
-                ids: vec!["app-0".into()]
-            }]
-        );
-    }
-
-    #[test]
-    fn restart_policy_decides_completion() {
-        for (policy, exit, done) in [
-            ("Never", 1, true),
-            ("OnFailure", 0, true),
-            ("OnFailure", 1, false),
-            ("Always", 0, false),
-        ] {
-            let p = pod(policy, &[], &["app"]);
-            let observed = in_sandbox(true, vec![container("app", 0, RunState::Exited, exit, 1)]);
-            let (state, plan) = plan(&p, &observed, &[], 2 * SEC);
-            assert_eq!(state == PodState::Completed, done, "{policy} exit {exit}");
-            let stops = plan.actions == vec![Action::StopSandbox { id: "sb".into() }];
-            assert_eq!(stops, done, "{policy} exit {exit}: {:?}", plan.actions);
-        }
-    }
-
-    #[test]
-    fn failed_liveness_kills_the_running_container() {
-        let p = pod("Always", &[], &["app"]);
-        let observed = in_sandbox(true, vec![container("app", 0, RunState::Running, 0, 0)]);
-        let (_, plan) = plan(&p, &observed, &["app-0".to_string()], SEC);
-        assert!(matches!(&plan.actions[0], Action::KillContainer { id, .. } if id == "app-0"));
-    }
-
-    #[test]
-    fn changed_definition_restarts_the_container_at_once() {
-        let p = pod("Always", &[], &["app"]);
-        let spec = &p.spec.as_ref().unwrap().containers[0];
-        let mut running = container("app", 0, RunState::Running, 0, 0);
-        running.spec_hash = crate::pod::translate::container_hash(spec);
-        let mut observed = in_sandbox(true, vec![running.clone()]);
-        let (_, same) = plan(&p, &observed, &[], SEC);
-        assert!(same.actions.is_empty(), "{:?}", same.actions);
-
-        running.spec_hash = "0000".into();
-        observed.containers[0] = running.clone();
-        let (_, kill) = plan(&p, &observed, &[], SEC);
-        assert!(
-            matches!(&kill.actions[0], Action::KillContainer { reason, .. } if reason == "definition changed")
-        );
-
-        let mut exited = running;
-        exited.state = RunState::Exited;
-        exited.attempt = 3;
-        exited.finished_at_ns = SEC;
-        observed.containers[0] = exited;
-        let (_, start_again) = plan(&p, &observed, &[], SEC);
-        assert_eq!(start_again.actions, start("app", false, 4));
-    }
-
-    #[test]
-    fn a_never_started_attempt_is_retried_and_then_removed() {
-        let p = pod("Never", &[], &["app"]);
-        // The agent died between CreateContainer and StartContainer: the next attempt starts,
-        // whatever the restart policy (the container never ran).
-        let mut observed = in_sandbox(true, vec![container("app", 0, RunState::Created, 0, 0)]);
-        let (_, retry) = plan(&p, &observed, &[], SEC);
-        assert_eq!(retry.actions, start("app", false, 1));
-        observed
-            .containers
-            .push(container("app", 1, RunState::Running, 0, 0));
-        let (_, cleanup) = plan(&p, &observed, &[], SEC);
-        assert_eq!(
-            cleanup.actions,
-            vec![Action::RemoveContainers {
-                ids: vec!["app-0".into()]
-            }]
-        );
-    }
-
-    #[test]
-    fn dead_sandbox_is_recreated_with_next_attempt() {
-        let p = pod("Always", &[], &["app"]);
-        let (state, plan) = plan(&p, &in_sandbox(false, vec![]), &[], SEC);
-        assert_eq!(state, PodState::NeedsSandbox { attempt: 1 });
-        assert_eq!(plan.actions, vec![Action::CreateSandbox { attempt: 1 }]);
-    }
-
-    #[test]
-    fn a_new_sandbox_continues_the_restart_count() {
-        // The node rebooted: the old sandbox is gone with app's attempt 2 in it; a new sandbox
-        // (attempt 1) holds nothing yet. app starts as attempt 3 (restartCount 3, as upstream's
-        // kubelet counts across sandboxes) and the old container is removed.
-        let p = pod("Always", &[], &["app"]);
-        let mut observed = in_sandbox(true, vec![]);
-        observed.earlier_attempts.insert("app".into(), 2);
-        observed.stale_containers.push("old-app-2".into());
-        let (state, plan) = plan(&p, &observed, &[], SEC);
-        assert_eq!(state, PodState::Running);
-        let mut want = start("app", false, 3);
-        want.push(Action::RemoveContainers {
-            ids: vec!["old-app-2".into()],
-        });
-        assert_eq!(plan.actions, want);
-    }
-
-    #[test]
-    fn init_failure_with_never_fails_the_pod() {
-        let p = pod("Never", &["i1"], &["app"]);
-        let mut failed = container("i1", 0, RunState::Exited, 2, 1);
-        failed.init = true;
-        let (state, plan) = plan(&p, &in_sandbox(true, vec![failed]), &[], 2 * SEC);
-        assert_eq!(state, PodState::InitFailed);
-        assert_eq!(plan.actions, vec![Action::StopSandbox { id: "sb".into() }]);
-    }
-}
+#[path = "decide_tests.rs"]
+mod tests;

@@ -9,7 +9,9 @@ use k8s_openapi::api::core::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
-use super::decide::{init_containers, regular_containers, PodState, RestartPolicy, Waiting};
+use super::decide::{
+    init_containers, is_sidecar, regular_containers, PodState, RestartPolicy, Waiting,
+};
 use super::observed::{ObservedContainer, ObservedPod, RunState};
 
 /// Probe results by container id: readiness, and whether the startup probe has succeeded.
@@ -42,7 +44,14 @@ pub fn compute(input: &StatusInput<'_>) -> PodStatus {
         .iter()
         .map(|c| container_status(c, input, false))
         .collect();
-    let containers_ready = !statuses.is_empty() && statuses.iter().all(|s| s.ready);
+    // Native sidecars count for readiness as the regular containers do.
+    let sidecars_ready = init_containers(pod)
+        .iter()
+        .zip(&init_statuses)
+        .filter(|(c, _)| is_sidecar(c))
+        .all(|(_, s)| s.ready);
+    let containers_ready =
+        !statuses.is_empty() && statuses.iter().all(|s| s.ready) && sidecars_ready;
     let phase = phase(input, &statuses, policy);
     let pod_ip = pod_ip(input, &old);
     PodStatus {
@@ -128,6 +137,8 @@ fn phase(
 ) -> &'static str {
     match input.state {
         PodState::InitFailed => return "Failed",
+        // The main containers are done, the sidecars still stopping: not terminal yet.
+        PodState::Completed if sidecar_running(input) => return "Running",
         PodState::NeedsSandbox { .. } | PodState::Initializing { .. } => return "Pending",
         _ => {}
     }
@@ -164,6 +175,18 @@ fn phase(
         RestartPolicy::Never if failed => "Failed",
         _ => "Succeeded",
     }
+}
+
+fn sidecar_running(input: &StatusInput<'_>) -> bool {
+    init_containers(input.pod)
+        .iter()
+        .filter(|c| is_sidecar(c))
+        .any(|c| {
+            input
+                .observed
+                .latest(&c.name)
+                .is_some_and(|o| o.state == RunState::Running)
+        })
 }
 
 fn container_status(spec: &Container, input: &StatusInput<'_>, init: bool) -> ContainerStatus {
@@ -231,8 +254,9 @@ fn observed_status(
                 .copied()
                 .unwrap_or(spec.readiness_probe.is_none());
             status.started = Some(started);
-            // Init containers are never "ready" while running, as in the kubelet.
-            status.ready = !init && started && ready;
+            // Init containers are never "ready" while running, as in the kubelet; native
+            // sidecars are, as regular containers.
+            status.ready = (!init || is_sidecar(spec)) && started && ready;
             status.state = Some(ContainerState {
                 running: Some(ContainerStateRunning {
                     started_at: Some(ns_time(c.started_at_ns)),
@@ -385,7 +409,12 @@ mod tests {
     }
 
     fn status_of(pod: &Pod, observed: &ObservedPod, probes: &ProbeView, now_s: i64) -> PodStatus {
-        let (state, plan) = plan(pod, observed, &[], now_s * SEC);
+        let started = std::collections::HashMap::new();
+        let probed = crate::pod::decide::Probed {
+            unhealthy: &[],
+            started: &started,
+        };
+        let (state, plan) = plan(pod, observed, &probed, now_s * SEC);
         compute(&StatusInput {
             pod,
             observed,

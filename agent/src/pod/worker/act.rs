@@ -172,11 +172,16 @@ impl Actor {
             ctx.events
                 .pod(pod, Some(name), Kind::Warning, "Unhealthy", message);
         }
-        let message = format!("Container {name} {reason}, will be restarted");
+        let message = match reason {
+            decide::SIDECAR_DONE => format!("Stopping container {name}"),
+            _ => format!("Container {name} {reason}, will be restarted"),
+        };
         ctx.events
             .pod(pod, Some(name), Kind::Normal, "Killing", message);
         let grace = stop::grace_seconds(pod);
-        let spec = decide::find_container(pod, name, false).cloned();
+        let spec = decide::find_container(pod, name, false)
+            .or_else(|| decide::find_container(pod, name, true))
+            .cloned();
         let ip = scene.observed.pod_ip();
         let (cri, killing, poke) = (ctx.cri.clone(), self.killing.clone(), self.poke.clone());
         let (events, pod) = (ctx.events.clone(), pod.clone());

@@ -215,7 +215,12 @@ impl Worker {
             wake: None,
         };
         for _ in 0..MAX_ROUNDS {
-            let (state, plan) = decide::plan(pod, &observed, &self.probes.unhealthy(), now_ns());
+            let (unhealthy, started) = (self.probes.unhealthy(), self.probes.started());
+            let probed = decide::Probed {
+                unhealthy: &unhealthy,
+                started: &started,
+            };
+            let (state, plan) = decide::plan(pod, &observed, &probed, now_ns());
             done.state = state;
             done.waiting = plan.waiting.clone();
             done.wake = plan.wake_after;

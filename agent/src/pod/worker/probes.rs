@@ -73,7 +73,8 @@ impl PodProbes {
     pub fn manage(&mut self, pod: &Pod, observed: &ObservedPod, cri: &Arc<dyn Cri>) {
         let pod_ip = observed.pod_ip();
         let mut running = Vec::new();
-        for c in decide::regular_containers(pod) {
+        // Native sidecars are probed as the regular containers are.
+        for c in decide::sidecars(pod).chain(decide::regular_containers(pod)) {
             let Some(o) = observed
                 .latest(&c.name)
                 .filter(|o| o.state == RunState::Running)
@@ -102,6 +103,15 @@ impl PodProbes {
             .table
             .lock()
             .map(|t| t.unhealthy.clone())
+            .unwrap_or_default()
+    }
+
+    /// Whether each probed container's startup probe passed, by id.
+    pub fn started(&self) -> HashMap<String, bool> {
+        self.sink
+            .table
+            .lock()
+            .map(|t| t.view.started.clone())
             .unwrap_or_default()
     }
 

@@ -8,9 +8,9 @@ use kube::api::{Api, DeleteParams, Preconditions};
 use super::stop::{self, Stop};
 use super::{observe, pod_key, SyncError};
 use crate::pod::context::Context;
-use crate::pod::decide::find_container;
+use crate::pod::decide::{self, find_container, is_sidecar};
 use crate::pod::events::Kind;
-use crate::pod::observed::{ObservedPod, RunState};
+use crate::pod::observed::{ObservedContainer, ObservedPod, RunState};
 use crate::pod::{translate, volumes};
 
 /// The grace period of a pod the API no longer has (its spec is gone).
@@ -48,20 +48,51 @@ pub async fn run(
     Ok(())
 }
 
-/// Stops the running containers all at once; a container already gone counts as stopped.
+/// Stops the running containers: all at once, then the native sidecars, the last one first
+/// (as upstream, so that they serve the main containers to the end); a container already gone
+/// counts as stopped.
 async fn stop_containers(
     ctx: &Context,
     pod: Option<&Pod>,
     observed: &ObservedPod,
 ) -> Result<(), SyncError> {
-    let grace = pod.map_or(ORPHAN_GRACE_SECONDS, stop::grace_seconds);
-    let pod_ip = observed.pod_ip();
-    let mut stops = Vec::new();
-    for c in observed
+    let sidecar = |c: &&ObservedContainer| {
+        c.init
+            && pod
+                .and_then(|p| find_container(p, &c.name, true))
+                .is_some_and(is_sidecar)
+    };
+    let running: Vec<&ObservedContainer> = observed
         .containers
         .iter()
         .filter(|c| c.state == RunState::Running)
-    {
+        .collect();
+    let (sidecars, main): (Vec<_>, Vec<_>) = running.into_iter().partition(sidecar);
+    stop_all(ctx, pod, observed, &main).await?;
+    // Sidecars in the reverse of their order in the spec.
+    let order = |c: &&ObservedContainer| {
+        let init = pod.map(decide::init_containers).unwrap_or_default();
+        std::cmp::Reverse(init.iter().position(|s| s.name == c.name))
+    };
+    let mut sidecars = sidecars;
+    sidecars.sort_by_key(order);
+    for c in sidecars {
+        stop_all(ctx, pod, observed, &[c]).await?;
+    }
+    Ok(())
+}
+
+/// Stops `containers` side by side.
+async fn stop_all(
+    ctx: &Context,
+    pod: Option<&Pod>,
+    observed: &ObservedPod,
+    containers: &[&ObservedContainer],
+) -> Result<(), SyncError> {
+    let grace = pod.map_or(ORPHAN_GRACE_SECONDS, stop::grace_seconds);
+    let pod_ip = observed.pod_ip();
+    let mut stops = Vec::new();
+    for c in containers {
         if let Some(p) = pod {
             let msg = format!("Stopping container {}", c.name);
             ctx.events
