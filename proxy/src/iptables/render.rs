@@ -107,7 +107,6 @@ pub fn service_rules(sp: &ServicePort, opts: &RenderOptions) -> ServiceRules {
         .extend(seps.iter().map(|ep| hash::sep_chain(spn, ep)));
 
     entry_rules(sp, &p, internal_target, internal_ok, &ext, &mut out);
-    filter_rules(sp, &p, internal_ok, &mut out);
     if internal_ok {
         cluster_masq_rule(sp, internal_target, opts, &mut out.chain_rules);
     }
@@ -126,7 +125,10 @@ pub fn service_rules(sp: &ServicePort, opts: &RenderOptions) -> ServiceRules {
     out
 }
 
-/// KUBE-SERVICES and KUBE-NODEPORTS entries that send traffic into the service's chains.
+/// The entries of each destination of the service port (its cluster IP, external IPs and
+/// NodePort): in nat KUBE-SERVICES and KUBE-NODEPORTS, a jump into the service's chains when
+/// that destination has endpoints to go to; else in filter, REJECT when the service has no
+/// endpoints at all, DROP when a Local traffic policy leaves none on this node.
 fn entry_rules(
     sp: &ServicePort,
     p: &Plan,
@@ -137,64 +139,51 @@ fn entry_rules(
 ) {
     let spn = &sp.name;
     let pr = proto(sp);
-    if internal_ok {
-        let _ = writeln!(
-            out.nat_services,
-            "-A {SERVICES} -m comment --comment \"{spn} cluster IP\" {pr} -d {}/32 --dport {} -j {internal_target}",
-            sp.cluster_ip, sp.port
-        );
-    }
-    if !p.need_ext {
-        return;
-    }
-    for ip in &sp.external_ips {
-        let _ = writeln!(
-            out.nat_services,
-            "-A {SERVICES} -m comment --comment \"{spn} external IP\" {pr} -d {ip}/32 --dport {} -j {ext}",
-            sp.port
-        );
-    }
-    if let Some(np) = sp.node_port {
-        let _ = writeln!(
-            out.nat_nodeports,
-            "-A {NODEPORTS} -m comment --comment \"{spn}\" {pr} --dport {np} -j {ext}"
-        );
-    }
-}
-
-/// filter-table rules: REJECT when a service has no endpoints at all, DROP when a Local
-/// traffic policy leaves none on this node.
-fn filter_rules(sp: &ServicePort, p: &Plan, internal_ok: bool, out: &mut ServiceRules) {
-    let spn = &sp.name;
-    let pr = proto(sp);
     let (verdict, why) = if sp.has_endpoints() {
         ("DROP", "has no local endpoints")
     } else {
         ("REJECT", "has no endpoints")
     };
-    if !internal_ok {
-        let _ = writeln!(
+    let cluster_ip = format!("{pr} -d {}/32 --dport {}", sp.cluster_ip, sp.port);
+    let _ = if internal_ok {
+        writeln!(
+            out.nat_services,
+            "-A {SERVICES} -m comment --comment \"{spn} cluster IP\" {cluster_ip} -j {internal_target}"
+        )
+    } else {
+        writeln!(
             out.filter_services,
-            "-A {SERVICES} -m comment --comment \"{spn} {why}\" {pr} -d {}/32 --dport {} -j {verdict}",
-            sp.cluster_ip, sp.port
-        );
-    }
-    if !sp.is_external() || p.need_ext {
-        return;
-    }
+            "-A {SERVICES} -m comment --comment \"{spn} {why}\" {cluster_ip} -j {verdict}"
+        )
+    };
     for ip in &sp.external_ips {
-        let _ = writeln!(
-            out.filter_external,
-            "-A {EXTERNAL_SERVICES} -m comment --comment \"{spn} {why}\" {pr} -d {ip}/32 --dport {} -j {verdict}",
-            sp.port
-        );
+        let dst = format!("{pr} -d {ip}/32 --dport {}", sp.port);
+        let _ = if p.need_ext {
+            writeln!(
+                out.nat_services,
+                "-A {SERVICES} -m comment --comment \"{spn} external IP\" {dst} -j {ext}"
+            )
+        } else {
+            writeln!(
+                out.filter_external,
+                "-A {EXTERNAL_SERVICES} -m comment --comment \"{spn} {why}\" {dst} -j {verdict}"
+            )
+        };
     }
-    if let Some(np) = sp.node_port {
-        let _ = writeln!(
+    let Some(np) = sp.node_port else {
+        return;
+    };
+    let _ = if p.need_ext {
+        writeln!(
+            out.nat_nodeports,
+            "-A {NODEPORTS} -m comment --comment \"{spn}\" {pr} --dport {np} -j {ext}"
+        )
+    } else {
+        writeln!(
             out.filter_external,
             "-A {EXTERNAL_SERVICES} -m comment --comment \"{spn} {why}\" -m addrtype --dst-type LOCAL {pr} --dport {np} -j {verdict}"
-        );
-    }
+        )
+    };
 }
 
 /// Traffic to the cluster IP from outside the pod network is masqueraded so replies return here.
