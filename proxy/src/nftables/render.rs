@@ -132,28 +132,25 @@ pub const SERVICE: Dispatch = Dispatch {
     chain: "bucket",
     key: DST_KEY,
 };
+/// A dispatch whose maps and chains are named after `prefix`: `<prefix>_buckets`,
+/// `<prefix>_endpoints` and `<prefix>_bucket_N`.
+macro_rules! dispatch {
+    ($prefix:literal, $key:expr) => {
+        Dispatch {
+            buckets: concat!($prefix, "_buckets"),
+            endpoints: concat!($prefix, "_endpoints"),
+            chain: concat!($prefix, "_bucket"),
+            key: $key,
+        }
+    };
+}
 /// NodePorts.
-pub const NODEPORT: Dispatch = Dispatch {
-    buckets: "nodeport_buckets",
-    endpoints: "nodeport_endpoints",
-    chain: "nodeport_bucket",
-    key: PORT_KEY,
-};
+pub const NODEPORT: Dispatch = dispatch!("nodeport", PORT_KEY);
 /// External IPs of externalTrafficPolicy Local services, for pods and the node itself, which
 /// go to every endpoint like kube-proxy does.
-pub const EXT_CLUSTER: Dispatch = Dispatch {
-    buckets: "ext_cluster_buckets",
-    endpoints: "ext_cluster_endpoints",
-    chain: "ext_cluster_bucket",
-    key: DST_KEY,
-};
+pub const EXT_CLUSTER: Dispatch = dispatch!("ext_cluster", DST_KEY);
 /// The same for NodePorts.
-pub const NODEPORT_CLUSTER: Dispatch = Dispatch {
-    buckets: "nodeport_cluster_buckets",
-    endpoints: "nodeport_cluster_endpoints",
-    chain: "nodeport_cluster_bucket",
-    key: PORT_KEY,
-};
+pub const NODEPORT_CLUSTER: Dispatch = dispatch!("nodeport_cluster", PORT_KEY);
 pub const DISPATCHES: [Dispatch; 4] = [SERVICE, NODEPORT, EXT_CLUSTER, NODEPORT_CLUSTER];
 
 /// Elements that send one destination ("ip . proto . port" or "proto . port") to `eps`.
