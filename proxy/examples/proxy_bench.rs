@@ -47,20 +47,9 @@ fn model(n: u32) -> ProxyModel {
                 local: false,
             })
             .collect();
-        services.insert(
-            name.clone(),
-            ServicePort {
-                name,
-                cluster_ip: ip(Ipv4Addr::new(10, 96, 0, 0), i + 1),
-                port: 80,
-                node_port: None,
-                external_ips: Vec::new(),
-                affinity_timeout: None,
-                internal_local: false,
-                external_local: false,
-                endpoints,
-            },
-        );
+        let cluster_ip = ip(Ipv4Addr::new(10, 96, 0, 0), i + 1);
+        let port = ServicePort::plain(name.clone(), cluster_ip, 80, endpoints);
+        services.insert(name, port);
     }
     ProxyModel {
         node_name: "bench".into(),

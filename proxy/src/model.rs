@@ -107,6 +107,27 @@ pub struct ServicePort {
 }
 
 impl ServicePort {
+    /// A port reached on its cluster IP only: no NodePort, external IPs or session affinity, and
+    /// both traffic policies Cluster.
+    pub fn plain(
+        name: ServicePortName,
+        cluster_ip: Ipv4Addr,
+        port: u16,
+        endpoints: Vec<Endpoint>,
+    ) -> ServicePort {
+        ServicePort {
+            name,
+            cluster_ip,
+            port,
+            node_port: None,
+            external_ips: Vec::new(),
+            affinity_timeout: None,
+            internal_local: false,
+            external_local: false,
+            endpoints,
+        }
+    }
+
     /// Ready endpoints, or when there are none the serving-but-terminating ones
     /// (kube-proxy's fallback so that draining pods still answer).
     fn usable<'a>(eps: impl Iterator<Item = &'a Endpoint> + Clone) -> Vec<&'a Endpoint> {
@@ -239,22 +260,13 @@ mod tests {
     const UNREADY: (bool, bool, bool) = (false, false, false);
 
     fn port(endpoints: Vec<Endpoint>) -> ServicePort {
-        ServicePort {
-            name: ServicePortName {
-                namespace: "default".into(),
-                name: "web".into(),
-                port_name: String::new(),
-                protocol: Protocol::Tcp,
-            },
-            cluster_ip: Ipv4Addr::new(10, 96, 0, 10),
-            port: 80,
-            node_port: None,
-            external_ips: Vec::new(),
-            affinity_timeout: None,
-            internal_local: false,
-            external_local: false,
-            endpoints,
-        }
+        let name = ServicePortName {
+            namespace: "default".into(),
+            name: "web".into(),
+            port_name: String::new(),
+            protocol: Protocol::Tcp,
+        };
+        ServicePort::plain(name, Ipv4Addr::new(10, 96, 0, 10), 80, endpoints)
     }
 
     fn last_octets(eps: Vec<&Endpoint>) -> Vec<u8> {

@@ -39,22 +39,13 @@ fn ep(ip: &str, port: u16, ready: bool) -> Endpoint {
 }
 
 fn svc(name: &str, ip: &str, port: u16, proto: Protocol, eps: Vec<Endpoint>) -> ServicePort {
-    ServicePort {
-        name: ServicePortName {
-            namespace: "default".into(),
-            name: name.into(),
-            port_name: String::new(),
-            protocol: proto,
-        },
-        cluster_ip: ip.parse().expect("ip"),
-        port,
-        node_port: None,
-        external_ips: Vec::new(),
-        affinity_timeout: None,
-        internal_local: false,
-        external_local: false,
-        endpoints: eps,
-    }
+    let name = ServicePortName {
+        namespace: "default".into(),
+        name: name.into(),
+        port_name: String::new(),
+        protocol: proto,
+    };
+    ServicePort::plain(name, ip.parse().expect("ip"), port, eps)
 }
 
 /// The services every test loads: web (two pods on different target ports, like a named port
