@@ -1,7 +1,7 @@
 //! autoscaling/v2 HorizontalPodAutoscaler (upstream ValidateHorizontalPodAutoscaler): the
 //! target reference, the replica bounds, each metric's source and target, the behavior rules.
 
-use super::field_checks::{int_field, one_of};
+use super::field_checks::{at_least, int_field, one_of};
 use crate::cause::Cause;
 use crate::json::{items, str_at};
 use crate::path::Path;
@@ -25,11 +25,8 @@ pub(crate) fn horizontal_pod_autoscaler(obj: &Value, out: &mut Vec<Cause>) {
     let spec = obj.get("spec").unwrap_or(&empty);
     let target = spec.get("scaleTargetRef").unwrap_or(&empty);
     object_reference(target, &path.child("scaleTargetRef"), out);
-    let min = int_field(spec, "minReplicas", &path, out);
-    if let Some(min) = min.filter(|m| *m < 1) {
-        let msg = "must be greater than or equal to 1";
-        out.push(Cause::invalid(path.child("minReplicas"), &json!(min), msg));
-    }
+    let msg = "must be greater than or equal to 1";
+    let min = at_least(spec, "minReplicas", 1, msg, &path, out);
     let max = int_field(spec, "maxReplicas", &path, out).unwrap_or(0);
     let max_path = path.child("maxReplicas");
     if max < 1 {
@@ -147,15 +144,8 @@ fn metric(m: &Value, path: &Path, out: &mut Vec<Cause>) {
 /// ValidateMetricTarget: a known type, and for Utilization a positive averageUtilization.
 fn metric_target(t: &Value, path: &Path, out: &mut Vec<Cause>) {
     one_of(t, "type", &TARGET_TYPES, true, path, out);
-    let utilization = int_field(t, "averageUtilization", path, out);
-    if let Some(u) = utilization.filter(|u| *u < 1) {
-        let msg = "must be greater than 0";
-        out.push(Cause::invalid(
-            path.child("averageUtilization"),
-            &json!(u),
-            msg,
-        ));
-    }
+    let msg = "must be greater than 0";
+    let utilization = at_least(t, "averageUtilization", 1, msg, path, out);
     if str_at(t, "type") == "Utilization" && utilization.is_none() {
         let msg = "must set either a target raw value or a target utilization";
         out.push(Cause::required(path.child("averageUtilization"), msg));

@@ -1,6 +1,6 @@
 //! ConfigMap, Secret, Namespace, Node, Event and Lease rules.
 
-use super::field_checks::{immutable, int_field, name_check, one_of};
+use super::field_checks::{at_least, immutable, name_check, non_negative, one_of};
 use crate::cause::Cause;
 use crate::json::{bool_at, items, map_at, str_at};
 use crate::path::Path;
@@ -227,24 +227,7 @@ pub(crate) fn lease(obj: &Value, out: &mut Vec<Cause>) {
     let path = Path::root().child("spec");
     let empty = json!({});
     let spec = obj.get("spec").unwrap_or(&empty);
-    if let Some(n) = int_field(spec, "leaseDurationSeconds", &path, out) {
-        if n <= 0 {
-            let msg = "must be greater than 0";
-            out.push(Cause::invalid(
-                path.child("leaseDurationSeconds"),
-                &json!(n),
-                msg,
-            ));
-        }
-    }
-    if let Some(n) = int_field(spec, "leaseTransitions", &path, out) {
-        if n < 0 {
-            let msg = "must be greater than or equal to 0";
-            out.push(Cause::invalid(
-                path.child("leaseTransitions"),
-                &json!(n),
-                msg,
-            ));
-        }
-    }
+    let msg = "must be greater than 0";
+    at_least(spec, "leaseDurationSeconds", 1, msg, &path, out);
+    non_negative(spec, "leaseTransitions", &path, out);
 }

@@ -41,13 +41,24 @@ pub(crate) fn int_field(obj: &Value, key: &str, path: &Path, out: &mut Vec<Cause
     }
 }
 
-pub(crate) fn non_negative(obj: &Value, key: &str, path: &Path, out: &mut Vec<Cause>) {
-    if let Some(n) = int_field(obj, key, path, out) {
-        if n < 0 {
-            let msg = "must be greater than or equal to 0";
-            out.push(Cause::invalid(path.child(key), &json!(n), msg));
-        }
+/// An integer field that, when set, must be at least `min` (`msg` says so otherwise).
+pub(crate) fn at_least(
+    obj: &Value,
+    key: &str,
+    min: i64,
+    msg: &str,
+    path: &Path,
+    out: &mut Vec<Cause>,
+) -> Option<i64> {
+    let n = int_field(obj, key, path, out)?;
+    if n < min {
+        out.push(Cause::invalid(path.child(key), &json!(n), msg));
     }
+    Some(n)
+}
+
+pub(crate) fn non_negative(obj: &Value, key: &str, path: &Path, out: &mut Vec<Cause>) {
+    at_least(obj, key, 0, "must be greater than or equal to 0", path, out);
 }
 
 /// A string field that must be one of `supported` when set (or always, if `required`).
