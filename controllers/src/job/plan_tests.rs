@@ -1,6 +1,7 @@
 //! The Job planner with a fake clock: pods are played by hand, time is a fixed Timestamp.
 
 use super::*;
+use k8s_openapi::api::core::v1::ContainerStatus;
 use keelson_apimachinery::well_known::{JOB_COMPLETION_INDEX, JOB_TRACKING_FINALIZER};
 use serde_json::json;
 
@@ -56,6 +57,29 @@ fn settle(j: &mut Job, pods: &mut [Pod], p: &Plan) {
     }
 }
 
+/// The pod's container statuses, to play its containers by hand.
+fn containers(pod: &mut Pod) -> &mut [ContainerStatus] {
+    let status = pod.status.as_mut().unwrap();
+    status.container_statuses.as_deref_mut().unwrap()
+}
+
+/// The types of the plan's conditions, in order.
+fn condition_types(p: &Plan) -> Vec<&str> {
+    p.status
+        .conditions
+        .iter()
+        .flatten()
+        .map(|c| c.type_.as_str())
+        .collect()
+}
+
+/// The type, status and reason of the plan's last condition.
+fn last_condition(p: &Plan) -> (&str, &str, Option<&str>) {
+    let conditions = p.status.conditions.as_deref().unwrap_or_default();
+    let c = conditions.last().expect("a condition");
+    (c.type_.as_str(), c.status.as_str(), c.reason.as_deref())
+}
+
 #[test]
 fn completions_five_parallelism_two_runs_two_at_a_time_until_five_succeed() {
     let mut j = job(json!({ "completions": 5, "parallelism": 2 }), json!({}));
@@ -90,14 +114,7 @@ fn completions_five_parallelism_two_runs_two_at_a_time_until_five_succeed() {
     let p = plan(&j, &pods, now);
     assert_eq!(p.status.succeeded, Some(5));
     assert!(p.create.is_empty());
-    let types: Vec<&str> = p
-        .status
-        .conditions
-        .iter()
-        .flatten()
-        .map(|c| c.type_.as_str())
-        .collect();
-    assert_eq!(types, ["SuccessCriteriaMet", "Complete"]);
+    assert_eq!(condition_types(&p), ["SuccessCriteriaMet", "Complete"]);
     assert_eq!(p.status.completion_time, Some(Time(now)));
     assert_eq!(
         p.events,
@@ -161,13 +178,7 @@ fn the_deadline_fails_the_job_and_deletes_running_pods_first() {
     assert_eq!(p.requeue, Some(Duration::from_secs(20)));
     let p = plan(&j, &running, t("2026-01-01T00:00:30Z"));
     assert_eq!(p.delete, ["a"]);
-    let types: Vec<&str> = p
-        .status
-        .conditions
-        .iter()
-        .flatten()
-        .map(|c| c.type_.as_str())
-        .collect();
+    let types = condition_types(&p);
     assert_eq!(types, ["FailureTarget"], "Failed waits for the pod to end");
     let mut j2 = j.clone();
     j2.status = Some(p.status.clone());
@@ -179,11 +190,8 @@ fn the_deadline_fails_the_job_and_deletes_running_pods_first() {
         ["a"],
         "a deleted pod counts as failed and is let go"
     );
-    let last = p.status.conditions.unwrap().pop().unwrap();
-    assert_eq!(
-        (last.type_.as_str(), last.reason.as_deref()),
-        ("Failed", Some("DeadlineExceeded"))
-    );
+    let (type_, _, reason) = last_condition(&p);
+    assert_eq!((type_, reason), ("Failed", Some("DeadlineExceeded")));
 }
 
 #[test]
@@ -252,14 +260,7 @@ fn pod_failure_policy_fails_ignores_or_counts() {
     assert_eq!(p.release, ["d"]);
     assert_eq!(p.create, vec![None]);
     let mut exit42 = pod("e", "Failed", T0, None);
-    let st = exit42
-        .status
-        .as_mut()
-        .unwrap()
-        .container_statuses
-        .as_mut()
-        .unwrap();
-    st[0]
+    containers(&mut exit42)[0]
         .state
         .as_mut()
         .unwrap()
@@ -303,13 +304,8 @@ fn suspending_deletes_the_pods_and_resuming_starts_the_clock_again() {
     assert_eq!(p.delete, ["a"]);
     assert!(p.create.is_empty());
     assert_eq!(p.status.start_time, None);
-    let cond = p.status.conditions.clone().unwrap().pop().unwrap();
     assert_eq!(
-        (
-            cond.type_.as_str(),
-            cond.status.as_str(),
-            cond.reason.as_deref()
-        ),
+        last_condition(&p),
         ("Suspended", "True", Some("JobSuspended"))
     );
     assert_eq!(p.events[0].1, "Suspended");
@@ -326,11 +322,8 @@ fn suspending_deletes_the_pods_and_resuming_starts_the_clock_again() {
         Some(Time(later)),
         "the deadline counts from the resume"
     );
-    let cond = p.status.conditions.unwrap().pop().unwrap();
-    assert_eq!(
-        (cond.status.as_str(), cond.reason.as_deref()),
-        ("False", Some("JobResumed"))
-    );
+    let (_, status, reason) = last_condition(&p);
+    assert_eq!((status, reason), ("False", Some("JobResumed")));
 }
 
 #[test]
@@ -345,23 +338,10 @@ fn on_failure_restarts_count_toward_the_backoff_limit() {
         .unwrap()
         .restart_policy = Some("OnFailure".into());
     let mut p1 = pod("a", "Running", T0, None);
-    let statuses = p1
-        .status
-        .as_mut()
-        .unwrap()
-        .container_statuses
-        .as_mut()
-        .unwrap();
-    statuses[0].restart_count = 1;
+    containers(&mut p1)[0].restart_count = 1;
     let p = plan(&j, std::slice::from_ref(&p1), t("2026-01-01T00:01:00Z"));
     assert!(p.status.conditions.is_none(), "one restart of two allowed");
-    p1.status
-        .as_mut()
-        .unwrap()
-        .container_statuses
-        .as_mut()
-        .unwrap()[0]
-        .restart_count = 2;
+    containers(&mut p1)[0].restart_count = 2;
     let p = plan(&j, &[p1], t("2026-01-01T00:01:00Z"));
     let target = p.status.conditions.unwrap().remove(0);
     assert_eq!(target.reason.as_deref(), Some("BackoffLimitExceeded"));
