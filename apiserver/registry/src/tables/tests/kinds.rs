@@ -1,4 +1,4 @@
-use super::{cell, meta, row, values};
+use super::{assert_cells, cell, meta, row, values};
 use crate::tables::columns;
 use serde_json::{json, Value};
 
@@ -86,14 +86,14 @@ fn service_rows() {
         "ports": [{"port": 80, "nodePort": 30080, "protocol": "TCP"}]}),
         json!({}),
     );
-    assert_eq!(cell("Service", &node_port, "PORT(S)"), "80:30080/TCP");
-    assert_eq!(cell("Service", &node_port, "SELECTOR"), "<none>");
+    let want = [("PORT(S)", "80:30080/TCP"), ("SELECTOR", "<none>")];
+    assert_cells("Service", &node_port, &want);
     let lb = svc(
         json!({"type": "LoadBalancer", "clusterIP": "10.96.0.12", "ports": []}),
         json!({}),
     );
-    assert_eq!(cell("Service", &lb, "EXTERNAL-IP"), "<pending>");
-    assert_eq!(cell("Service", &lb, "PORT(S)"), "<none>");
+    let want = [("EXTERNAL-IP", "<pending>"), ("PORT(S)", "<none>")];
+    assert_cells("Service", &lb, &want);
     let lb_ready = svc(
         json!({"type": "LoadBalancer", "externalIPs": ["192.0.2.9"]}),
         json!({"loadBalancer": {"ingress": [{"ip": "192.0.2.1"}, {"hostname": "lb.example.test"}]}}),
@@ -106,8 +106,8 @@ fn service_rows() {
         json!({"type": "ExternalName", "externalName": "db.example.test"}),
         json!({}),
     );
-    assert_eq!(cell("Service", &external, "EXTERNAL-IP"), "db.example.test");
-    assert_eq!(cell("Service", &external, "CLUSTER-IP"), "<none>");
+    let want = [("EXTERNAL-IP", "db.example.test"), ("CLUSTER-IP", "<none>")];
+    assert_cells("Service", &external, &want);
     let headless = svc(
         json!({"type": "ClusterIP", "clusterIP": "None", "clusterIPs": ["None"]}),
         json!({}),
@@ -133,8 +133,8 @@ fn endpoint_rows() {
         ]
     );
     let empty = json!({"metadata": meta("web-x"), "addressType": "IPv4", "endpoints": []});
-    assert_eq!(cell("EndpointSlice", &empty, "ENDPOINTS"), "<unset>");
-    assert_eq!(cell("EndpointSlice", &empty, "PORTS"), "<unset>");
+    let want = [("ENDPOINTS", "<unset>"), ("PORTS", "<unset>")];
+    assert_cells("EndpointSlice", &empty, &want);
     let eps = json!({"metadata": meta("web"), "subsets": [{"addresses": [{"ip": "10.244.0.5"}, {"ip": "10.244.0.6"}],
         "notReadyAddresses": [{"ip": "10.244.0.7"}], "ports": [{"port": 80}]}]});
     assert_eq!(
@@ -282,14 +282,11 @@ fn ingress_rows() {
     );
     let class = json!({"metadata": meta("keelson"), "spec": {"controller": "keelson.dev/ingress",
         "parameters": {"apiGroup": "k8s.example.com", "kind": "IngressParameters", "name": "p"}}});
-    assert_eq!(
-        cell("IngressClass", &class, "CONTROLLER"),
-        "keelson.dev/ingress"
-    );
-    assert_eq!(
-        cell("IngressClass", &class, "PARAMETERS"),
-        "IngressParameters.k8s.example.com/p"
-    );
+    let want = [
+        ("CONTROLLER", "keelson.dev/ingress"),
+        ("PARAMETERS", "IngressParameters.k8s.example.com/p"),
+    ];
+    assert_cells("IngressClass", &class, &want);
     let plain = json!({"metadata": meta("x"), "spec": {"controller": "a.b/c"}});
     assert_eq!(cell("IngressClass", &plain, "PARAMETERS"), "<none>");
 }
@@ -383,14 +380,8 @@ fn daemon_set_and_csr_rows() {
         ]
     );
     let pending = json!({"metadata": meta("x"), "spec": {}});
-    assert_eq!(
-        cell("CertificateSigningRequest", &pending, "CONDITION"),
-        "Pending"
-    );
-    assert_eq!(
-        cell("CertificateSigningRequest", &pending, "REQUESTEDDURATION"),
-        "<none>"
-    );
+    let want = [("CONDITION", "Pending"), ("REQUESTEDDURATION", "<none>")];
+    assert_cells("CertificateSigningRequest", &pending, &want);
     let denied = json!({"metadata": meta("x"), "status": {"conditions": [
         {"type": "Denied"}, {"type": "Failed"}]}});
     assert_eq!(

@@ -41,6 +41,13 @@ pub(super) fn cell(kind: &str, obj: &Value, column: &str) -> Value {
         .unwrap_or_else(|| panic!("{kind} has no column {column}"))
 }
 
+/// Asserts the text of each (column, text) cell of `obj`'s row.
+pub(super) fn assert_cells(kind: &str, obj: &Value, want: &[(&str, &str)]) {
+    for (column, text) in want {
+        assert_eq!(cell(kind, obj, column), *text, "{kind} {column}");
+    }
+}
+
 #[test]
 fn every_kind_has_name_and_age_and_matching_cells() {
     for kind in RESOURCES.iter().map(|r| r.kind).chain(["Widget"]) {
