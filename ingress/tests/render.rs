@@ -176,6 +176,13 @@ fn assert_contains(text: &str, want: &str) {
     assert!(text.contains(want), "{text}");
 }
 
+/// The endpoints ("ip:port") of the upstream `name`.
+fn upstream_endpoints(m: &Model, name: &str) -> Vec<String> {
+    let upstream = m.upstreams.iter().find(|u| u.name == name);
+    let upstream = upstream.unwrap_or_else(|| panic!("no upstream {name}"));
+    upstream.endpoints.iter().map(|e| e.to_string()).collect()
+}
+
 fn server<'m>(m: &'m Model, host: Option<&str>) -> &'m model::Server {
     m.servers
         .iter()
@@ -244,26 +251,11 @@ fn other_controllers_ingresses_are_not_rendered() {
 #[test]
 fn named_port_resolves_to_ready_pod_addresses_of_that_port() {
     let m = build(vec![web_ingress()]);
-    let web = m
-        .upstreams
-        .iter()
-        .find(|u| u.name == "default_web_http")
-        .expect("web upstream");
-    let eps: Vec<String> = web.endpoints.iter().map(|e| e.to_string()).collect();
+    let eps = upstream_endpoints(&m, "default_web_http");
     // Sorted; not-ready 10.0.0.9 left out; the metrics port's slice not mixed in.
     assert_eq!(eps, ["10.0.0.1:8080", "10.0.0.2:8080"]);
-    let api = m
-        .upstreams
-        .iter()
-        .find(|u| u.name == "default_api_8000")
-        .expect("api upstream");
-    assert_eq!(
-        api.endpoints
-            .iter()
-            .map(|e| e.to_string())
-            .collect::<Vec<_>>(),
-        ["10.0.1.1:9000"]
-    );
+    let eps = upstream_endpoints(&m, "default_api_8000");
+    assert_eq!(eps, ["10.0.1.1:9000"]);
 }
 
 #[test]
@@ -474,12 +466,7 @@ fn terminating_endpoints_are_left_out_and_each_address_used_once() {
         ],
     ));
     let m = model::build(&inputs, OURS);
-    let web = m
-        .upstreams
-        .iter()
-        .find(|u| u.name == "default_web_http")
-        .expect("web upstream");
-    let eps: Vec<String> = web.endpoints.iter().map(|e| e.to_string()).collect();
+    let eps = upstream_endpoints(&m, "default_web_http");
     assert_eq!(
         eps,
         [
