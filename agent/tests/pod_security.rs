@@ -232,3 +232,84 @@ fn security_context_reaches_the_process_or_the_pod_is_refused() {
     assert!(!mounts.contains(&root), "{mounts}");
     assert!(!cluster.agent_log().contains("panicked"));
 }
+
+/// The fields beside securityContext: one the agent does not honour refuses the pod naming it;
+/// readiness gates hold Ready until their condition is True, and the agent's status writes
+/// leave that condition alone; setHostnameAsFQDN gives the pod its whole name.
+#[test]
+fn unhonoured_fields_refuse_the_pod_and_readiness_gates_hold_ready() {
+    let cluster = Cluster::start("agspec");
+    let node = cluster.node_name.clone();
+    cluster.apply(
+        &simple_pod("userns", &node, "{}", "{}").replace("spec:\n", "spec:\n  hostUsers: false\n"),
+    );
+    let gated = simple_pod("gated", &node, "{}", "{}").replace(
+        "spec:\n",
+        "spec:\n  readinessGates: [{conditionType: example.com/lb}]\n",
+    );
+    cluster.apply(&gated);
+    let fqdn = pod_yaml(
+        "fq",
+        &node,
+        &format!(
+            "  subdomain: db
+  setHostnameAsFQDN: true
+  containers:
+  - name: app
+    image: {BUSYBOX}
+    command: [sh, -c, 'hostname; sleep 3600']
+"
+        ),
+    );
+    cluster.apply(&fqdn);
+
+    let (reason, message) = rejected(&cluster, "userns");
+    assert_eq!(reason, "UnsupportedPodSpec");
+    assert!(
+        message.starts_with("Pod was rejected: spec.hostUsers is not supported by keelson-agent"),
+        "{message}"
+    );
+    let events = cluster.pod_events("userns");
+    assert!(
+        events.iter().any(|e| e.contains("spec.hostUsers")),
+        "{events:?}"
+    );
+
+    let ready = |c: &str| {
+        let pod = cluster.pod("gated");
+        let conds = pod["status"]["conditions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        conds.into_iter().find(|x| x["type"] == c)
+    };
+    let held = cluster.wait_until(Duration::from_secs(60), "gated running, not Ready", || {
+        let r = ready("Ready")?;
+        (ready("ContainersReady")?["status"] == "True").then_some(r)
+    });
+    assert_eq!(held["status"], "False", "{held}");
+    assert_eq!(held["reason"], "ReadinessGatesNotReady", "{held}");
+    assert_eq!(
+        held["message"],
+        "corresponding condition of pod readiness gate \"example.com/lb\" does not exist."
+    );
+    let gate = r#"{"status":{"conditions":[{"type":"example.com/lb","status":"True"}]}}"#;
+    cluster
+        .kubectl(&[
+            "patch",
+            "pod",
+            "gated",
+            "--subresource=status",
+            "--type=strategic",
+            "-p",
+            gate,
+        ])
+        .unwrap();
+    cluster.wait_until(Duration::from_secs(30), "gated Ready", || {
+        (ready("Ready")?["status"] == "True").then_some(())
+    });
+    assert_eq!(ready("example.com/lb").unwrap()["status"], "True");
+
+    let out = logs(&cluster, "fq", "app", "svc");
+    assert_eq!(out.trim(), "fq.db.default.svc.cluster.local");
+}

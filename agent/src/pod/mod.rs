@@ -1,6 +1,7 @@
 //! Pods on this node: the state machine and status (pure), translation to CRI configs (pure),
 //! volumes and env, probes, and the workers and manager that drive them.
 
+pub mod admit;
 pub mod atomic_writer;
 pub mod claims;
 pub mod context;

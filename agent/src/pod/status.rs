@@ -101,7 +101,9 @@ fn pod_ip(input: &StatusInput<'_>, old: &PodStatus) -> Option<String> {
         })
 }
 
-/// PodScheduled, PodReadyToStartContainers, Initialized, ContainersReady and Ready.
+/// PodScheduled, PodReadyToStartContainers, Initialized, ContainersReady and Ready (which also
+/// waits for the pod's readiness gates). Conditions others own (a readiness gate's, a
+/// DisruptionTarget) are theirs: the status is written as a strategic merge by type.
 fn conditions(
     input: &StatusInput<'_>,
     old: &PodStatus,
@@ -114,7 +116,9 @@ fn conditions(
         && !matches!(input.state, PodState::InitFailed));
     let sandbox_ready = input.observed.sandbox.as_ref().is_some_and(|s| s.ready);
     let not_ready = (!containers_ready).then_some("ContainersNotReady");
-    [
+    let gates = unready_gate(input.pod, old);
+    let ready_reason = not_ready.or(gates.as_ref().map(|_| "ReadinessGatesNotReady"));
+    let mut owned: Vec<PodCondition> = [
         ("PodScheduled", true, None),
         ("PodReadyToStartContainers", sandbox_ready, None),
         (
@@ -123,11 +127,51 @@ fn conditions(
             (!initialized).then_some("ContainersNotInitialized"),
         ),
         ("ContainersReady", containers_ready, not_ready),
-        ("Ready", containers_ready, not_ready),
+        ("Ready", containers_ready && gates.is_none(), ready_reason),
     ]
     .into_iter()
     .map(|(kind, ok, reason)| condition(old, kind, ok, reason, input.now))
-    .collect()
+    .collect();
+    if let (Some(ready), Some(message)) = (owned.last_mut(), gates.filter(|_| containers_ready)) {
+        ready.message = Some(message);
+    }
+    owned
+}
+
+/// `status` as far as the agent writes it: without the conditions others own.
+pub fn as_written(status: &PodStatus) -> PodStatus {
+    let mut s = status.clone();
+    if let Some(cs) = s.conditions.as_mut() {
+        cs.retain(|c| KUBELET_CONDITIONS.contains(&c.type_.as_str()));
+    }
+    s
+}
+
+const KUBELET_CONDITIONS: &[&str] = &[
+    "PodScheduled",
+    "PodReadyToStartContainers",
+    "Initialized",
+    "ContainersReady",
+    "Ready",
+];
+
+/// Why a readiness gate holds the pod unready (upstream's messages), if one does.
+fn unready_gate(pod: &Pod, old: &PodStatus) -> Option<String> {
+    let gates = pod.spec.as_ref()?.readiness_gates.as_ref()?;
+    gates.iter().find_map(|g| {
+        let kind = &g.condition_type;
+        let found = old.conditions.iter().flatten().find(|c| &c.type_ == kind);
+        match found {
+            None => Some(format!(
+                "corresponding condition of pod readiness gate \"{kind}\" does not exist."
+            )),
+            Some(c) if c.status != "True" => Some(format!(
+                "the status of pod readiness gate \"{kind}\" is not \"True\", but {}",
+                c.status
+            )),
+            Some(_) => None,
+        }
+    })
 }
 
 fn phase(

@@ -77,10 +77,11 @@ pub fn sandbox_config(settings: &NodeSettings, pod: &Pod, attempt: u32) -> cri::
             namespace: m.namespace.clone().unwrap_or_default(),
             attempt,
         }),
-        hostname: if host_network {
-            String::new()
-        } else {
-            truncate_hostname(&hostname)
+        hostname: match (host_network, fqdn(settings, pod)) {
+            (true, _) => String::new(),
+            // setHostnameAsFQDN: the whole name, never cut (the runtime refuses one over 64).
+            (false, Some(fqdn)) => fqdn,
+            (false, None) => truncate_hostname(&hostname),
         },
         log_directory: pod_log_dir(settings, pod),
         dns_config: dns_config(settings, pod),
@@ -124,6 +125,26 @@ fn supplemental_groups(security: &PodSecurityContext) -> Vec<i64> {
     let mut groups = security.supplemental_groups.clone().unwrap_or_default();
     groups.extend(security.fs_group.filter(|g| !groups.contains(g)));
     groups
+}
+
+/// `<hostname>.<subdomain>.<namespace>.svc.<domain>` for a pod with setHostnameAsFQDN and a
+/// subdomain, as the kubelet sets it.
+fn fqdn(settings: &NodeSettings, pod: &Pod) -> Option<String> {
+    let spec = pod.spec.as_ref()?;
+    let subdomain = spec
+        .subdomain
+        .as_deref()
+        .filter(|_| spec.set_hostname_as_fqdn == Some(true))?;
+    let host = spec
+        .hostname
+        .clone()
+        .or_else(|| pod.metadata.name.clone())?;
+    let ns = pod.metadata.namespace.as_deref().unwrap_or("default");
+    Some(format!(
+        "{}.{subdomain}.{ns}.svc.{}",
+        truncate_hostname(&host),
+        settings.cluster_domain
+    ))
 }
 
 fn truncate_hostname(name: &str) -> String {

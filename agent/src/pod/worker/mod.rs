@@ -160,7 +160,7 @@ impl Worker {
             .await?;
         // Admitted once: a pod already running is never refused afterwards.
         if observed.all_sandbox_ids.is_empty() {
-            if let Err(r) = super::security::admit(&self.ctx.settings.security, pod) {
+            if let Err(r) = super::admit::admit(&self.ctx.settings.security, pod) {
                 self.reported.reject(&self.ctx, pod, &r).await?;
                 return Ok(RESYNC);
             }

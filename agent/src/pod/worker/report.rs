@@ -182,10 +182,11 @@ impl Reported {
         pod: &Pod,
         status: PodStatus,
     ) -> Result<(), SyncError> {
+        let live = pod.status.as_ref().map(crate::pod::status::as_written);
         let written = self.status.as_ref() == Some(&status)
-            && conditions::states(pod.status.as_ref().and_then(|s| s.conditions.as_deref()))
+            && conditions::states(live.as_ref().and_then(|s| s.conditions.as_deref()))
                 == conditions::states(status.conditions.as_deref());
-        if pod.status.as_ref() == Some(&status) || written {
+        if live.as_ref() == Some(&status) || written {
             return Ok(());
         }
         let api: Api<Pod> = Api::namespaced(
@@ -193,9 +194,16 @@ impl Reported {
             pod.metadata.namespace.as_deref().unwrap_or("default"),
         );
         let name = pod.metadata.name.clone().unwrap_or_default();
-        let patch = serde_json::json!({ "status": status });
+        // A strategic merge, so that conditions others own stay; the address lists, merged by
+        // ip otherwise, are replaced (a new sandbox has a new address).
+        let mut patch = serde_json::json!({ "status": status });
+        for list in ["podIPs", "hostIPs"] {
+            if let Some(items) = patch["status"][list].as_array_mut() {
+                items.push(serde_json::json!({ "$patch": "replace" }));
+            }
+        }
         match api
-            .patch_status(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .patch_status(&name, &PatchParams::default(), &Patch::Strategic(&patch))
             .await
         {
             Ok(_) => {

@@ -136,13 +136,23 @@ fn worker(f: &Fixture) -> Worker {
 }
 
 /// The pod statuses written (PATCH pods/web/status), in order.
+/// The statuses written, as the API server holds them after each strategic merge patch
+/// (its `$patch: replace` list directives applied).
 fn statuses(requests: &Requests) -> Vec<serde_json::Value> {
     requests
         .lock()
         .unwrap()
         .iter()
         .filter(|(m, p, _)| m == "PATCH" && p.ends_with("/pods/web/status"))
-        .map(|(_, _, b)| b["status"].clone())
+        .map(|(_, _, b)| {
+            let mut status = b["status"].clone();
+            for list in ["podIPs", "hostIPs"] {
+                if let Some(items) = status[list].as_array_mut() {
+                    items.retain(|i| i.get("$patch").is_none());
+                }
+            }
+            status
+        })
         .collect()
 }
 
