@@ -5,6 +5,8 @@ mod common;
 
 #[path = "cluster_pods/failures.rs"]
 mod failures;
+#[path = "cluster_pods/grpc_probes.rs"]
+mod grpc_probes;
 #[path = "cluster_pods/lifecycle.rs"]
 mod lifecycle;
 #[path = "cluster_pods/nodes.rs"]

@@ -1,5 +1,5 @@
-//! Startup, liveness and readiness probes (httpGet, tcpSocket, exec via CRI ExecSync), one task
-//! per probed container. Results go to a shared table the pod worker reads; a change pokes it.
+//! Startup, liveness and readiness probes (httpGet, tcpSocket, exec via CRI ExecSync, grpc), one
+//! task per probed container. Results go to a shared table the pod worker reads; a change pokes it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -13,6 +13,8 @@ use tokio::sync::mpsc;
 
 use super::status::ProbeView;
 use crate::cri::Cri;
+
+mod grpc;
 
 /// Probe outcomes for the containers of one pod.
 #[derive(Clone, Debug, Default)]
@@ -59,8 +61,10 @@ pub enum ProbeError {
     Exec(#[from] crate::cri::CriError),
     #[error("command exited with {code}: {stdout}")]
     ExitCode { code: i32, stdout: String },
-    #[error("probe has no handler the agent supports (httpGet, tcpSocket, exec)")]
+    #[error("probe has no handler the agent supports (httpGet, tcpSocket, exec, grpc)")]
     NoHandler,
+    #[error(transparent)]
+    Grpc(#[from] grpc::GrpcFailure),
     #[error("httpGet {field} {value:?} has control characters; not sent")]
     ControlCharacters { field: &'static str, value: String },
     #[error("httpGet header name {0:?} is not an HTTP token; not sent")]
@@ -150,6 +154,14 @@ pub async fn probe_once(
                 stdout: String::from_utf8_lossy(&resp.stdout).into_owned(),
             })
         };
+    }
+    if let Some(action) = &probe.grpc {
+        let port = u16::try_from(action.port)
+            .ok()
+            .filter(|p| *p != 0)
+            .ok_or(ProbeError::InvalidPort(action.port))?;
+        let service = action.service.as_deref().unwrap_or("");
+        return Ok(grpc::check(pod_ip, port, service, timeout).await?);
     }
     Err(ProbeError::NoHandler)
 }
