@@ -8,6 +8,7 @@ mod common;
 use std::time::Duration;
 
 use common::*;
+use keelson_proto::runtime::v1 as proto;
 
 /// A Localhost profile that lets everything through but mkdir: its effect shows it was loaded.
 const DENY_MKDIR: &str = r#"{"defaultAction": "SCMP_ACT_ALLOW",
@@ -262,6 +263,9 @@ fn unhonoured_fields_refuse_the_pod_and_readiness_gates_hold_ready() {
         ),
     );
     cluster.apply(&fqdn);
+    let deadline = simple_pod("deadline", &node, "{}", "{}")
+        .replace("spec:\n", "spec:\n  activeDeadlineSeconds: 3\n");
+    cluster.apply(&deadline);
 
     let (reason, message) = rejected(&cluster, "userns");
     assert_eq!(reason, "UnsupportedPodSpec");
@@ -309,6 +313,20 @@ fn unhonoured_fields_refuse_the_pod_and_readiness_gates_hold_ready() {
         (ready("Ready")?["status"] == "True").then_some(())
     });
     assert_eq!(ready("example.com/lb").unwrap()["status"], "True");
+
+    // Past activeDeadlineSeconds: stopped and Failed, as the kubelet does.
+    let (reason, message) = rejected(&cluster, "deadline");
+    assert_eq!(reason, "DeadlineExceeded");
+    assert_eq!(
+        message,
+        "Pod was active on the node longer than the specified deadline"
+    );
+    let (_, containers) = cluster.runtime_state();
+    let running = containers.iter().any(|c| {
+        c.labels.get("io.kubernetes.pod.name").map(String::as_str) == Some("deadline")
+            && c.state == proto::ContainerState::ContainerRunning as i32
+    });
+    assert!(!running, "{containers:?}");
 
     let out = logs(&cluster, "fq", "app", "svc");
     assert_eq!(out.trim(), "fq.db.default.svc.cluster.local");

@@ -56,7 +56,13 @@ where
     // reflector, which stores a clone too).
     #[allow(clippy::redundant_clone)]
     let compact = |o: K| Some(Arc::new(o.clone()));
-    crate::inform(api, config, crate::namespaced_name, compact, changes.on_change())
+    crate::inform(
+        api,
+        config,
+        crate::namespaced_name,
+        compact,
+        changes.on_change(),
+    )
 }
 
 /// How often a debounced sync loop runs.

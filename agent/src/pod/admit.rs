@@ -3,7 +3,10 @@
 //! without it. The kubelet's admit handlers (OS, sysctls, AppArmor, in `security`), and the
 //! fields this agent does not honour. Pure.
 
+use std::time::Duration;
+
 use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::jiff::Timestamp;
 
 use super::security::{self, NodeSecurity, Rejection};
 
@@ -25,6 +28,26 @@ pub fn admit(node: &NodeSecurity, pod: &Pod) -> Result<(), Rejection> {
         });
     }
     security::admit(node, pod)
+}
+
+/// Whether the pod has run past its activeDeadlineSeconds (counted from status.startTime, as
+/// the kubelet counts it); if not yet, how long until it does.
+pub fn active_deadline(pod: &Pod, now: Timestamp) -> (Option<Rejection>, Option<Duration>) {
+    let deadline = pod.spec.as_ref().and_then(|s| s.active_deadline_seconds);
+    let start = pod.status.as_ref().and_then(|s| s.start_time.as_ref());
+    let (Some(seconds), Some(start)) = (deadline, start) else {
+        return (None, None);
+    };
+    let ends = start.0.as_second().saturating_add(seconds);
+    let left = ends.saturating_sub(now.as_second());
+    if left > 0 {
+        return (None, Some(Duration::from_secs(left.unsigned_abs())));
+    }
+    let r = Rejection {
+        reason: "DeadlineExceeded",
+        message: "Pod was active on the node longer than the specified deadline".into(),
+    };
+    (Some(r), None)
 }
 
 /// The first field of the pod this agent cannot honour, and why.
@@ -128,6 +151,25 @@ mod tests {
     fn pod(spec: serde_json::Value) -> Pod {
         serde_json::from_value(serde_json::json!({"metadata": {"name": "p"}, "spec": spec}))
             .unwrap()
+    }
+
+    #[test]
+    fn the_active_deadline_counts_from_the_start_time() {
+        let mut p =
+            pod(serde_json::json!({"activeDeadlineSeconds": 30, "containers": [{"name": "a"}]}));
+        let start: Timestamp = "2026-01-01T00:00:00Z".parse().unwrap();
+        assert_eq!(active_deadline(&p, start), (None, None), "not started yet");
+        p.status = Some(k8s_openapi::api::core::v1::PodStatus {
+            start_time: Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(start)),
+            ..Default::default()
+        });
+        let at = |s: i64| Timestamp::from_second(start.as_second() + s).unwrap();
+        assert_eq!(
+            active_deadline(&p, at(10)),
+            (None, Some(Duration::from_secs(20)))
+        );
+        let (ended, _) = active_deadline(&p, at(30));
+        assert_eq!(ended.unwrap().reason, "DeadlineExceeded");
     }
 
     #[test]

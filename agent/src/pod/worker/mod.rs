@@ -161,9 +161,22 @@ impl Worker {
         // Admitted once: a pod already running is never refused afterwards.
         if observed.all_sandbox_ids.is_empty() {
             if let Err(r) = super::admit::admit(&self.ctx.settings.security, pod) {
-                self.reported.reject(&self.ctx, pod, &r).await?;
+                let status = format!("Pod was rejected: {}", r.message);
+                self.reported.reject(&self.ctx, pod, &r, status).await?;
                 return Ok(RESYNC);
             }
+        }
+        let (deadline, until_deadline) = super::admit::active_deadline(pod, Timestamp::now());
+        if let Some(r) = deadline {
+            // Past activeDeadlineSeconds: everything stops, and the pod is Failed for good.
+            teardown::stop_containers(&self.ctx, Some(pod), &observed).await?;
+            for id in &observed.all_sandbox_ids {
+                self.ctx.cri.stop_pod_sandbox(id).await?;
+            }
+            self.probes.stop_all();
+            let status = r.message.clone();
+            self.reported.reject(&self.ctx, pod, &r, status).await?;
+            return Ok(RESYNC);
         }
         self.probes.seed(pod, &observed);
         let mut done = self.converge(pod, observed).await?;
@@ -198,7 +211,8 @@ impl Worker {
             .await
             .unwrap_or(RESYNC);
         // Periodic resync refreshes configMap/secret volumes and catches anything missed.
-        Ok(done.wake.unwrap_or(RESYNC).min(RESYNC).min(tokens))
+        let wake = done.wake.unwrap_or(RESYNC).min(RESYNC).min(tokens);
+        Ok(until_deadline.map_or(wake, |d| wake.min(d)))
     }
 
     /// Plans and acts until nothing is left to do now, re-observing after each round so the

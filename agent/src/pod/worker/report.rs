@@ -53,13 +53,14 @@ impl Reported {
         self.write_status(ctx, report.pod, status).await
     }
 
-    /// A pod the node refuses (`security::admit`): a Warning Event once, and the status the
-    /// kubelet gives it (Failed, the reason, "Pod was rejected: ..."). Nothing of it runs.
+    /// A pod the node refuses (`admit`) or ends (its active deadline): a Warning Event once,
+    /// and the status the kubelet gives it (Failed, the reason, `status_message`).
     pub async fn reject(
         &mut self,
         ctx: &Context,
         pod: &Pod,
         rejection: &Rejection,
+        status_message: String,
     ) -> Result<(), SyncError> {
         let key = format!("{}|{}", rejection.reason, rejection.message);
         if self.rejected.as_ref() != Some(&key) {
@@ -72,7 +73,7 @@ impl Reported {
         let status = PodStatus {
             phase: Some("Failed".into()),
             reason: Some(rejection.reason.into()),
-            message: Some(format!("Pod was rejected: {}", rejection.message)),
+            message: Some(status_message),
             host_ip: Some(ctx.host_ip.clone()),
             ..Default::default()
         };
@@ -196,12 +197,14 @@ impl Reported {
         let name = pod.metadata.name.clone().unwrap_or_default();
         // A strategic merge, so that conditions others own stay; the address lists, merged by
         // ip otherwise, are replaced (a new sandbox has a new address).
-        let mut patch = serde_json::json!({ "status": status });
+        let mut body = serde_json::to_value(&status).unwrap_or_default();
         for list in ["podIPs", "hostIPs"] {
-            if let Some(items) = patch["status"][list].as_array_mut() {
+            let items = body.get_mut(list).and_then(serde_json::Value::as_array_mut);
+            if let Some(items) = items {
                 items.push(serde_json::json!({ "$patch": "replace" }));
             }
         }
+        let patch = serde_json::json!({ "status": body });
         match api
             .patch_status(&name, &PatchParams::default(), &Patch::Strategic(&patch))
             .await

@@ -51,7 +51,7 @@ pub async fn run(
 /// Stops the running containers: all at once, then the native sidecars, the last one first
 /// (as upstream, so that they serve the main containers to the end); a container already gone
 /// counts as stopped.
-async fn stop_containers(
+pub(super) async fn stop_containers(
     ctx: &Context,
     pod: Option<&Pod>,
     observed: &ObservedPod,
