@@ -7,6 +7,8 @@ mod common;
 mod failures;
 #[path = "cluster_pods/grpc_probes.rs"]
 mod grpc_probes;
+#[path = "cluster_pods/images.rs"]
+mod images;
 #[path = "cluster_pods/lifecycle.rs"]
 mod lifecycle;
 #[path = "cluster_pods/nodes.rs"]

@@ -27,6 +27,16 @@ fn key_host(key: &str) -> String {
     }
 }
 
+/// The registry as the runtime names the host it pulls from, as a URL: containerd parses
+/// `server_address` as one and gives the credentials only to a host equal to its host (a bare
+/// "127.0.0.1:5001" fails to parse; "registry.example.com" parses with no host and matches none).
+fn server_address(host: &str) -> String {
+    match host {
+        "docker.io" => "https://registry-1.docker.io".to_string(),
+        other => format!("https://{other}"),
+    }
+}
+
 /// The first credentials (in imagePullSecrets order) for the image's registry.
 pub fn auth_for(image: &str, secrets: &[BTreeMap<String, Vec<u8>>]) -> Option<cri::AuthConfig> {
     let host = registry_host(image);
@@ -57,7 +67,7 @@ pub fn auth_for(image: &str, secrets: &[BTreeMap<String, Vec<u8>>]) -> Option<cr
                 username: text("username"),
                 password: text("password"),
                 auth: text("auth"),
-                server_address: host,
+                server_address: server_address(&host),
                 identity_token: text("identitytoken"),
                 registry_token: text("registrytoken"),
             });
@@ -95,13 +105,14 @@ mod tests {
         let hub = auth_for("busybox:1", &secrets).unwrap();
         assert_eq!(
             (hub.auth.as_str(), hub.server_address.as_str()),
-            ("dXNlcjpwdw==", "docker.io")
+            ("dXNlcjpwdw==", "https://registry-1.docker.io")
         );
         let private = auth_for("registry.example.com/team/app:2", &secrets).unwrap();
         assert_eq!(
             (private.username.as_str(), private.password.as_str()),
             ("bob", "pw")
         );
+        assert_eq!(private.server_address, "https://registry.example.com");
         assert!(auth_for("127.0.0.1:5000/app:1", &secrets).is_none());
         let legacy = vec![BTreeMap::from([(
             ".dockercfg".to_string(),
