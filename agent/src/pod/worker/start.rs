@@ -152,13 +152,17 @@ async fn create_and_start(
     ctx.events
         .pod(pod, Some(name), Kind::Normal, "Created", created);
     let starting = ctx.cri.start_container(&id);
-    clock
-        .time(Phase::Start, starting)
-        .await
-        .map_err(|e| Waiting {
+    if let Err(e) = clock.time(Phase::Start, starting).await {
+        // It never ran: removed, so that it counts as no attempt (a start raced with its
+        // sandbox dying would otherwise add a restart to the pod's next sandbox).
+        if let Err(rm) = ctx.cri.remove_container(&id).await {
+            tracing::debug!(container = %id, error = %rm, "removing a container that never started failed");
+        }
+        return Err(Waiting {
             reason: "RunContainerError".into(),
             message: e.status.message().to_string(),
-        })?;
+        });
+    }
     let started = format!("Started container {name}");
     ctx.events
         .pod(pod, Some(name), Kind::Normal, "Started", started);
