@@ -153,10 +153,15 @@ async fn create_and_start(
         .pod(pod, Some(name), Kind::Normal, "Created", created);
     let starting = ctx.cri.start_container(&id);
     if let Err(e) = clock.time(Phase::Start, starting).await {
-        // It never ran: removed, so that it counts as no attempt (a start raced with its
-        // sandbox dying would otherwise add a restart to the pod's next sandbox).
-        if let Err(rm) = ctx.cri.remove_container(&id).await {
-            tracing::debug!(container = %id, error = %rm, "removing a container that never started failed");
+        // Its sandbox died under it: it never ran there and is removed, so that it counts as
+        // no attempt in the pod's next sandbox. Any other failure stays, counted as upstream
+        // counts a StartError (restarts, back-off).
+        let sandbox = ctx.cri.pod_sandbox_status(&start.sandbox.id).await;
+        let dead = sandbox.is_ok_and(|s| s.state != cri::PodSandboxState::SandboxReady as i32);
+        if dead {
+            if let Err(rm) = ctx.cri.remove_container(&id).await {
+                tracing::debug!(container = %id, error = %rm, "removing a container that never started failed");
+            }
         }
         return Err(Waiting {
             reason: "RunContainerError".into(),
