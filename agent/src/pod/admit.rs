@@ -14,8 +14,8 @@ use super::security::{self, NodeSecurity, Rejection};
 pub const UNSUPPORTED: &str = "UnsupportedPodSpec";
 
 pub fn admit(node: &NodeSecurity, pod: &Pod) -> Result<(), Rejection> {
-    let spec = pod.spec.clone().unwrap_or_default();
-    if spec.os.as_ref().is_some_and(|os| os.name != "linux") {
+    let os = pod.spec.as_ref().and_then(|s| s.os.as_ref());
+    if os.is_some_and(|os| os.name != "linux") {
         return Err(Rejection {
             reason: "PodOSNotSupported",
             message: "Failed to admit pod as the OS field doesn't match node OS".into(),

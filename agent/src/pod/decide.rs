@@ -464,15 +464,12 @@ fn restart_at(latest: &ObservedContainer) -> (Duration, i64) {
 }
 
 fn crash_loop_back_off(pod: &Pod, container: &str, delay: Duration) -> Waiting {
-    let meta = &pod.metadata;
     Waiting {
         reason: "CrashLoopBackOff".into(),
         message: format!(
-            "back-off {}s restarting failed container={container} pod={}_{}({})",
+            "back-off {}s restarting failed container={container} pod={}",
             delay.as_secs(),
-            meta.name.as_deref().unwrap_or_default(),
-            meta.namespace.as_deref().unwrap_or_default(),
-            meta.uid.as_deref().unwrap_or_default()
+            super::format_pod(pod)
         ),
     }
 }

@@ -27,3 +27,14 @@ pub mod translate;
 pub mod volume_fs;
 pub mod volumes;
 pub mod worker;
+
+/// A pod as upstream's messages name it (`format.Pod`): `name_namespace(uid)`.
+pub fn format_pod(pod: &k8s_openapi::api::core::v1::Pod) -> String {
+    let m = &pod.metadata;
+    format!(
+        "{}_{}({})",
+        m.name.as_deref().unwrap_or_default(),
+        m.namespace.as_deref().unwrap_or_default(),
+        m.uid.as_deref().unwrap_or_default()
+    )
+}

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use k8s_openapi::api::core::v1::{Container, Pod, PodSecurityContext, SecurityContext};
+use k8s_openapi::api::core::v1::{Container, Pod, PodSecurityContext, PodSpec, SecurityContext};
 use keelson_proto::runtime::v1 as cri;
 
 /// What the node offers and allows (the kubelet's `--seccomp-profile-root`, whether the kernel
@@ -132,7 +132,8 @@ fn allowed_unsafe(node: &NodeSecurity, name: &str) -> bool {
 }
 
 fn check_sysctls(node: &NodeSecurity, pod: &Pod) -> Result<(), String> {
-    let spec = pod.spec.clone().unwrap_or_default();
+    let spec = pod.spec.as_ref();
+    let on = |flag: fn(&PodSpec) -> Option<bool>| spec.and_then(flag).unwrap_or(false);
     for s in spec_security(pod).sysctls.unwrap_or_default() {
         let name = normalized(&s.name);
         let listed = SAFE_SYSCTLS.contains(&name.as_str()) || allowed_unsafe(node, &name);
@@ -141,8 +142,8 @@ fn check_sysctls(node: &NodeSecurity, pod: &Pod) -> Result<(), String> {
             return Err(format!("{:?} not allowlisted", s.name));
         }
         let on_host = match ns {
-            Some("net") => spec.host_network.unwrap_or(false),
-            _ => spec.host_ipc.unwrap_or(false),
+            Some("net") => on(|s| s.host_network),
+            _ => on(|s| s.host_ipc),
         };
         if on_host {
             let ns = ns.unwrap_or_default();
@@ -282,23 +283,26 @@ pub fn proc_paths(sc: &SecurityContext) -> (Vec<String>, Vec<String>) {
 /// The pod's namespaces, for its sandbox and each of its containers alike.
 pub fn namespaces(pod: &Pod) -> cri::NamespaceOption {
     use cri::NamespaceMode;
-    let spec = pod.spec.clone().unwrap_or_default();
-    let mode = |on_node: Option<bool>, shared: NamespaceMode| {
-        if on_node.unwrap_or(false) {
+    let spec = pod.spec.as_ref();
+    let mode = |on_node: fn(&PodSpec) -> Option<bool>, shared: NamespaceMode| {
+        if spec.and_then(on_node).unwrap_or(false) {
             NamespaceMode::Node
         } else {
             shared
         }
     } as i32;
-    let pid_shared = if spec.share_process_namespace.unwrap_or(false) {
+    let pid_shared = if spec
+        .and_then(|s| s.share_process_namespace)
+        .unwrap_or(false)
+    {
         NamespaceMode::Pod
     } else {
         NamespaceMode::Container
     };
     cri::NamespaceOption {
-        network: mode(spec.host_network, NamespaceMode::Pod),
-        pid: mode(spec.host_pid, pid_shared),
-        ipc: mode(spec.host_ipc, NamespaceMode::Pod),
+        network: mode(|s| s.host_network, NamespaceMode::Pod),
+        pid: mode(|s| s.host_pid, pid_shared),
+        ipc: mode(|s| s.host_ipc, NamespaceMode::Pod),
         ..Default::default()
     }
 }
@@ -329,14 +333,7 @@ pub fn verify_run_as_non_root(
     if !run_as_non_root(pod, c) {
         return Ok(());
     }
-    let m = &pod.metadata;
-    let who = format!(
-        "pod: \"{}_{}({})\", container: {}",
-        m.name.as_deref().unwrap_or_default(),
-        m.namespace.as_deref().unwrap_or_default(),
-        m.uid.as_deref().unwrap_or_default(),
-        c.name
-    );
+    let who = format!("pod: \"{}\", container: {}", super::format_pod(pod), c.name);
     if let Some(uid) = run_as_user(pod, c) {
         return match uid {
             0 => Err(format!(

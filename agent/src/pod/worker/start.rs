@@ -192,13 +192,7 @@ async fn post_start(ctx: &Context, start: &ContainerToStart<'_>, id: &str) {
     let Err(why) = hooks::run(ctx.cri.as_ref(), handler, c, &target).await else {
         return;
     };
-    let m = &start.pod.metadata;
-    let pod = format!(
-        "{}_{}({})",
-        m.name.as_deref().unwrap_or_default(),
-        m.namespace.as_deref().unwrap_or_default(),
-        m.uid.as_deref().unwrap_or_default()
-    );
+    let pod = crate::pod::format_pod(start.pod);
     let message = match (&handler.exec, &handler.http_get) {
         (Some(exec), _) => format!(
             "Exec lifecycle hook ({:?}) for Container {:?} in Pod {pod:?} failed - error: {why}",

@@ -67,15 +67,11 @@ pub(super) async fn stop_containers(
         .iter()
         .filter(|c| c.state == RunState::Running)
         .collect();
-    let (sidecars, main): (Vec<_>, Vec<_>) = running.into_iter().partition(sidecar);
+    let (mut sidecars, main): (Vec<_>, Vec<_>) = running.into_iter().partition(sidecar);
     stop_all(ctx, pod, observed, &main).await?;
     // Sidecars in the reverse of their order in the spec.
-    let order = |c: &&ObservedContainer| {
-        let init = pod.map(decide::init_containers).unwrap_or_default();
-        std::cmp::Reverse(init.iter().position(|s| s.name == c.name))
-    };
-    let mut sidecars = sidecars;
-    sidecars.sort_by_key(order);
+    let init = pod.map(decide::init_containers).unwrap_or_default();
+    sidecars.sort_by_key(|c| std::cmp::Reverse(init.iter().position(|s| s.name == c.name)));
     for c in sidecars {
         stop_all(ctx, pod, observed, &[c]).await?;
     }
