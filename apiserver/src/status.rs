@@ -153,8 +153,12 @@ impl ApiError {
             "reason": self.reason,
             "code": self.code,
         });
-        if let Some(d) = &self.details {
-            set_path(&mut s, &["details"], d.clone());
+        match &self.details {
+            Some(d) => set_path(&mut s, &["details"], d.clone()),
+            // Upstream's NotFound always has details (empty for a path it does not serve), and
+            // kubectl debug reads details.name of a NotFound without checking for them.
+            None if self.reason == "NotFound" => set_path(&mut s, &["details"], json!({})),
+            None => {}
         }
         s
     }
@@ -176,5 +180,26 @@ impl IntoResponse for ApiError {
 impl From<crate::store::StoreError> for ApiError {
     fn from(e: crate::store::StoreError) -> ApiError {
         ApiError::internal(e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// kubectl reads `ErrStatus.Details.Name` of a NotFound without a nil check.
+    #[test]
+    fn every_not_found_has_details() {
+        let unserved = ApiError::no_route("/api/v1/namespaces/x/pods/p/nope").to_status();
+        assert_eq!(unserved["details"], json!({}));
+        assert_eq!(unserved["reason"], "NotFound");
+        let relayed = ApiError::new(404, "NotFound", "container not found").to_status();
+        assert_eq!(relayed["details"], json!({}));
+        let object = ApiError::not_found("", "pods", "web").to_status();
+        assert_eq!(object["details"], json!({"name": "web", "kind": "pods"}));
+        assert!(ApiError::bad_request("x")
+            .to_status()
+            .get("details")
+            .is_none());
     }
 }

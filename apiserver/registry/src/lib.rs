@@ -27,4 +27,4 @@ mod validation;
 pub use cause::Cause;
 pub use defaults::apply_defaults;
 pub use tables::{cells, columns, human_age, Column};
-pub use validation::{validate, SYSTEM_PRIORITY_CLASSES};
+pub use validation::{validate, validate_ephemeral_containers, SYSTEM_PRIORITY_CLASSES};

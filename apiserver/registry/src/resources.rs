@@ -197,6 +197,7 @@ pub static RESOURCES: &[Resource] = &[
             "exec",
             "attach",
             "portforward",
+            "ephemeralcontainers",
         ],
         true,
     ),

@@ -38,14 +38,18 @@ async fn serve(app: &App, rp: ResourcePath, call: &Call) -> ApiResult<Response> 
     let r = Request::new(app, &rp, call)?;
     let watch = rp.legacy_watch || rest::read_is_watch(&r.params);
     if call.method() == Method::GET
-        && matches!(rp.sub.as_str(), "" | "status" | "approval" | "scale")
+        && matches!(
+            rp.sub.as_str(),
+            "" | "status" | "approval" | "scale" | "ephemeralcontainers"
+        )
     {
         r.fresh().await?;
     }
     match (call.method().clone(), rp.name.is_empty(), rp.sub.as_str()) {
         (Method::GET, true, "") if watch => r.watch(),
         (Method::GET, true, "") => r.list(),
-        (Method::GET, false, "" | "status" | "approval") => {
+        // pods/ephemeralcontainers reads as the whole Pod, as upstream since 1.22.
+        (Method::GET, false, "" | "status" | "approval" | "ephemeralcontainers") => {
             r.object(rest::get(r.api(), &r.target)?, StatusCode::OK)
         }
         (Method::GET, false, "scale") => ok(&rest::get_scale(r.api(), &r.target)?),
@@ -61,11 +65,15 @@ async fn serve(app: &App, rp: ResourcePath, call: &Call) -> ApiResult<Response> 
         (Method::POST, false, "eviction") => r.evict().await,
         (Method::POST, false, "token") => r.token_request(),
         (Method::PUT, false, "scale") => r.update_scale(None).await,
-        (Method::PUT, false, sub @ ("" | "status" | "finalize" | "approval")) => {
-            r.update(sub).await
-        }
+        (
+            Method::PUT,
+            false,
+            sub @ ("" | "status" | "finalize" | "approval" | "ephemeralcontainers"),
+        ) => r.update(sub).await,
         (Method::PATCH, false, "scale") => r.update_scale(Some(r.patch_type()?)).await,
-        (Method::PATCH, false, sub @ ("" | "status" | "approval")) => r.patch(sub).await,
+        (Method::PATCH, false, sub @ ("" | "status" | "approval" | "ephemeralcontainers")) => {
+            r.patch(sub).await
+        }
         (Method::DELETE, true, "") => r.delete_collection().await,
         (Method::DELETE, false, "") => r.delete().await,
         (m, _, sub) => Err(not_allowed(&m, rp.res.plural, sub)),
@@ -176,10 +184,12 @@ impl<'a> Request<'a> {
     }
 
     /// The stored object before a write of a Pod or workload, for PodSecurity's warnings
-    /// about what the write changed; None for other kinds and for subresources.
+    /// about what the write changed; None for other kinds and for subresources other than
+    /// pods/ephemeralcontainers (which upstream's PodSecurity also checks).
     fn before(&self, sub: &str) -> Option<Entry> {
         let t = &self.target;
-        let checked = sub.is_empty() && rest::podsecurity::has_pod_template(t.res.kind);
+        let pod_part = matches!(sub, "" | "ephemeralcontainers");
+        let checked = pod_part && rest::podsecurity::has_pod_template(t.res.kind);
         checked.then(|| self.api().store.get(&t.key())).flatten()
     }
 
@@ -313,12 +323,14 @@ fn ok(v: &Value) -> ApiResult<Response> {
     Ok(json_value(StatusCode::OK, v))
 }
 
-/// Writes to `status` leave the spec alone, `approval` writes a CSR's approval conditions;
-/// every other path writes the main resource.
+/// Writes to `status` leave the spec alone, `approval` writes a CSR's approval conditions,
+/// `ephemeralcontainers` a Pod's ephemeral containers; every other path writes the main
+/// resource.
 fn subresource(sub: &str) -> Sub {
     match sub {
         "status" => Sub::Status,
         "approval" => Sub::Approval,
+        "ephemeralcontainers" => Sub::EphemeralContainers,
         _ => Sub::Main,
     }
 }

@@ -128,6 +128,11 @@ mod tests {
         assert_eq!(r.sub, "scale");
         let r = res("/api/v1/watch/namespaces/default/pods");
         assert!(r.legacy_watch);
+        let r = res("/api/v1/namespaces/default/pods/web/ephemeralcontainers");
+        assert_eq!(
+            (r.name.as_str(), r.sub.as_str()),
+            ("web", "ephemeralcontainers")
+        );
     }
 
     #[test]

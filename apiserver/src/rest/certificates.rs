@@ -51,7 +51,7 @@ pub(super) fn keep_owned(kind: &str, sub: Sub, old: &Value, new: &mut Value) {
     let sent = conditions(new);
     let mut status = old.get("status").cloned().unwrap_or(json!({}));
     match sub {
-        Sub::Main | Sub::Binding => {}
+        Sub::Main | Sub::Binding | Sub::EphemeralContainers => {}
         Sub::Status => {
             let cert = new.pointer("/status/certificate").cloned();
             match cert {

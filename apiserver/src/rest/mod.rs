@@ -43,6 +43,8 @@ pub enum Sub {
     /// pods/binding: spec and status in one write, as upstream's binding sets nodeName and
     /// the PodScheduled condition together (one resourceVersion, one watch event).
     Binding,
+    /// pods/ephemeralcontainers: only `spec.ephemeralContainers` is taken from the write.
+    EphemeralContainers,
 }
 
 use crate::allocators::Allocators;

@@ -30,6 +30,10 @@ fn merge_owned(t: &Target, old: &Value, new: &mut Value, sub: Sub) -> ApiResult<
             t.name
         )));
     }
+    if sub == Sub::EphemeralContainers {
+        *new = with_ephemeral_containers(old, new.pointer("/spec/ephemeralContainers"));
+        return Ok(());
+    }
     if sub != Sub::Main && sub != Sub::Binding {
         let status = new.get("status").cloned().unwrap_or(json!({}));
         *new = old.clone();
@@ -65,6 +69,23 @@ fn merge_owned(t: &Target, old: &Value, new: &mut Value, sub: Sub) -> ApiResult<
     }
     certificates::keep_owned(t.res.kind, sub, old, new);
     Ok(())
+}
+
+/// The stored Pod with the written ephemeral containers (none when the write has none), as
+/// upstream's dropNonEphemeralContainerUpdates: metadata, the rest of the spec and the status
+/// stay as stored.
+fn with_ephemeral_containers(old: &Value, list: Option<&Value>) -> Value {
+    let mut pod = old.clone();
+    match (pod.get_mut("spec").and_then(Value::as_object_mut), list) {
+        (Some(spec), Some(l)) if !l.is_null() => {
+            spec.insert("ephemeralContainers".into(), l.clone());
+        }
+        (Some(spec), _) => {
+            spec.remove("ephemeralContainers");
+        }
+        (None, _) => {}
+    }
+    pod
 }
 
 /// What the caller pinned: the resourceVersion in the body, if any.
@@ -104,7 +125,12 @@ fn prepare(t: &Target, old: &Value, change: Change) -> ApiResult<Value> {
         generation = generation.saturating_add(1);
     }
     meta_mut(&mut new).insert("generation".into(), json!(generation));
-    let causes = keelson_apiserver_registry::validate(t.res.kind, &new, Some(old));
+    let causes = match change.sub {
+        Sub::EphemeralContainers => {
+            keelson_apiserver_registry::validate_ephemeral_containers(&new, old)
+        }
+        _ => keelson_apiserver_registry::validate(t.res.kind, &new, Some(old)),
+    };
     if !causes.is_empty() {
         return Err(ApiError::invalid(t.res.kind, t.res.group, &t.name, &causes));
     }

@@ -451,3 +451,43 @@ fn viewers_read_resource_metrics() {
     let a = Attributes::on_resource("list", "metrics.k8s.io", "pods", "", "d", "");
     assert!(!basic.iter().any(|r| r.allows(&a)));
 }
+
+/// pods/ephemeralcontainers (`kubectl debug`): upstream deliberately leaves it out of admin,
+/// edit and view (an ephemeral container bypasses admission written before it existed), so
+/// only cluster-admin or a role granting it may write it; a node never may.
+#[test]
+fn ephemeral_containers_are_granted_by_no_namespace_role_nor_to_nodes() {
+    use crate::attributes::Attributes;
+    use crate::node::{self, Graph};
+    use crate::User;
+    let rules_of = |role: &str| {
+        cluster_roles()
+            .into_iter()
+            .find(|(n, _)| n == role)
+            .map(|(_, r)| r)
+            .unwrap()
+    };
+    let write = |verb| Attributes::on_resource(verb, "", "pods", "ephemeralcontainers", "d", "p");
+    for role in ["view", "edit", "admin"] {
+        let rules = rules_of(role);
+        for verb in ["patch", "update"] {
+            assert!(
+                !rules.iter().any(|r| r.allows(&write(verb))),
+                "{role} {verb}"
+            );
+        }
+    }
+    let admin = rules_of("cluster-admin");
+    assert!(admin.iter().any(|r| r.allows(&write("patch"))));
+    let n1 = User {
+        name: "system:node:n1".into(),
+        uid: String::new(),
+        groups: vec!["system:nodes".into(), "system:authenticated".into()],
+    };
+    let mut graph = Graph::default();
+    let pod = json!({"metadata": {"name": "p", "namespace": "d"}, "spec": {"nodeName": "n1"}});
+    graph.set_pod("/core/pods/d/p", Some(&pod));
+    for verb in ["patch", "update"] {
+        assert!(node::authorize(&graph, &roles::node(), &n1, &write(verb)).is_err());
+    }
+}

@@ -49,7 +49,8 @@ pub(crate) fn pod_spec(spec: &mut Map<String, Value>) {
     default(spec, "securityContext", json!({}));
     default(spec, "enableServiceLinks", json!(true));
     let host_network = spec.get("hostNetwork").and_then(Value::as_bool) == Some(true);
-    for key in ["containers", "initContainers"] {
+    // SetDefaults_EphemeralContainer is SetDefaults_Container on the common part.
+    for key in ["containers", "initContainers", "ephemeralContainers"] {
         each_object_mut(spec, key, |c| container(c, host_network));
     }
     each_object_mut(spec, "volumes", volume);

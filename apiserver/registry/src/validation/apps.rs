@@ -126,6 +126,7 @@ pub(super) fn pod_template(spec: &Value, kind: &str, path: &Path, out: &mut Vec<
     let pod = at(spec, &["template", "spec"]).unwrap_or(&empty);
     let pod_path = tpath.child("spec");
     pod_spec(pod, &pod_path, out);
+    super::ephemeral::in_template(pod, &pod_path, out);
     if !str_at(pod, "restartPolicy").is_empty() {
         one_of(pod, "restartPolicy", &["Always"], true, &pod_path, out);
     }

@@ -78,6 +78,7 @@ fn job_spec(spec: &Value, path: &Path, out: &mut Vec<Cause>) {
     let pod = at(spec, &["template", "spec"]).unwrap_or(&empty);
     let pod_path = tpath.child("spec");
     pod_spec(pod, &pod_path, out);
+    super::ephemeral::in_template(pod, &pod_path, out);
     let restart = str_at(pod, "restartPolicy");
     if restart.is_empty() {
         out.push(Cause::required(

@@ -14,6 +14,9 @@ use std::collections::HashSet;
 pub(crate) enum Role {
     Regular,
     Init,
+    /// Probes, lifecycle, ports, resources and restartPolicy are refused by the ephemeral
+    /// allow-list instead (validateContainerCommon checks none of them more).
+    Ephemeral,
 }
 
 /// What a container's rules need to know of its pod.
@@ -64,6 +67,9 @@ pub(crate) fn container(
     env(c, &path.child("env"), out);
     volume_mounts(c, &path.child("volumeMounts"), pod.volumes, out);
     resources(c, &path.child("resources"), out);
+    if role == Role::Ephemeral {
+        return;
+    }
     let sidecar = role == Role::Init && str_at(c, "restartPolicy") == "Always";
     match role {
         Role::Init => one_of(c, "restartPolicy", &["Always"], false, path, out),
@@ -71,7 +77,7 @@ pub(crate) fn container(
             path.child("restartPolicy"),
             "may not be set for non-init containers",
         )),
-        Role::Regular => {}
+        Role::Regular | Role::Ephemeral => {}
     }
     for key in ["livenessProbe", "readinessProbe", "startupProbe"] {
         let Some(probe_value) = c.get(key).filter(|v| !v.is_null()) else {

@@ -6,6 +6,7 @@ mod batch;
 mod certificates;
 mod container;
 mod core;
+mod ephemeral;
 mod field_checks;
 mod lifecycle;
 mod meta;
@@ -65,6 +66,17 @@ pub fn validate(kind: &str, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         "ClusterRoleBinding" => rbac::binding(obj, old, false, &mut out),
         _ => {}
     }
+    out
+}
+
+/// Everything wrong with a Pod written through pods/ephemeralcontainers over `old`, as
+/// upstream's ValidatePodEphemeralContainersUpdate: the Pod's rules, and its existing
+/// ephemeral containers neither changed nor removed. The rest of the spec is `old`'s (the
+/// server takes only the ephemeral list), so the main update's immutability rule is left out.
+pub fn validate_ephemeral_containers(obj: &Value, old: &Value) -> Vec<Cause> {
+    let mut out = Vec::new();
+    meta::object_meta("Pod", obj, &mut out);
+    pod::ephemeral_update(obj, old, &mut out);
     out
 }
 

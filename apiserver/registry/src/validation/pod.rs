@@ -1,6 +1,7 @@
 //! Pod and pod spec rules (ValidatePodSpec, ValidatePodUpdate).
 
 use super::container::{container, PodFacts, Role};
+use super::ephemeral;
 use super::field_checks::{int_field, labels, name_check, one_of};
 use crate::cause::Cause;
 use crate::json::{bool_at, items, str_at};
@@ -17,9 +18,23 @@ pub(crate) fn pod(obj: &Value, old: Option<&Value>, out: &mut Vec<Cause>) {
     let empty = json!({});
     let spec = obj.get("spec").unwrap_or(&empty);
     pod_spec(spec, &spec_path, out);
-    if let Some(old_spec) = old.and_then(|o| o.get("spec")) {
-        pod_update(spec, old_spec, &spec_path, out);
+    match old {
+        None => ephemeral::on_create(spec, &spec_path, out),
+        Some(old) => {
+            if let Some(old_spec) = old.get("spec") {
+                pod_update(spec, old_spec, &spec_path, out);
+            }
+        }
     }
+}
+
+/// A write through pods/ephemeralcontainers: the spec's rules and the ephemeral containers'
+/// update rules, without pod_update (only the ephemeral list can differ from `old`).
+pub(crate) fn ephemeral_update(obj: &Value, old: &Value, out: &mut Vec<Cause>) {
+    let empty = json!({});
+    let spec = obj.get("spec").unwrap_or(&empty);
+    pod_spec(spec, &Path::root().child("spec"), out);
+    ephemeral::update(obj, old, out);
 }
 
 pub(crate) fn pod_spec(spec: &Value, path: &Path, out: &mut Vec<Cause>) {
@@ -45,6 +60,7 @@ pub(crate) fn pod_spec(spec: &Value, path: &Path, out: &mut Vec<Cause>) {
             container(c, &p, role, &pod, &mut seen, out);
         }
     }
+    ephemeral::ephemeral_containers(spec, path, &pod, &mut seen, out);
     one_of(
         spec,
         "restartPolicy",

@@ -4,6 +4,7 @@ mod apps;
 mod autoscaling;
 mod certificates;
 mod core;
+mod ephemeral;
 mod network;
 mod pod;
 mod quota;
