@@ -3,6 +3,8 @@
 
 mod common;
 
+#[path = "cluster_pods/debug.rs"]
+mod debug;
 #[path = "cluster_pods/failures.rs"]
 mod failures;
 #[path = "cluster_pods/grpc_probes.rs"]
@@ -11,6 +13,8 @@ mod grpc_probes;
 mod images;
 #[path = "cluster_pods/lifecycle.rs"]
 mod lifecycle;
+#[path = "cluster_pods/local_storage.rs"]
+mod local_storage;
 #[path = "cluster_pods/nodes.rs"]
 mod nodes;
 #[path = "cluster_pods/running.rs"]

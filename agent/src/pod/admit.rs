@@ -30,6 +30,19 @@ pub fn admit(node: &NodeSecurity, pod: &Pod) -> Result<(), Rejection> {
     security::admit(node, pod)
 }
 
+/// An ephemeral container, added after its pod was admitted, passes the same checks of its
+/// own fields: refused (the reason as the container's config error) rather than run weakened.
+pub fn admit_ephemeral(node: &NodeSecurity, c: &Container) -> Result<(), String> {
+    if let Some((f, why)) = container_unsupported(c) {
+        let field = format!("spec.ephemeralContainers[{}].{f}", c.name);
+        return Err(format!("{field} is not supported by keelson-agent: {why}"));
+    }
+    if !node.apparmor_enabled && security::container_wants_apparmor(c) {
+        return Err("Cannot enforce AppArmor: AppArmor is not enabled on the host".into());
+    }
+    Ok(())
+}
+
 /// Whether the pod has run past its activeDeadlineSeconds (counted from status.startTime, as
 /// the kubelet counts it); if not yet, how long until it does.
 pub fn active_deadline(pod: &Pod, now: Timestamp) -> (Option<Rejection>, Option<Duration>) {
@@ -211,5 +224,27 @@ mod tests {
             ),
             Ok(())
         );
+    }
+
+    #[test]
+    fn an_ephemeral_container_is_refused_for_what_its_pod_would_be() {
+        let c = |v: serde_json::Value| -> Container { serde_json::from_value(v).unwrap() };
+        let node = NodeSecurity::default();
+        let plain = c(serde_json::json!({"name": "dbg", "image": "busybox"}));
+        assert_eq!(admit_ephemeral(&node, &plain), Ok(()));
+        let devices = c(
+            serde_json::json!({"name": "dbg", "volumeDevices": [{"name": "d", "devicePath": "/dev/x"}]}),
+        );
+        let err = admit_ephemeral(&node, &devices).unwrap_err();
+        assert!(
+            err.starts_with("spec.ephemeralContainers[dbg].volumeDevices is not supported"),
+            "{err}"
+        );
+        let confined = c(
+            serde_json::json!({"name": "dbg", "securityContext": {"appArmorProfile": {"type": "RuntimeDefault"}}}),
+        );
+        assert!(admit_ephemeral(&node, &confined)
+            .unwrap_err()
+            .contains("AppArmor"));
     }
 }

@@ -6,10 +6,11 @@
 //! and its startup probe passed if it has one). They restart whenever they exit, whatever the
 //! pod's policy, and are stopped once the regular containers are done.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::{Container, Pod};
+use k8s_openapi::api::core::v1::{Container, EphemeralContainer, Pod};
 
 use super::observed::{ObservedContainer, ObservedPod, RunState};
 use crate::backoff;
@@ -36,6 +37,33 @@ impl RestartPolicy {
             RestartPolicy::Always => true,
             RestartPolicy::OnFailure => exit_code != 0,
             RestartPolicy::Never => false,
+        }
+    }
+}
+
+/// Which list of the pod's spec a container comes from (the CRI label `labels::CONTAINER_KIND`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ContainerKind {
+    Init,
+    Regular,
+    /// Added to a running pod (`kubectl debug`): started once, never restarted.
+    Ephemeral,
+}
+
+impl ContainerKind {
+    pub fn label(self) -> &'static str {
+        match self {
+            ContainerKind::Init => "init",
+            ContainerKind::Regular => "regular",
+            ContainerKind::Ephemeral => "ephemeral",
+        }
+    }
+
+    pub fn from_label(label: Option<&str>) -> Self {
+        match label {
+            Some("init") => ContainerKind::Init,
+            Some("ephemeral") => ContainerKind::Ephemeral,
+            _ => ContainerKind::Regular,
         }
     }
 }
@@ -177,14 +205,75 @@ pub fn regular_containers(pod: &Pod) -> &[Container] {
         .unwrap_or(&[])
 }
 
-/// The spec of the named init (or regular) container.
-pub fn find_container<'a>(pod: &'a Pod, name: &str, init: bool) -> Option<&'a Container> {
-    let list = if init {
-        init_containers(pod)
-    } else {
-        regular_containers(pod)
+/// The spec of the named init or regular container (an ephemeral one: `ephemeral_container`).
+pub fn find_container<'a>(pod: &'a Pod, name: &str, kind: ContainerKind) -> Option<&'a Container> {
+    let list = match kind {
+        ContainerKind::Init => init_containers(pod),
+        ContainerKind::Regular => regular_containers(pod),
+        ContainerKind::Ephemeral => return None,
     };
     list.iter().find(|c| c.name == name)
+}
+
+/// The spec of the named container of any kind.
+pub fn container_spec<'a>(
+    pod: &'a Pod,
+    name: &str,
+    kind: ContainerKind,
+) -> Option<Cow<'a, Container>> {
+    match kind {
+        ContainerKind::Ephemeral => ephemeral_container(pod, name).map(Cow::Owned),
+        _ => find_container(pod, name, kind).map(Cow::Borrowed),
+    }
+}
+
+/// The running container an ephemeral one targets (`targetContainerName`): Ok(None) without a
+/// target, Err when the target is not running in this sandbox.
+pub fn ephemeral_target<'a>(
+    pod: &Pod,
+    name: &str,
+    observed: &'a ObservedPod,
+) -> Result<Option<&'a str>, String> {
+    let target = ephemeral_containers(pod)
+        .iter()
+        .find(|c| c.name == name)
+        .and_then(|c| c.target_container_name.as_deref());
+    let Some(target) = target else {
+        return Ok(None);
+    };
+    match observed.latest(target) {
+        Some(o) if o.state == RunState::Running => Ok(Some(&o.id)),
+        _ => Err(format!(
+            "target container {target:?} (targetContainerName) is not running"
+        )),
+    }
+}
+
+pub fn ephemeral_containers(pod: &Pod) -> &[EphemeralContainer] {
+    pod.spec
+        .as_ref()
+        .and_then(|s| s.ephemeral_containers.as_deref())
+        .unwrap_or(&[])
+}
+
+/// The named ephemeral container as a Container (the same fields, without its target), so it
+/// starts through the same path as the others.
+pub fn ephemeral_container(pod: &Pod, name: &str) -> Option<Container> {
+    let e = ephemeral_containers(pod).iter().find(|c| c.name == name)?;
+    let mut fields = serde_json::to_value(e).ok()?;
+    fields.as_object_mut()?.remove("targetContainerName");
+    serde_json::from_value(fields).ok()
+}
+
+/// Ephemeral containers that never ran in this pod (in this sandbox or an older one): they
+/// start in a running sandbox, during initialization too, as the kubelet starts them.
+fn ephemeral_to_start<'a>(
+    pod: &'a Pod,
+    observed: &'a ObservedPod,
+) -> impl Iterator<Item = &'a EphemeralContainer> {
+    ephemeral_containers(pod).iter().filter(|c| {
+        observed.latest(&c.name).is_none() && !observed.earlier_attempts.contains_key(&c.name)
+    })
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -194,7 +283,7 @@ pub enum Action {
     /// Create and start this attempt of a container (pulling its image per policy first).
     StartContainer {
         name: String,
-        init: bool,
+        kind: ContainerKind,
         attempt: u32,
     },
     /// Stop a running container (liveness failure): it is restarted per policy afterwards.
@@ -265,7 +354,7 @@ pub fn plan(
                 decide_container(
                     &mut plan,
                     &facts,
-                    &Slot::of(c, true, RestartPolicy::Always, observed),
+                    &Slot::of(c, ContainerKind::Init, RestartPolicy::Always, observed),
                 );
             }
             if let Some(container) = init_containers(pod).get(*index) {
@@ -273,7 +362,7 @@ pub fn plan(
                     true => RestartPolicy::Always,
                     false => RestartPolicy::OnFailure,
                 };
-                let slot = Slot::of(container, true, policy, observed);
+                let slot = Slot::of(container, ContainerKind::Init, policy, observed);
                 decide_container(&mut plan, &facts, &slot);
             }
         }
@@ -282,12 +371,16 @@ pub fn plan(
                 decide_container(
                     &mut plan,
                     &facts,
-                    &Slot::of(c, true, RestartPolicy::Always, observed),
+                    &Slot::of(c, ContainerKind::Init, RestartPolicy::Always, observed),
                 );
             }
             let policy = RestartPolicy::of(pod);
             for c in regular_containers(pod) {
-                decide_container(&mut plan, &facts, &Slot::of(c, false, policy, observed));
+                decide_container(
+                    &mut plan,
+                    &facts,
+                    &Slot::of(c, ContainerKind::Regular, policy, observed),
+                );
             }
         }
         PodState::Completed | PodState::InitFailed
@@ -299,8 +392,10 @@ pub fn plan(
                 .into_iter()
                 .rev()
             {
-                plan.actions
-                    .push(Slot::of(c, true, RestartPolicy::Always, observed).kill(o, SIDECAR_DONE));
+                plan.actions.push(
+                    Slot::of(c, ContainerKind::Init, RestartPolicy::Always, observed)
+                        .kill(o, SIDECAR_DONE),
+                );
             }
         }
         PodState::Completed | PodState::InitFailed => {
@@ -310,6 +405,15 @@ pub fn plan(
                 });
             }
         }
+    }
+    if matches!(state, PodState::Initializing { .. } | PodState::Running) {
+        plan.actions.extend(
+            ephemeral_to_start(pod, observed).map(|c| Action::StartContainer {
+                name: c.name.clone(),
+                kind: ContainerKind::Ephemeral,
+                attempt: 0,
+            }),
+        );
     }
     let garbage = observed.garbage();
     let mut stale = observed.stale_containers.clone();
@@ -350,7 +454,7 @@ struct Facts<'a> {
 /// container, the restart policy that applies to it, and its newest attempt in the runtime.
 struct Slot<'a> {
     spec: &'a Container,
-    init: bool,
+    kind: ContainerKind,
     policy: RestartPolicy,
     latest: Option<&'a ObservedContainer>,
     /// The attempt of its first start in this sandbox.
@@ -360,13 +464,13 @@ struct Slot<'a> {
 impl<'a> Slot<'a> {
     fn of(
         spec: &'a Container,
-        init: bool,
+        kind: ContainerKind,
         policy: RestartPolicy,
         observed: &'a ObservedPod,
     ) -> Self {
         Slot {
             spec,
-            init,
+            kind,
             policy,
             latest: observed.latest(&spec.name),
             first_attempt: observed.first_attempt(&spec.name),
@@ -376,7 +480,7 @@ impl<'a> Slot<'a> {
     fn start(&self, attempt: u32) -> Action {
         Action::StartContainer {
             name: self.spec.name.clone(),
-            init: self.init,
+            kind: self.kind,
             attempt,
         }
     }

@@ -67,7 +67,7 @@ fn container(
         id: format!("{name}-{attempt}"),
         sandbox_id: "sb".into(),
         name: name.into(),
-        init: false,
+        kind: ContainerKind::Regular,
         attempt,
         state,
         created_at_ns: 1,
@@ -87,7 +87,11 @@ fn container(
 fn start(name: &str, init: bool, attempt: u32) -> Vec<Action> {
     vec![Action::StartContainer {
         name: name.into(),
-        init,
+        kind: if init {
+            ContainerKind::Init
+        } else {
+            ContainerKind::Regular
+        },
         attempt,
     }]
 }
@@ -256,7 +260,7 @@ fn a_new_sandbox_continues_the_restart_count() {
 fn init_failure_with_never_fails_the_pod() {
     let p = pod("Never", &["i1"], &["app"]);
     let mut failed = container("i1", 0, RunState::Exited, 2, 1);
-    failed.init = true;
+    failed.kind = ContainerKind::Init;
     let (state, plan) = plan(&p, &in_sandbox(true, vec![failed]), &probed(&[]), 2 * SEC);
     assert_eq!(state, PodState::InitFailed);
     assert_eq!(plan.actions, vec![Action::StopSandbox { id: "sb".into() }]);
@@ -272,7 +276,7 @@ fn with_sidecar(policy: &str) -> Pod {
 
 fn sidecar(attempt: u32, state: RunState, exit_code: i32, finished_s: i64) -> ObservedContainer {
     ObservedContainer {
-        init: true,
+        kind: ContainerKind::Init,
         ..container("proxy", attempt, state, exit_code, finished_s)
     }
 }
@@ -312,7 +316,7 @@ fn plan_state(p: &Pod, observed: &ObservedPod, probed: &Probed<'_>) -> PodState 
 fn a_sidecar_restarts_beside_the_main_containers_whatever_the_policy() {
     let p = with_sidecar("Never");
     let setup = ObservedContainer {
-        init: true,
+        kind: ContainerKind::Init,
         ..container("setup", 0, RunState::Exited, 0, 1)
     };
     let observed = in_sandbox(
@@ -325,14 +329,14 @@ fn a_sidecar_restarts_beside_the_main_containers_whatever_the_policy() {
     );
     let (state, plan) = plan(&p, &observed, &probed(&[]), 100 * SEC);
     assert_eq!(state, PodState::Running);
-    assert!(plan.actions.iter().any(|a| matches!(a, Action::StartContainer { name, init: true, attempt: 1 } if name == "proxy")), "{plan:?}");
+    assert!(plan.actions.iter().any(|a| matches!(a, Action::StartContainer { name, kind: ContainerKind::Init, attempt: 1 } if name == "proxy")), "{plan:?}");
 }
 
 #[test]
 fn sidecars_stop_once_the_main_containers_are_done_then_the_sandbox() {
     let p = with_sidecar("Never");
     let setup = || ObservedContainer {
-        init: true,
+        kind: ContainerKind::Init,
         ..container("setup", 0, RunState::Exited, 0, 1)
     };
     let done = container("app", 0, RunState::Exited, 0, 2);
@@ -368,4 +372,91 @@ fn sidecars_stop_once_the_main_containers_are_done_then_the_sandbox() {
             .any(|a| matches!(a, Action::StartContainer { .. })),
         "{plan:?}"
     );
+}
+
+/// `p` with an ephemeral container "debugger" targeting "app".
+fn with_debugger(mut p: Pod) -> Pod {
+    let debugger = serde_json::from_value(serde_json::json!({
+        "name": "debugger", "image": "busybox", "targetContainerName": "app", "stdin": true,
+    }))
+    .unwrap();
+    p.spec.as_mut().unwrap().ephemeral_containers = Some(vec![debugger]);
+    p
+}
+
+fn ephemeral_starts(plan: &Plan) -> Vec<&Action> {
+    plan.actions
+        .iter()
+        .filter(|a| {
+            matches!(
+                a,
+                Action::StartContainer {
+                    kind: ContainerKind::Ephemeral,
+                    ..
+                }
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn an_ephemeral_container_starts_once_and_is_never_restarted() {
+    let p = with_debugger(pod("Always", &["i1"], &["app"]));
+    // During initialization too, as the kubelet starts them.
+    let (state, plan) = super::plan(&p, &in_sandbox(true, vec![]), &probed(&[]), 0);
+    assert_eq!(state, PodState::Initializing { index: 0 });
+    let want = Action::StartContainer {
+        name: "debugger".into(),
+        kind: ContainerKind::Ephemeral,
+        attempt: 0,
+    };
+    assert_eq!(ephemeral_starts(&plan), vec![&want]);
+    // Without a ready sandbox nothing starts.
+    let (_, plan) = super::plan(&p, &ObservedPod::default(), &probed(&[]), 0);
+    assert!(ephemeral_starts(&plan).is_empty(), "{plan:?}");
+
+    let mut debugger = container("debugger", 0, RunState::Exited, 1, 1);
+    debugger.kind = ContainerKind::Ephemeral;
+    let observed = in_sandbox(
+        true,
+        vec![
+            container("i1", 0, RunState::Exited, 0, 1),
+            container("app", 0, RunState::Running, 0, 0),
+            debugger,
+        ],
+    );
+    let (state, plan) = super::plan(&p, &observed, &probed(&[]), 100 * SEC);
+    assert_eq!(state, PodState::Running);
+    assert!(
+        plan.actions.is_empty(),
+        "an exited ephemeral container stays exited: {plan:?}"
+    );
+
+    // Nor is it started again in a new sandbox once it ran in an older one.
+    let mut fresh = in_sandbox(true, vec![]);
+    fresh.earlier_attempts.insert("debugger".into(), 0);
+    let (_, plan) = super::plan(&p, &fresh, &probed(&[]), 0);
+    assert!(ephemeral_starts(&plan).is_empty(), "{plan:?}");
+}
+
+#[test]
+fn an_ephemeral_container_joins_its_running_target() {
+    let p = with_debugger(pod("Always", &[], &["app"]));
+    let running = in_sandbox(true, vec![container("app", 0, RunState::Running, 0, 0)]);
+    assert_eq!(
+        ephemeral_target(&p, "debugger", &running),
+        Ok(Some("app-0"))
+    );
+    let exited = in_sandbox(true, vec![container("app", 0, RunState::Exited, 0, 1)]);
+    let err = ephemeral_target(&p, "debugger", &exited).unwrap_err();
+    assert!(
+        err.contains("\"app\"") && err.contains("not running"),
+        "{err}"
+    );
+    let spec = ephemeral_container(&p, "debugger").expect("the ephemeral container as a Container");
+    assert_eq!(
+        (spec.image.as_deref(), spec.stdin),
+        (Some("busybox"), Some(true))
+    );
+    assert!(container_spec(&p, "nope", ContainerKind::Ephemeral).is_none());
 }

@@ -11,6 +11,7 @@ pub mod env;
 pub mod etc_hosts;
 pub mod events;
 pub mod local_path;
+pub mod local_storage;
 pub mod log_rotation;
 pub mod manager;
 pub mod observed;

@@ -3,6 +3,7 @@
 
 use keelson_proto::runtime::v1 as cri;
 
+use super::decide::ContainerKind;
 use crate::cri::labels;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -27,7 +28,7 @@ pub struct ObservedContainer {
     pub id: String,
     pub sandbox_id: String,
     pub name: String,
-    pub init: bool,
+    pub kind: ContainerKind,
     pub attempt: u32,
     pub state: RunState,
     pub created_at_ns: i64,
@@ -206,7 +207,7 @@ fn observe_container(c: &cri::ContainerStatus, sandbox_id: &str) -> ObservedCont
         id: c.id.clone(),
         sandbox_id: sandbox_id.to_string(),
         name,
-        init: c.labels.get(labels::CONTAINER_KIND).map(String::as_str) == Some("init"),
+        kind: ContainerKind::from_label(c.labels.get(labels::CONTAINER_KIND).map(String::as_str)),
         attempt: c.metadata.as_ref().map_or(0, |m| m.attempt),
         state,
         created_at_ns: c.created_at,

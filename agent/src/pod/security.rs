@@ -172,15 +172,18 @@ fn all_containers(pod: &Pod) -> impl Iterator<Item = &Container> {
     init.iter().chain(main)
 }
 
+/// Whether the container asks for a confining AppArmor profile.
+pub fn container_wants_apparmor(c: &Container) -> bool {
+    let sc = c.security_context.as_ref();
+    sc.and_then(|s| s.app_armor_profile.as_ref())
+        .is_some_and(|p| p.type_ != "Unconfined")
+}
+
 fn wants_apparmor(pod: &Pod) -> bool {
     let confined = |t: &str| t != "Unconfined";
     let pod_level = spec_security(pod).app_armor_profile;
     pod_level.is_some_and(|p| confined(&p.type_))
-        || all_containers(pod).any(|c| {
-            let sc = c.security_context.as_ref();
-            sc.and_then(|s| s.app_armor_profile.as_ref())
-                .is_some_and(|p| confined(&p.type_))
-        })
+        || all_containers(pod).any(container_wants_apparmor)
         || pod
             .metadata
             .annotations
@@ -305,6 +308,19 @@ pub fn namespaces(pod: &Pod) -> cri::NamespaceOption {
         ipc: mode(|s| s.host_ipc, NamespaceMode::Pod),
         ..Default::default()
     }
+}
+
+/// A container's namespaces: the pod's, and for an ephemeral container with a target, the
+/// target's process namespace where the pod shares none (the kubelet's NamespaceMode TARGET).
+pub fn container_namespaces(pod: &Pod, target_id: Option<&str>) -> cri::NamespaceOption {
+    let mut ns = namespaces(pod);
+    if let Some(target) = target_id {
+        if ns.pid == cri::NamespaceMode::Container as i32 {
+            ns.pid = cri::NamespaceMode::Target as i32;
+            ns.target_id = target.to_string();
+        }
+    }
+    ns
 }
 
 /// The user a container runs as, by its security context or the pod's.

@@ -224,3 +224,29 @@ fn run_as_non_root_is_checked_against_the_images_user() {
         ))
     );
 }
+
+#[test]
+fn an_ephemeral_container_shares_its_targets_processes_unless_the_pod_shares_them_all() {
+    let own = pod(serde_json::json!({"containers": [{"name": "app"}]}));
+    let ns = container_namespaces(&own, Some("c1"));
+    assert_eq!(
+        (ns.pid, ns.target_id.as_str()),
+        (cri::NamespaceMode::Target as i32, "c1")
+    );
+    assert_eq!(
+        container_namespaces(&own, None).pid,
+        cri::NamespaceMode::Container as i32
+    );
+    let shared =
+        pod(serde_json::json!({"shareProcessNamespace": true, "containers": [{"name": "app"}]}));
+    let ns = container_namespaces(&shared, Some("c1"));
+    assert_eq!(
+        (ns.pid, ns.target_id.as_str()),
+        (cri::NamespaceMode::Pod as i32, "")
+    );
+    let host = pod(serde_json::json!({"hostPID": true, "containers": [{"name": "app"}]}));
+    assert_eq!(
+        container_namespaces(&host, Some("c1")).pid,
+        cri::NamespaceMode::Node as i32
+    );
+}

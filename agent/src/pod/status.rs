@@ -10,7 +10,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
 use super::decide::{
-    init_containers, is_sidecar, regular_containers, PodState, RestartPolicy, Waiting,
+    ephemeral_container, ephemeral_containers, init_containers, is_sidecar, regular_containers,
+    ContainerKind, PodState, RestartPolicy, Waiting,
 };
 use super::observed::{ObservedContainer, ObservedPod, RunState};
 
@@ -38,11 +39,16 @@ pub fn compute(input: &StatusInput<'_>) -> PodStatus {
     let policy = RestartPolicy::of(pod);
     let init_statuses: Vec<ContainerStatus> = init_containers(pod)
         .iter()
-        .map(|c| container_status(c, input, true))
+        .map(|c| container_status(c, input, ContainerKind::Init))
         .collect();
     let statuses: Vec<ContainerStatus> = regular_containers(pod)
         .iter()
-        .map(|c| container_status(c, input, false))
+        .map(|c| container_status(c, input, ContainerKind::Regular))
+        .collect();
+    let ephemeral: Vec<ContainerStatus> = ephemeral_containers(pod)
+        .iter()
+        .filter_map(|e| ephemeral_container(pod, &e.name))
+        .map(|c| container_status(&c, input, ContainerKind::Ephemeral))
         .collect();
     // Native sidecars count for readiness as the regular containers do.
     let sidecars_ready = init_containers(pod)
@@ -70,6 +76,7 @@ pub fn compute(input: &StatusInput<'_>) -> PodStatus {
             Some(init_statuses)
         },
         container_statuses: Some(statuses),
+        ephemeral_container_statuses: (!ephemeral.is_empty()).then_some(ephemeral),
         qos_class: Some(crate::pod::qos::qos_class(pod).to_string()),
         ..Default::default()
     }
@@ -233,7 +240,11 @@ fn sidecar_running(input: &StatusInput<'_>) -> bool {
         })
 }
 
-fn container_status(spec: &Container, input: &StatusInput<'_>, init: bool) -> ContainerStatus {
+fn container_status(
+    spec: &Container,
+    input: &StatusInput<'_>,
+    kind: ContainerKind,
+) -> ContainerStatus {
     let latest = input.observed.latest(&spec.name);
     let status = ContainerStatus {
         name: spec.name.clone(),
@@ -245,10 +256,10 @@ fn container_status(spec: &Container, input: &StatusInput<'_>, init: bool) -> Co
         ..Default::default()
     };
     match latest {
-        Some(c) => observed_status(status, spec, c, input, init),
+        Some(c) => observed_status(status, spec, c, input, kind),
         None => {
             let default_wait = Waiting {
-                reason: if init
+                reason: if kind == ContainerKind::Init
                     || init_containers(input.pod).is_empty()
                     || input.state.runs_regular_containers()
                 {
@@ -273,7 +284,7 @@ fn observed_status(
     spec: &Container,
     c: &ObservedContainer,
     input: &StatusInput<'_>,
-    init: bool,
+    kind: ContainerKind,
 ) -> ContainerStatus {
     let previous = input.observed.previous(&spec.name);
     let waiting = input.waiting.get(&spec.name);
@@ -299,8 +310,13 @@ fn observed_status(
                 .unwrap_or(spec.readiness_probe.is_none());
             status.started = Some(started);
             // Init containers are never "ready" while running, as in the kubelet; native
-            // sidecars are, as regular containers.
-            status.ready = (!init || is_sidecar(spec)) && started && ready;
+            // sidecars are, as regular containers; ephemeral ones never are.
+            let counts = match kind {
+                ContainerKind::Regular => true,
+                ContainerKind::Init => is_sidecar(spec),
+                ContainerKind::Ephemeral => false,
+            };
+            status.ready = counts && started && ready;
             status.state = Some(ContainerState {
                 running: Some(ContainerStateRunning {
                     started_at: Some(ns_time(c.started_at_ns)),
@@ -422,7 +438,7 @@ mod tests {
             id: format!("c{attempt}"),
             sandbox_id: "sb".into(),
             name: "app".into(),
-            init: false,
+            kind: ContainerKind::Regular,
             attempt,
             state: RunState::Running,
             created_at_ns: 10 * SEC,

@@ -7,6 +7,7 @@ use keelson_apimachinery::hash::fnv1a_64;
 use keelson_proto::runtime::v1 as cri;
 
 use crate::cri::labels;
+use crate::pod::decide::ContainerKind;
 use crate::pod::dns;
 use crate::pod::security::{self, NodeSecurity};
 use crate::quantity;
@@ -208,7 +209,9 @@ pub struct HostMount {
 pub struct ContainerInput<'a> {
     pub pod: &'a Pod,
     pub container: &'a Container,
-    pub init: bool,
+    pub kind: ContainerKind,
+    /// The container whose process namespace an ephemeral container joins (its target).
+    pub target_id: Option<&'a str>,
     pub attempt: u32,
     pub image_ref: &'a str,
     pub env: &'a [(String, String)],
@@ -264,7 +267,7 @@ pub fn container_config(input: &ContainerInput<'_>) -> cri::ContainerConfig {
         tty: c.tty.unwrap_or(false),
         linux: Some(cri::LinuxContainerConfig {
             resources: Some(resources(c)),
-            security_context: Some(security_context(input.node, input.pod, c)),
+            security_context: Some(security_context(input, c)),
         }),
         ..Default::default()
     }
@@ -281,7 +284,6 @@ fn expand_all(list: Option<&[String]>, env: &[(String, String)]) -> Vec<String> 
 /// The labels the agent finds the container by (pod, container, node, kind).
 fn container_labels(input: &ContainerInput<'_>) -> HashMap<String, String> {
     let m = &input.pod.metadata;
-    let kind = if input.init { "init" } else { "regular" };
     [
         (labels::POD_NAME, m.name.clone().unwrap_or_default()),
         (
@@ -291,7 +293,7 @@ fn container_labels(input: &ContainerInput<'_>) -> HashMap<String, String> {
         (labels::POD_UID, m.uid.clone().unwrap_or_default()),
         (labels::CONTAINER_NAME, input.container.name.clone()),
         (labels::NODE, input.node_name.to_string()),
-        (labels::CONTAINER_KIND, kind.to_string()),
+        (labels::CONTAINER_KIND, input.kind.label().to_string()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
@@ -301,10 +303,10 @@ fn container_labels(input: &ContainerInput<'_>) -> HashMap<String, String> {
 /// The container's security context, with the pod's user, group and supplemental groups where
 /// the container sets none, and its profiles and /proc paths (`security`).
 fn security_context(
-    node: &NodeSecurity,
-    pod: &Pod,
+    input: &ContainerInput<'_>,
     c: &Container,
 ) -> cri::LinuxContainerSecurityContext {
+    let (node, pod) = (input.node, input.pod);
     let pod_security = pod
         .spec
         .as_ref()
@@ -328,7 +330,7 @@ fn security_context(
         readonly_rootfs: security.read_only_root_filesystem.unwrap_or(false),
         supplemental_groups: supplemental_groups(&pod_security),
         no_new_privs: security.allow_privilege_escalation == Some(false),
-        namespace_options: Some(security::namespaces(pod)),
+        namespace_options: Some(security::container_namespaces(pod, input.target_id)),
         seccomp: Some(security::container_seccomp(node, pod, c)),
         apparmor: security::container_apparmor(node, pod, c),
         masked_paths,
@@ -467,7 +469,8 @@ mod tests {
         let c = container_config(&ContainerInput {
             pod: &p,
             container: &p.spec.as_ref().unwrap().containers[0],
-            init: false,
+            kind: ContainerKind::Regular,
+            target_id: None,
             attempt: 3,
             image_ref: "sha256:abc",
             env: &env,

@@ -64,6 +64,11 @@ pub fn pod_dir(root: &Path, pod: &Pod) -> PathBuf {
         .join(pod.metadata.uid.as_deref().unwrap_or("unknown"))
 }
 
+/// Where the named volume of the pod lives on the node.
+pub fn volume_dir(root: &Path, pod: &Pod, name: &str) -> PathBuf {
+    pod_dir(root, pod).join("volumes").join(name)
+}
+
 /// The host file mounted at a container's terminationMessagePath, per attempt.
 pub fn termination_log(root: &Path, pod: &Pod, container: &str, attempt: u32) -> PathBuf {
     pod_dir(root, pod)
@@ -136,10 +141,9 @@ pub fn prepare(
     pod: &Pod,
     objects: &Objects,
 ) -> Result<BTreeMap<String, PathBuf>, VolumeError> {
-    let base = pod_dir(root, pod).join("volumes");
     let mut paths = BTreeMap::new();
     for v in volumes(pod) {
-        let path = prepare_one(pod, v, &base.join(&v.name), objects)?;
+        let path = prepare_one(pod, v, &volume_dir(root, pod, &v.name), objects)?;
         apply_fs_group(pod, v, &path)?;
         paths.insert(v.name.clone(), path);
     }

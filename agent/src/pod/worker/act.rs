@@ -16,8 +16,9 @@ use super::pull::ImagePulls;
 use super::start::{self, ContainerToStart};
 use super::stop::{self, Stop};
 use super::SyncError;
+use crate::pod::admit;
 use crate::pod::context::Context;
-use crate::pod::decide::{self, Action, Waiting};
+use crate::pod::decide::{self, Action, ContainerKind, Waiting};
 use crate::pod::events::Kind;
 use crate::pod::observed::ObservedPod;
 use crate::pod::translate;
@@ -84,10 +85,10 @@ impl Actor {
             Action::CreateSandbox { attempt } => create_sandbox(ctx, scene, attempt, clock).await,
             Action::StartContainer {
                 name,
-                init,
+                kind,
                 attempt,
             } => Ok(self
-                .start_container(ctx, scene, name, init, attempt, clock)
+                .start_container(ctx, scene, name, kind, attempt, clock)
                 .await),
             Action::KillContainer { id, name, reason } => {
                 self.kill_container(ctx, scene, id, &name, &reason);
@@ -113,25 +114,40 @@ impl Actor {
         ctx: &Context,
         scene: &Scene<'_>,
         name: String,
-        init: bool,
+        kind: ContainerKind,
         attempt: u32,
         clock: &mut StartClock,
     ) -> Outcome {
         let pod = scene.pod;
         let (Some(container), Some(sandbox)) = (
-            decide::find_container(pod, &name, init),
+            decide::container_spec(pod, &name, kind),
             scene.observed.sandbox.as_ref(),
         ) else {
             return Outcome::default();
         };
-        let start = ContainerToStart {
-            pod,
-            sandbox,
-            container,
-            init,
-            attempt,
+        let admitted = match kind {
+            ContainerKind::Ephemeral => admit::admit_ephemeral(&ctx.settings.security, &container),
+            _ => Ok(()),
         };
-        match start::container(ctx, &mut self.pulls, &start, clock).await {
+        let target = admitted.and_then(|()| decide::ephemeral_target(pod, &name, scene.observed));
+        let started = match target {
+            Ok(target_id) => {
+                let start = ContainerToStart {
+                    pod,
+                    sandbox,
+                    container: &container,
+                    kind,
+                    target_id,
+                    attempt,
+                };
+                start::container(ctx, &mut self.pulls, &start, clock).await
+            }
+            Err(message) => Err(Waiting {
+                reason: "CreateContainerConfigError".into(),
+                message,
+            }),
+        };
+        match started {
             Ok(()) => Outcome {
                 held: BTreeMap::from([(name, None)]),
                 ..Outcome::progressed()
@@ -179,8 +195,8 @@ impl Actor {
         ctx.events
             .pod(pod, Some(name), Kind::Normal, "Killing", message);
         let grace = stop::grace_seconds(pod);
-        let spec = decide::find_container(pod, name, false)
-            .or_else(|| decide::find_container(pod, name, true))
+        let spec = decide::find_container(pod, name, ContainerKind::Regular)
+            .or_else(|| decide::find_container(pod, name, ContainerKind::Init))
             .cloned();
         let ip = scene.observed.pod_ip();
         let (cri, killing, poke) = (ctx.cri.clone(), self.killing.clone(), self.poke.clone());

@@ -13,12 +13,13 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, PodStatus};
 use k8s_openapi::jiff::Timestamp;
 use tokio::sync::mpsc;
 
 use super::context::Context;
 use super::decide::{self, PodState, Waiting};
+use super::local_storage;
 use super::observed::ObservedPod;
 use super::status::{self, StatusInput};
 
@@ -33,6 +34,7 @@ mod report;
 mod sources;
 mod start;
 mod stop;
+mod storage;
 mod teardown;
 mod token_refresh;
 
@@ -84,6 +86,7 @@ pub struct Worker {
     held: BTreeMap<String, Waiting>,
     reported: Reported,
     clock: StartClock,
+    storage: storage::StorageCheck,
 }
 
 /// What acting until nothing is left to do leaves: the runtime view after the last round, the
@@ -108,6 +111,7 @@ impl Worker {
             held: BTreeMap::new(),
             reported: Reported::default(),
             clock: StartClock::default(),
+            storage: storage::StorageCheck::default(),
         }
     }
 
@@ -162,20 +166,30 @@ impl Worker {
         if observed.all_sandbox_ids.is_empty() {
             if let Err(r) = super::admit::admit(&self.ctx.settings.security, pod) {
                 let status = format!("Pod was rejected: {}", r.message);
-                self.reported.reject(&self.ctx, pod, &r, status).await?;
+                let base = PodStatus::default();
+                self.reported
+                    .reject(&self.ctx, pod, &r, status, base)
+                    .await?;
                 return Ok(RESYNC);
             }
         }
         let (deadline, until_deadline) = super::admit::active_deadline(pod, Timestamp::now());
-        if let Some(r) = deadline {
-            // Past activeDeadlineSeconds: everything stops, and the pod is Failed for good.
+        let ended = match deadline.or_else(|| local_storage::recorded(pod)) {
+            Some(r) => Some(r),
+            None => self.storage.evict(&self.ctx, pod, &observed).await,
+        };
+        if let Some(r) = ended {
+            // Past activeDeadlineSeconds, or evicted: everything stops, the pod Failed for good.
             teardown::stop_containers(&self.ctx, Some(pod), &observed).await?;
             for id in &observed.all_sandbox_ids {
                 self.ctx.cri.stop_pod_sandbox(id).await?;
             }
             self.probes.stop_all();
             let status = r.message.clone();
-            self.reported.reject(&self.ctx, pod, &r, status).await?;
+            let base = self.stopped_status(pod).await?;
+            self.reported
+                .reject(&self.ctx, pod, &r, status, base)
+                .await?;
             return Ok(RESYNC);
         }
         self.probes.seed(pod, &observed);
@@ -211,8 +225,26 @@ impl Worker {
             .await
             .unwrap_or(RESYNC);
         // Periodic resync refreshes configMap/secret volumes and catches anything missed.
-        let wake = done.wake.unwrap_or(RESYNC).min(RESYNC).min(tokens);
+        let mut wake = done.wake.unwrap_or(RESYNC).min(RESYNC).min(tokens);
+        if local_storage::has_limits(pod) {
+            wake = wake.min(storage::INTERVAL);
+        }
         Ok(until_deadline.map_or(wake, |d| wake.min(d)))
+    }
+
+    /// The status of a pod whose containers were all stopped: each one terminated, none ready.
+    async fn stopped_status(&mut self, pod: &Pod) -> Result<PodStatus, SyncError> {
+        let observed = observe::pod(&self.ctx, &self.uid, pod).await?;
+        let state = PodState::of(pod, &observed, &Default::default());
+        Ok(status::compute(&StatusInput {
+            pod,
+            observed: &observed,
+            state: &state,
+            waiting: &BTreeMap::new(),
+            probes: &Default::default(),
+            host_ip: &self.ctx.host_ip,
+            now: Timestamp::now(),
+        }))
     }
 
     /// Plans and acts until nothing is left to do now, re-observing after each round so the

@@ -9,7 +9,7 @@ use keelson_proto::runtime::v1 as cri;
 
 use crate::cri::{labels, Cri, CriError};
 use crate::pod::context::Context;
-use crate::pod::decide::find_container;
+use crate::pod::decide::container_spec;
 use crate::pod::observed::{ObservedPod, RunState};
 use crate::pod::volumes;
 
@@ -82,9 +82,9 @@ pub fn termination_messages(root: &Path, pod: &Pod, observed: &mut ObservedPod) 
         let mut text = std::fs::read(&file)
             .map(|b| String::from_utf8_lossy(&b).into_owned())
             .unwrap_or_default();
-        let fallback = find_container(pod, &c.name, c.init)
-            .and_then(|s| s.termination_message_policy.as_deref())
-            == Some("FallbackToLogsOnError");
+        let fallback = container_spec(pod, &c.name, c.kind).is_some_and(|s| {
+            s.termination_message_policy.as_deref() == Some("FallbackToLogsOnError")
+        });
         if text.is_empty() && fallback && c.exit_code != 0 {
             text = log_end(&c.log_path);
         }

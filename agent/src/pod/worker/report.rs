@@ -3,7 +3,8 @@
 
 use std::collections::{BTreeMap, HashSet};
 
-use k8s_openapi::api::core::v1::{Pod, PodStatus};
+use k8s_openapi::api::core::v1::{Pod, PodCondition, PodStatus};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
 
@@ -53,14 +54,16 @@ impl Reported {
         self.write_status(ctx, report.pod, status).await
     }
 
-    /// A pod the node refuses (`admit`) or ends (its active deadline): a Warning Event once,
-    /// and the status the kubelet gives it (Failed, the reason, `status_message`).
+    /// A pod the node refuses (`admit`) or ends (its active deadline, an eviction): a Warning
+    /// Event once, and the status the kubelet gives it: `base` (its stopped containers, for a
+    /// pod that ran), Failed, the reason and `status_message`.
     pub async fn reject(
         &mut self,
         ctx: &Context,
         pod: &Pod,
         rejection: &Rejection,
         status_message: String,
+        base: PodStatus,
     ) -> Result<(), SyncError> {
         let key = format!("{}|{}", rejection.reason, rejection.message);
         if self.rejected.as_ref() != Some(&key) {
@@ -70,12 +73,34 @@ impl Reported {
                 .pod(pod, None, Kind::Warning, rejection.reason, message);
             self.rejected = Some(key);
         }
+        let live = pod.status.as_ref();
+        let recorded = live.is_some_and(|s| {
+            s.phase.as_deref() == Some("Failed")
+                && s.reason.as_deref() == Some(rejection.reason)
+                && s.message.as_ref() == Some(&status_message)
+        });
+        if recorded {
+            return Ok(());
+        }
+        let mut conditions = base.conditions.unwrap_or_default();
+        // An eviction says so in a condition too, as the kubelet's (PodDisruptionConditions).
+        if rejection.reason == crate::pod::local_storage::EVICTED {
+            conditions.push(PodCondition {
+                type_: "DisruptionTarget".into(),
+                status: "True".into(),
+                reason: Some("TerminationByKubelet".into()),
+                message: Some(rejection.message.clone()),
+                last_transition_time: Some(Time(Timestamp::now())),
+                ..Default::default()
+            });
+        }
         let status = PodStatus {
             phase: Some("Failed".into()),
             reason: Some(rejection.reason.into()),
             message: Some(status_message),
             host_ip: Some(ctx.host_ip.clone()),
-            ..Default::default()
+            conditions: (!conditions.is_empty()).then_some(conditions),
+            ..base
         };
         self.write_status(ctx, pod, status).await
     }

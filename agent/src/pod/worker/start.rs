@@ -11,7 +11,7 @@ use super::pull::{ImageFor, ImagePulls};
 use super::sources;
 use super::stop;
 use crate::pod::context::Context;
-use crate::pod::decide::Waiting;
+use crate::pod::decide::{ContainerKind, Waiting};
 use crate::pod::events::Kind;
 use crate::pod::observed::ObservedSandbox;
 use crate::pod::{env, etc_hosts, security, service_env, translate, volumes};
@@ -21,7 +21,9 @@ pub struct ContainerToStart<'a> {
     pub pod: &'a Pod,
     pub sandbox: &'a ObservedSandbox,
     pub container: &'a Container,
-    pub init: bool,
+    pub kind: ContainerKind,
+    /// The running container an ephemeral one targets (shares its process namespace).
+    pub target_id: Option<&'a str>,
     pub attempt: u32,
 }
 
@@ -120,7 +122,8 @@ async fn container_config(
     Ok(translate::container_config(&translate::ContainerInput {
         pod,
         container,
-        init: start.init,
+        kind: start.kind,
+        target_id: start.target_id,
         attempt: start.attempt,
         image_ref,
         env: &env,

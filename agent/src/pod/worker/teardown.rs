@@ -8,7 +8,7 @@ use kube::api::{Api, DeleteParams, Preconditions};
 use super::stop::{self, Stop};
 use super::{observe, pod_key, SyncError};
 use crate::pod::context::Context;
-use crate::pod::decide::{self, find_container, is_sidecar};
+use crate::pod::decide::{self, find_container, is_sidecar, ContainerKind};
 use crate::pod::events::Kind;
 use crate::pod::observed::{ObservedContainer, ObservedPod, RunState};
 use crate::pod::{translate, volumes};
@@ -57,9 +57,9 @@ pub(super) async fn stop_containers(
     observed: &ObservedPod,
 ) -> Result<(), SyncError> {
     let sidecar = |c: &&ObservedContainer| {
-        c.init
+        c.kind == ContainerKind::Init
             && pod
-                .and_then(|p| find_container(p, &c.name, true))
+                .and_then(|p| find_container(p, &c.name, c.kind))
                 .is_some_and(is_sidecar)
     };
     let running: Vec<&ObservedContainer> = observed
@@ -95,7 +95,7 @@ async fn stop_all(
                 .pod(p, Some(&c.name), Kind::Normal, "Killing", msg);
         }
         let target = Stop {
-            spec: pod.and_then(|p| find_container(p, &c.name, c.init)),
+            spec: pod.and_then(|p| find_container(p, &c.name, c.kind)),
             id: &c.id,
             pod_ip: &pod_ip,
             grace,
