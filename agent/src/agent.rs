@@ -72,12 +72,19 @@ pub async fn run(cfg: AgentConfig) -> Result<(), AgentError> {
         root: cfg.root_dir.clone(),
         port: cfg.port,
         runtime_version,
+        reserved: cfg.reserved.clone(),
+        hard_eviction: cfg.eviction.thresholds.clone(),
     };
     let node = register(&client, &node_cfg).await;
     tracing::info!(node = %cfg.node_name, ip = %node_ip, "node registered");
     // Lease and status run while the node waits for its pod CIDR (Ready=False saying so).
     let (not_ready, not_ready_rx) = tokio::sync::watch::channel(None);
-    start_node_loops(&client, node_cfg, cri.clone(), not_ready_rx).await;
+    let (pressure, pressure_rx) = tokio::sync::watch::channel(Default::default());
+    let loops = NodeLoops {
+        not_ready: not_ready_rx,
+        pressure: pressure_rx,
+    };
+    start_node_loops(&client, node_cfg, cri.clone(), loops).await;
     let flag = cfg.pod_cidr.as_deref();
     let pod_cidr = pod_cidr::wait(
         &client,
@@ -125,12 +132,44 @@ pub async fn run(cfg: AgentConfig) -> Result<(), AgentError> {
         metrics,
         pods: Default::default(),
         tokens: Default::default(),
+        evictions: Default::default(),
+        pressure: pressure.subscribe(),
     });
-    start_pods(&cfg, ctx.clone()).await;
+    start_pods(&cfg, ctx.clone(), pressure).await;
     serve(&cfg, node_ip, ctx).await
 }
 
 /// Whether the kernel enforces AppArmor (pods asking for a profile are refused where not).
+/// The eviction manager's thresholds and sources; with `pods` enforced, allocatableMemory.available
+/// at memory.available's hard threshold, as the kubelet adds it.
+fn eviction_settings(cfg: &AgentConfig) -> crate::eviction::Settings {
+    use crate::eviction::{Signal, Threshold};
+    let mut thresholds = cfg.eviction.thresholds.clone();
+    let capacity = machine::capacity(&cfg.root_dir, cfg.max_pods);
+    let pods_memory = crate::node::allocatable::pods_memory(&capacity, &cfg.reserved)
+        .filter(|_| cfg.eviction.enforce_pods);
+    let memory_hard = thresholds
+        .iter()
+        .find(|t| t.signal == Signal::MemoryAvailable && t.grace.is_none())
+        .cloned();
+    if let (Some(_), Some(t)) = (pods_memory, memory_hard) {
+        thresholds.push(Threshold {
+            signal: Signal::AllocatableMemoryAvailable,
+            ..t
+        });
+    }
+    crate::eviction::Settings {
+        thresholds,
+        transition: cfg.eviction.transition,
+        interval: cfg.eviction.interval,
+        sources: crate::eviction::observe::Sources {
+            root_dir: cfg.root_dir.clone(),
+            cgroup_root: cfg.cgroup_root.clone(),
+            allocatable_memory: pods_memory,
+        },
+    }
+}
+
 fn apparmor_enabled() -> bool {
     std::fs::read_to_string("/sys/module/apparmor/parameters/enabled")
         .is_ok_and(|s| s.trim() == "Y")
@@ -162,11 +201,17 @@ async fn register(client: &kube::Client, node_cfg: &registration::NodeConfig) ->
 }
 
 /// The node's own loops: its Lease and its status (Ready=False while `not_ready` holds a reason).
+/// What the node status loop follows: the agent's own not-ready reason, and the pressure.
+struct NodeLoops {
+    not_ready: tokio::sync::watch::Receiver<Option<String>>,
+    pressure: crate::eviction::PressureConditions,
+}
+
 async fn start_node_loops(
     client: &kube::Client,
     node_cfg: registration::NodeConfig,
     cri: Arc<dyn Cri>,
-    not_ready: tokio::sync::watch::Receiver<Option<String>>,
+    loops: NodeLoops,
 ) {
     let node_uid = kube::Api::<Node>::all(client.clone())
         .get(&node_cfg.name)
@@ -184,12 +229,17 @@ async fn start_node_loops(
         node_cfg,
         cri,
         Duration::from_secs(10),
-        not_ready,
+        loops.not_ready,
+        loops.pressure,
     ));
 }
 
 /// Log rotation, the pod watch, and (once the pods are listed) the runtime relist.
-async fn start_pods(cfg: &AgentConfig, ctx: Arc<Context>) {
+async fn start_pods(
+    cfg: &AgentConfig,
+    ctx: Arc<Context>,
+    pressure: tokio::sync::watch::Sender<std::collections::BTreeSet<&'static str>>,
+) {
     let limits = crate::pod::log_rotation::Limits {
         max_size: cfg.container_log_max_size,
         max_files: cfg.container_log_max_files,
@@ -210,7 +260,9 @@ async fn start_pods(cfg: &AgentConfig, ctx: Arc<Context>) {
     // Runtime pods are matched against the API only after the first full pod list.
     ctx.pods.synced().await;
     tracing::info!("pod list synced; relisting the runtime every second");
-    tokio::spawn(manager.relist());
+    tokio::spawn(manager.clone().relist());
+    let eviction = eviction_settings(cfg);
+    tokio::spawn(crate::eviction::run(ctx, manager, eviction, pressure));
 }
 
 /// Serves logs, /healthz and /metrics over HTTPS until the process ends.

@@ -57,4 +57,21 @@ pub struct AgentConfig {
     pub seccomp_profile_root: PathBuf,
     /// Sysctls or `prefix.*` patterns pods may set beyond the safe set.
     pub allowed_unsafe_sysctls: Vec<String>,
+    /// `--kube-reserved` and `--system-reserved` together.
+    pub reserved: crate::node::allocatable::Reserved,
+    pub eviction: EvictionConfig,
+}
+
+/// The eviction manager's settings (the kubelet's eviction flags).
+#[derive(Clone, Debug)]
+pub struct EvictionConfig {
+    /// Hard and soft thresholds.
+    pub thresholds: Vec<crate::eviction::Threshold>,
+    /// How long a pressure condition stays after its last threshold was met.
+    pub transition: std::time::Duration,
+    /// How often the node's signals are observed.
+    pub interval: std::time::Duration,
+    /// `--enforce-node-allocatable` has `pods`: the pods together are held to allocatable
+    /// memory too (allocatableMemory.available, at memory.available's hard threshold).
+    pub enforce_pods: bool,
 }

@@ -97,6 +97,9 @@ pub trait Cri: Send + Sync {
         auth: Option<cri::AuthConfig>,
         sandbox_config: Option<cri::PodSandboxConfig>,
     ) -> CriResult<String>;
+    async fn remove_image(&self, image: &str) -> CriResult<()>;
+    /// The filesystems holding the runtime's images (their mountpoints and usage).
+    async fn image_fs_info(&self) -> CriResult<cri::ImageFsInfoResponse>;
 }
 
 /// Stops and removes every pod sandbox the runtime holds (CNI DEL releases their addresses), one
@@ -389,5 +392,25 @@ impl Cri for GrpcCri {
             sandbox_config,
         };
         call!(self, images, pull_image, "PullImage", req).map(|r| r.image_ref)
+    }
+
+    async fn remove_image(&self, image: &str) -> CriResult<()> {
+        let req = cri::RemoveImageRequest {
+            image: Some(cri::ImageSpec {
+                image: image.into(),
+                ..Default::default()
+            }),
+        };
+        call!(self, images, remove_image, "RemoveImage", req).map(|_| ())
+    }
+
+    async fn image_fs_info(&self) -> CriResult<cri::ImageFsInfoResponse> {
+        call!(
+            self,
+            images,
+            image_fs_info,
+            "ImageFsInfo",
+            cri::ImageFsInfoRequest {}
+        )
     }
 }

@@ -455,4 +455,14 @@ impl Cri for FakeCri {
         self.add_image(image);
         Ok(format!("sha256:{image}"))
     }
+
+    async fn remove_image(&self, image: &str) -> CriResult<()> {
+        self.log(format!("RemoveImage {image}"));
+        self.lock_state("RemoveImage")?.images.remove(image);
+        Ok(())
+    }
+
+    async fn image_fs_info(&self) -> CriResult<cri::ImageFsInfoResponse> {
+        Ok(cri::ImageFsInfoResponse::default())
+    }
 }

@@ -18,6 +18,7 @@ pub mod cri;
 #[cfg(test)]
 pub mod cri_fake;
 pub mod error;
+pub mod eviction;
 pub mod metrics;
 pub mod node;
 pub mod paths;

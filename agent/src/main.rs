@@ -141,6 +141,36 @@ struct Flags {
     /// separated; a pod asking for another is rejected with SysctlForbidden.
     #[arg(long = "allowed-unsafe-sysctls", value_delimiter = ',')]
     allowed_unsafe_sysctls: Vec<String>,
+    /// Resources set aside for Kubernetes daemons: cpu=100m,memory=256Mi,ephemeral-storage=1Gi,pid=1000.
+    #[arg(long = "kube-reserved", default_value = "")]
+    kube_reserved: String,
+    /// Resources set aside for the operating system, as --kube-reserved.
+    #[arg(long = "system-reserved", default_value = "")]
+    system_reserved: String,
+    /// Thresholds that evict pods at once: signal<quantity or percent, comma separated.
+    #[arg(long = "eviction-hard", default_value = keelson_agent::eviction::thresholds::DEFAULT_HARD)]
+    eviction_hard: String,
+    /// Thresholds that evict once met for their grace period (--eviction-soft-grace-period).
+    #[arg(long = "eviction-soft", default_value = "")]
+    eviction_soft: String,
+    /// signal=duration for each soft threshold: memory.available=1m30s.
+    #[arg(long = "eviction-soft-grace-period", default_value = "")]
+    eviction_soft_grace_period: String,
+    /// signal=quantity: how much past a threshold is reclaimed once evicting.
+    #[arg(long = "eviction-minimum-reclaim", default_value = "")]
+    eviction_minimum_reclaim: String,
+    /// How long a pressure condition stays after its threshold was last met.
+    #[arg(long = "eviction-pressure-transition-period", default_value = "5m",
+          value_parser = keelson_apimachinery::parse_duration)]
+    eviction_pressure_transition_period: std::time::Duration,
+    /// How often the eviction manager observes the node.
+    #[arg(long = "housekeeping-interval", default_value = "10s",
+          value_parser = keelson_apimachinery::parse_duration)]
+    housekeeping_interval: std::time::Duration,
+    /// What allocatable is enforced on: `pods` (the pods together are evicted past allocatable
+    /// memory), or `none`.
+    #[arg(long = "enforce-node-allocatable", default_value = "pods")]
+    enforce_node_allocatable: String,
 }
 
 /// `keelson-agent load-balancer`: the client-side load balancer in front of several API servers
@@ -333,7 +363,47 @@ fn agent_config(flags: Flags) -> anyhow::Result<keelson_agent::AgentConfig> {
         node_labels,
         seccomp_profile_root: seccomp_root,
         allowed_unsafe_sysctls: flags.allowed_unsafe_sysctls,
+        reserved: reserved(&flags.kube_reserved, &flags.system_reserved)?,
+        eviction: keelson_agent::config::EvictionConfig {
+            thresholds: keelson_agent::eviction::thresholds::parse(
+                &keelson_agent::eviction::thresholds::Flags {
+                    hard: flags.eviction_hard,
+                    soft: flags.eviction_soft,
+                    soft_grace: flags.eviction_soft_grace_period,
+                    min_reclaim: flags.eviction_minimum_reclaim,
+                },
+            )
+            .map_err(|e| anyhow::anyhow!("eviction thresholds: {e}"))?,
+            transition: flags.eviction_pressure_transition_period,
+            interval: flags.housekeeping_interval,
+            enforce_pods: enforce_pods(&flags.enforce_node_allocatable)?,
+        },
     })
+}
+
+fn reserved(
+    kube: &str,
+    system: &str,
+) -> anyhow::Result<keelson_agent::node::allocatable::Reserved> {
+    use keelson_agent::node::allocatable::Reserved;
+    let kube = Reserved::parse(kube).map_err(|e| anyhow::anyhow!("--kube-reserved: {e}"))?;
+    let system = Reserved::parse(system).map_err(|e| anyhow::anyhow!("--system-reserved: {e}"))?;
+    Ok(kube.plus(&system))
+}
+
+/// `pods` or `none` (upstream's system-reserved and kube-reserved cgroups are not managed here).
+fn enforce_pods(text: &str) -> anyhow::Result<bool> {
+    let mut pods = false;
+    for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        match item {
+            "pods" => pods = true,
+            "none" => {}
+            other => anyhow::bail!(
+                "--enforce-node-allocatable {other}: only pods or none (no system-reserved or kube-reserved cgroup is managed)"
+            ),
+        }
+    }
+    Ok(pods)
 }
 
 #[cfg(test)]

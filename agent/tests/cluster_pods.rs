@@ -17,6 +17,8 @@ mod lifecycle;
 mod local_storage;
 #[path = "cluster_pods/nodes.rs"]
 mod nodes;
+#[path = "cluster_pods/pressure.rs"]
+mod pressure;
 #[path = "cluster_pods/running.rs"]
 mod running;
 #[path = "cluster_pods/sidecars.rs"]

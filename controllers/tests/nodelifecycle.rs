@@ -219,12 +219,16 @@ fn a_silent_node_turns_unknown_its_pods_are_evicted_after_their_toleration_and_i
         "Ready=Unknown with the unreachable taint",
         Duration::from_secs(30),
         || {
+            // The NoExecute taint that evicts, and the NoSchedule one of the condition.
             let taints = c.health_taints();
-            match (c.ready_status().as_str(), taints.as_slice()) {
-                ("Unknown", [t]) if t["key"] == UNREACHABLE && t["effect"] == "NoExecute" => {
-                    Ok(t.clone())
-                }
-                (ready, _) => Err(format!("Ready={ready}, taints {taints:?}\n{}", c.log())),
+            let effects: Vec<&str> = taints
+                .iter()
+                .filter(|t| t["key"] == UNREACHABLE)
+                .filter_map(|t| t["effect"].as_str())
+                .collect();
+            match (c.ready_status().as_str(), taints.len(), effects.as_slice()) {
+                ("Unknown", 2, ["NoExecute", "NoSchedule"]) => Ok(taints[0].clone()),
+                (ready, ..) => Err(format!("Ready={ready}, taints {taints:?}\n{}", c.log())),
             }
         },
     );

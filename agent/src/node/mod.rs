@@ -1,6 +1,7 @@
 //! The node: registration and status, lease, machine facts, CNI configuration, the network to
 //! other nodes' pods.
 
+pub mod allocatable;
 pub mod cni;
 pub mod lease;
 pub mod machine;

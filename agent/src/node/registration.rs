@@ -1,7 +1,7 @@
 //! Node registration and status: creates the Node or takes over the existing one, keeps its
 //! Ready condition (with the runtime's readiness) and posts a heartbeat.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,6 +28,10 @@ pub struct NodeConfig {
     pub root: PathBuf,
     pub port: u16,
     pub runtime_version: String,
+    /// `--kube-reserved` and `--system-reserved` together.
+    pub reserved: super::allocatable::Reserved,
+    /// The hard eviction thresholds (taken from allocatable).
+    pub hard_eviction: Vec<crate::eviction::Threshold>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -95,17 +99,21 @@ pub async fn register(client: &kube::Client, cfg: &NodeConfig) -> Result<Node, N
     Ok(node)
 }
 
-pub fn status(
-    cfg: &NodeConfig,
-    ready: bool,
-    message: &str,
-    previous: Option<&NodeStatus>,
-    images: &[ContainerImage],
-) -> NodeStatus {
+/// What the node reports besides its static facts: readiness, pressure and images.
+pub struct Health<'a> {
+    pub ready: bool,
+    pub message: &'a str,
+    pub pressure: &'a BTreeSet<&'static str>,
+    pub images: &'a [ContainerImage],
+}
+
+pub fn status(cfg: &NodeConfig, health: &Health<'_>, previous: Option<&NodeStatus>) -> NodeStatus {
     let capacity = machine::capacity(&cfg.root, cfg.max_pods);
+    let allocatable = super::allocatable::allocatable(&capacity, &cfg.reserved, &cfg.hard_eviction);
+    let images = health.images;
     NodeStatus {
-        capacity: Some(capacity.clone()),
-        allocatable: Some(capacity),
+        capacity: Some(capacity),
+        allocatable: Some(allocatable),
         addresses: Some(vec![
             NodeAddress {
                 type_: "InternalIP".into(),
@@ -116,7 +124,7 @@ pub fn status(
                 address: cfg.name.clone(),
             },
         ]),
-        conditions: Some(conditions(ready, message, previous)),
+        conditions: Some(conditions(health, previous)),
         images: (!images.is_empty()).then(|| images.to_vec()),
         daemon_endpoints: Some(NodeDaemonEndpoints {
             kubelet_endpoint: Some(DaemonEndpoint {
@@ -128,8 +136,10 @@ pub fn status(
     }
 }
 
-/// The pressure conditions (never under pressure) and Ready, with the runtime's readiness.
-fn conditions(ready: bool, message: &str, previous: Option<&NodeStatus>) -> Vec<NodeCondition> {
+/// The pressure conditions, from the eviction manager, and Ready, with the runtime's readiness.
+fn conditions(health: &Health<'_>, previous: Option<&NodeStatus>) -> Vec<NodeCondition> {
+    let (ready, message) = (health.ready, health.message);
+    let under = |c: &str| health.pressure.contains(c);
     let now =
         Time(Timestamp::from_second(Timestamp::now().as_second()).unwrap_or(Timestamp::UNIX_EPOCH));
     let condition = |kind: &str, ok: bool, reason: &str, msg: &str| {
@@ -154,27 +164,48 @@ fn conditions(ready: bool, message: &str, previous: Option<&NodeStatus>) -> Vec<
     } else {
         ("KubeletNotReady", message)
     };
-    vec![
-        condition(
+    // Upstream's reasons and messages, for the pressure and its absence.
+    let pressure = [
+        (
             "MemoryPressure",
-            false,
-            "KubeletHasSufficientMemory",
-            "keelson-agent has sufficient memory available",
+            (
+                "KubeletHasInsufficientMemory",
+                "keelson-agent has insufficient memory available",
+            ),
+            (
+                "KubeletHasSufficientMemory",
+                "keelson-agent has sufficient memory available",
+            ),
         ),
-        condition(
+        (
             "DiskPressure",
-            false,
-            "KubeletHasNoDiskPressure",
-            "keelson-agent has no disk pressure",
+            ("KubeletHasDiskPressure", "keelson-agent has disk pressure"),
+            (
+                "KubeletHasNoDiskPressure",
+                "keelson-agent has no disk pressure",
+            ),
         ),
-        condition(
+        (
             "PIDPressure",
-            false,
-            "KubeletHasSufficientPID",
-            "keelson-agent has sufficient PID available",
+            (
+                "KubeletHasInsufficientPID",
+                "keelson-agent has insufficient PID available",
+            ),
+            (
+                "KubeletHasSufficientPID",
+                "keelson-agent has sufficient PID available",
+            ),
         ),
-        condition("Ready", ready, ready_reason, ready_message),
-    ]
+    ];
+    let mut out: Vec<NodeCondition> = pressure
+        .into_iter()
+        .map(|(kind, on, off)| {
+            let (reason, msg) = if under(kind) { on } else { off };
+            condition(kind, under(kind), reason, msg)
+        })
+        .collect();
+    out.push(condition("Ready", ready, ready_reason, ready_message));
+    out
 }
 
 fn node_info(cfg: &NodeConfig) -> NodeSystemInfo {
@@ -198,9 +229,7 @@ fn node_info(cfg: &NodeConfig) -> NodeSystemInfo {
 async fn post_status(
     client: &kube::Client,
     cfg: &NodeConfig,
-    ready: bool,
-    message: &str,
-    images: &[ContainerImage],
+    health: &Health<'_>,
 ) -> Result<NodeStatus, NodeError> {
     let api: Api<Node> = Api::all(client.clone());
     let err = |source| NodeError::Api {
@@ -208,7 +237,7 @@ async fn post_status(
         source,
     };
     let previous = api.get_status(&cfg.name).await.map_err(err)?.status;
-    let status = status(cfg, ready, message, previous.as_ref(), images);
+    let status = status(cfg, health, previous.as_ref());
     let patch = serde_json::json!({ "status": status });
     api.patch_status(&cfg.name, &PatchParams::default(), &Patch::Merge(&patch))
         .await
@@ -267,6 +296,7 @@ pub async fn status_loop(
     cri: Arc<dyn Cri>,
     period: Duration,
     mut not_ready: tokio::sync::watch::Receiver<Option<String>>,
+    mut pressure: crate::eviction::PressureConditions,
 ) {
     let mut last: Option<(NodeStatus, std::time::Instant)> = None;
     let mut first = true;
@@ -276,6 +306,7 @@ pub async fn status_loop(
                 _ = tokio::time::sleep(period) => {}
                 // A closed channel (the agent is past waiting) leaves only the period.
                 Ok(()) = not_ready.changed() => {}
+                Ok(()) = pressure.changed() => {}
             }
         }
         let agent_reason = not_ready.borrow_and_update().clone();
@@ -285,13 +316,14 @@ pub async fn status_loop(
             .await
             .map(|i| node_images(&i))
             .unwrap_or_default();
-        let candidate = without_heartbeats(status(
-            &cfg,
+        let under = pressure.borrow_and_update().clone();
+        let health = Health {
             ready,
-            &message,
-            last.as_ref().map(|(s, _)| s),
-            &images,
-        ));
+            message: &message,
+            pressure: &under,
+            images: &images,
+        };
+        let candidate = without_heartbeats(status(&cfg, &health, last.as_ref().map(|(s, _)| s)));
         let due = match &last {
             Some((previous, at)) => {
                 *previous != candidate
@@ -303,7 +335,7 @@ pub async fn status_loop(
         if !due {
             continue;
         }
-        match post_status(&client, &cfg, ready, &message, &images).await {
+        match post_status(&client, &cfg, &health).await {
             Ok(posted) => last = Some((without_heartbeats(posted), std::time::Instant::now())),
             Err(e) => tracing::warn!(error = %e, "posting node status failed"),
         }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Pod;
 use keelson_daemon::Informer;
 
+use super::security::Rejection;
 use super::translate::NodeSettings;
 use crate::cri::Cri;
 use crate::metrics::Metrics;
@@ -26,9 +27,28 @@ pub struct Context {
     pub service_links: super::service_env::ServiceLinks,
     /// Service-account tokens of the pods' projected volumes.
     pub tokens: super::tokens::TokenManager,
+    /// The node's pressure conditions (the eviction manager's), for admitting new pods.
+    pub pressure: crate::eviction::PressureConditions,
+    /// Pods the eviction manager evicts, by UID: their workers stop them and report why.
+    pub evictions: std::sync::Mutex<std::collections::HashMap<String, Rejection>>,
 }
 
 impl Context {
+    pub fn evict(&self, uid: &str, why: Rejection) {
+        if let Ok(mut e) = self.evictions.lock() {
+            e.insert(uid.to_string(), why);
+        }
+    }
+
+    /// The eviction decided for the pod, if any.
+    pub fn eviction(&self, uid: &str) -> Option<Rejection> {
+        self.evictions.lock().ok()?.get(uid).cloned()
+    }
+
+    pub fn is_evicted(&self, uid: &str) -> bool {
+        self.eviction(uid).is_some()
+    }
+
     pub fn pod(&self, uid: &str) -> Option<Arc<Pod>> {
         self.pods.get(uid)
     }

@@ -59,6 +59,11 @@ impl Manager {
         tokio::spawn(worker.run());
     }
 
+    /// Has the pod's worker sync now (starting one if none runs).
+    pub async fn sync(&self, uid: &str) {
+        self.poke(uid).await;
+    }
+
     /// Forgets workers that finished (their pods are gone).
     async fn reap(&self) {
         let mut workers = self.workers.lock().await;

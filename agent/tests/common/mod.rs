@@ -28,6 +28,10 @@ pub const POD_CIDR: &str = "10.244.7.0/24";
 pub const HTTP_IMAGE: &str = "127.0.0.1:5000/keelson/podname-http:1";
 /// Written into pods' resolv.conf (dnsPolicy ClusterFirst); nothing answers there in tests.
 pub const CLUSTER_DNS: &str = "10.96.0.10";
+/// The machine's shared disk is often past the kubelet's default disk thresholds
+/// (imagefs.available<15%): disk eviction is set low for test nodes, as kind does; memory keeps
+/// upstream's default.
+pub const TEST_EVICTION_HARD: &str = "memory.available<100Mi,nodefs.available<1%,imagefs.available<1%,nodefs.inodesFree<1%,imagefs.inodesFree<1%";
 pub const BUSYBOX: &str = "127.0.0.1:5000/keelson/busybox:1.35";
 /// The control-plane host's bridge, which every node's veth joins.
 const CP_BRIDGE: &str = "kbr";
@@ -127,6 +131,15 @@ impl Node {
             // Small, so that a test sees rotation within seconds.
             .args(["--container-log-max-size", "64Ki"])
             .args(["--container-log-max-files", "3"])
+            .args(
+                (!self
+                    .extra_args
+                    .iter()
+                    .any(|a| a.starts_with("--eviction-hard")))
+                .then_some(["--eviction-hard", TEST_EVICTION_HARD])
+                .into_iter()
+                .flatten(),
+            )
             .args(&self.extra_args)
             .env("RUST_LOG", "keelson_agent=debug");
         self.agent = Some(ChildGuard::spawn_logged(&mut cmd, &self.log));

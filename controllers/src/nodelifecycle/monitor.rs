@@ -1,11 +1,16 @@
 //! Node health from heartbeats: a node whose Lease (and Ready heartbeat) has not changed for the
 //! grace period gets every condition Unknown, and each node carries the NoExecute taint that
-//! matches its Ready condition (unreachable for Unknown, not-ready for False). Pure.
+//! matches its Ready condition (unreachable for Unknown, not-ready for False), and the NoSchedule
+//! taints of its conditions (upstream's TaintNodesByCondition: not-ready, unreachable,
+//! memory-pressure, disk-pressure, pid-pressure, network-unavailable, unschedulable). Pure.
 
 use k8s_openapi::api::core::v1::{Node, NodeCondition, Taint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
-use keelson_apimachinery::well_known::{NOT_READY_TAINT, UNREACHABLE_TAINT};
+use keelson_apimachinery::well_known::{
+    DISK_PRESSURE_TAINT, MEMORY_PRESSURE_TAINT, NETWORK_UNAVAILABLE_TAINT, NOT_READY_TAINT,
+    PID_PRESSURE_TAINT, UNREACHABLE_TAINT, UNSCHEDULABLE_TAINT,
+};
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -95,10 +100,89 @@ pub fn plan(node: &Node, last_change: Timestamp, now: Timestamp, grace: Duration
         Some("Unknown") => Some(UNREACHABLE_TAINT),
         _ => None,
     };
-    NodeUpdate {
-        taints: taints_with(node, wanted, now),
-        conditions,
+    let cs = conditions
+        .as_deref()
+        .or_else(|| node.status.as_ref().and_then(|s| s.conditions.as_deref()));
+    let no_schedule = condition_taints(node, cs.unwrap_or_default());
+    let with_health = taints_with(node, wanted, now);
+    let current = with_health.clone().unwrap_or_else(|| current_taints(node));
+    let taints = with_no_schedule(&current, &no_schedule, now).or(with_health);
+    NodeUpdate { taints, conditions }
+}
+
+/// The NoSchedule taint keys the node's conditions (and spec.unschedulable) call for.
+fn condition_taints(node: &Node, conditions: &[NodeCondition]) -> Vec<&'static str> {
+    let status = |kind: &str| {
+        conditions
+            .iter()
+            .find(|c| c.type_ == kind)
+            .map(|c| c.status.as_str())
+    };
+    let mut keys = Vec::new();
+    match status("Ready") {
+        Some("False") => keys.push(NOT_READY_TAINT),
+        Some("Unknown") => keys.push(UNREACHABLE_TAINT),
+        _ => {}
     }
+    for (kind, key) in [
+        ("MemoryPressure", MEMORY_PRESSURE_TAINT),
+        ("DiskPressure", DISK_PRESSURE_TAINT),
+        ("PIDPressure", PID_PRESSURE_TAINT),
+        ("NetworkUnavailable", NETWORK_UNAVAILABLE_TAINT),
+    ] {
+        if status(kind) == Some("True") {
+            keys.push(key);
+        }
+    }
+    if node.spec.as_ref().and_then(|s| s.unschedulable) == Some(true) {
+        keys.push(UNSCHEDULABLE_TAINT);
+    }
+    keys
+}
+
+const CONDITION_TAINTS: [&str; 7] = [
+    NOT_READY_TAINT,
+    UNREACHABLE_TAINT,
+    MEMORY_PRESSURE_TAINT,
+    DISK_PRESSURE_TAINT,
+    PID_PRESSURE_TAINT,
+    NETWORK_UNAVAILABLE_TAINT,
+    UNSCHEDULABLE_TAINT,
+];
+
+fn is_condition_taint(t: &Taint) -> bool {
+    t.effect == "NoSchedule" && CONDITION_TAINTS.contains(&t.key.as_str())
+}
+
+/// `current` with exactly the `wanted` condition NoSchedule taints (others' taints stay); None
+/// when that is what it has.
+fn with_no_schedule(current: &[Taint], wanted: &[&str], now: Timestamp) -> Option<Vec<Taint>> {
+    let mut taints: Vec<Taint> = current
+        .iter()
+        .filter(|t| !is_condition_taint(t) || wanted.contains(&t.key.as_str()))
+        .cloned()
+        .collect();
+    for key in wanted {
+        if !taints
+            .iter()
+            .any(|t| is_condition_taint(t) && t.key == *key)
+        {
+            taints.push(Taint {
+                key: key.to_string(),
+                effect: "NoSchedule".into(),
+                time_added: Some(Time(now)),
+                value: None,
+            });
+        }
+    }
+    (taints != current).then_some(taints)
+}
+
+fn current_taints(node: &Node) -> Vec<Taint> {
+    node.spec
+        .as_ref()
+        .and_then(|s| s.taints.clone())
+        .unwrap_or_default()
 }
 
 /// Every condition Unknown (and Ready added when the node never posted it); None when they

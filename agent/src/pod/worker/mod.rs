@@ -140,6 +140,10 @@ impl Worker {
             }
         }
         self.probes.stop_all();
+        // The pod is gone: an eviction decided for it is done with.
+        if let Ok(mut e) = self.ctx.evictions.lock() {
+            e.remove(&self.uid);
+        }
     }
 
     /// Syncs or tears down the pod; `None` once it is torn down (the worker ends).
@@ -164,7 +168,10 @@ impl Worker {
             .await?;
         // Admitted once: a pod already running is never refused afterwards.
         if observed.all_sandbox_ids.is_empty() {
-            if let Err(r) = super::admit::admit(&self.ctx.settings.security, pod) {
+            let pressure = self.ctx.pressure.borrow().clone();
+            let admitted = super::admit::admit(&self.ctx.settings.security, pod)
+                .and_then(|()| crate::eviction::admit::admit(pod, &pressure));
+            if let Err(r) = admitted {
                 let status = format!("Pod was rejected: {}", r.message);
                 let base = PodStatus::default();
                 self.reported
@@ -174,7 +181,10 @@ impl Worker {
             }
         }
         let (deadline, until_deadline) = super::admit::active_deadline(pod, Timestamp::now());
-        let ended = match deadline.or_else(|| local_storage::recorded(pod)) {
+        let decided = deadline
+            .or_else(|| local_storage::recorded(pod))
+            .or_else(|| self.ctx.eviction(&self.uid));
+        let ended = match decided {
             Some(r) => Some(r),
             None => self.storage.evict(&self.ctx, pod, &observed).await,
         };
@@ -184,6 +194,9 @@ impl Worker {
             for id in &observed.all_sandbox_ids {
                 self.ctx.cri.stop_pod_sandbox(id).await?;
             }
+            // A terminated pod's Memory emptyDirs give their memory back, as the kubelet
+            // unmounts a terminated pod's volumes (an eviction for memory must free it).
+            super::volume_fs::unmount_below(&super::volumes::pod_dir(&self.ctx.root, pod));
             self.probes.stop_all();
             let status = r.message.clone();
             let base = self.stopped_status(pod).await?;

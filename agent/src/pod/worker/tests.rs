@@ -121,6 +121,8 @@ fn fixture() -> Fixture {
         pods: Default::default(),
         service_links: no_services(),
         tokens: Default::default(),
+        evictions: Default::default(),
+        pressure: tokio::sync::watch::channel(Default::default()).1,
     });
     Fixture {
         cri,

@@ -66,17 +66,24 @@ fn a_silent_node_turns_unknown_and_gets_the_unreachable_taint() {
         "the last heartbeat is kept"
     );
     let taints = u.taints.unwrap();
-    assert_eq!(taints.len(), 2, "the user's taint stays: {taints:?}");
+    assert_eq!(taints.len(), 3, "the user's taint stays: {taints:?}");
     assert_eq!(taints[1].key, UNREACHABLE_TAINT);
     assert_eq!(taints[1].effect, "NoExecute");
     assert_eq!(taints[1].time_added, Some(Time(at(41))));
+    assert_eq!(
+        (taints[2].key.as_str(), taints[2].effect.as_str()),
+        (UNREACHABLE_TAINT, "NoSchedule")
+    );
 }
 
 #[test]
 fn a_node_already_marked_is_not_written_again() {
     let n = node(
         Some("Unknown"),
-        serde_json::json!([{ "key": UNREACHABLE_TAINT, "effect": "NoExecute", "timeAdded": "2023-11-14T22:14:00Z" }]),
+        serde_json::json!([
+            { "key": UNREACHABLE_TAINT, "effect": "NoExecute", "timeAdded": "2023-11-14T22:14:00Z" },
+            { "key": UNREACHABLE_TAINT, "effect": "NoSchedule", "timeAdded": "2023-11-14T22:14:00Z" },
+        ]),
     );
     let mut n = n;
     for c in n
@@ -111,8 +118,17 @@ fn ready_false_gets_not_ready_instead_of_unreachable() {
         serde_json::json!([{ "key": UNREACHABLE_TAINT, "effect": "NoExecute", "timeAdded": "2023-11-14T22:14:00Z" }]),
     );
     let taints = plan(&n, at(0), at(1), GRACE).taints.unwrap();
-    assert_eq!(taints.len(), 1);
-    assert_eq!(taints[0].key, NOT_READY_TAINT);
+    let keys: Vec<(&str, &str)> = taints
+        .iter()
+        .map(|t| (t.key.as_str(), t.effect.as_str()))
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            (NOT_READY_TAINT, "NoExecute"),
+            (NOT_READY_TAINT, "NoSchedule")
+        ]
+    );
     assert_eq!(taints[0].time_added, Some(Time(at(1))));
 }
 
@@ -123,12 +139,40 @@ fn recovery_removes_the_health_taints_and_keeps_the_others() {
         serde_json::json!([
             { "key": UNREACHABLE_TAINT, "effect": "NoExecute", "timeAdded": "2023-11-14T22:14:00Z" },
             { "key": NOT_READY_TAINT, "effect": "NoSchedule" },
+            { "key": "gpu", "effect": "NoSchedule" },
         ]),
     );
     let taints = plan(&n, at(0), at(1), GRACE).taints.unwrap();
     assert_eq!(taints.len(), 1);
     assert_eq!(
         (taints[0].key.as_str(), taints[0].effect.as_str()),
-        (NOT_READY_TAINT, "NoSchedule")
+        ("gpu", "NoSchedule")
     );
+}
+
+#[test]
+fn pressure_conditions_and_unschedulable_get_their_no_schedule_taints() {
+    let mut n = node(Some("True"), serde_json::json!([]));
+    let conditions = n.status.as_mut().unwrap().conditions.as_mut().unwrap();
+    conditions[0].status = "True".into();
+    n.spec.as_mut().unwrap().unschedulable = Some(true);
+    let taints = plan(&n, at(0), at(1), GRACE).taints.unwrap();
+    let keys: Vec<(&str, &str)> = taints
+        .iter()
+        .map(|t| (t.key.as_str(), t.effect.as_str()))
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            (MEMORY_PRESSURE_TAINT, "NoSchedule"),
+            (UNSCHEDULABLE_TAINT, "NoSchedule")
+        ]
+    );
+    // Once the pressure is gone, so is its taint (and only that one).
+    let mut n2 = n.clone();
+    n2.spec.as_mut().unwrap().taints = Some(taints);
+    n2.status.as_mut().unwrap().conditions.as_mut().unwrap()[0].status = "False".into();
+    let left = plan(&n2, at(0), at(2), GRACE).taints.unwrap();
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].key, UNSCHEDULABLE_TAINT);
 }
