@@ -142,7 +142,10 @@ pub async fn run(cfg: AgentConfig) -> Result<(), AgentError> {
 /// Whether the kernel enforces AppArmor (pods asking for a profile are refused where not).
 /// The eviction manager's thresholds and sources; with `pods` enforced, allocatableMemory.available
 /// at memory.available's hard threshold, as the kubelet adds it.
-fn eviction_settings(cfg: &AgentConfig) -> crate::eviction::Settings {
+fn eviction_settings(
+    cfg: &AgentConfig,
+    image_gc: crate::gc::SharedImageGc,
+) -> crate::eviction::Settings {
     use crate::eviction::{Signal, Threshold};
     let mut thresholds = cfg.eviction.thresholds.clone();
     let capacity = machine::capacity(&cfg.root_dir, cfg.max_pods);
@@ -167,6 +170,8 @@ fn eviction_settings(cfg: &AgentConfig) -> crate::eviction::Settings {
             cgroup_root: cfg.cgroup_root.clone(),
             allocatable_memory: pods_memory,
         },
+        image_gc,
+        image_min_age: cfg.image_gc.min_age,
     }
 }
 
@@ -261,7 +266,10 @@ async fn start_pods(
     ctx.pods.synced().await;
     tracing::info!("pod list synced; relisting the runtime every second");
     tokio::spawn(manager.clone().relist());
-    let eviction = eviction_settings(cfg);
+    let image_gc = crate::gc::SharedImageGc::default();
+    let gc = crate::gc::run(ctx.cri.clone(), cfg.image_gc.clone(), image_gc.clone());
+    tokio::spawn(gc);
+    let eviction = eviction_settings(cfg, image_gc);
     tokio::spawn(crate::eviction::run(ctx, manager, eviction, pressure));
 }
 

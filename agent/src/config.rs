@@ -60,6 +60,7 @@ pub struct AgentConfig {
     /// `--kube-reserved` and `--system-reserved` together.
     pub reserved: crate::node::allocatable::Reserved,
     pub eviction: EvictionConfig,
+    pub image_gc: crate::gc::images::Policy,
 }
 
 /// The eviction manager's settings (the kubelet's eviction flags).

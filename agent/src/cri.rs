@@ -98,6 +98,9 @@ pub trait Cri: Send + Sync {
         sandbox_config: Option<cri::PodSandboxConfig>,
     ) -> CriResult<String>;
     async fn remove_image(&self, image: &str) -> CriResult<()>;
+    /// The runtime's sandbox (pause) image, from its verbose status (containerd's
+    /// config.sandboxImage), if it says.
+    async fn sandbox_image(&self) -> CriResult<Option<String>>;
     /// The filesystems holding the runtime's images (their mountpoints and usage).
     async fn image_fs_info(&self) -> CriResult<cri::ImageFsInfoResponse>;
 }
@@ -402,6 +405,21 @@ impl Cri for GrpcCri {
             }),
         };
         call!(self, images, remove_image, "RemoveImage", req).map(|_| ())
+    }
+
+    async fn sandbox_image(&self) -> CriResult<Option<String>> {
+        let req = cri::StatusRequest { verbose: true };
+        let status = call!(self, runtime, status, "Status", req)?;
+        let config = status
+            .info
+            .get("config")
+            .map(String::as_str)
+            .unwrap_or("{}");
+        let config: serde_json::Value = serde_json::from_str(config).unwrap_or_default();
+        Ok(config
+            .get("sandboxImage")
+            .and_then(|v| v.as_str())
+            .map(str::to_string))
     }
 
     async fn image_fs_info(&self) -> CriResult<cri::ImageFsInfoResponse> {

@@ -462,6 +462,10 @@ impl Cri for FakeCri {
         Ok(())
     }
 
+    async fn sandbox_image(&self) -> CriResult<Option<String>> {
+        Ok(None)
+    }
+
     async fn image_fs_info(&self) -> CriResult<cri::ImageFsInfoResponse> {
         Ok(cri::ImageFsInfoResponse::default())
     }

@@ -19,6 +19,7 @@ pub mod cri;
 pub mod cri_fake;
 pub mod error;
 pub mod eviction;
+pub mod gc;
 pub mod metrics;
 pub mod node;
 pub mod paths;

@@ -171,6 +171,16 @@ struct Flags {
     /// memory), or `none`.
     #[arg(long = "enforce-node-allocatable", default_value = "pods")]
     enforce_node_allocatable: String,
+    /// Percent of the image filesystem in use from which unused images are removed (100: never).
+    #[arg(long = "image-gc-high-threshold", default_value_t = 85)]
+    image_gc_high_threshold: u8,
+    /// Percent of the image filesystem in use that image garbage collection brings usage back to.
+    #[arg(long = "image-gc-low-threshold", default_value_t = 80)]
+    image_gc_low_threshold: u8,
+    /// How long an image stays, unused, before it may be removed.
+    #[arg(long = "minimum-image-ttl-duration", default_value = "2m",
+          value_parser = keelson_apimachinery::parse_duration)]
+    minimum_image_ttl_duration: std::time::Duration,
 }
 
 /// `keelson-agent load-balancer`: the client-side load balancer in front of several API servers
@@ -378,7 +388,26 @@ fn agent_config(flags: Flags) -> anyhow::Result<keelson_agent::AgentConfig> {
             interval: flags.housekeeping_interval,
             enforce_pods: enforce_pods(&flags.enforce_node_allocatable)?,
         },
+        image_gc: image_gc(
+            flags.image_gc_high_threshold,
+            flags.image_gc_low_threshold,
+            flags.minimum_image_ttl_duration,
+        )?,
     })
+}
+
+fn image_gc(
+    high: u8,
+    low: u8,
+    min_age: std::time::Duration,
+) -> anyhow::Result<keelson_agent::gc::images::Policy> {
+    let policy = keelson_agent::gc::images::Policy {
+        high_percent: high,
+        low_percent: low,
+        min_age,
+    };
+    policy.check().map_err(anyhow::Error::msg)?;
+    Ok(policy)
 }
 
 fn reserved(

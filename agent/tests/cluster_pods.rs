@@ -5,6 +5,8 @@ mod common;
 
 #[path = "cluster_pods/debug.rs"]
 mod debug;
+#[path = "cluster_pods/disk_pressure.rs"]
+mod disk_pressure;
 #[path = "cluster_pods/failures.rs"]
 mod failures;
 #[path = "cluster_pods/grpc_probes.rs"]

@@ -16,6 +16,7 @@ runs=${RUNS:-5}
 limit=${LIMIT:-300}
 # Disk eviction low, as the tests' (this machine's shared disk is past imagefs.available<15%).
 export KEELSON_EVICTION_HARD=${KEELSON_EVICTION_HARD:-"memory.available<100Mi,nodefs.available<1%,imagefs.available<1%,nodefs.inodesFree<1%,imagefs.inodesFree<1%"}
+export KEELSON_IMAGE_GC_HIGH=${KEELSON_IMAGE_GC_HIGH:-100}
 export KEELSON_NETNS=kb-e2e KEELSON_NODE_NAME=kb-e2e KEELSON_PROFILE=release
 export KEELSON_RUN=/run/keelson/bench-e2e KEELSON_DATA=/var/lib/keelson/bench-e2e
 export KEELSON_LOGS=/var/log/keelson/bench-e2e

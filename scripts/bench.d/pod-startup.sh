@@ -66,7 +66,7 @@ kc=$tmp/api/admin.kubeconfig
 nsenter --net="/var/run/netns/$node" "$bin/keelson-agent" --kubeconfig "$kc" --hostname-override "$nodename" \
   --container-runtime-endpoint "$sock" --node-ip 172.31.254.2 --pod-cidr 10.244.254.0/24 \
   --cni-conf-dir "$tmp/net.d" --root-dir "$tmp/agent" --pod-log-dir "$tmp/logs" --cgroup-root "/$nodename" \
-  --eviction-hard "memory.available<100Mi,nodefs.available<1%,imagefs.available<1%" \
+  --eviction-hard "memory.available<100Mi,nodefs.available<1%,imagefs.available<1%" --image-gc-high-threshold 100 \
   >"$tmp/agent.log" 2>&1 </dev/null &
 agent_pid=$!
 kubectl_cp() { nsenter --net="/var/run/netns/$cp" kubectl --kubeconfig "$kc" "$@"; }

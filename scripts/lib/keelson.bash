@@ -152,7 +152,8 @@ start_node() {
     --cert-dir "$dir/pki" --root-dir "$dir/agent" --cni-conf-dir "$dir/cni/net.d" \
     --pod-log-dir "$logs/pods" --container-runtime-endpoint "$sock" --hostname-override "$node" \
     ${node_ip:+--node-ip "$node_ip"} --cluster-cidr "$cluster_cidr" \
-    ${KEELSON_EVICTION_HARD:+--eviction-hard "$KEELSON_EVICTION_HARD"} "$@"
+    ${KEELSON_EVICTION_HARD:+--eviction-hard "$KEELSON_EVICTION_HARD"} \
+    ${KEELSON_IMAGE_GC_HIGH:+--image-gc-high-threshold "$KEELSON_IMAGE_GC_HIGH"} "$@"
   wait_for "the agent's own credentials ($kubeconfig)" 120 test -s "$kubeconfig"
   start proxy "$bin/keelson-proxy" --kubeconfig "${proxy_kubeconfig:-$kubeconfig}" --hostname-override "$node" \
     --cluster-cidr "$cluster_cidr"

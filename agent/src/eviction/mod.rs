@@ -28,6 +28,10 @@ pub struct Settings {
     pub transition: Duration,
     pub interval: Duration,
     pub sources: observe::Sources,
+    /// Disk pressure first removes unused images (older than the minimum age), as the
+    /// kubelet reclaims node-level resources before it evicts a pod.
+    pub image_gc: crate::gc::SharedImageGc,
+    pub image_min_age: Duration,
 }
 
 /// Runs the eviction manager; `conditions` follows the node's pressure.
@@ -51,12 +55,45 @@ pub async fn run(
         });
         let first = verdict.act_on.first();
         if let Some(t) = first.and_then(|&i| settings.thresholds.get(i)) {
-            if let Some(o) = observed.get(&t.signal) {
-                evict_one(&ctx, &pods, t, o).await;
+            if let Some(o) = reclaim(&ctx, &settings, t).await {
+                evict_one(&ctx, &pods, t, &o).await;
             }
         }
         tokio::time::sleep(settings.interval).await;
     }
+}
+
+/// For disk signals, removes every unused image first; the observation after it, when the
+/// threshold (with its minimum reclaim) is still met, else None: no pod needs to go.
+async fn reclaim(
+    ctx: &Context,
+    settings: &Settings,
+    t: &Threshold,
+) -> Option<thresholds::Observation> {
+    let disk = !matches!(
+        t.signal,
+        Signal::MemoryAvailable | Signal::AllocatableMemoryAvailable | Signal::PidAvailable
+    );
+    if disk {
+        let mut gc = settings.image_gc.lock().await;
+        if let Err(e) = gc
+            .free(ctx.cri.as_ref(), u64::MAX, settings.image_min_age)
+            .await
+        {
+            tracing::warn!(error = %e, "removing unused images under disk pressure failed");
+        }
+    }
+    let observed = observe::node(ctx.cri.as_ref(), &settings.sources).await;
+    let o = *observed.get(&t.signal)?;
+    let extra = t.min_reclaim.as_ref().map_or(0, |r| r.amount(o.capacity));
+    if disk && !thresholds::is_met(t, &o, extra) {
+        tracing::info!(
+            signal = t.signal.name(),
+            "disk pressure relieved by removing images; no pod evicted"
+        );
+        return None;
+    }
+    Some(o)
 }
 
 /// Evicts the first pod in rank for `t` (one per interval, as the kubelet: the next observation

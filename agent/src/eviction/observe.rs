@@ -44,11 +44,7 @@ pub async fn node(cri: &dyn Cri, s: &Sources) -> Observations {
         out.insert(Signal::NodeFsAvailable, bytes);
         out.insert(Signal::NodeFsInodesFree, inodes);
     }
-    let image_fs = cri.image_fs_info().await.ok().and_then(|r| {
-        let fs = r.image_filesystems.into_iter().next()?;
-        fs.fs_id.map(|id| PathBuf::from(id.mountpoint))
-    });
-    if let Some((bytes, inodes)) = image_fs.as_deref().and_then(fs) {
+    if let Some((bytes, inodes)) = image_fs(cri).await {
         out.insert(Signal::ImageFsAvailable, bytes);
         out.insert(Signal::ImageFsInodesFree, inodes);
     }
@@ -106,6 +102,13 @@ fn pods_working_set(cgroup_root: &str) -> u64 {
         })
         .unwrap_or(0);
     usage.saturating_sub(inactive)
+}
+
+/// The runtime's image filesystem (CRI ImageFsInfo): bytes and inodes.
+pub async fn image_fs(cri: &dyn Cri) -> Option<(Observation, Observation)> {
+    let r = cri.image_fs_info().await.ok()?;
+    let mountpoint = r.image_filesystems.into_iter().next()?.fs_id?.mountpoint;
+    fs(Path::new(&mountpoint))
 }
 
 /// Bytes and inodes free for unprivileged users on the filesystem holding `path`.

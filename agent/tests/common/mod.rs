@@ -29,7 +29,8 @@ pub const HTTP_IMAGE: &str = "127.0.0.1:5000/keelson/podname-http:1";
 /// Written into pods' resolv.conf (dnsPolicy ClusterFirst); nothing answers there in tests.
 pub const CLUSTER_DNS: &str = "10.96.0.10";
 /// The machine's shared disk is often past the kubelet's default disk thresholds
-/// (imagefs.available<15%): disk eviction is set low for test nodes, as kind does; memory keeps
+/// (imagefs.available<15%, image GC from 85%): disk eviction is set low and image garbage
+/// collection off (--image-gc-high-threshold 100) for test nodes, as kind does; memory keeps
 /// upstream's default.
 pub const TEST_EVICTION_HARD: &str = "memory.available<100Mi,nodefs.available<1%,imagefs.available<1%,nodefs.inodesFree<1%,imagefs.inodesFree<1%";
 pub const BUSYBOX: &str = "127.0.0.1:5000/keelson/busybox:1.35";
@@ -131,18 +132,19 @@ impl Node {
             // Small, so that a test sees rotation within seconds.
             .args(["--container-log-max-size", "64Ki"])
             .args(["--container-log-max-files", "3"])
-            .args(
-                (!self
-                    .extra_args
-                    .iter()
-                    .any(|a| a.starts_with("--eviction-hard")))
-                .then_some(["--eviction-hard", TEST_EVICTION_HARD])
-                .into_iter()
-                .flatten(),
-            )
+            .args(self.default_unless_given("--eviction-hard", TEST_EVICTION_HARD))
+            .args(self.default_unless_given("--image-gc-high-threshold", "100"))
             .args(&self.extra_args)
             .env("RUST_LOG", "keelson_agent=debug");
         self.agent = Some(ChildGuard::spawn_logged(&mut cmd, &self.log));
+    }
+
+    /// `flag value`, unless the test gives the flag itself.
+    fn default_unless_given<'a>(&self, flag: &'a str, value: &'a str) -> Vec<&'a str> {
+        match self.extra_args.iter().any(|a| a.starts_with(flag)) {
+            true => Vec::new(),
+            false => vec![flag, value],
+        }
     }
 
     pub fn agent_log(&self) -> String {
@@ -457,6 +459,16 @@ impl Cluster {
     /// Runs a command inside the control-plane host.
     pub fn on_cp(&self, program: &str, args: &[&str]) -> Result<String, String> {
         keelson_testing::run(self.cp.command(program).args(args))
+    }
+
+    /// The names (tags) of the images the first node's containerd holds.
+    pub fn images(&self) -> Vec<String> {
+        let socket = self.first().socket.clone();
+        block_on(async move {
+            let images = connect(&socket).await.list_images().await;
+            let images = images.expect("ListImages");
+            images.into_iter().flat_map(|i| i.repo_tags).collect()
+        })
     }
 
     /// The pod sandboxes and containers the first node's containerd holds.
