@@ -100,6 +100,13 @@ impl Rotation {
                         serial: String::new(),
                     };
                     let v = self.current().unwrap_or(expired);
+                    if kind == CertKind::Client && now >= v.not_after {
+                        // As the kubelet: a restarted agent bootstraps a new certificate with
+                        // --bootstrap-kubeconfig, which this one can no longer do for itself.
+                        tracing::error!(error = %e, file = %self.cert_file.display(),
+                            "the client certificate expired and could not be renewed; exiting so that the restarted agent bootstraps a new one");
+                        std::process::exit(1);
+                    }
                     let retry = deadline::retry_after(failures, &v, now);
                     failures = failures.saturating_add(1);
                     tracing::warn!(certificate = kind.name(), error = %e,
