@@ -9,6 +9,8 @@ use std::time::Duration;
 use ipnetwork::Ipv4Network;
 use k8s_openapi::api::core::v1::Node;
 
+use crate::bootstrap::unix_now;
+use crate::certificate::{self, rotate::Rotation, rotate::Target, serving::ServingCert};
 use crate::config::AgentConfig;
 use crate::cri::{Cri, GrpcCri};
 use crate::error::AgentError;
@@ -55,6 +57,7 @@ pub async fn run(cfg: AgentConfig) -> Result<(), AgentError> {
     })
     .await?;
     let client = keelson_daemon::client(Some(&cfg.kubeconfig)).await?;
+    let client = rotate_client_certificate(&cfg, client, metrics.clone());
     let node_ip = cfg
         .node_ip
         .or_else(machine::first_ipv4)
@@ -137,6 +140,61 @@ pub async fn run(cfg: AgentConfig) -> Result<(), AgentError> {
     });
     start_pods(&cfg, ctx.clone(), pressure).await;
     serve(&cfg, node_ip, ctx).await
+}
+
+/// With a bootstrapped client certificate, a client whose certificate is renewed as it runs.
+fn rotate_client_certificate(
+    cfg: &AgentConfig,
+    client: kube::Client,
+    metrics: Arc<Metrics>,
+) -> kube::Client {
+    if !cfg.rotate_certificates || cfg.bootstrap_kubeconfig.is_none() {
+        return client;
+    }
+    let (client, swap) = certificate::client::rotating(client, &cfg.kubeconfig);
+    let rotation = Rotation {
+        node_name: cfg.node_name.clone(),
+        cert_file: cfg.cert_dir.join(crate::bootstrap::CLIENT_CERT_FILE),
+        target: Target::Client(swap),
+        metrics,
+    };
+    tokio::spawn(rotation.run(client.clone()));
+    client
+}
+
+/// The HTTPS port's certificate: the given files, the node's rotated serving certificate
+/// (self-signed until the first is issued), or a self-signed one.
+fn serving_certificate(
+    cfg: &AgentConfig,
+    names: &[String],
+    ctx: &Context,
+) -> Result<Arc<ServingCert>, AgentError> {
+    let files = (cfg.tls_cert_file.as_deref(), cfg.tls_key_file.as_deref());
+    let rotated = cfg.rotate_server_certificates && files.0.is_none();
+    let cert_file = cfg.cert_dir.join(certificate::SERVER_CERT_FILE);
+    let existing = rotated
+        .then(|| std::fs::read(&cert_file).ok())
+        .flatten()
+        .filter(|pem| crate::bootstrap::kubeconfig::cert_problem(pem, unix_now()).is_none())
+        .and_then(|pem| certificate::serving::from_pem(&pem).ok());
+    let first = match existing {
+        Some(key) => key,
+        None => server::tls::initial_cert(files.0, files.1, names)?,
+    };
+    let serving = ServingCert::new(first);
+    if rotated {
+        let rotation = Rotation {
+            node_name: cfg.node_name.clone(),
+            cert_file,
+            target: Target::Serving {
+                names: names.to_vec(),
+                server: serving.clone(),
+            },
+            metrics: ctx.metrics.clone(),
+        };
+        tokio::spawn(rotation.run(ctx.client.clone()));
+    }
+    Ok(serving)
 }
 
 /// Whether the kernel enforces AppArmor (pods asking for a profile are refused where not).
@@ -275,21 +333,18 @@ async fn start_pods(
 
 /// Serves logs, /healthz and /metrics over HTTPS until the process ends.
 async fn serve(cfg: &AgentConfig, node_ip: IpAddr, ctx: Arc<Context>) -> Result<(), AgentError> {
-    let names = vec![
-        cfg.node_name.clone(),
-        node_ip.to_string(),
-        "localhost".to_string(),
-    ];
+    let mut names = vec![cfg.node_name.clone(), node_ip.to_string()];
+    // A self-signed certificate also names localhost; one from the signer names only the
+    // node's own addresses (the approver allows no other).
+    if !cfg.rotate_server_certificates {
+        names.push("localhost".to_string());
+    }
     let client_ca = match &cfg.client_ca_file {
         Some(path) => Some(server::auth::x509::ClientCa::load(path)?),
         None => None,
     };
-    let tls = server::tls::server_config(
-        cfg.tls_cert_file.as_deref(),
-        cfg.tls_key_file.as_deref(),
-        &names,
-        client_ca.as_ref(),
-    )?;
+    let serving = serving_certificate(cfg, &names, &ctx)?;
+    let tls = server::tls::server_config_with(serving, client_ca.as_ref())?;
     let settings = server::auth::Settings {
         node_name: cfg.node_name.clone(),
         client_ca,

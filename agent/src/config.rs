@@ -44,6 +44,10 @@ pub struct AgentConfig {
     pub client_ca_file: Option<PathBuf>,
     /// Requests without credentials on port 10250 are system:anonymous instead of 401.
     pub anonymous_auth: bool,
+    /// Renew the bootstrapped client certificate while running.
+    pub rotate_certificates: bool,
+    /// Request and renew the HTTPS port's certificate from the kubelet-serving signer.
+    pub rotate_server_certificates: bool,
     /// How long port 10250 keeps TokenReview and SubjectAccessReview answers.
     pub auth_cache: crate::server::auth::cache::Ttls,
     pub max_pods: u32,

@@ -12,6 +12,7 @@
 pub mod agent;
 pub mod backoff;
 pub mod bootstrap;
+pub mod certificate;
 pub mod conditions;
 pub mod config;
 pub mod cri;

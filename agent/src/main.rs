@@ -107,6 +107,17 @@ struct Flags {
     #[arg(long = "anonymous-auth", default_value_t = false, action = clap::ArgAction::Set,
           num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     anonymous_auth: bool,
+    /// Renew the client certificate (obtained with --bootstrap-kubeconfig) through a CSR at
+    /// 70-90% of its lifetime, without a restart.
+    #[arg(long = "rotate-certificates", default_value_t = true, action = clap::ArgAction::Set,
+          num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    rotate_certificates: bool,
+    /// Without --tls-cert-file, request the HTTPS port's certificate from the
+    /// kubernetes.io/kubelet-serving signer (for the node's name and address) and renew it as
+    /// the client certificate; a self-signed one serves until it is issued.
+    #[arg(long = "rotate-server-certificates", default_value_t = false, action = clap::ArgAction::Set,
+          num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    rotate_server_certificates: bool,
     /// How long the HTTPS port keeps a TokenReview's answer.
     #[arg(long = "authentication-token-webhook-cache-ttl", default_value = "2m",
           value_parser = keelson_apimachinery::parse_duration)]
@@ -354,6 +365,8 @@ fn agent_config(flags: Flags) -> anyhow::Result<keelson_agent::AgentConfig> {
         tls_key_file: flags.tls_private_key_file,
         client_ca_file: flags.client_ca_file,
         anonymous_auth: flags.anonymous_auth,
+        rotate_certificates: flags.rotate_certificates,
+        rotate_server_certificates: flags.rotate_server_certificates,
         auth_cache: keelson_agent::server::auth::cache::Ttls {
             token: flags.authentication_token_webhook_cache_ttl,
             authorized: flags.authorization_webhook_cache_authorized_ttl,
@@ -464,6 +477,17 @@ mod tests {
         assert!(parse(&["--anonymous-auth"]).unwrap().anonymous_auth);
         assert!(parse(&["--anonymous-auth=true"]).unwrap().anonymous_auth);
         assert!(!parse(&["--anonymous-auth=false"]).unwrap().anonymous_auth);
+        assert!(f.rotate_certificates && !f.rotate_server_certificates);
+        assert!(
+            !parse(&["--rotate-certificates=false"])
+                .unwrap()
+                .rotate_certificates
+        );
+        assert!(
+            parse(&["--rotate-server-certificates"])
+                .unwrap()
+                .rotate_server_certificates
+        );
         let ttl = parse(&["--authorization-webhook-cache-unauthorized-ttl", "1s"]).unwrap();
         assert_eq!(
             ttl.authorization_webhook_cache_unauthorized_ttl,

@@ -1,5 +1,7 @@
-//! Prometheus metrics served on /metrics: pod start latency, CRI call latency, pod workers.
+//! Prometheus metrics served on /metrics: pod start latency, CRI call latency, pod workers,
+//! and the certificate manager's (upstream's names).
 
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Mutex;
 
 use prometheus_client::encoding::{text::encode, EncodeLabelSet};
@@ -25,6 +27,35 @@ pub struct Metrics {
     cri_calls: Family<CallLabels, Histogram>,
     pub pod_workers: Gauge,
     relist: Histogram,
+    certificates: Certificates,
+}
+
+/// The certificates the agent rotates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CertKind {
+    Client,
+    Server,
+}
+
+impl CertKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            CertKind::Client => "client",
+            CertKind::Server => "server",
+        }
+    }
+}
+
+/// Expiry (unix seconds, 0 while unknown) of each rotated certificate; the TTL gauges are
+/// computed from it when scraped, and appear once a certificate is known.
+#[derive(Default)]
+struct Certificates {
+    client_not_after: AtomicI64,
+    server_not_after: AtomicI64,
+    client_ttl: Gauge,
+    server_ttl: Gauge,
+    /// Upstream's is a counter named without `_total`; a gauge keeps the name scrapers know.
+    client_renew_errors: Gauge,
 }
 
 impl Default for Metrics {
@@ -77,6 +108,7 @@ impl Metrics {
             cri_calls,
             pod_workers,
             relist,
+            certificates: Certificates::default(),
         }
     }
 
@@ -102,11 +134,85 @@ impl Metrics {
             .observe(seconds);
     }
 
+    /// The rotated certificate of `kind` now expires at `not_after` (unix seconds).
+    pub fn set_certificate_expiry(&self, kind: CertKind, not_after: i64) {
+        let c = &self.certificates;
+        let (cell, gauge, name, help) = match kind {
+            CertKind::Client => (
+                &c.client_not_after,
+                &c.client_ttl,
+                "kubelet_certificate_manager_client_ttl_seconds",
+                "Gauge of the TTL (time-to-live) of the Kubelet's client certificate. The value is in seconds until certificate expiry (negative if already expired).",
+            ),
+            CertKind::Server => (
+                &c.server_not_after,
+                &c.server_ttl,
+                "kubelet_certificate_manager_server_ttl_seconds",
+                "Gauge of the shortest TTL (time-to-live) of the Kubelet's serving certificate. The value is in seconds until certificate expiry (negative if already expired).",
+            ),
+        };
+        if cell.swap(not_after, Ordering::Relaxed) == 0 {
+            if let Ok(mut registry) = self.registry.lock() {
+                registry.register(name, help, gauge.clone());
+                if kind == CertKind::Client {
+                    registry.register(
+                        "kubelet_certificate_manager_client_expiration_renew_errors",
+                        "Counter of certificate renewal errors.",
+                        c.client_renew_errors.clone(),
+                    );
+                }
+            }
+        }
+    }
+
+    /// A renewal of the `kind` certificate failed.
+    pub fn certificate_renew_error(&self, kind: CertKind) {
+        if kind == CertKind::Client {
+            self.certificates.client_renew_errors.inc();
+        }
+    }
+
     pub fn render(&self) -> String {
+        let c = &self.certificates;
+        let now = crate::bootstrap::unix_now();
+        for (cell, gauge) in [
+            (&c.client_not_after, &c.client_ttl),
+            (&c.server_not_after, &c.server_ttl),
+        ] {
+            gauge.set(cell.load(Ordering::Relaxed) - now);
+        }
         let mut out = String::new();
         if let Ok(registry) = self.registry.lock() {
             let _ = encode(&mut out, &registry);
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn certificate_gauges_appear_once_known_under_upstreams_names() {
+        let m = Metrics::new();
+        assert!(!m.render().contains("kubelet_certificate_manager"));
+        let in_an_hour = crate::bootstrap::unix_now() + 3600;
+        m.set_certificate_expiry(CertKind::Client, in_an_hour);
+        m.set_certificate_expiry(CertKind::Client, in_an_hour);
+        m.certificate_renew_error(CertKind::Client);
+        let text = m.render();
+        let ttl = text
+            .lines()
+            .find_map(|l| l.strip_prefix("kubelet_certificate_manager_client_ttl_seconds "))
+            .expect("client ttl");
+        let ttl: i64 = ttl.parse().unwrap();
+        assert!((3590..=3600).contains(&ttl), "{ttl}");
+        assert!(text.contains("kubelet_certificate_manager_client_expiration_renew_errors 1\n"));
+        assert!(!text.contains("server_ttl_seconds"));
+        m.set_certificate_expiry(CertKind::Server, in_an_hour - 7200);
+        assert!(m
+            .render()
+            .contains("kubelet_certificate_manager_server_ttl_seconds -3"));
     }
 }

@@ -8,37 +8,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::Duration;
 
+use common::bootstrap::*;
 use common::*;
-use keelson_testing::Kubectl;
 use x509_parser::prelude::FromDer;
-
-const TOKEN_ID: &str = "abcdef";
-const TOKEN: &str = "abcdef.0123456789abcdef";
-
-/// The token Secret, as `kubeadm token create` (or scripts/token) writes it.
-fn token_secret() -> String {
-    format!(
-        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: bootstrap-token-{TOKEN_ID}\n  namespace: kube-system\ntype: bootstrap.kubernetes.io/token\nstringData:\n  token-id: {TOKEN_ID}\n  token-secret: 0123456789abcdef\n  expiration: \"2099-01-01T00:00:00Z\"\n  usage-bootstrap-authentication: \"true\"\n"
-    )
-}
-
-/// A kubeconfig with the cluster's server and CA and the bootstrap token, nothing else.
-fn write_bootstrap_kubeconfig(cluster: &Cluster, path: &Path) {
-    let ca = std::fs::read(cluster.api_dir().join("ca.crt")).expect("the cluster CA");
-    let ca = keelson_apimachinery::base64::encode(&ca);
-    let text = format!(
-        "apiVersion: v1\nkind: Config\nclusters:\n- name: kubernetes\n  cluster:\n    server: https://{CP_IP}:6443\n    certificate-authority-data: {ca}\ncontexts:\n- name: tls-bootstrap\n  context:\n    cluster: kubernetes\n    user: tls-bootstrap\ncurrent-context: tls-bootstrap\nusers:\n- name: tls-bootstrap\n  user:\n    token: {TOKEN}\n"
-    );
-    std::fs::write(path, text).expect("write the bootstrap kubeconfig");
-}
-
-/// kubectl in the control-plane host with another kubeconfig.
-fn kubectl_as(cluster: &Cluster, kubeconfig: &Path) -> Kubectl {
-    Kubectl {
-        kubeconfig: kubeconfig.to_path_buf(),
-        netns: Some(cluster.cp.path()),
-    }
-}
 
 /// Subject CN and O values of the first certificate in a PEM file.
 fn subject(pem: &[u8]) -> (Vec<String>, Vec<String>) {
@@ -63,13 +35,6 @@ fn strings<'a>(
         .collect()
 }
 
-fn csrs(cluster: &Cluster) -> Vec<serde_json::Value> {
-    cluster.kubectl_json(&["get", "csr"]).expect("list CSRs")["items"]
-        .as_array()
-        .cloned()
-        .unwrap_or_default()
-}
-
 #[test]
 fn a_node_joins_with_a_bootstrap_token_then_acts_as_itself_and_restarts_without_a_new_csr() {
     let mut cluster = Cluster::control_plane("agtls");
@@ -84,9 +49,7 @@ fn a_node_joins_with_a_bootstrap_token_then_acts_as_itself_and_restarts_without_
         "--cluster-cidr",
         "10.244.0.0/16",
     ]);
-    cluster.apply(&token_secret());
-    let bootstrap = cluster.tmp.path().join("bootstrap.kubeconfig");
-    write_bootstrap_kubeconfig(&cluster, &bootstrap);
+    let bootstrap = prepare(&cluster);
     let name = cluster.add_bootstrapping_node("agtlsn", &bootstrap);
 
     // One CSR, sent with the bootstrap token, approved and signed by the controller manager.
@@ -98,11 +61,7 @@ fn a_node_joins_with_a_bootstrap_token_then_acts_as_itself_and_restarts_without_
         csr["spec"]["signerName"],
         "kubernetes.io/kube-apiserver-client-kubelet"
     );
-    let approved = csr["status"]["conditions"].as_array().is_some_and(|cs| {
-        cs.iter()
-            .any(|c| c["type"] == "Approved" && c["status"] == "True")
-    });
-    assert!(approved, "{}", csr["status"]);
+    assert!(is_approved(csr), "{}", csr["status"]);
 
     // The node's own credentials: a certificate for system:node:<name> in a 0600 file, and a
     // kubeconfig naming it with no token.

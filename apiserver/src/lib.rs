@@ -8,6 +8,7 @@
 
 pub mod allocators;
 pub mod audit;
+pub mod certs_admin;
 pub mod cluster_info;
 pub mod http;
 pub mod kubeconfig;

@@ -51,6 +51,9 @@ async fn run() -> anyhow::Result<()> {
         println!("etcd PKI in {}", dir.display());
         return Ok(());
     }
+    if let Some(Command::Certs { action }) = &opts.command {
+        return certs(&opts.data_dir, action);
+    }
     if let Some(Command::Migrate(args)) = &opts.command {
         let progress = |done, total| eprintln!("copied {done}/{total} objects");
         let report = keelson_apiserver::migrate::run(args, progress).await?;
@@ -61,5 +64,41 @@ async fn run() -> anyhow::Result<()> {
         return Ok(());
     }
     keelson_apiserver::run(opts).await?;
+    Ok(())
+}
+
+/// `certs check` and `certs renew` over the data directory and the given directories.
+fn certs(
+    data_dir: &std::path::Path,
+    action: &keelson_apiserver::options::CertsAction,
+) -> anyhow::Result<()> {
+    use keelson_apiserver::certs_admin;
+    use keelson_apiserver::options::CertsAction;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_secs() as i64;
+    let with_data = |dirs: &[std::path::PathBuf]| {
+        let mut all = vec![data_dir.to_path_buf()];
+        all.extend(dirs.iter().cloned());
+        all
+    };
+    match action {
+        CertsAction::Check { within, dirs } => {
+            let (table, ok) = certs_admin::check(&with_data(dirs), *within, now)?;
+            print!("{table}");
+            if !ok {
+                anyhow::bail!(
+                    "a certificate is unreadable or expires within {within} days: run `certs renew`"
+                );
+            }
+        }
+        CertsAction::Renew { dirs } => {
+            let read = |f: &str| std::fs::read_to_string(data_dir.join(f));
+            let ca = (read("ca.crt")?, read("ca.key")?);
+            for line in certs_admin::renew(&with_data(dirs), &ca, now)? {
+                println!("{line}");
+            }
+        }
+    }
     Ok(())
 }

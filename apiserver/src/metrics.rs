@@ -1,4 +1,5 @@
-//! Prometheus metrics: request counts and latencies per verb and resource, as upstream names them.
+//! Prometheus metrics: request counts and latencies per verb and resource, as upstream names them,
+//! and the time left on the certificates the server was started with.
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
@@ -17,6 +18,12 @@ pub struct RequestLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CertificateLabels {
+    /// serving, ca, kubelet-client.
+    pub certificate: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct LatencyLabels {
     pub verb: String,
     pub resource: String,
@@ -30,6 +37,18 @@ pub struct Metrics {
     /// Audit events made, and those dropped or not written (the log backend's errors).
     pub audit_events: Counter,
     pub audit_errors: Counter,
+    /// Seconds left on each certificate in use, computed from `not_after` when scraped.
+    certificate_ttl: Family<CertificateLabels, Gauge<i64, AtomicI64>>,
+    not_after: std::sync::Mutex<Vec<(String, i64)>>,
+}
+
+/// notAfter (unix seconds) of the first certificate in `pem`.
+pub fn not_after(pem: &[u8]) -> Option<i64> {
+    let block = x509_parser::pem::Pem::iter_from_buffer(pem)
+        .filter_map(Result::ok)
+        .find(|b| b.label == "CERTIFICATE")?;
+    let cert = block.parse_x509().ok()?;
+    Some(cert.validity().not_after.timestamp())
 }
 
 impl Metrics {
@@ -68,7 +87,15 @@ impl Metrics {
                 "Audit events dropped (the log's writer fell behind) or not written",
                 audit_errors.clone(),
             );
+        let certificate_ttl = Family::default();
+        registry.register(
+            "apiserver_certificate_expiration_seconds",
+            "Seconds until the certificate the server uses expires (negative once expired), by certificate: serving, ca, kubelet-client",
+            certificate_ttl.clone(),
+        );
         Metrics {
+            certificate_ttl,
+            not_after: Default::default(),
             registry,
             audit_events,
             audit_errors,
@@ -78,7 +105,27 @@ impl Metrics {
         }
     }
 
+    /// The server uses the certificate `pem` as `name`.
+    pub fn certificate_in_use(&self, name: &str, pem: &[u8]) {
+        let Some(at) = not_after(pem) else { return };
+        if let Ok(mut list) = self.not_after.lock() {
+            list.retain(|(n, _)| n != name);
+            list.push((name.to_string(), at));
+        }
+    }
+
     pub fn encode(&self) -> String {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        if let Ok(list) = self.not_after.lock() {
+            for (name, at) in list.iter() {
+                let labels = CertificateLabels {
+                    certificate: name.clone(),
+                };
+                self.certificate_ttl.get_or_create(&labels).set(at - now);
+            }
+        }
         let mut out = String::new();
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
         out
@@ -88,5 +135,38 @@ impl Metrics {
 impl Default for Metrics {
     fn default() -> Self {
         Metrics::new()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn certificates_in_use_show_their_seconds_left() {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let mut params = rcgen::CertificateParams::new(vec!["a".to_string()]).unwrap();
+        params.not_after = rcgen::date_time_ymd(2099, 1, 1);
+        let pem = params.self_signed(&key).unwrap().pem();
+        let m = Metrics::new();
+        m.certificate_in_use("serving", pem.as_bytes());
+        m.certificate_in_use("serving", pem.as_bytes());
+        m.certificate_in_use("ca", b"not a certificate");
+        let text = m.encode();
+        let line = text
+            .lines()
+            .find(|l| {
+                l.starts_with("apiserver_certificate_expiration_seconds{certificate=\"serving\"}")
+            })
+            .unwrap_or_else(|| panic!("{text}"));
+        let left: i64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs() as i64;
+        // 2099-01-01T00:00:00Z
+        let expected = 4_070_908_800 - now;
+        assert!((expected - 10..=expected).contains(&left), "{line}");
+        assert!(!text.contains("certificate=\"ca\""), "{text}");
     }
 }

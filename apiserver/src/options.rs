@@ -195,9 +195,33 @@ pub enum Command {
         #[arg(long)]
         dir: PathBuf,
     },
+    /// The control plane's certificates: `check [--within DAYS] [--dir DIR]...` lists those in
+    /// --data-dir (and each DIR) with expiry and days left, failing when one expires within
+    /// DAYS (default 30); `renew [--dir DIR]...` reissues them from their CA, same keys,
+    /// subjects and names (as `kubeadm certs`). scripts/certs runs both.
+    Certs {
+        #[command(subcommand)]
+        action: CertsAction,
+    },
     /// Copies every stored object from a stopped server's SQLite store into etcd
     /// (--from sqlite:DIR --to etcd:URL); then start the server with --etcd-servers.
     Migrate(MigrateArgs),
+}
+
+#[derive(clap::Subcommand, Debug, Clone, PartialEq)]
+pub enum CertsAction {
+    Check {
+        /// Fail when a certificate expires within this many days.
+        #[arg(long, default_value_t = 30)]
+        within: i64,
+        /// More directories (component kubeconfigs, the etcd PKI).
+        #[arg(long = "dir")]
+        dirs: Vec<PathBuf>,
+    },
+    Renew {
+        #[arg(long = "dir")]
+        dirs: Vec<PathBuf>,
+    },
 }
 
 /// A flag whose value cannot be used.

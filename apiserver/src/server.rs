@@ -99,6 +99,9 @@ pub async fn run(opts: Options) -> Result<(), ServerError> {
     tracing::info!(%server, kubeconfig = %kubeconfig.display(), "serving");
     let authz = crate::auth::authorize::Authorizer::new(&opts.authorization_mode, &api.store);
     let metrics = crate::metrics::Metrics::default();
+    if ca_pem.is_some() {
+        certificates_in_use(&metrics, &opts);
+    }
     let rotation = crate::audit::Rotation {
         max_bytes: opts.audit_log_maxsize.saturating_mul(1024 * 1024),
         max_backups: opts.audit_log_maxbackup,
@@ -329,6 +332,23 @@ fn serving_sans(opts: &Options, host: &str, net: Ipv4Network) -> Vec<String> {
     sans.extend(opts.tls_sans.iter().cloned());
     sans.dedup();
     sans
+}
+
+/// The certificates read at start (a renewal on disk takes effect on restart), for /metrics.
+fn certificates_in_use(metrics: &crate::metrics::Metrics, opts: &Options) {
+    let kubelet_client = opts
+        .kubelet_client_certificate
+        .clone()
+        .unwrap_or_else(|| opts.data_dir.join("apiserver-kubelet-client.crt"));
+    for (name, path) in [
+        ("serving", opts.data_dir.join("apiserver.crt")),
+        ("ca", opts.data_dir.join("ca.crt")),
+        ("kubelet-client", kubelet_client),
+    ] {
+        if let Ok(pem) = std::fs::read(&path) {
+            metrics.certificate_in_use(name, &pem);
+        }
+    }
 }
 
 /// Writes admin.kubeconfig for `server`; for HTTPS, first makes sure of the PKI and returns

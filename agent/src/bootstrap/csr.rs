@@ -1,5 +1,5 @@
-//! The node's client CertificateSigningRequest, as the kubelet makes it, and what its status
-//! says. Pure.
+//! The node's CertificateSigningRequests, as the kubelet makes them (its client certificate, and
+//! its serving certificate for port 10250), and what their status says. Pure.
 
 use k8s_openapi::api::certificates::v1::{
     CertificateSigningRequest, CertificateSigningRequestSpec,
@@ -11,6 +11,10 @@ use rcgen::{CertificateParams, DistinguishedName, DnType, KeyPair, PKCS_ECDSA_P2
 pub const SIGNER: &str = "kubernetes.io/kube-apiserver-client-kubelet";
 /// Usages of a node client certificate, as upstream's kubelet asks.
 pub const USAGES: [&str; 2] = ["digital signature", "client auth"];
+/// The signer that issues kubelet serving certificates (port 10250).
+pub const SERVING_SIGNER: &str = "kubernetes.io/kubelet-serving";
+/// Usages of a kubelet serving certificate, as upstream's kubelet asks.
+pub const SERVING_USAGES: [&str; 3] = ["digital signature", "key encipherment", "server auth"];
 /// The group every node's identity is in.
 pub const NODES_GROUP: &str = "system:nodes";
 
@@ -23,8 +27,13 @@ pub struct Request {
 
 /// A new ECDSA P-256 key and a CSR for subject CN=system:node:<node>, O=system:nodes.
 pub fn request(node: &str) -> Result<Request, rcgen::Error> {
+    request_with_names(node, &[])
+}
+
+/// The same, asking for `sans` (DNS names and IP addresses) too: the serving certificate's.
+pub fn request_with_names(node: &str, sans: &[String]) -> Result<Request, rcgen::Error> {
     let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256)?;
-    let mut params = CertificateParams::default();
+    let mut params = CertificateParams::new(sans.to_vec())?;
     let mut subject = DistinguishedName::new();
     subject.push(DnType::OrganizationName, NODES_GROUP);
     subject.push(DnType::CommonName, format!("system:node:{node}"));
@@ -36,8 +45,18 @@ pub fn request(node: &str) -> Result<Request, rcgen::Error> {
     })
 }
 
-/// The CertificateSigningRequest object for `csr_pem` named `name`.
+/// The client CertificateSigningRequest object for `csr_pem` named `name`.
 pub fn object(name: &str, csr_pem: &str) -> CertificateSigningRequest {
+    object_for(name, csr_pem, SIGNER, &USAGES)
+}
+
+/// A CertificateSigningRequest for `signer` with `usages`.
+pub fn object_for(
+    name: &str,
+    csr_pem: &str,
+    signer: &str,
+    usages: &[&str],
+) -> CertificateSigningRequest {
     CertificateSigningRequest {
         metadata: kube::api::ObjectMeta {
             name: Some(name.to_string()),
@@ -45,8 +64,8 @@ pub fn object(name: &str, csr_pem: &str) -> CertificateSigningRequest {
         },
         spec: CertificateSigningRequestSpec {
             request: ByteString(csr_pem.as_bytes().to_vec()),
-            signer_name: SIGNER.to_string(),
-            usages: Some(USAGES.iter().map(|u| u.to_string()).collect()),
+            signer_name: signer.to_string(),
+            usages: Some(usages.iter().map(|u| u.to_string()).collect()),
             ..Default::default()
         },
         status: None,

@@ -102,16 +102,26 @@ pub async fn ensure(s: &Settings) -> Result<(), BootstrapError> {
     Ok(())
 }
 
-/// Sends the CSR and waits (watching it) until it is signed, refused, or `timeout` passes.
-/// Returns the CSR's name and the certificate (PEM).
+/// Sends the client CSR and waits (watching it) until it is signed, refused, or `timeout`
+/// passes. Returns the CSR's name and the certificate (PEM).
 async fn request_certificate(
     client: &kube::Client,
     csr_pem: &str,
     timeout: Duration,
 ) -> Result<(String, String), BootstrapError> {
-    let api: Api<CertificateSigningRequest> = Api::all(client.clone());
     let name = csr::name();
-    api.create(&PostParams::default(), &csr::object(&name, csr_pem))
+    send_and_wait(client, csr::object(&name, csr_pem), timeout).await
+}
+
+/// Sends `object` and waits until it is signed, refused, or `timeout` passes.
+pub(crate) async fn send_and_wait(
+    client: &kube::Client,
+    object: CertificateSigningRequest,
+    timeout: Duration,
+) -> Result<(String, String), BootstrapError> {
+    let api: Api<CertificateSigningRequest> = Api::all(client.clone());
+    let name = object.metadata.name.clone().unwrap_or_default();
+    api.create(&PostParams::default(), &object)
         .await
         .map_err(|source| BootstrapError::Create {
             name: name.clone(),
@@ -163,7 +173,7 @@ async fn wait_for_certificate(
     }
 }
 
-fn write_error(path: &Path, source: std::io::Error) -> BootstrapError {
+pub(crate) fn write_error(path: &Path, source: std::io::Error) -> BootstrapError {
     BootstrapError::Write {
         path: path.display().to_string(),
         source,
@@ -172,7 +182,7 @@ fn write_error(path: &Path, source: std::io::Error) -> BootstrapError {
 
 /// Writes `text` readable by its owner only (0600), through a temporary file and a rename so
 /// that a reader never sees half of it.
-fn write_private(path: &Path, text: &str) -> Result<(), BootstrapError> {
+pub(crate) fn write_private(path: &Path, text: &str) -> Result<(), BootstrapError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| write_error(dir, e))?;
     let tmp = dir.join(format!(
@@ -192,7 +202,7 @@ fn write_private(path: &Path, text: &str) -> Result<(), BootstrapError> {
     std::fs::rename(&tmp, path).map_err(|e| write_error(path, e))
 }
 
-fn unix_now() -> i64 {
+pub(crate) fn unix_now() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))

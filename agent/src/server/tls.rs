@@ -5,6 +5,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use rustls::sign::CertifiedKey;
+
+use crate::certificate::serving::ServingCert;
 
 use super::auth::x509::ClientCa;
 
@@ -20,6 +23,16 @@ pub fn server_config(
     names: &[String],
     client_ca: Option<&ClientCa>,
 ) -> Result<Arc<rustls::ServerConfig>, TlsError> {
+    let serving = ServingCert::new(initial_cert(cert_file, key_file, names)?);
+    server_config_with(serving, client_ca)
+}
+
+/// The given files' certificate, or a self-signed one for `names`.
+pub fn initial_cert(
+    cert_file: Option<&Path>,
+    key_file: Option<&Path>,
+    names: &[String],
+) -> Result<Arc<CertifiedKey>, TlsError> {
     let (certs, key) = match (cert_file, key_file) {
         (Some(c), Some(k)) => load(c, k)?,
         _ => {
@@ -29,14 +42,22 @@ pub fn server_config(
             (vec![generated.cert.der().clone()], key)
         }
     };
+    Ok(crate::certificate::serving::certified_key(certs, &key)?)
+}
+
+/// A server presenting whatever `serving` holds at each handshake (rotation replaces it).
+pub fn server_config_with(
+    serving: Arc<ServingCert>,
+    client_ca: Option<&ClientCa>,
+) -> Result<Arc<rustls::ServerConfig>, TlsError> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let builder = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()?;
     let config = match client_ca {
-        None => builder.with_no_client_auth().with_single_cert(certs, key)?,
+        None => builder.with_no_client_auth().with_cert_resolver(serving),
         Some(ca) => builder
             .with_client_cert_verifier(ca.handshake_verifier())
-            .with_single_cert(certs, key)?,
+            .with_cert_resolver(serving),
     };
     Ok(Arc::new(config))
 }

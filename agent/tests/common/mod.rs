@@ -8,6 +8,8 @@
 
 #![allow(dead_code)]
 
+pub mod bootstrap;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -87,7 +89,7 @@ impl Node {
                 None => cluster.api.kubeconfig(),
             },
             bootstrap: join.bootstrap.clone(),
-            extra_args: Vec::new(),
+            extra_args: join.args.clone(),
             client_ca: cluster.api_dir().join("ca.crt"),
             dir,
             agent: None,
@@ -151,6 +153,12 @@ impl Node {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
 
+    /// The running agent's process id (None once stopped or exited).
+    pub fn agent_pid(&mut self) -> Option<u32> {
+        let agent = self.agent.as_mut()?;
+        agent.is_running().then(|| agent.pid()).flatten()
+    }
+
     /// The kubeconfig the agent uses (for a bootstrapping node: the one it writes).
     pub fn kubeconfig(&self) -> &Path {
         &self.kubeconfig
@@ -199,6 +207,8 @@ impl Drop for Node {
 struct Join {
     pod_cidr: bool,
     bootstrap: Option<PathBuf>,
+    /// More agent flags from its first start.
+    args: Vec<String>,
 }
 
 /// Joins a node host to the control plane's bridge with `ip`/24 on its side (link kv1).
@@ -302,6 +312,7 @@ impl Cluster {
         let join = Join {
             pod_cidr: true,
             bootstrap: None,
+            args: Vec::new(),
         };
         self.add_ready(prefix, &join)
     }
@@ -309,9 +320,20 @@ impl Cluster {
     /// Adds a node that gets its credentials by TLS bootstrap with `bootstrap` (a kubeconfig
     /// with a bootstrap token) and its pod CIDR from node IPAM; waits until it is Ready.
     pub fn add_bootstrapping_node(&mut self, prefix: &str, bootstrap: &Path) -> String {
+        self.add_bootstrapping_node_with(prefix, bootstrap, &[])
+    }
+
+    /// The same, the agent started with more flags.
+    pub fn add_bootstrapping_node_with(
+        &mut self,
+        prefix: &str,
+        bootstrap: &Path,
+        args: &[&str],
+    ) -> String {
         let join = Join {
             pod_cidr: false,
             bootstrap: Some(bootstrap.to_path_buf()),
+            args: args.iter().map(|a| a.to_string()).collect(),
         };
         self.add_ready(prefix, &join)
     }
@@ -346,6 +368,7 @@ impl Cluster {
         let join = Join {
             pod_cidr: false,
             bootstrap: None,
+            args: Vec::new(),
         };
         let name = self.add_unready(prefix, &join);
         self.wait_until(Duration::from_secs(30), "node registered", || {

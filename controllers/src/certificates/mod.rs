@@ -1,14 +1,17 @@
 //! CertificateSigningRequests: csrapproving (auto-approves node client certificates, see
-//! approve.rs) and csrsigning (issues approved client certificates from the cluster CA, see
-//! sign.rs), one kube-runtime Controller over CSRs. Signing runs only with the CA's files.
+//! approve.rs, and nodes' serving certificates for their own addresses, see serving.rs) and
+//! csrsigning (issues approved certificates from the cluster CA, see sign.rs), one kube-runtime
+//! Controller over CSRs. Signing runs only with the CA's files.
 
 pub mod approve;
 pub mod request;
+pub mod serving;
 pub mod sign;
 pub mod usages;
 
 use futures::StreamExt;
 use k8s_openapi::api::certificates::v1::CertificateSigningRequest as Csr;
+use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::controller::{Action, Controller};
@@ -23,6 +26,7 @@ pub use sign::{SignError, Signer};
 
 pub const KUBELET_CLIENT_SIGNER: &str = "kubernetes.io/kube-apiserver-client-kubelet";
 pub const APISERVER_CLIENT_SIGNER: &str = "kubernetes.io/kube-apiserver-client";
+pub const KUBELET_SERVING_SIGNER: &str = "kubernetes.io/kubelet-serving";
 
 /// Where a CSR stands, from its conditions and certificate.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,7 +69,8 @@ pub enum SignDecision {
     Leave,
 }
 
-/// csrsigning's decision, pure: approved CSRs of the client signers that pass their checks.
+/// csrsigning's decision, pure: approved CSRs of the client and kubelet-serving signers that
+/// pass their checks.
 pub fn plan_signing(csr: &Csr) -> SignDecision {
     let spec = &csr.spec;
     if csr_state(csr) != State::Approved {
@@ -74,6 +79,7 @@ pub fn plan_signing(csr: &Csr) -> SignDecision {
     let check: fn(&Request, &[String]) -> Result<(), String> = match spec.signer_name.as_str() {
         KUBELET_CLIENT_SIGNER => |r, u| approve::check_kubelet_client(r, u).map(|_| ()),
         APISERVER_CLIENT_SIGNER => |_, u| usages::check_apiserver_client(u),
+        KUBELET_SERVING_SIGNER => |r, u| serving::check(r, u).map(|_| ()),
         _ => return SignDecision::Leave,
     };
     let req = match request::parse(&spec.request.0) {
@@ -117,9 +123,20 @@ struct Ctx {
     manager: Arc<crate::Ctx>,
 }
 
+/// The approver's decision; a serving request is judged against its Node (read fresh: an
+/// address must be the node's now, not in a cache).
+async fn decide(csr: &Csr, ctx: &Ctx) -> Result<approve::Decision, kube::Error> {
+    let Some(node) = serving::node_of(csr) else {
+        return Ok(approve::decide(csr));
+    };
+    let nodes: Api<Node> = Api::all(ctx.manager.client.clone());
+    let node = nodes.get_opt(&node).await?;
+    Ok(serving::decide(csr, node.as_ref()))
+}
+
 async fn reconcile(csr: Arc<Csr>, ctx: Arc<Ctx>) -> Result<Action, kube::Error> {
     let (name, pp) = (csr.name_any(), PatchParams::default());
-    match approve::decide(&csr) {
+    match decide(&csr, &ctx).await? {
         approve::Decision::Approve(message) => {
             let patch = with_condition(&csr, condition("Approved", "AutoApproved", &message));
             ctx.api

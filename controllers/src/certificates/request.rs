@@ -2,7 +2,7 @@
 //! what the approver and the signer check: subject names, SANs, and the DER to sign from.
 
 use x509_parser::certification_request::X509CertificationRequest;
-use x509_parser::extensions::ParsedExtension;
+use x509_parser::extensions::{GeneralName, ParsedExtension};
 use x509_parser::prelude::FromDer;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -26,6 +26,11 @@ pub struct Request {
     pub organizations: Vec<String>,
     /// Any DNS, email, IP or URI subject alternative name was asked for.
     pub has_sans: bool,
+    /// The DNS and IP subject alternative names asked for.
+    pub dns_names: Vec<String>,
+    pub ip_addresses: Vec<std::net::IpAddr>,
+    /// An email, URI or other kind of subject alternative name was asked for.
+    pub other_sans: bool,
     /// Every relative distinguished name holds one attribute, and no attribute type repeats
     /// (the subjects the signer can copy; see sign.rs).
     pub simple_subject: bool,
@@ -67,16 +72,42 @@ pub fn parse(pem: &[u8]) -> Result<Request, RequestError> {
             types.push(t);
         }
     }
-    let has_sans = csr.requested_extensions().is_some_and(|mut exts| {
-        exts.any(|e| matches!(e, ParsedExtension::SubjectAlternativeName(san) if !san.general_names.is_empty()))
-    });
+    let (mut dns_names, mut ip_addresses, mut other_sans) = (Vec::new(), Vec::new(), false);
+    for ext in csr.requested_extensions().into_iter().flatten() {
+        let ParsedExtension::SubjectAlternativeName(san) = ext else {
+            continue;
+        };
+        for name in &san.general_names {
+            match name {
+                GeneralName::DNSName(d) => dns_names.push(d.to_string()),
+                GeneralName::IPAddress(bytes) => match ip_from(bytes) {
+                    Some(ip) => ip_addresses.push(ip),
+                    None => other_sans = true,
+                },
+                _ => other_sans = true,
+            }
+        }
+    }
+    let has_sans = other_sans || !dns_names.is_empty() || !ip_addresses.is_empty();
     Ok(Request {
         common_names,
         organizations,
         has_sans,
+        dns_names,
+        ip_addresses,
+        other_sans,
         simple_subject,
         der: block.contents.clone(),
     })
+}
+
+/// An IP address SAN's octets (4 or 16).
+fn ip_from(bytes: &[u8]) -> Option<std::net::IpAddr> {
+    match bytes.len() {
+        4 => <[u8; 4]>::try_from(bytes).ok().map(std::net::IpAddr::from),
+        16 => <[u8; 16]>::try_from(bytes).ok().map(std::net::IpAddr::from),
+        _ => None,
+    }
 }
 
 /// x509-parser stops reading a subject at an RDN it cannot parse (an empty SET) and shows only
@@ -147,6 +178,22 @@ pub(crate) mod tests {
         assert_eq!(r.organizations, vec!["system:nodes", "system:masters"]);
         assert!(r.has_sans);
         assert!(!r.simple_subject);
+        assert_eq!(r.dns_names, vec!["n1.example"]);
+        assert!(r.ip_addresses.is_empty() && !r.other_sans);
+    }
+
+    #[test]
+    fn dns_and_ip_sans_are_read_apart() {
+        let pem = csr_pem(
+            "system:node:n1",
+            &["system:nodes"],
+            &["n1", "10.0.0.5", "fd00::5"],
+        );
+        let r = parse(pem.as_bytes()).unwrap();
+        assert_eq!(r.dns_names, vec!["n1"]);
+        let ips: Vec<String> = r.ip_addresses.iter().map(|i| i.to_string()).collect();
+        assert_eq!(ips, vec!["10.0.0.5", "fd00::5"]);
+        assert!(r.has_sans && !r.other_sans);
     }
 
     #[test]

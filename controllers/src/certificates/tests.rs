@@ -119,3 +119,40 @@ fn a_new_condition_keeps_the_old_ones_and_pins_the_version() {
     assert_eq!(types, vec!["Approved", "Failed"]);
     assert_eq!(patch["status"]["conditions"][1]["status"], "True");
 }
+
+#[test]
+fn an_approved_serving_request_is_signed_for_its_names_with_server_auth() {
+    let pem = csr_pem("system:node:n1", &["system:nodes"], &["n1", "10.0.0.5"]);
+    let usages = ["digital signature", "key encipherment", "server auth"];
+    let c = csr(&pem, KUBELET_SERVING_SIGNER, &usages, "system:node:n1", &[]);
+    let SignDecision::Sign(req) = plan_signing(&with(c, "Approved")) else {
+        panic!("an approved serving request is signed");
+    };
+    let (ca, key) = sign::tests::ca(2036);
+    let signer = Signer::from_pem(&ca, &key, Duration::from_secs(180)).unwrap();
+    let usages: Vec<String> = usages.iter().map(|u| u.to_string()).collect();
+    let now = time::OffsetDateTime::now_utc();
+    let cert = signer.sign(&req, &usages, None, now).unwrap();
+    let (_, block) = x509_parser::pem::parse_x509_pem(cert.as_bytes()).unwrap();
+    let (_, x509) = x509_parser::parse_x509_certificate(&block.contents).unwrap();
+    let eku = x509.extended_key_usage().unwrap().unwrap().value;
+    assert!(eku.server_auth && !eku.client_auth);
+    let sans = x509.subject_alternative_name().unwrap().unwrap().value;
+    let text = format!("{:?}", sans.general_names);
+    assert!(
+        text.contains("n1") && text.contains("[10, 0, 0, 5]"),
+        "{text}"
+    );
+    let no_sans = csr_pem("system:node:n1", &["system:nodes"], &[]);
+    let c = csr(
+        &no_sans,
+        KUBELET_SERVING_SIGNER,
+        &["digital signature", "server auth"],
+        "x",
+        &[],
+    );
+    assert!(matches!(
+        plan_signing(&with(c, "Approved")),
+        SignDecision::Fail(_)
+    ));
+}

@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 pub const DIGITAL_SIGNATURE: &str = "digital signature";
 pub const KEY_ENCIPHERMENT: &str = "key encipherment";
 pub const CLIENT_AUTH: &str = "client auth";
+pub const SERVER_AUTH: &str = "server auth";
 
 /// Upstream's kubelet client usages: exactly {digital signature, client auth}, or those with
 /// key encipherment (the form RSA keys used).
@@ -18,6 +19,20 @@ pub fn check_kubelet_client(usages: &[String]) -> Result<(), String> {
     }
     Err(format!(
         "usages must be [{DIGITAL_SIGNATURE:?}, {CLIENT_AUTH:?}] (with {KEY_ENCIPHERMENT:?} allowed), not {usages:?}"
+    ))
+}
+
+/// Upstream's kubelet serving usages: exactly {digital signature, server auth}, or those with
+/// key encipherment.
+pub fn check_kubelet_serving(usages: &[String]) -> Result<(), String> {
+    let set: BTreeSet<&str> = usages.iter().map(String::as_str).collect();
+    let plain = BTreeSet::from([DIGITAL_SIGNATURE, SERVER_AUTH]);
+    let rsa = BTreeSet::from([DIGITAL_SIGNATURE, KEY_ENCIPHERMENT, SERVER_AUTH]);
+    if set == plain || set == rsa {
+        return Ok(());
+    }
+    Err(format!(
+        "usages must be [{DIGITAL_SIGNATURE:?}, {SERVER_AUTH:?}] (with {KEY_ENCIPHERMENT:?} allowed), not {usages:?}"
     ))
 }
 
@@ -48,11 +63,13 @@ pub fn to_x509(usages: &[String]) -> (Vec<KeyUsagePurpose>, Vec<ExtendedKeyUsage
     if has(KEY_ENCIPHERMENT) {
         key.push(KeyUsagePurpose::KeyEncipherment);
     }
-    let ext = if has(CLIENT_AUTH) {
-        vec![ExtendedKeyUsagePurpose::ClientAuth]
-    } else {
-        Vec::new()
-    };
+    let mut ext = Vec::new();
+    if has(SERVER_AUTH) {
+        ext.push(ExtendedKeyUsagePurpose::ServerAuth);
+    }
+    if has(CLIENT_AUTH) {
+        ext.push(ExtendedKeyUsagePurpose::ClientAuth);
+    }
     (key, ext)
 }
 
@@ -78,6 +95,17 @@ mod tests {
             check_kubelet_client(&v(&["digital signature", "client auth", "server auth"])).is_err()
         );
         assert!(check_kubelet_client(&[]).is_err());
+    }
+
+    #[test]
+    fn kubelet_serving_usages_are_one_of_two_exact_sets() {
+        let rsa = ["digital signature", "key encipherment", "server auth"];
+        assert!(check_kubelet_serving(&v(&rsa)).is_ok());
+        assert!(check_kubelet_serving(&v(&["server auth", "digital signature"])).is_ok());
+        assert!(check_kubelet_serving(&v(&["server auth"])).is_err());
+        assert!(check_kubelet_serving(&v(&["digital signature", "client auth"])).is_err());
+        let (_, ext) = to_x509(&v(&rsa));
+        assert_eq!(ext, vec![ExtendedKeyUsagePurpose::ServerAuth]);
     }
 
     #[test]
