@@ -19,8 +19,9 @@ pub enum Decision {
     Leave(String),
 }
 
-/// Upstream's ValidateKubeletClientCSR: what a node client certificate request must look like.
-pub fn check_kubelet_client(req: &Request, spec_usages: &[String]) -> Result<String, String> {
+/// The node a request's subject names: organization exactly system:nodes, one common name
+/// system:node:NAME (as both kubelet signers' validations require).
+pub fn node_subject(req: &Request) -> Result<&str, String> {
     if req.organizations != [NODES_GROUP] {
         return Err(format!(
             "subject organization must be exactly [{NODES_GROUP}], not {:?}",
@@ -31,12 +32,17 @@ pub fn check_kubelet_client(req: &Request, spec_usages: &[String]) -> Result<Str
         [cn] => cn.strip_prefix(NODE_PREFIX).filter(|n| !n.is_empty()),
         _ => None,
     };
-    let Some(node) = node else {
-        return Err(format!(
+    node.ok_or_else(|| {
+        format!(
             "subject common name must be one {NODE_PREFIX}<nodeName>, not {:?}",
             req.common_names
-        ));
-    };
+        )
+    })
+}
+
+/// Upstream's ValidateKubeletClientCSR: what a node client certificate request must look like.
+pub fn check_kubelet_client(req: &Request, spec_usages: &[String]) -> Result<String, String> {
+    let node = node_subject(req)?;
     if req.has_sans {
         return Err("subject alternative names are not allowed".into());
     }

@@ -26,22 +26,7 @@ pub fn node_of(csr: &CertificateSigningRequest) -> Option<String> {
 
 /// Upstream's ValidateKubeletServingCSR; the node's name when the request is sound.
 pub fn check(req: &Request, spec_usages: &[String]) -> Result<String, String> {
-    if req.organizations != [NODES_GROUP] {
-        return Err(format!(
-            "subject organization must be exactly [{NODES_GROUP}], not {:?}",
-            req.organizations
-        ));
-    }
-    let node = match req.common_names.as_slice() {
-        [cn] => cn.strip_prefix(NODE_PREFIX).filter(|n| !n.is_empty()),
-        _ => None,
-    };
-    let Some(node) = node else {
-        return Err(format!(
-            "subject common name must be one {NODE_PREFIX}<nodeName>, not {:?}",
-            req.common_names
-        ));
-    };
+    let node = super::approve::node_subject(req)?;
     if req.other_sans {
         return Err("email, URI and other subject alternative names are not allowed".into());
     }
