@@ -136,6 +136,7 @@ pub async fn run(cfg: AgentConfig) -> Result<(), AgentError> {
         pods: Default::default(),
         tokens: Default::default(),
         evictions: Default::default(),
+        static_pods: Default::default(),
         pressure: pressure.subscribe(),
     });
     start_pods(&cfg, ctx.clone(), pressure).await;
@@ -322,6 +323,13 @@ async fn start_pods(
     manager.clone().watch();
     // Runtime pods are matched against the API only after the first full pod list.
     ctx.pods.synced().await;
+    // Static pods are known before the runtime is relisted, so a restart adopts them too.
+    if let Some(dir) = cfg.pod_manifest_path.clone() {
+        crate::pod::static_pods::load(&ctx, &dir);
+        let every = cfg.file_check_frequency;
+        let statics = crate::pod::static_pods::run(ctx.clone(), manager.clone(), dir, every);
+        tokio::spawn(statics);
+    }
     tracing::info!("pod list synced; relisting the runtime every second");
     tokio::spawn(manager.clone().relist());
     let image_gc = crate::gc::SharedImageGc::default();

@@ -65,6 +65,9 @@ pub struct AgentConfig {
     pub reserved: crate::node::allocatable::Reserved,
     pub eviction: EvictionConfig,
     pub image_gc: crate::gc::images::Policy,
+    /// Static pods' manifests (the kubelet's staticPodPath), read every `file_check_frequency`.
+    pub pod_manifest_path: Option<PathBuf>,
+    pub file_check_frequency: std::time::Duration,
 }
 
 /// The eviction manager's settings (the kubelet's eviction flags).

@@ -192,6 +192,13 @@ struct Flags {
     #[arg(long = "minimum-image-ttl-duration", default_value = "2m",
           value_parser = keelson_apimachinery::parse_duration)]
     minimum_image_ttl_duration: std::time::Duration,
+    /// A directory of Pod manifests run as static pods (shown in the API as mirror pods).
+    #[arg(long = "pod-manifest-path")]
+    pod_manifest_path: Option<PathBuf>,
+    /// How often the static pods' directory is read.
+    #[arg(long = "file-check-frequency", default_value = "20s",
+          value_parser = keelson_apimachinery::parse_duration)]
+    file_check_frequency: std::time::Duration,
 }
 
 /// `keelson-agent load-balancer`: the client-side load balancer in front of several API servers
@@ -401,6 +408,8 @@ fn agent_config(flags: Flags) -> anyhow::Result<keelson_agent::AgentConfig> {
             interval: flags.housekeeping_interval,
             enforce_pods: enforce_pods(&flags.enforce_node_allocatable)?,
         },
+        pod_manifest_path: flags.pod_manifest_path,
+        file_check_frequency: flags.file_check_frequency,
         image_gc: image_gc(
             flags.image_gc_high_threshold,
             flags.image_gc_low_threshold,

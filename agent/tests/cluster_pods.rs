@@ -25,6 +25,8 @@ mod pressure;
 mod running;
 #[path = "cluster_pods/sidecars.rs"]
 mod sidecars;
+#[path = "cluster_pods/static_pods.rs"]
+mod static_pods;
 #[path = "cluster_pods/termination.rs"]
 mod termination;
 

@@ -29,6 +29,14 @@ pub fn capacity(root: &Path, max_pods: u32) -> BTreeMap<String, Quantity> {
     ])
 }
 
+/// The machine's memory (MemTotal) in bytes; 0 when /proc/meminfo cannot be read.
+pub fn memory_bytes() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| parse_mem_total_kib(&s))
+        .map_or(0, |kib| kib * 1024)
+}
+
 pub fn parse_mem_total_kib(meminfo: &str) -> Option<u64> {
     meminfo
         .lines()

@@ -29,6 +29,8 @@ pub struct Context {
     pub tokens: super::tokens::TokenManager,
     /// The node's pressure conditions (the eviction manager's), for admitting new pods.
     pub pressure: crate::eviction::PressureConditions,
+    /// Static pods from `--pod-manifest-path`, by UID (run as the API's pods are).
+    pub static_pods: std::sync::RwLock<std::collections::BTreeMap<String, Arc<Pod>>>,
     /// Pods the eviction manager evicts, by UID: their workers stop them and report why.
     pub evictions: std::sync::Mutex<std::collections::HashMap<String, Rejection>>,
 }
@@ -49,17 +51,49 @@ impl Context {
         self.eviction(uid).is_some()
     }
 
+    /// The pod this node runs with that UID: a static pod, or one from the API (never a
+    /// mirror pod, which only shows a static pod in the API).
     pub fn pod(&self, uid: &str) -> Option<Arc<Pod>> {
-        self.pods.get(uid)
+        let found = self
+            .static_pods
+            .read()
+            .ok()
+            .and_then(|s| s.get(uid).cloned());
+        found.or_else(|| {
+            self.pods
+                .get(uid)
+                .filter(|p| !super::static_pods::is_mirror(p))
+        })
     }
 
+    /// The pod this node runs under that name (a static pod rather than its mirror).
     pub fn find(&self, namespace: &str, name: &str) -> Option<Arc<Pod>> {
+        let named = |p: &&Arc<Pod>| {
+            p.metadata.namespace.as_deref() == Some(namespace)
+                && p.metadata.name.as_deref() == Some(name)
+        };
+        let statics = self.static_pods.read().ok();
+        if let Some(p) = statics
+            .as_ref()
+            .and_then(|s| s.values().find(named).cloned())
+        {
+            return Some(p);
+        }
         let pods = self.pods.read();
         pods.values()
-            .find(|p| {
-                p.metadata.namespace.as_deref() == Some(namespace)
-                    && p.metadata.name.as_deref() == Some(name)
-            })
+            .filter(|p| !super::static_pods::is_mirror(p))
+            .find(named)
             .cloned()
+    }
+
+    /// Sets the static pods; returns the ones before.
+    pub fn replace_static_pods(
+        &self,
+        pods: std::collections::BTreeMap<String, Arc<Pod>>,
+    ) -> std::collections::BTreeMap<String, Arc<Pod>> {
+        match self.static_pods.write() {
+            Ok(mut s) => std::mem::replace(&mut *s, pods),
+            Err(_) => Default::default(),
+        }
     }
 }

@@ -98,16 +98,25 @@ impl Manager {
         match change {
             Change::Applied { key, old } => {
                 // A status-only update (mostly the agent's own write coming back) needs no
-                // runtime sync.
-                let new = self.ctx.pod(&key);
+                // runtime sync; a mirror pod runs nothing (its static pod does).
+                let Some(new) = self.ctx.pod(&key) else {
+                    return;
+                };
+                let new = Some(new);
                 if old.zip(new).is_none_or(|(old, new)| needs_sync(&old, &new)) {
                     self.poke(&key).await;
                 }
             }
-            Change::Deleted { key, .. } => self.poke(&key).await,
+            Change::Deleted { key, old } if !super::static_pods::is_mirror(&old) => {
+                self.poke(&key).await
+            }
+            Change::Deleted { .. } => {}
             Change::Relisted { previous } => {
                 let current = self.ctx.pods.read().clone();
-                for (uid, pod) in &current {
+                let run = current
+                    .iter()
+                    .filter(|(_, p)| !super::static_pods::is_mirror(p));
+                for (uid, pod) in run {
                     if previous.get(uid).is_none_or(|old| needs_sync(old, pod)) {
                         self.poke(uid).await;
                     }

@@ -21,6 +21,7 @@ pub mod pull_secrets;
 pub mod qos;
 pub mod security;
 pub mod service_env;
+pub mod static_pods;
 pub mod status;
 pub mod sub_path;
 pub mod tokens;

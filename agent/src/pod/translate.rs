@@ -218,6 +218,8 @@ pub struct ContainerInput<'a> {
     pub mounts: &'a [HostMount],
     pub node_name: &'a str,
     pub node: &'a NodeSecurity,
+    /// The node's memory (MemTotal), for a Burstable container's oom_score_adj.
+    pub memory_capacity: u64,
 }
 
 pub fn container_config(input: &ContainerInput<'_>) -> cri::ContainerConfig {
@@ -266,7 +268,10 @@ pub fn container_config(input: &ContainerInput<'_>) -> cri::ContainerConfig {
         stdin_once: c.stdin_once.unwrap_or(false),
         tty: c.tty.unwrap_or(false),
         linux: Some(cri::LinuxContainerConfig {
-            resources: Some(resources(c)),
+            resources: Some(cri::LinuxContainerResources {
+                oom_score_adj: crate::pod::qos::oom_score_adj(input.pod, c, input.memory_capacity),
+                ..resources(c)
+            }),
             security_context: Some(security_context(input, c)),
         }),
         ..Default::default()
@@ -477,6 +482,7 @@ mod tests {
             mounts: &mounts,
             node_name: "node-a",
             node: &NodeSecurity::default(),
+            memory_capacity: 4 << 30,
         });
         assert_eq!(c.command, vec!["sh", "-c"]);
         assert_eq!(c.args, vec!["echo hi"]);

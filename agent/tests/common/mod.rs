@@ -484,6 +484,16 @@ impl Cluster {
         keelson_testing::run(self.cp.command(program).args(args))
     }
 
+    /// Stops the API server (SIGTERM); `start_apiserver` starts it again on the same data.
+    pub fn stop_apiserver(&mut self) {
+        self.api.stop();
+    }
+
+    pub fn start_apiserver(&mut self) {
+        self.api.start_again();
+        self.api.wait_ready();
+    }
+
     /// The names (tags) of the images the first node's containerd holds.
     pub fn images(&self) -> Vec<String> {
         let socket = self.first().socket.clone();

@@ -130,6 +130,7 @@ async fn container_config(
         mounts: &mounts,
         node_name: &ctx.settings.node_name,
         node: &ctx.settings.security,
+        memory_capacity: crate::node::machine::memory_bytes(),
     }))
 }
 

@@ -122,6 +122,7 @@ fn fixture() -> Fixture {
         service_links: no_services(),
         tokens: Default::default(),
         evictions: Default::default(),
+        static_pods: Default::default(),
         pressure: tokio::sync::watch::channel(Default::default()).1,
     });
     Fixture {
