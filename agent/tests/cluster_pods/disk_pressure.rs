@@ -40,6 +40,16 @@ fn disk_pressure_removes_unused_images_then_evicts_the_pod_writing_most() {
             (cluster.pod(name)["status"]["phase"] == "Running").then_some(())
         });
     }
+    // The kernel's OOM score of each container's process, by QoS class (BestEffort 1000; a
+    // Burstable one requesting a sliver of the node's memory 999, just below).
+    let oom = |pod: &str| {
+        let out = cluster.kubectl(&["exec", pod, "--", "cat", "/proc/1/oom_score_adj"]);
+        out.unwrap().trim().to_string()
+    };
+    assert_eq!(
+        (oom("writer"), oom("bystander")),
+        ("1000".into(), "999".into())
+    );
     cluster.wait_until(Duration::from_secs(60), "once done", || {
         let phase = cluster.pod("once")["status"]["phase"].clone();
         (phase == "Succeeded" || phase == "Failed").then_some(())
