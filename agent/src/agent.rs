@@ -325,9 +325,10 @@ async fn start_pods(
     ctx.pods.synced().await;
     // Static pods are known before the runtime is relisted, so a restart adopts them too.
     if let Some(dir) = cfg.pod_manifest_path.clone() {
-        crate::pod::static_pods::load(&ctx, &dir);
+        crate::pod::static_pods::source::load(&ctx, &dir);
         let every = cfg.file_check_frequency;
-        let statics = crate::pod::static_pods::run(ctx.clone(), manager.clone(), dir, every);
+        let statics =
+            crate::pod::static_pods::source::run(ctx.clone(), manager.clone(), dir, every);
         tokio::spawn(statics);
     }
     tracing::info!("pod list synced; relisting the runtime every second");

@@ -7,6 +7,7 @@ pub mod admit;
 pub mod observe;
 pub mod pressure;
 pub mod rank;
+pub mod statfs;
 pub mod thresholds;
 
 use std::collections::BTreeSet;
@@ -19,8 +20,7 @@ use crate::pod::security::Rejection;
 
 pub use thresholds::{Signal, Threshold};
 
-/// The pressure conditions that are True now (MemoryPressure, DiskPressure, PIDPressure).
-pub type PressureConditions = tokio::sync::watch::Receiver<BTreeSet<&'static str>>;
+pub use pressure::PressureConditions;
 
 #[derive(Clone, Debug)]
 pub struct Settings {

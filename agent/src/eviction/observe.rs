@@ -9,6 +9,7 @@ use std::sync::Arc;
 use keelson_proto::runtime::v1 as cri;
 
 use super::rank::PodUsage;
+use super::statfs::{fs, image_fs};
 use super::thresholds::{Observation, Observations, Signal};
 use crate::cri::{labels, Cri};
 use crate::pod::context::Context;
@@ -102,28 +103,6 @@ fn pods_working_set(cgroup_root: &str) -> u64 {
         })
         .unwrap_or(0);
     usage.saturating_sub(inactive)
-}
-
-/// The runtime's image filesystem (CRI ImageFsInfo): bytes and inodes.
-pub async fn image_fs(cri: &dyn Cri) -> Option<(Observation, Observation)> {
-    let r = cri.image_fs_info().await.ok()?;
-    let mountpoint = r.image_filesystems.into_iter().next()?.fs_id?.mountpoint;
-    fs(Path::new(&mountpoint))
-}
-
-/// Bytes and inodes free for unprivileged users on the filesystem holding `path`.
-fn fs(path: &Path) -> Option<(Observation, Observation)> {
-    let s = nix::sys::statvfs::statvfs(path).ok()?;
-    let block = s.fragment_size();
-    let bytes = Observation {
-        available: s.blocks_available() * block,
-        capacity: s.blocks() * block,
-    };
-    let inodes = Observation {
-        available: s.files_available(),
-        capacity: s.files(),
-    };
-    Some((bytes, inodes))
 }
 
 /// pid.available: the kernel's pid_max less the tasks that exist.

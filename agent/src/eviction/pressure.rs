@@ -8,6 +8,9 @@ use std::time::{Duration, Instant};
 
 use super::thresholds::{is_met, Observations, Signal, Threshold};
 
+/// The pressure conditions that are True now (MemoryPressure, DiskPressure, PIDPressure).
+pub type PressureConditions = tokio::sync::watch::Receiver<BTreeSet<&'static str>>;
+
 pub struct Pressure {
     transition: Duration,
     /// When each met threshold (by index) was first seen met, for soft grace periods.

@@ -18,7 +18,7 @@ pub type SharedImageGc = Arc<Mutex<images::ImageGc>>;
 pub async fn run(cri: Arc<dyn Cri>, policy: images::Policy, gc: SharedImageGc) {
     loop {
         tokio::time::sleep(PERIOD).await;
-        let Some((bytes, _)) = crate::eviction::observe::image_fs(cri.as_ref()).await else {
+        let Some((bytes, _)) = crate::eviction::statfs::image_fs(cri.as_ref()).await else {
             continue;
         };
         let Some(to_free) = policy.to_free(bytes.capacity, bytes.available) else {

@@ -28,7 +28,7 @@ pub struct Context {
     /// Service-account tokens of the pods' projected volumes.
     pub tokens: super::tokens::TokenManager,
     /// The node's pressure conditions (the eviction manager's), for admitting new pods.
-    pub pressure: crate::eviction::PressureConditions,
+    pub pressure: crate::eviction::pressure::PressureConditions,
     /// Static pods from `--pod-manifest-path`, by UID (run as the API's pods are).
     pub static_pods: std::sync::RwLock<std::collections::BTreeMap<String, Arc<Pod>>>,
     /// Pods the eviction manager evicts, by UID: their workers stop them and report why.

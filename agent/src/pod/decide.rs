@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Container, EphemeralContainer, Pod};
 
+pub use super::container_kind::ContainerKind;
 use super::observed::{ObservedContainer, ObservedPod, RunState};
 use crate::backoff;
 
@@ -37,33 +38,6 @@ impl RestartPolicy {
             RestartPolicy::Always => true,
             RestartPolicy::OnFailure => exit_code != 0,
             RestartPolicy::Never => false,
-        }
-    }
-}
-
-/// Which list of the pod's spec a container comes from (the CRI label `labels::CONTAINER_KIND`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ContainerKind {
-    Init,
-    Regular,
-    /// Added to a running pod (`kubectl debug`): started once, never restarted.
-    Ephemeral,
-}
-
-impl ContainerKind {
-    pub fn label(self) -> &'static str {
-        match self {
-            ContainerKind::Init => "init",
-            ContainerKind::Regular => "regular",
-            ContainerKind::Ephemeral => "ephemeral",
-        }
-    }
-
-    pub fn from_label(label: Option<&str>) -> Self {
-        match label {
-            Some("init") => ContainerKind::Init,
-            Some("ephemeral") => ContainerKind::Ephemeral,
-            _ => ContainerKind::Regular,
         }
     }
 }

@@ -4,6 +4,7 @@
 pub mod admit;
 pub mod atomic_writer;
 pub mod claims;
+pub mod container_kind;
 pub mod context;
 pub mod decide;
 pub mod dns;

@@ -3,7 +3,7 @@
 
 use keelson_proto::runtime::v1 as cri;
 
-use super::decide::ContainerKind;
+use super::container_kind::ContainerKind;
 use crate::cri::labels;
 
 #[derive(Clone, Debug, PartialEq, Eq)]

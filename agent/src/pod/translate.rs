@@ -7,7 +7,7 @@ use keelson_apimachinery::hash::fnv1a_64;
 use keelson_proto::runtime::v1 as cri;
 
 use crate::cri::labels;
-use crate::pod::decide::ContainerKind;
+use crate::pod::container_kind::ContainerKind;
 use crate::pod::dns;
 use crate::pod::security::{self, NodeSecurity};
 use crate::quantity;

@@ -26,6 +26,7 @@ use crate::status::{ApiError, ApiResult};
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
+use futures::StreamExt;
 use http::{header, Method, StatusCode};
 use keelson_daemon::PeerCertificate;
 use serde_json::Value;
@@ -34,6 +35,9 @@ use std::time::Instant;
 
 /// Largest request body accepted, as upstream (3 MiB).
 const MAX_BODY: usize = 3 * 1024 * 1024;
+/// How much of a too-long body is read and dropped before the 413 (beyond it, the connection
+/// is closed as it stands).
+const DRAIN_BODY: usize = 4 * MAX_BODY;
 
 pub struct App {
     pub api: Api,
@@ -247,14 +251,32 @@ fn is_watch(query: &str) -> bool {
     attributes::is_watch(query)
 }
 
+/// The request body, at most `MAX_BODY` bytes. A longer one is still read (up to `DRAIN_BODY`)
+/// before the 413 goes out: a server that answers and closes with the client's bytes unread
+/// resets the connection, and the client then sees no answer at all instead of upstream's 413.
 async fn read_body(body: Body) -> ApiResult<Bytes> {
-    axum::body::to_bytes(body, MAX_BODY).await.map_err(|e| {
-        ApiError::new(
+    let mut frames = body.into_data_stream();
+    let mut buf = bytes::BytesMut::new();
+    let mut total = 0usize;
+    while let Some(chunk) = frames.next().await {
+        let chunk = chunk.map_err(|e| {
+            ApiError::new(400, "BadRequest", format!("request body unreadable: {e}"))
+        })?;
+        total = total.saturating_add(chunk.len());
+        if total <= MAX_BODY {
+            buf.extend_from_slice(&chunk);
+        } else if total > DRAIN_BODY {
+            break;
+        }
+    }
+    if total > MAX_BODY {
+        return Err(ApiError::new(
             413,
             "RequestEntityTooLarge",
-            format!("request body too large or unreadable: {e}"),
-        )
-    })
+            format!("Request entity too large: limit is {MAX_BODY}"),
+        ));
+    }
+    Ok(buf.freeze())
 }
 
 /// What /metrics counts a request under: (verb, resource, subresource).

@@ -15,7 +15,6 @@ use keelson_daemon::events::EventType;
 use keelson_daemon::{reflect, Changes, Objects};
 use kube::api::{Api, DeleteParams, PostParams};
 use kube::runtime::controller::{Action, Controller};
-use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kube::ResourceExt;
 use std::sync::Arc;
@@ -32,21 +31,21 @@ pub struct Context {
 pub async fn run(ctx: Arc<Ctx>) {
     let client = ctx.client.clone();
     let cfg = watcher::Config::default();
-    let nodes = reflect(Api::all(client.clone()), cfg.clone(), &Changes::default());
+    // Node changes wake every DaemonSet from this store's own watch: with a second watch as
+    // the trigger, a pass could run before this store had the new node, then wait 5 minutes.
+    let node_changes = Changes::default();
+    let nodes = reflect(Api::all(client.clone()), cfg.clone(), &node_changes);
     // With no nodes listed yet every pod would look like one on a deleted node.
     nodes.synced().await;
     let controller = Controller::new(Api::<DaemonSet>::all(client.clone()), cfg.clone());
-    let daemonsets = controller.store();
     let cx = Arc::new(Context { ctx, nodes });
+    let node_changed = futures::stream::unfold(node_changes, |c| async move {
+        c.changed().await;
+        Some(((), c))
+    });
     controller
-        .owns(Api::<Pod>::all(client.clone()), cfg.clone())
-        .watches(Api::<Node>::all(client.clone()), cfg, move |_: Node| {
-            daemonsets
-                .state()
-                .iter()
-                .map(|d| ObjectRef::from_obj(d.as_ref()))
-                .collect::<Vec<_>>()
-        })
+        .owns(Api::<Pod>::all(client.clone()), cfg)
+        .reconcile_all_on(node_changed)
         .shutdown_on_signal()
         .run(reconcile, error_policy, cx.clone())
         .for_each(|_| {
