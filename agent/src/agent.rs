@@ -137,6 +137,7 @@ pub async fn run(cfg: AgentConfig) -> Result<(), AgentError> {
         tokens: Default::default(),
         evictions: Default::default(),
         static_pods: Default::default(),
+        cgroups: qos_cgroups(&cfg),
         pressure: pressure.subscribe(),
     });
     start_pods(&cfg, ctx.clone(), pressure).await;
@@ -196,6 +197,41 @@ fn serving_certificate(
         tokio::spawn(rotation.run(ctx.client.clone()));
     }
     Ok(serving)
+}
+
+/// The QoS cgroup tree; with `--enforce-node-allocatable=pods`, the node-level cgroup is held
+/// to capacity less --kube-reserved and --system-reserved (CPU weight, memory, and PIDs when
+/// some are reserved). A tree that cannot be made is reported here, and again by each pod.
+fn qos_cgroups(cfg: &AgentConfig) -> Arc<crate::cgroups::QosCgroups> {
+    use crate::cgroups::{limits, QosCgroups};
+    let node = if cfg.eviction.enforce_pods {
+        let capacity = machine::capacity(&cfg.root_dir, cfg.max_pods);
+        let reserved = |r: &str| cfg.reserved.0.get(r).copied().unwrap_or(0);
+        let cpu = capacity
+            .get("cpu")
+            .and_then(|q| crate::quantity::parse_milli(&q.0))
+            .unwrap_or(0);
+        let memory = crate::node::allocatable::pods_memory(&capacity, &cfg.reserved);
+        let pids = cfg.reserved.0.contains_key("pid").then(|| {
+            let max: i128 = std::fs::read_to_string("/proc/sys/kernel/pid_max")
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+                .unwrap_or(0);
+            u64::try_from((max - reserved("pid")).max(0)).unwrap_or(0)
+        });
+        limits::node(cpu - reserved("cpu"), memory, pids)
+    } else {
+        limits::Limits::default()
+    };
+    let mount = std::path::Path::new(keelson_daemon::cgroupfs::MOUNT);
+    let cgroups = QosCgroups::new(mount, &cfg.cgroup_root, node);
+    match cgroups.ensure_node() {
+        Ok(()) => tracing::info!(root = %cfg.cgroup_root, "QoS cgroups in place"),
+        Err(e) => {
+            tracing::error!(root = %cfg.cgroup_root, error = %e, "QoS cgroups not made: pods cannot start")
+        }
+    }
+    Arc::new(cgroups)
 }
 
 /// Whether the kernel enforces AppArmor (pods asking for a profile are refused where not).
@@ -299,6 +335,34 @@ async fn start_node_loops(
 }
 
 /// Log rotation, the pod watch, and (once the pods are listed) the runtime relist.
+/// How often the cgroups of pods that are gone are looked for.
+const CGROUP_SWEEP: Duration = Duration::from_secs(10);
+
+/// What the cgroup sweep keeps: every pod the API, the manifests or the runtime has here.
+async fn cgroup_snapshot(
+    ctx: Arc<Context>,
+) -> Option<(
+    std::collections::BTreeSet<String>,
+    Vec<Arc<k8s_openapi::api::core::v1::Pod>>,
+)> {
+    let selector = std::collections::HashMap::from([(
+        crate::cri::labels::NODE.to_string(),
+        ctx.settings.node_name.clone(),
+    )]);
+    let sandboxes = ctx.cri.list_pod_sandbox(selector).await.ok()?;
+    let pods = ctx.all_pods();
+    let keep = pods
+        .iter()
+        .filter_map(|p| p.metadata.uid.clone())
+        .chain(
+            sandboxes
+                .iter()
+                .filter_map(|s| s.labels.get(crate::cri::labels::POD_UID).cloned()),
+        )
+        .collect();
+    Some((keep, pods))
+}
+
 async fn start_pods(
     cfg: &AgentConfig,
     ctx: Arc<Context>,
@@ -333,6 +397,11 @@ async fn start_pods(
     }
     tracing::info!("pod list synced; relisting the runtime every second");
     tokio::spawn(manager.clone().relist());
+    let sweep = crate::cgroups::run(ctx.cgroups.clone(), CGROUP_SWEEP, {
+        let ctx = ctx.clone();
+        move || cgroup_snapshot(ctx.clone())
+    });
+    tokio::spawn(sweep);
     let image_gc = crate::gc::SharedImageGc::default();
     let gc = crate::gc::run(ctx.cri.clone(), cfg.image_gc.clone(), image_gc.clone());
     tokio::spawn(gc);

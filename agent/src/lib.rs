@@ -13,6 +13,7 @@ pub mod agent;
 pub mod backoff;
 pub mod bootstrap;
 pub mod certificate;
+pub mod cgroups;
 pub mod conditions;
 pub mod config;
 pub mod cri;

@@ -21,6 +21,8 @@ mod local_storage;
 mod nodes;
 #[path = "cluster_pods/pressure.rs"]
 mod pressure;
+#[path = "cluster_pods/qos_cgroups.rs"]
+mod qos_cgroups;
 #[path = "cluster_pods/running.rs"]
 mod running;
 #[path = "cluster_pods/sidecars.rs"]

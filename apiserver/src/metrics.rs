@@ -42,15 +42,6 @@ pub struct Metrics {
     not_after: std::sync::Mutex<Vec<(String, i64)>>,
 }
 
-/// notAfter (unix seconds) of the first certificate in `pem`.
-pub fn not_after(pem: &[u8]) -> Option<i64> {
-    let block = x509_parser::pem::Pem::iter_from_buffer(pem)
-        .filter_map(Result::ok)
-        .find(|b| b.label == "CERTIFICATE")?;
-    let cert = block.parse_x509().ok()?;
-    Some(cert.validity().not_after.timestamp())
-}
-
 impl Metrics {
     pub fn new() -> Metrics {
         let mut registry = Registry::default();
@@ -107,7 +98,9 @@ impl Metrics {
 
     /// The server uses the certificate `pem` as `name`.
     pub fn certificate_in_use(&self, name: &str, pem: &[u8]) {
-        let Some(at) = not_after(pem) else { return };
+        let Some(at) = keelson_daemon::x509::not_after(pem) else {
+            return;
+        };
         if let Ok(mut list) = self.not_after.lock() {
             list.retain(|(n, _)| n != name);
             list.push((name.to_string(), at));

@@ -298,3 +298,51 @@ fn a_denied_csr_is_never_approved_or_signed() {
     std::thread::sleep(Duration::from_secs(2));
     assert!(!c.state("denied").1, "{}", c.log());
 }
+
+#[test]
+fn csrs_that_served_their_purpose_are_cleaned_up() {
+    let c = Cluster::start();
+    let signer = "example.com/signer";
+    for name in ["old-denied", "fresh-denied", "pending"] {
+        c.create_csr(JANE, name, &csr_pem("jane", &[]), signer, CLIENT);
+    }
+    // Denied two hours ago: the decision's time is what the cleaner counts from.
+    let now = k8s_openapi::jiff::Timestamp::now().as_second();
+    let two_hours_ago = k8s_openapi::jiff::Timestamp::from_second(now - 7200).unwrap();
+    let mut old: serde_json::Value = serde_json::from_str(
+        &c.kubectl(&["get", "csr", "old-denied", "-o", "json"])
+            .unwrap(),
+    )
+    .unwrap();
+    old["status"]["conditions"] = serde_json::json!([{"type": "Denied", "status": "True",
+        "reason": "Expired", "message": "decided long ago",
+        "lastUpdateTime": two_hours_ago.to_string()}]);
+    let path = "/apis/certificates.k8s.io/v1/certificatesigningrequests/old-denied/approval";
+    let (code, body) = c.api.curl_admin(
+        "PUT",
+        path,
+        Some("application/json"),
+        Some(&old.to_string()),
+    );
+    assert_eq!(code, 200, "{body}");
+    c.kubectl(&["certificate", "deny", "fresh-denied"]).unwrap();
+
+    let _cm = c.controller_manager();
+    keelson_testing::eventually("old-denied deleted", Duration::from_secs(30), || {
+        let names = c.kubectl(&["get", "csr", "-o", "name"])?;
+        (!names.contains("old-denied"))
+            .then_some(())
+            .ok_or_else(|| format!("{names}\n{}", c.log()))
+    });
+    // A CSR denied a moment ago and one pending for less than a day stay.
+    let names = c.kubectl(&["get", "csr", "-o", "name"]).unwrap();
+    assert!(
+        names.contains("fresh-denied") && names.contains("/pending"),
+        "{names}"
+    );
+    assert!(
+        c.log().contains("CSR cleaned up: denied for more than 1h"),
+        "{}",
+        c.log()
+    );
+}

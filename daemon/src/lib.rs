@@ -5,6 +5,7 @@
 //! any server certificate (the agent's probes, the API server's connections to agents), and the
 //! client-side load balancer in front of several API servers (`lb`).
 
+pub mod cgroupfs;
 pub mod client;
 pub mod connections;
 pub mod events;

@@ -42,6 +42,15 @@ pub fn ca_cert_hash(pem: &[u8]) -> Result<String, String> {
     Ok(format!("sha256:{hex}"))
 }
 
+/// notAfter (unix seconds) of the first certificate in `pem`.
+pub fn not_after(pem: &[u8]) -> Option<i64> {
+    let block = x509_parser::pem::Pem::iter_from_buffer(pem)
+        .filter_map(Result::ok)
+        .find(|b| b.label == "CERTIFICATE")?;
+    let cert = block.parse_x509().ok()?;
+    Some(cert.validity().not_after.timestamp())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

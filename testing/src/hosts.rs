@@ -173,36 +173,11 @@ pub(crate) fn remove_leftovers() {
     }
 }
 
-/// Removes the (empty) cgroup tree `/<root>` in every cgroup controller, deepest first.
+/// Removes the (empty) cgroup tree `/<root>` in every cgroup hierarchy, deepest first.
 pub fn remove_cgroups(root: &str) {
-    let Ok(controllers) = std::fs::read_dir("/sys/fs/cgroup") else {
-        return;
-    };
-    let mut roots: Vec<PathBuf> = controllers
-        .flatten()
-        .map(|c| c.path().join(root.trim_start_matches('/')))
-        .collect();
-    // cgroup v2 has no per-controller folders: the tree sits directly under /sys/fs/cgroup.
-    roots.push(Path::new("/sys/fs/cgroup").join(root.trim_start_matches('/')));
-    for base in roots {
-        let mut dirs = Vec::new();
-        collect_dirs(&base, &mut dirs);
-        dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
-        for d in dirs {
-            let _ = std::fs::remove_dir(d);
-        }
-    }
-}
-
-fn collect_dirs(dir: &Path, out: &mut Vec<PathBuf>) {
-    if !dir.is_dir() {
-        return;
-    }
-    out.push(dir.to_path_buf());
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        if e.file_type().is_ok_and(|t| t.is_dir()) {
-            collect_dirs(&e.path(), out);
-        }
+    use keelson_daemon::cgroupfs;
+    for hierarchy in cgroupfs::hierarchies(Path::new(cgroupfs::MOUNT)) {
+        let _ = cgroupfs::remove_tree(&hierarchy.join(root.trim_start_matches('/')));
     }
 }
 

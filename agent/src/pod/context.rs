@@ -31,6 +31,8 @@ pub struct Context {
     pub pressure: crate::eviction::pressure::PressureConditions,
     /// Static pods from `--pod-manifest-path`, by UID (run as the API's pods are).
     pub static_pods: std::sync::RwLock<std::collections::BTreeMap<String, Arc<Pod>>>,
+    /// The QoS cgroup tree the pods' cgroups sit in.
+    pub cgroups: Arc<crate::cgroups::QosCgroups>,
     /// Pods the eviction manager evicts, by UID: their workers stop them and report why.
     pub evictions: std::sync::Mutex<std::collections::HashMap<String, Rejection>>,
 }
@@ -64,6 +66,21 @@ impl Context {
                 .get(uid)
                 .filter(|p| !super::static_pods::is_mirror(p))
         })
+    }
+
+    /// Every pod this node runs: the static pods and the API's (mirror pods left out).
+    pub fn all_pods(&self) -> Vec<Arc<Pod>> {
+        let mut out: Vec<Arc<Pod>> = match self.static_pods.read() {
+            Ok(s) => s.values().cloned().collect(),
+            Err(_) => Vec::new(),
+        };
+        let pods = self.pods.read();
+        out.extend(
+            pods.values()
+                .filter(|p| !super::static_pods::is_mirror(p))
+                .cloned(),
+        );
+        out
     }
 
     /// The pod this node runs under that name (a static pod rather than its mirror).

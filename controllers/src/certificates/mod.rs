@@ -1,9 +1,11 @@
 //! CertificateSigningRequests: csrapproving (auto-approves node client certificates, see
 //! approve.rs, and nodes' serving certificates for their own addresses, see serving.rs) and
 //! csrsigning (issues approved certificates from the cluster CA, see sign.rs), one kube-runtime
-//! Controller over CSRs. Signing runs only with the CA's files.
+//! Controller over CSRs. Signing runs only with the CA's files. csrcleaner (cleaner.rs) deletes
+//! the CSRs that have served their purpose.
 
 pub mod approve;
+pub mod cleaner;
 pub mod request;
 pub mod serving;
 pub mod sign;
@@ -200,6 +202,7 @@ fn error_policy(csr: Arc<Csr>, e: &kube::Error, _: Arc<Ctx>) -> Action {
 /// csrapproving, and csrsigning when `signer` is given, until SIGTERM or Ctrl-C.
 pub async fn run(manager: Arc<crate::Ctx>, signer: Option<Signer>) {
     let api: Api<Csr> = Api::all(manager.client.clone());
+    tokio::spawn(cleaner::run(api.clone()));
     let ctx = Arc::new(Ctx {
         api: api.clone(),
         signer,

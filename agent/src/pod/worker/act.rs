@@ -240,6 +240,21 @@ async fn create_sandbox(
         cri.stop_pod_sandbox(id).await?;
         cri.remove_pod_sandbox(id).await?;
     }
+    // The pod's cgroup with its limits comes first, as the kubelet's pod container manager
+    // makes it: a pod is not started unbounded.
+    let pods = ctx.all_pods();
+    if let Err(e) = ctx.cgroups.ensure_pod(pod, pods.iter().map(|p| p.as_ref())) {
+        let message = format!("unable to ensure pod container exists: {e}");
+        tracing::warn!(pod = %pod_key(pod), %message, "pod cgroup not created");
+        ctx.events.pod(
+            pod,
+            None,
+            Kind::Warning,
+            "FailedCreatePodContainer",
+            message.clone(),
+        );
+        return Ok(hold_all(pod, message));
+    }
     let mut config = translate::sandbox_config(&ctx.settings, pod, attempt);
     // The old sandboxes went with their containers: the new one carries their attempts.
     let earlier = scene.observed.attempts_so_far();

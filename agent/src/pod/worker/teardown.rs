@@ -37,6 +37,10 @@ pub async fn run(
         ctx.cri.stop_pod_sandbox(id).await?;
         ctx.cri.remove_pod_sandbox(id).await?;
     }
+    if let Err(e) = ctx.cgroups.remove_pod(uid) {
+        // A process still exiting: the cgroup sweep removes it later.
+        tracing::debug!(pod = %uid, error = %e, "pod cgroup not removed yet");
+    }
     remove_files(ctx, uid, pod);
     match (pod, why) {
         (Some(p), Teardown::Deleted) => {

@@ -123,6 +123,11 @@ fn fixture() -> Fixture {
         tokens: Default::default(),
         evictions: Default::default(),
         static_pods: Default::default(),
+        cgroups: Arc::new(crate::cgroups::QosCgroups::new(
+            &root.path().join("cgroup"),
+            "/keelson",
+            Default::default(),
+        )),
         pressure: tokio::sync::watch::channel(Default::default()).1,
     });
     Fixture {
