@@ -15,11 +15,24 @@ pub struct Containerd {
     pub socket: PathBuf,
     cni_bin_dir: PathBuf,
     cni_conf_dir: PathBuf,
+    /// `--root-size`: the root on a loop-mounted filesystem of that size.
+    root_size: Option<String>,
 }
 
 impl Containerd {
     /// Builds the test images (idempotent) and starts containerd in `host`, named after it.
     pub fn start(host: &TestHost, cni_bin_dir: &Path, cni_conf_dir: &Path) -> Containerd {
+        Containerd::start_with(host, cni_bin_dir, cni_conf_dir, None)
+    }
+
+    /// The same, with its root on a filesystem of its own of `root_size` (such as "256M"), as
+    /// a node with a small disk; removed with it.
+    pub fn start_with(
+        host: &TestHost,
+        cni_bin_dir: &Path,
+        cni_conf_dir: &Path,
+        root_size: Option<&str>,
+    ) -> Containerd {
         crate::require_root_and_tools(&["containerd", "runc", "skopeo", "docker-registry"]);
         run(&mut Command::new(scripts_dir().join("images/build")))
             .unwrap_or_else(|e| panic!("building the test images: {e}"));
@@ -28,6 +41,7 @@ impl Containerd {
             socket: PathBuf::new(),
             cni_bin_dir: cni_bin_dir.to_path_buf(),
             cni_conf_dir: cni_conf_dir.to_path_buf(),
+            root_size: root_size.map(String::from),
         };
         c.socket = c.launch();
         c
@@ -41,12 +55,24 @@ impl Containerd {
             .arg("--cni-bin-dir")
             .arg(&self.cni_bin_dir)
             .arg("--cni-conf-dir")
-            .arg(&self.cni_conf_dir))
+            .arg(&self.cni_conf_dir)
+            .args(
+                self.root_size
+                    .iter()
+                    .flat_map(|s| ["--root-size", s.as_str()]),
+            ))
         .unwrap_or_else(|e| panic!("starting containerd in {}: {e}", self.name));
         out.lines()
             .last()
             .map(PathBuf::from)
             .unwrap_or_else(|| panic!("containerd/start printed no socket for {}", self.name))
+    }
+
+    /// Its root folder (images and snapshots: the node's image filesystem).
+    pub fn root(&self) -> PathBuf {
+        Path::new("/var/lib/keelson/containerd")
+            .join(&self.name)
+            .join("root")
     }
 
     /// Stops containerd (its containers keep running in their shims) and starts it again on the

@@ -64,6 +64,20 @@ pub fn pod_dir(root: &Path, pod: &Pod) -> PathBuf {
         .join(pod.metadata.uid.as_deref().unwrap_or("unknown"))
 }
 
+/// Deletes the pod's emptyDirs on disk (already unmounted), as the kubelet tears down the
+/// volumes of a pod that ended: an evicted pod gives its disk back.
+pub fn remove_empty_dirs(root: &Path, pod: &Pod) {
+    let volumes = pod.spec.iter().flat_map(|s| s.volumes.iter().flatten());
+    for v in volumes.filter(|v| v.empty_dir.is_some()) {
+        let dir = volume_dir(root, pod, &v.name);
+        if let Err(e) = std::fs::remove_dir_all(&dir) {
+            if e.kind() != std::io::ErrorKind::NotFound {
+                tracing::warn!(dir = %dir.display(), error = %e, "emptyDir not removed");
+            }
+        }
+    }
+}
+
 /// Where the named volume of the pod lives on the node.
 pub fn volume_dir(root: &Path, pod: &Pod, name: &str) -> PathBuf {
     pod_dir(root, pod).join("volumes").join(name)

@@ -46,8 +46,10 @@ pub struct Node {
     /// Passed as --pod-cidr; None: the agent waits for spec.podCIDR (node IPAM).
     pub pod_cidr: Option<String>,
     pub socket: PathBuf,
-    /// Its CNI configuration, agent root and pod logs.
+    /// Its CNI configuration and pod logs.
     dir: PathBuf,
+    /// The agent's --root-dir.
+    root_dir: PathBuf,
     log: PathBuf,
     kubeconfig: PathBuf,
     /// TLS bootstrap: the agent gets --bootstrap-kubeconfig and writes `kubeconfig` itself.
@@ -73,7 +75,16 @@ impl Node {
             0 => cluster.tmp.path().to_path_buf(),
             i => cluster.tmp.path().join(format!("node{i}")),
         };
-        let containerd = Containerd::start(&host, &cluster.cni_bin, &dir.join("net.d"));
+        let containerd = Containerd::start_with(
+            &host,
+            &cluster.cni_bin,
+            &dir.join("net.d"),
+            join.disk.as_deref(),
+        );
+        let root_dir = match join.disk {
+            Some(_) => containerd.root().join("agent"),
+            None => dir.join("agent-root"),
+        };
         let log = match index {
             0 => cluster.tmp.path().join("agent.log"),
             i => cluster.tmp.path().join(format!("agent{i}.log")),
@@ -92,6 +103,7 @@ impl Node {
             extra_args: join.args.clone(),
             client_ca: cluster.api_dir().join("ca.crt"),
             dir,
+            root_dir,
             agent: None,
             containerd,
             host,
@@ -126,7 +138,7 @@ impl Node {
                     .flat_map(|c| ["--pod-cidr", c.as_str()]),
             )
             .args(["--cni-conf-dir", &path("net.d")])
-            .args(["--root-dir", &path("agent-root")])
+            .args(["--root-dir", &self.root_dir.display().to_string()])
             .args(["--pod-log-dir", &path("pod-logs")])
             .args(["--cgroup-root", &format!("/{}", self.name)])
             .args(["--cluster-dns", CLUSTER_DNS])
@@ -209,6 +221,9 @@ struct Join {
     bootstrap: Option<PathBuf>,
     /// More agent flags from its first start.
     args: Vec<String>,
+    /// The node's disk: a loop-mounted filesystem of this size holding containerd's root and
+    /// the agent's (None: the machine's).
+    disk: Option<String>,
 }
 
 /// Joins a node host to the control plane's bridge with `ip`/24 on its side (link kv1).
@@ -242,6 +257,20 @@ impl Cluster {
         let mut cluster = Cluster::control_plane(prefix);
         let name = cluster.add(prefix);
         cluster.node_name = name;
+        cluster
+    }
+
+    /// The control plane and one node whose disk is a filesystem of `size` (such as "256M")
+    /// holding the images and the agent's root, Ready.
+    pub fn start_on_small_disk(prefix: &str, size: &str, args: &[&str]) -> Cluster {
+        let mut cluster = Cluster::control_plane(prefix);
+        let join = Join {
+            pod_cidr: true,
+            bootstrap: None,
+            args: args.iter().map(|a| a.to_string()).collect(),
+            disk: Some(size.to_string()),
+        };
+        cluster.node_name = cluster.add_ready(prefix, &join);
         cluster
     }
 
@@ -313,6 +342,7 @@ impl Cluster {
             pod_cidr: true,
             bootstrap: None,
             args: Vec::new(),
+            disk: None,
         };
         self.add_ready(prefix, &join)
     }
@@ -334,6 +364,7 @@ impl Cluster {
             pod_cidr: false,
             bootstrap: Some(bootstrap.to_path_buf()),
             args: args.iter().map(|a| a.to_string()).collect(),
+            disk: None,
         };
         self.add_ready(prefix, &join)
     }
@@ -369,6 +400,7 @@ impl Cluster {
             pod_cidr: false,
             bootstrap: None,
             args: Vec::new(),
+            disk: None,
         };
         let name = self.add_unready(prefix, &join);
         self.wait_until(Duration::from_secs(30), "node registered", || {

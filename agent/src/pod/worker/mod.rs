@@ -194,9 +194,10 @@ impl Worker {
             for id in &observed.all_sandbox_ids {
                 self.ctx.cri.stop_pod_sandbox(id).await?;
             }
-            // A terminated pod's Memory emptyDirs give their memory back, as the kubelet
-            // unmounts a terminated pod's volumes (an eviction for memory must free it).
+            // A terminated pod's emptyDirs give their memory and disk back, as the kubelet
+            // tears down a terminated pod's volumes (an eviction must free what it counted).
             super::volume_fs::unmount_below(&super::volumes::pod_dir(&self.ctx.root, pod));
+            super::volumes::remove_empty_dirs(&self.ctx.root, pod);
             self.probes.stop_all();
             let status = r.message.clone();
             let base = self.stopped_status(pod).await?;
