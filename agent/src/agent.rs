@@ -164,8 +164,8 @@ fn rotate_client_certificate(
     client
 }
 
-/// The HTTPS port's certificate: the given files, the node's rotated serving certificate
-/// (self-signed until the first is issued), or a self-signed one.
+/// The HTTPS port's certificate: the given files, the node's rotated serving certificate (none,
+/// handshakes refused, until the first is issued), or a self-signed one.
 fn serving_certificate(
     cfg: &AgentConfig,
     names: &[String],
@@ -179,11 +179,12 @@ fn serving_certificate(
         .flatten()
         .filter(|pem| crate::bootstrap::kubeconfig::cert_problem(pem, unix_now()).is_none())
         .and_then(|pem| certificate::serving::from_pem(&pem).ok());
-    let first = match existing {
-        Some(key) => key,
-        None => server::tls::initial_cert(files.0, files.1, names)?,
+    let serving = match existing {
+        Some(key) => ServingCert::new(key),
+        // Nothing is served on 10250 until the serving CSR is issued (no stand-in certificate).
+        None if rotated => ServingCert::pending(),
+        None => ServingCert::new(server::tls::initial_cert(files.0, files.1, names)?),
     };
-    let serving = ServingCert::new(first);
     if rotated {
         let rotation = Rotation {
             node_name: cfg.node_name.clone(),

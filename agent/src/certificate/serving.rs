@@ -1,5 +1,6 @@
 //! The certificate port 10250 presents, replaceable while it serves: each new TLS handshake
-//! takes the current one (upstream's kubelet does the same with GetCertificate).
+//! takes the current one (upstream's kubelet does the same with GetCertificate). Until the first
+//! is issued there is none, and handshakes fail, as the kubelet's with serverTLSBootstrap.
 
 use std::sync::{Arc, RwLock};
 
@@ -9,7 +10,7 @@ use rustls::sign::CertifiedKey;
 
 #[derive(Debug)]
 pub struct ServingCert {
-    current: RwLock<Arc<CertifiedKey>>,
+    current: RwLock<Option<Arc<CertifiedKey>>>,
 }
 
 /// A certificate chain and key as rustls signs with them.
@@ -38,19 +39,26 @@ pub fn from_pem(pem: &[u8]) -> Result<Arc<CertifiedKey>, String> {
 impl ServingCert {
     pub fn new(first: Arc<CertifiedKey>) -> Arc<ServingCert> {
         Arc::new(ServingCert {
-            current: RwLock::new(first),
+            current: RwLock::new(Some(first)),
+        })
+    }
+
+    /// No certificate yet (the serving CSR not issued): handshakes are refused until `replace`.
+    pub fn pending() -> Arc<ServingCert> {
+        Arc::new(ServingCert {
+            current: RwLock::new(None),
         })
     }
 
     /// New handshakes present `next`; connections already open keep theirs.
     pub fn replace(&self, next: Arc<CertifiedKey>) {
         match self.current.write() {
-            Ok(mut c) => *c = next,
-            Err(poisoned) => *poisoned.into_inner() = next,
+            Ok(mut c) => *c = Some(next),
+            Err(poisoned) => *poisoned.into_inner() = Some(next),
         }
     }
 
-    pub fn current(&self) -> Arc<CertifiedKey> {
+    pub fn current(&self) -> Option<Arc<CertifiedKey>> {
         match self.current.read() {
             Ok(c) => c.clone(),
             Err(poisoned) => poisoned.into_inner().clone(),
@@ -60,7 +68,11 @@ impl ServingCert {
 
 impl ResolvesServerCert for ServingCert {
     fn resolve(&self, _: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
-        Some(self.current())
+        let current = self.current();
+        if current.is_none() {
+            tracing::debug!("no serving certificate available for the kubelet: handshake refused");
+        }
+        current
     }
 }
 
@@ -78,9 +90,40 @@ mod tests {
         let first = from_pem(pair("a").as_bytes()).unwrap();
         let second = from_pem(pair("b").as_bytes()).unwrap();
         let serving = ServingCert::new(first.clone());
-        assert_eq!(serving.current().cert, first.cert);
+        assert_eq!(serving.current().unwrap().cert, first.cert);
         serving.replace(second.clone());
-        assert_eq!(serving.current().cert, second.cert);
+        assert_eq!(serving.current().unwrap().cert, second.cert);
         assert!(from_pem(b"junk").is_err());
+    }
+
+    /// A TLS handshake in memory between a client that takes any certificate and 10250's
+    /// server configuration.
+    fn handshake(serving: Arc<ServingCert>) -> Result<(), rustls::Error> {
+        use rustls::{ClientConnection, ServerConnection};
+        let server = crate::server::tls::server_config_with(serving, None).unwrap();
+        let client = keelson_daemon::any_server_certificate()?.with_no_client_auth();
+        let name = "node-a".try_into().unwrap();
+        let mut c = ClientConnection::new(Arc::new(client), name)?;
+        let mut s = ServerConnection::new(server)?;
+        while c.is_handshaking() || s.is_handshaking() {
+            let mut wire = Vec::new();
+            c.write_tls(&mut wire).unwrap();
+            s.read_tls(&mut &wire[..]).unwrap();
+            let server_side = s.process_new_packets();
+            wire.clear();
+            s.write_tls(&mut wire).unwrap();
+            c.read_tls(&mut &wire[..]).unwrap();
+            server_side?;
+            c.process_new_packets()?;
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn no_handshake_succeeds_until_the_first_certificate_is_issued() {
+        let serving = ServingCert::pending();
+        assert!(handshake(serving.clone()).is_err());
+        serving.replace(from_pem(pair("node-a").as_bytes()).unwrap());
+        handshake(serving).unwrap();
     }
 }
