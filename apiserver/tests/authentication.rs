@@ -161,3 +161,26 @@ fn anonymous_requests_reach_only_the_public_paths() {
         assert_eq!(code, 401, "{path}: {body}");
     }
 }
+
+#[test]
+fn the_bearer_scheme_is_read_in_any_case() {
+    let s = Apiserver::start();
+    let token = s.token();
+    let code = |header: &str| {
+        let out = std::process::Command::new("curl")
+            .args(["-sk", "-o", "/dev/null", "-w", "%{http_code}", "-m", "10"])
+            .args(["-H", header, &s.url("/api/v1/namespaces")])
+            .output()
+            .expect("curl");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    for scheme in ["Bearer", "bearer", "BEARER"] {
+        assert_eq!(
+            code(&format!("Authorization: {scheme} {token}")),
+            "200",
+            "{scheme}"
+        );
+    }
+    assert_eq!(code(&format!("Authorization: Basic {token}")), "401");
+    assert_eq!(code("Authorization: bearer wrong-token"), "401");
+}

@@ -56,7 +56,7 @@ pub fn authenticate(
         (Some(u), _) => u,
         (None, None) => return Ok(None),
         (None, Some(header)) => {
-            let Some(token) = header.strip_prefix("Bearer ").map(str::trim) else {
+            let Some(token) = bearer_token(header) else {
                 return Err(Unauthorized("not a bearer token".into()));
             };
             let audiences = &service_accounts.api_audiences;
@@ -64,6 +64,13 @@ pub fn authenticate(
         }
     };
     Ok(Some(with_authenticated(user)))
+}
+
+/// The token of an `Authorization` header; the scheme is read in any case ("bearer", "BEARER"),
+/// as upstream's bearer token authenticator reads it. None for another scheme.
+pub fn bearer_token(header: &str) -> Option<&str> {
+    let (scheme, rest) = header.trim_start().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| rest.trim())
 }
 
 /// Who a bearer token stands for, as a TokenReview answers it.
@@ -217,7 +224,7 @@ impl Tokens {
 
     /// The user for an `Authorization` header value, if it carries a known bearer token.
     pub fn authenticate(&self, header: Option<&str>) -> Option<&User> {
-        let token = header?.strip_prefix("Bearer ")?.trim();
+        let token = bearer_token(header?)?;
         self.by_token.get(token)
     }
 }
