@@ -378,3 +378,26 @@ fn aggregated_discovery_and_metrics() {
         assert_eq!(s.curl("GET", probe, None, None, None).0, 200);
     }
 }
+
+#[test]
+fn generation_is_kept_only_by_the_kinds_upstream_keeps_it_on() {
+    let s = Apiserver::start();
+    let generation = |kind: &str, name: &str| {
+        let out = s.kubectl_ok(&["get", kind, name, "-o", "jsonpath={.metadata.generation}"]);
+        out.trim().to_string()
+    };
+    s.kubectl_ok(&["create", "configmap", "plain", "--from-literal=a=1"]);
+    s.kubectl_ok(&["label", "configmap", "plain", "x=y"]);
+    s.kubectl_ok(&["patch", "configmap", "plain", "-p", r#"{"data":{"a":"2"}}"#]);
+    assert_eq!(generation("configmap", "plain"), "", "a ConfigMap has none");
+    s.kubectl_ok(&["create", "deployment", "web", "--image=busybox"]);
+    assert_eq!(generation("deployment", "web"), "1");
+    s.kubectl_ok(&["label", "deployment", "web", "x=y"]);
+    assert_eq!(
+        generation("deployment", "web"),
+        "1",
+        "metadata is not the spec"
+    );
+    s.kubectl_ok(&["scale", "deployment", "web", "--replicas=2"]);
+    assert_eq!(generation("deployment", "web"), "2");
+}

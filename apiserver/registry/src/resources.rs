@@ -103,6 +103,38 @@ impl Resource {
     }
 
     /// Whether writes to the main resource ignore `.status` (it has a status subresource).
+    /// Whether objects of this kind carry metadata.generation (1 at create, +1 on each change of
+    /// the spec), as upstream's strategies set it: the kinds with a spec that controllers report
+    /// an observedGeneration of, and every custom resource. Others (ConfigMaps, Secrets,
+    /// Services, Nodes, ...) never have one.
+    pub fn tracks_generation(&self) -> bool {
+        const KINDS: &[(&str, &str)] = &[
+            ("", "Pod"),
+            ("", "ReplicationController"),
+            ("apps", "Deployment"),
+            ("apps", "ReplicaSet"),
+            ("apps", "StatefulSet"),
+            ("apps", "DaemonSet"),
+            ("batch", "Job"),
+            ("batch", "CronJob"),
+            ("autoscaling", "HorizontalPodAutoscaler"),
+            ("policy", "PodDisruptionBudget"),
+            ("networking.k8s.io", "NetworkPolicy"),
+            ("networking.k8s.io", "Ingress"),
+            ("networking.k8s.io", "IngressClass"),
+            ("apiextensions.k8s.io", "CustomResourceDefinition"),
+            (
+                "admissionregistration.k8s.io",
+                "MutatingWebhookConfiguration",
+            ),
+            (
+                "admissionregistration.k8s.io",
+                "ValidatingWebhookConfiguration",
+            ),
+        ];
+        KINDS.contains(&(self.group, self.kind)) || !RESOURCES.iter().any(|r| r == self)
+    }
+
     pub fn has_status(&self) -> bool {
         self.has_subresource("status")
     }

@@ -141,8 +141,9 @@ pub(super) fn check_namespace_field(res: &Resource, ns: &str, obj: &mut Value) -
 }
 
 /// What the server sets on a new object whatever the client sent: the name from generateName,
-/// uid, creationTimestamp and generation; no resourceVersion or deletion marks.
-fn server_owned_metadata(obj: &mut Value) {
+/// uid, creationTimestamp and generation (for kinds that track it); no resourceVersion or
+/// deletion marks.
+fn server_owned_metadata(res: &Resource, obj: &mut Value) {
     let m = meta_mut(obj);
     let unnamed = m
         .get("name")
@@ -165,7 +166,11 @@ fn server_owned_metadata(obj: &mut Value) {
     }
     m.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
     m.insert("creationTimestamp".into(), json!(object::now_rfc3339()));
-    m.insert("generation".into(), json!(1));
+    if res.tracks_generation() {
+        m.insert("generation".into(), json!(1));
+    } else {
+        m.remove("generation");
+    }
 }
 
 /// Everything a create computes before touching the store: type, namespace, server-owned
@@ -173,7 +178,7 @@ fn server_owned_metadata(obj: &mut Value) {
 fn prepare(res: &Resource, ns: &str, mut obj: Value, admission: Admission) -> ApiResult<Value> {
     check_type(res, &mut obj)?;
     check_namespace_field(res, ns, &mut obj)?;
-    server_owned_metadata(&mut obj);
+    server_owned_metadata(res, &mut obj);
     initial_status::reset_status_on_create(res, &mut obj);
     keelson_apiserver_registry::apply_defaults(res.kind, &mut obj);
     super::custom::admit(res, &mut obj, None)?;

@@ -117,14 +117,18 @@ fn prepare(t: &Target, old: &Value, change: Change) -> ApiResult<Value> {
     if t.res.kind == "CustomResourceDefinition" {
         super::custom::definition_status(&mut new);
     }
-    let mut generation = old
-        .pointer("/metadata/generation")
-        .and_then(Value::as_i64)
-        .unwrap_or(1);
-    if object::spec_part(&new) != object::spec_part(old) {
-        generation = generation.saturating_add(1);
+    if t.res.tracks_generation() {
+        let mut generation = old
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(1);
+        if object::spec_part(&new) != object::spec_part(old) {
+            generation = generation.saturating_add(1);
+        }
+        meta_mut(&mut new).insert("generation".into(), json!(generation));
+    } else {
+        meta_mut(&mut new).remove("generation");
     }
-    meta_mut(&mut new).insert("generation".into(), json!(generation));
     let causes = match change.sub {
         Sub::EphemeralContainers => {
             keelson_apiserver_registry::validate_ephemeral_containers(&new, old)
