@@ -335,7 +335,6 @@ async fn start_node_loops(
     ));
 }
 
-/// Log rotation, the pod watch, and (once the pods are listed) the runtime relist.
 /// How often the cgroups of pods that are gone are looked for.
 const CGROUP_SWEEP: Duration = Duration::from_secs(10);
 
@@ -364,6 +363,7 @@ async fn cgroup_snapshot(
     Some((keep, pods))
 }
 
+/// Log rotation, the pod watch, and (once the pods are listed) the runtime relist.
 async fn start_pods(
     cfg: &AgentConfig,
     ctx: Arc<Context>,

@@ -86,7 +86,8 @@ impl QosCgroups {
         }
     }
 
-    /// Where `controller`'s files of the pod's cgroup are (for tests and diagnostics).
+    /// Where `controller`'s files of the pod's cgroup are.
+    #[cfg(test)]
     pub fn pod_path(&self, controller: &str, pod: &Pod) -> PathBuf {
         self.tree.dir(controller, &pod_dir(pod))
     }
