@@ -136,11 +136,12 @@ pub async fn run(cfg: AgentConfig) -> Result<(), AgentError> {
         pods: Default::default(),
         tokens: Default::default(),
         evictions: Default::default(),
+        shutting_down: Default::default(),
         static_pods: Default::default(),
         cgroups: qos_cgroups(&cfg),
         pressure: pressure.subscribe(),
     });
-    start_pods(&cfg, ctx.clone(), pressure).await;
+    start_pods(&cfg, ctx.clone(), pressure, not_ready).await;
     serve(&cfg, node_ip, ctx).await
 }
 
@@ -235,7 +236,6 @@ fn qos_cgroups(cfg: &AgentConfig) -> Arc<crate::cgroups::QosCgroups> {
     Arc::new(cgroups)
 }
 
-/// Whether the kernel enforces AppArmor (pods asking for a profile are refused where not).
 /// The eviction manager's thresholds and sources; with `pods` enforced, allocatableMemory.available
 /// at memory.available's hard threshold, as the kubelet adds it.
 fn eviction_settings(
@@ -271,6 +271,7 @@ fn eviction_settings(
     }
 }
 
+/// Whether the kernel enforces AppArmor (pods asking for a profile are refused where not).
 fn apparmor_enabled() -> bool {
     std::fs::read_to_string("/sys/module/apparmor/parameters/enabled")
         .is_ok_and(|s| s.trim() == "Y")
@@ -363,11 +364,13 @@ async fn cgroup_snapshot(
     Some((keep, pods))
 }
 
-/// Log rotation, the pod watch, and (once the pods are listed) the runtime relist.
+/// Log rotation, the pod watch, and (once the pods are listed) the runtime relist, the
+/// eviction and node shutdown managers.
 async fn start_pods(
     cfg: &AgentConfig,
     ctx: Arc<Context>,
     pressure: tokio::sync::watch::Sender<std::collections::BTreeSet<&'static str>>,
+    not_ready: tokio::sync::watch::Sender<Option<String>>,
 ) {
     let limits = crate::pod::log_rotation::Limits {
         max_size: cfg.container_log_max_size,
@@ -406,6 +409,8 @@ async fn start_pods(
     let image_gc = crate::gc::SharedImageGc::default();
     let gc = crate::gc::run(ctx.cri.clone(), cfg.image_gc.clone(), image_gc.clone());
     tokio::spawn(gc);
+    let shutdown = crate::shutdown::run(ctx.clone(), manager.clone(), cfg.shutdown, not_ready);
+    tokio::spawn(shutdown);
     let eviction = eviction_settings(cfg, image_gc);
     tokio::spawn(crate::eviction::run(ctx, manager, eviction, pressure));
 }

@@ -68,6 +68,8 @@ pub struct AgentConfig {
     /// Static pods' manifests (the kubelet's staticPodPath), read every `file_check_frequency`.
     pub pod_manifest_path: Option<PathBuf>,
     pub file_check_frequency: std::time::Duration,
+    /// Graceful node shutdown (--shutdown-grace-period, --shutdown-grace-period-critical-pods).
+    pub shutdown: crate::shutdown::Settings,
 }
 
 /// The eviction manager's settings (the kubelet's eviction flags).

@@ -28,6 +28,7 @@ pub mod paths;
 pub mod pod;
 pub use keelson_apimachinery::quantity;
 pub mod server;
+pub mod shutdown;
 pub mod stats;
 
 pub use agent::run;

@@ -199,6 +199,15 @@ struct Flags {
     #[arg(long = "file-check-frequency", default_value = "20s",
           value_parser = keelson_apimachinery::parse_duration)]
     file_check_frequency: std::time::Duration,
+    /// How long a node shutdown is delayed (a logind inhibitor) while pods are stopped;
+    /// 0 (the default) leaves shutdowns alone.
+    #[arg(long = "shutdown-grace-period", default_value = "0s",
+          value_parser = keelson_apimachinery::parse_duration)]
+    shutdown_grace_period: std::time::Duration,
+    /// The last part of --shutdown-grace-period, kept for critical pods (stopped last).
+    #[arg(long = "shutdown-grace-period-critical-pods", default_value = "0s",
+          value_parser = keelson_apimachinery::parse_duration)]
+    shutdown_grace_period_critical_pods: std::time::Duration,
 }
 
 /// `keelson-agent load-balancer`: the client-side load balancer in front of several API servers
@@ -410,6 +419,11 @@ fn agent_config(flags: Flags) -> anyhow::Result<keelson_agent::AgentConfig> {
         },
         pod_manifest_path: flags.pod_manifest_path,
         file_check_frequency: flags.file_check_frequency,
+        shutdown: keelson_agent::shutdown::Settings::new(
+            flags.shutdown_grace_period,
+            flags.shutdown_grace_period_critical_pods,
+        )
+        .map_err(anyhow::Error::msg)?,
         image_gc: image_gc(
             flags.image_gc_high_threshold,
             flags.image_gc_low_threshold,

@@ -28,6 +28,9 @@ pub struct Metrics {
     pub pod_workers: Gauge,
     relist: Histogram,
     certificates: Certificates,
+    /// The last graceful node shutdown's start and end (unix seconds), once enabled.
+    shutdown: [Gauge<f64, std::sync::atomic::AtomicU64>; 2],
+    shutdown_registered: std::sync::Once,
 }
 
 /// The certificates the agent rotates.
@@ -109,6 +112,8 @@ impl Metrics {
             pod_workers,
             relist,
             certificates: Certificates::default(),
+            shutdown: Default::default(),
+            shutdown_registered: std::sync::Once::new(),
         }
     }
 
@@ -170,6 +175,35 @@ impl Metrics {
         if kind == CertKind::Client {
             self.certificates.client_renew_errors.inc();
         }
+    }
+
+    /// The last graceful node shutdown's start and end, under upstream's names (registered
+    /// once graceful shutdown is on; 0 while unknown).
+    pub fn set_graceful_shutdown(
+        &self,
+        start: Option<k8s_openapi::jiff::Timestamp>,
+        end: Option<k8s_openapi::jiff::Timestamp>,
+    ) {
+        let [start_gauge, end_gauge] = &self.shutdown;
+        self.shutdown_registered.call_once(|| {
+            if let Ok(mut registry) = self.registry.lock() {
+                registry.register(
+                    "kubelet_graceful_shutdown_start_time_seconds",
+                    "Last graceful shutdown start time since unix epoch in seconds",
+                    start_gauge.clone(),
+                );
+                registry.register(
+                    "kubelet_graceful_shutdown_end_time_seconds",
+                    "Last graceful shutdown end time since unix epoch in seconds",
+                    end_gauge.clone(),
+                );
+            }
+        });
+        let seconds = |t: Option<k8s_openapi::jiff::Timestamp>| {
+            t.map_or(0.0, |t| t.as_millisecond() as f64 / 1000.0)
+        };
+        start_gauge.set(seconds(start));
+        end_gauge.set(seconds(end));
     }
 
     pub fn render(&self) -> String {

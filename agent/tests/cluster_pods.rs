@@ -17,6 +17,8 @@ mod images;
 mod lifecycle;
 #[path = "cluster_pods/local_storage.rs"]
 mod local_storage;
+#[path = "cluster_pods/node_shutdown.rs"]
+mod node_shutdown;
 #[path = "cluster_pods/nodes.rs"]
 mod nodes;
 #[path = "cluster_pods/pressure.rs"]

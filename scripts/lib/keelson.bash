@@ -153,7 +153,9 @@ start_node() {
     --pod-log-dir "$logs/pods" --container-runtime-endpoint "$sock" --hostname-override "$node" \
     ${node_ip:+--node-ip "$node_ip"} --cluster-cidr "$cluster_cidr" \
     ${KEELSON_EVICTION_HARD:+--eviction-hard "$KEELSON_EVICTION_HARD"} \
-    ${KEELSON_IMAGE_GC_HIGH:+--image-gc-high-threshold "$KEELSON_IMAGE_GC_HIGH"} "$@"
+    ${KEELSON_IMAGE_GC_HIGH:+--image-gc-high-threshold "$KEELSON_IMAGE_GC_HIGH"} \
+    ${KEELSON_SHUTDOWN_GRACE_PERIOD:+--shutdown-grace-period "$KEELSON_SHUTDOWN_GRACE_PERIOD"} \
+    ${KEELSON_SHUTDOWN_GRACE_PERIOD_CRITICAL_PODS:+--shutdown-grace-period-critical-pods "$KEELSON_SHUTDOWN_GRACE_PERIOD_CRITICAL_PODS"} "$@"
   wait_for "the agent's own credentials ($kubeconfig)" 120 test -s "$kubeconfig"
   start proxy "$bin/keelson-proxy" --kubeconfig "${proxy_kubeconfig:-$kubeconfig}" --hostname-override "$node" \
     --cluster-cidr "$cluster_cidr"

@@ -3,7 +3,6 @@
 # the three flows across the VMs, a pod on each worker reaching pods on the other through the
 # ClusterIP, then one worker powered off: its pods are replaced on the other.
 vm_names=([1]=kvt-cp [2]=kvt-w1 [3]=kvt-w2)
-k() { on 1 "KUBECONFIG=/var/lib/keelson/apiserver/admin.kubeconfig kubectl $*"; }
 phase boot
 vm_boot 1 kvt-cp 3072
 vm_boot 2 kvt-w1 2048

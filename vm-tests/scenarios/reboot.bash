@@ -2,17 +2,7 @@
 # Deployment; the worker reboots. Its node comes back Ready under systemd with no command run,
 # the same pods run again (containers restarted), the Ingress answers, and the worker holds
 # exactly one veth, one NAT chain and one address allocation per pod: nothing left from before.
-vm_names=([1]=kvt-cp [2]=kvt-w1)
-k() { on 1 "KUBECONFIG=/var/lib/keelson/apiserver/admin.kubeconfig kubectl $*"; }
-phase boot
-vm_boot 1 kvt-cp 3072
-vm_boot 2 kvt-w1 2048
-for n in 1 2; do wait_ssh "$n" "${vm_names[$n]}" 900; done
-phase install
-install_keelson 1 KEELSON_ADVERTISE_ADDRESS="$(vm_ip 1)"
-k cordon kvt-cp
-join=$(on 1 /root/keelson/scripts/token create --print-join-command)
-install_keelson 2 -- ${join#scripts/join }
+control_plane_and_worker
 phase scenario
 check 1 "bash /root/flows.sh /root/keelson/examples 3"
 # Pods with an address on the worker, as the API server has them.

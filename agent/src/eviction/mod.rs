@@ -14,7 +14,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::pod::context::Context;
+use crate::pod::context::{Context, Ending};
 use crate::pod::manager::Manager;
 use crate::pod::security::Rejection;
 
@@ -117,13 +117,11 @@ async fn evict_one(ctx: &Arc<Context>, pods: &Manager, t: &Threshold, o: &thresh
     let message = rank::message(victim, t, o);
     let uid = victim.pod.metadata.uid.clone().unwrap_or_default();
     tracing::warn!(pod = %crate::pod::format_pod(&victim.pod), signal = t.signal.name(), %message, "evicting pod");
-    ctx.evict(
-        &uid,
-        Rejection {
-            reason: crate::pod::local_storage::EVICTED,
-            message,
-        },
-    );
+    let why = Rejection {
+        reason: crate::pod::local_storage::EVICTED,
+        message,
+    };
+    ctx.evict(&uid, Ending { why, grace: None });
     pods.sync(&uid).await;
     wait_for_cleanup(ctx, &uid).await;
 }

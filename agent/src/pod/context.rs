@@ -33,20 +33,35 @@ pub struct Context {
     pub static_pods: std::sync::RwLock<std::collections::BTreeMap<String, Arc<Pod>>>,
     /// The QoS cgroup tree the pods' cgroups sit in.
     pub cgroups: Arc<crate::cgroups::QosCgroups>,
-    /// Pods the eviction manager evicts, by UID: their workers stop them and report why.
-    pub evictions: std::sync::Mutex<std::collections::HashMap<String, Rejection>>,
+    /// Pods the node ends (the eviction manager's, a node shutdown's), by UID: their workers
+    /// stop them and report why.
+    pub evictions: std::sync::Mutex<std::collections::HashMap<String, Ending>>,
+    /// Set while the node shuts down: new pods are refused.
+    pub shutting_down: std::sync::atomic::AtomicBool,
+}
+
+/// Why the node ends a pod, and the grace period its containers get when not the pod's own.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ending {
+    pub why: Rejection,
+    pub grace: Option<i64>,
 }
 
 impl Context {
-    pub fn evict(&self, uid: &str, why: Rejection) {
+    pub fn evict(&self, uid: &str, ending: Ending) {
         if let Ok(mut e) = self.evictions.lock() {
-            e.insert(uid.to_string(), why);
+            e.insert(uid.to_string(), ending);
         }
     }
 
     /// The eviction decided for the pod, if any.
-    pub fn eviction(&self, uid: &str) -> Option<Rejection> {
+    pub fn eviction(&self, uid: &str) -> Option<Ending> {
         self.evictions.lock().ok()?.get(uid).cloned()
+    }
+
+    pub fn is_shutting_down(&self) -> bool {
+        self.shutting_down
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     pub fn is_evicted(&self, uid: &str) -> bool {

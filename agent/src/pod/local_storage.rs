@@ -66,14 +66,16 @@ pub fn check(pod: &Pod, usage: &Usage) -> Option<Rejection> {
     })
 }
 
-/// The eviction a pod's status already records: an evicted pod stays ended, also across an
-/// agent restart (its usage drops once its containers stop).
+/// The end the node gave a pod that its status already records (an eviction, a node
+/// shutdown): such a pod stays ended, also across an agent restart or a reboot (an evicted
+/// pod's usage drops once its containers stop).
 pub fn recorded(pod: &Pod) -> Option<Rejection> {
     let status = pod.status.as_ref()?;
-    let ended =
-        status.phase.as_deref() == Some("Failed") && status.reason.as_deref() == Some(EVICTED);
-    ended.then(|| Rejection {
-        reason: EVICTED,
+    let reason = [EVICTED, crate::shutdown::plan::REASON]
+        .into_iter()
+        .find(|&r| status.reason.as_deref() == Some(r))?;
+    (status.phase.as_deref() == Some("Failed")).then(|| Rejection {
+        reason,
         message: status.message.clone().unwrap_or_default(),
     })
 }

@@ -9,6 +9,7 @@
 #![allow(dead_code)]
 
 pub mod bootstrap;
+pub mod logind;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -56,6 +57,8 @@ pub struct Node {
     bootstrap: Option<PathBuf>,
     /// More agent flags, for the next `start_agent` (e.g. `--network-backend vxlan`).
     pub extra_args: Vec<String>,
+    /// More environment for the next `start_agent` (e.g. DBUS_SYSTEM_BUS_ADDRESS).
+    pub extra_env: Vec<(String, String)>,
     /// --client-ca-file: the API server's CA, so that its kubelet client certificate
     /// authenticates on port 10250 (kubectl logs).
     client_ca: PathBuf,
@@ -101,6 +104,7 @@ impl Node {
             },
             bootstrap: join.bootstrap.clone(),
             extra_args: join.args.clone(),
+            extra_env: Vec::new(),
             client_ca: cluster.api_dir().join("ca.crt"),
             dir,
             root_dir,
@@ -149,6 +153,7 @@ impl Node {
             .args(self.default_unless_given("--eviction-hard", TEST_EVICTION_HARD))
             .args(self.default_unless_given("--image-gc-high-threshold", "100"))
             .args(&self.extra_args)
+            .envs(self.extra_env.iter().cloned())
             .env("RUST_LOG", "keelson_agent=debug");
         self.agent = Some(ChildGuard::spawn_logged(&mut cmd, &self.log));
     }

@@ -170,7 +170,8 @@ impl Worker {
         if observed.all_sandbox_ids.is_empty() {
             let pressure = self.ctx.pressure.borrow().clone();
             let admitted = super::admit::admit(&self.ctx.settings.security, pod)
-                .and_then(|()| crate::eviction::admit::admit(pod, &pressure));
+                .and_then(|()| crate::eviction::admit::admit(pod, &pressure))
+                .and_then(|()| crate::shutdown::admit(&self.ctx));
             if let Err(r) = admitted {
                 let status = format!("Pod was rejected: {}", r.message);
                 let base = PodStatus::default();
@@ -181,16 +182,19 @@ impl Worker {
             }
         }
         let (deadline, until_deadline) = super::admit::active_deadline(pod, Timestamp::now());
+        let ending = self.ctx.eviction(&self.uid);
         let decided = deadline
             .or_else(|| local_storage::recorded(pod))
-            .or_else(|| self.ctx.eviction(&self.uid));
+            .or_else(|| ending.as_ref().map(|e| e.why.clone()));
         let ended = match decided {
             Some(r) => Some(r),
             None => self.storage.evict(&self.ctx, pod, &observed).await,
         };
         if let Some(r) = ended {
-            // Past activeDeadlineSeconds, or evicted: everything stops, the pod Failed for good.
-            teardown::stop_containers(&self.ctx, Some(pod), &observed).await?;
+            // Past activeDeadlineSeconds, evicted or shut down: everything stops (within the
+            // grace period the node gave, if it gave one), the pod Failed for good.
+            let grace = ending.and_then(|e| e.grace);
+            teardown::stop_containers(&self.ctx, Some(pod), &observed, grace).await?;
             for id in &observed.all_sandbox_ids {
                 self.ctx.cri.stop_pod_sandbox(id).await?;
             }

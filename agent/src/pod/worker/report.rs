@@ -66,25 +66,31 @@ impl Reported {
         base: PodStatus,
     ) -> Result<(), SyncError> {
         let key = format!("{}|{}", rejection.reason, rejection.message);
-        if self.rejected.as_ref() != Some(&key) {
-            tracing::warn!(pod = %pod_key(pod), reason = rejection.reason, "{}", rejection.message);
-            let message = rejection.message.clone();
-            ctx.events
-                .pod(pod, None, Kind::Warning, rejection.reason, message);
-            self.rejected = Some(key);
-        }
         let live = pod.status.as_ref();
         let recorded = live.is_some_and(|s| {
             s.phase.as_deref() == Some("Failed")
                 && s.reason.as_deref() == Some(rejection.reason)
                 && s.message.as_ref() == Some(&status_message)
         });
+        // Told once: not again by a new worker (an agent restarted) for a status that has it.
+        if self.rejected.as_ref() != Some(&key) && !recorded {
+            tracing::warn!(pod = %pod_key(pod), reason = rejection.reason, "{}", rejection.message);
+            let message = rejection.message.clone();
+            ctx.events
+                .pod(pod, None, Kind::Warning, rejection.reason, message);
+        }
+        self.rejected = Some(key);
         if recorded {
             return Ok(());
         }
         let mut conditions = base.conditions.unwrap_or_default();
-        // An eviction says so in a condition too, as the kubelet's (PodDisruptionConditions).
-        if rejection.reason == crate::pod::local_storage::EVICTED {
+        // An eviction or a node shutdown says so in a condition too, as the kubelet's
+        // (PodDisruptionConditions).
+        let disrupted = [
+            crate::pod::local_storage::EVICTED,
+            crate::shutdown::plan::REASON,
+        ];
+        if disrupted.contains(&rejection.reason) {
             conditions.push(PodCondition {
                 type_: "DisruptionTarget".into(),
                 status: "True".into(),

@@ -32,7 +32,7 @@ pub async fn run(
     why: Teardown,
 ) -> Result<(), SyncError> {
     let observed = observe::runtime(ctx.cri.as_ref(), uid).await?;
-    stop_containers(ctx, pod, &observed).await?;
+    stop_containers(ctx, pod, &observed, None).await?;
     for id in &observed.all_sandbox_ids {
         ctx.cri.stop_pod_sandbox(id).await?;
         ctx.cri.remove_pod_sandbox(id).await?;
@@ -54,12 +54,14 @@ pub async fn run(
 
 /// Stops the running containers: all at once, then the native sidecars, the last one first
 /// (as upstream, so that they serve the main containers to the end); a container already gone
-/// counts as stopped.
+/// counts as stopped. `grace` overrides the pod's grace period (a node shutdown's).
 pub(super) async fn stop_containers(
     ctx: &Context,
     pod: Option<&Pod>,
     observed: &ObservedPod,
+    grace: Option<i64>,
 ) -> Result<(), SyncError> {
+    let grace = grace.unwrap_or_else(|| pod.map_or(ORPHAN_GRACE_SECONDS, stop::grace_seconds));
     let sidecar = |c: &&ObservedContainer| {
         c.kind == ContainerKind::Init
             && pod
@@ -72,12 +74,12 @@ pub(super) async fn stop_containers(
         .filter(|c| c.state == RunState::Running)
         .collect();
     let (mut sidecars, main): (Vec<_>, Vec<_>) = running.into_iter().partition(sidecar);
-    stop_all(ctx, pod, observed, &main).await?;
+    stop_all(ctx, pod, observed, &main, grace).await?;
     // Sidecars in the reverse of their order in the spec.
     let init = pod.map(decide::init_containers).unwrap_or_default();
     sidecars.sort_by_key(|c| std::cmp::Reverse(init.iter().position(|s| s.name == c.name)));
     for c in sidecars {
-        stop_all(ctx, pod, observed, &[c]).await?;
+        stop_all(ctx, pod, observed, &[c], grace).await?;
     }
     Ok(())
 }
@@ -88,8 +90,8 @@ async fn stop_all(
     pod: Option<&Pod>,
     observed: &ObservedPod,
     containers: &[&ObservedContainer],
+    grace: i64,
 ) -> Result<(), SyncError> {
-    let grace = pod.map_or(ORPHAN_GRACE_SECONDS, stop::grace_seconds);
     let pod_ip = observed.pod_ip();
     let mut stops = Vec::new();
     for c in containers {

@@ -122,6 +122,7 @@ fn fixture() -> Fixture {
         service_links: no_services(),
         tokens: Default::default(),
         evictions: Default::default(),
+        shutting_down: Default::default(),
         static_pods: Default::default(),
         cgroups: Arc::new(crate::cgroups::QosCgroups::new(
             &root.path().join("cgroup"),
