@@ -26,7 +26,10 @@ pub struct Options {
     pub listen: SocketAddr,
     /// /healthz, /readyz and /metrics.
     pub health: SocketAddr,
-    pub upstream: Option<SocketAddr>,
+    /// Where names outside the cluster's zones go, in order (none: refused).
+    pub upstreams: Vec<SocketAddr>,
+    /// The longest a forwarded answer is cached, in seconds (0: none).
+    pub cache_max_ttl: u32,
     /// Records' TTL and the SOA's negative-caching TTL.
     pub ttl: u32,
 }
@@ -52,12 +55,16 @@ pub async fn run(opts: Options) -> Result<(), DnsError> {
     let srv = Arc::new(Server {
         zone: zone.clone(),
         ttl: opts.ttl,
-        upstream: opts.upstream,
+        forward: crate::forward::Forwarder::new(
+            opts.upstreams.clone(),
+            opts.cache_max_ttl,
+            metrics.clone(),
+        ),
         metrics: metrics.clone(),
     });
     let udp_task = tokio::spawn(server::serve_udp(srv.clone(), udp));
     let tcp_task = tokio::spawn(server::serve_tcp(srv, tcp));
-    tracing::info!(listen = %opts.listen, domain = %opts.cluster_domain, "keelson-dns serving");
+    tracing::info!(listen = %opts.listen, domain = %opts.cluster_domain, upstreams = ?opts.upstreams, "keelson-dns serving");
 
     let changes = Changes::default();
     let services: Objects<Service> = keelson_daemon::reflect(

@@ -3,6 +3,7 @@
 
 pub mod app;
 pub mod error;
+pub mod forward;
 pub mod from_k8s;
 pub mod listen;
 pub mod metrics;

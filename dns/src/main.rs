@@ -32,23 +32,18 @@ struct Flags {
     /// Address for /healthz, /readyz and /metrics.
     #[arg(long, default_value = "127.0.0.1")]
     health_address: std::net::IpAddr,
-    /// Where names outside the cluster domain go (ADDR or ADDR:PORT); without it they are refused.
-    #[arg(long)]
-    upstream: Option<String>,
+    /// Where names outside the cluster domain go, comma separated and asked in turn: ADDR,
+    /// ADDR:PORT, or a resolv.conf whose nameservers are used (/etc/resolv.conf: the node's,
+    /// as CoreDNS's `forward . /etc/resolv.conf`). Without it they are refused.
+    #[arg(long, value_delimiter = ',')]
+    upstream: Vec<String>,
+    /// The longest a forwarded answer (or denial) is cached, in seconds; 0: no cache
+    /// (CoreDNS's `cache 30`).
+    #[arg(long, default_value_t = 30)]
+    cache_max_ttl: u32,
     /// TTL of the answers, in seconds (and the SOA's negative-caching TTL).
     #[arg(long, default_value_t = 30)]
     ttl: u32,
-}
-
-fn upstream(flag: Option<String>) -> anyhow::Result<Option<SocketAddr>> {
-    let Some(s) = flag else { return Ok(None) };
-    if let Ok(addr) = s.parse::<SocketAddr>() {
-        return Ok(Some(addr));
-    }
-    let ip: std::net::IpAddr = s
-        .parse()
-        .map_err(|_| anyhow::anyhow!("invalid --upstream {s:?}: want ADDR or ADDR:PORT"))?;
-    Ok(Some(SocketAddr::new(ip, 53)))
 }
 
 #[tokio::main]
@@ -60,7 +55,9 @@ async fn main() -> anyhow::Result<()> {
         cluster_domain: f.cluster_domain,
         listen: f.listen,
         health: SocketAddr::new(f.health_address, f.health_port),
-        upstream: upstream(f.upstream)?,
+        upstreams: keelson_dns::forward::resolv::upstreams(&f.upstream, f.listen)
+            .map_err(anyhow::Error::msg)?,
+        cache_max_ttl: f.cache_max_ttl,
         ttl: f.ttl,
     };
     app::run(opts).await?;

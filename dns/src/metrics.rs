@@ -12,6 +12,9 @@ use prometheus_client::registry::Registry;
 pub struct Metrics {
     responses: Family<Vec<(String, String)>, Counter>,
     forwarded: Counter,
+    cache_hits: Family<Vec<(String, String)>, Counter>,
+    cache_misses: Counter,
+    cache_entries: Gauge,
     pub services: Gauge,
     registry: Arc<Registry>,
 }
@@ -28,7 +31,24 @@ impl Metrics {
         let forwarded = keelson_daemon::counter(
             &mut r,
             "keelson_dns_forwarded_requests",
-            "Requests outside the cluster's zones passed to --upstream",
+            "Questions outside the cluster's zones asked of the upstreams (cache misses)",
+        );
+        let cache_hits = Family::<Vec<(String, String)>, Counter>::default();
+        r.register(
+            "keelson_dns_cache_hits",
+            "Forwarded questions answered from the cache, by type (success or denial)",
+            cache_hits.clone(),
+        );
+        let cache_misses = keelson_daemon::counter(
+            &mut r,
+            "keelson_dns_cache_misses",
+            "Forwarded questions the cache had no answer for",
+        );
+        let cache_entries = Gauge::default();
+        r.register(
+            "keelson_dns_cache_entries",
+            "Answers in the cache",
+            cache_entries.clone(),
         );
         let services = Gauge::default();
         r.register(
@@ -39,6 +59,9 @@ impl Metrics {
         Metrics {
             responses,
             forwarded,
+            cache_hits,
+            cache_misses,
+            cache_entries,
             services,
             registry: Arc::new(r),
         }
@@ -51,6 +74,19 @@ impl Metrics {
 
     pub fn forwarded(&self) {
         self.forwarded.inc();
+    }
+
+    pub fn cache_hit(&self, kind: &str) {
+        let label = vec![("type".to_string(), kind.to_string())];
+        self.cache_hits.get_or_create(&label).inc();
+    }
+
+    pub fn cache_miss(&self) {
+        self.cache_misses.inc();
+    }
+
+    pub fn cache_entries(&self, n: usize) {
+        self.cache_entries.set(i64::try_from(n).unwrap_or(i64::MAX));
     }
 
     pub fn registry(&self) -> Arc<Registry> {

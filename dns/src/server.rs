@@ -1,7 +1,6 @@
 //! The thin part: UDP and TCP (RFC 1035 two-byte length prefix) loops around `wire::handle`,
-//! and forwarding to `--upstream` over UDP.
+//! and names outside the zones passed to the forwarder (`--upstream`).
 
-use std::net::SocketAddr;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -10,6 +9,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::sync::Semaphore;
 
+use crate::forward::Forwarder;
 use crate::metrics::Metrics;
 use crate::wire::{self, Handled};
 use crate::zone::Zone;
@@ -17,8 +17,7 @@ use crate::zone::Zone;
 /// The zone being served; None until the first list of Services and EndpointSlices.
 pub type ZoneCell = Arc<RwLock<Option<Arc<Zone>>>>;
 
-/// How long an upstream gets to answer, and a TCP client to send its next query.
-const UPSTREAM_TIMEOUT: Duration = Duration::from_secs(2);
+/// How long a TCP client gets to send its next query.
 const TCP_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Open TCP connections at most; more wait to be accepted.
 const TCP_MAX_OPEN: usize = 256;
@@ -26,7 +25,8 @@ const TCP_MAX_OPEN: usize = 256;
 pub struct Server {
     pub zone: ZoneCell,
     pub ttl: u32,
-    pub upstream: Option<SocketAddr>,
+    /// None: names outside the zones are refused.
+    pub forward: Option<Forwarder>,
     pub metrics: Metrics,
 }
 
@@ -43,46 +43,27 @@ impl Server {
             Err(p) => p.into_inner().clone(),
         };
         let limit = udp.then(|| wire::udp_limit(&msg));
-        match wire::handle(zone.as_ref(), self.ttl, self.upstream.is_some(), &msg) {
-            Handled::Reply(resp) => {
-                self.metrics.response(resp.response_code());
-                wire::encode(&resp, limit)
-            }
-            Handled::Forward => self.forward(request, &msg).await,
-        }
+        let forwarding = self.forward.is_some();
+        let resp = match wire::handle(zone.as_ref(), self.ttl, forwarding, &msg) {
+            Handled::Reply(resp) => resp,
+            Handled::Forward => self.forward(request, &msg, !udp).await,
+        };
+        self.metrics.response(resp.response_code());
+        wire::encode(&resp, limit)
     }
 
-    async fn forward(&self, request: &[u8], msg: &Message) -> Option<Vec<u8>> {
-        let upstream = self.upstream?;
-        self.metrics.forwarded();
-        match forward_udp(upstream, request).await {
-            Ok(bytes) => Some(bytes),
-            Err(e) => {
-                tracing::debug!(%upstream, error = %e, "upstream did not answer");
-                let mut resp = Message::error_msg(msg.id(), msg.op_code(), ResponseCode::ServFail);
-                resp.add_queries(msg.queries().iter().cloned());
-                self.metrics.response(ResponseCode::ServFail);
-                wire::encode(&resp, None)
-            }
-        }
+    /// The upstreams' answer, or SERVFAIL when none answered.
+    async fn forward(&self, request: &[u8], msg: &Message, tcp: bool) -> Message {
+        let answer = match &self.forward {
+            Some(f) => f.resolve(request, msg, tcp).await,
+            None => None,
+        };
+        answer.unwrap_or_else(|| {
+            let mut resp = Message::error_msg(msg.id(), msg.op_code(), ResponseCode::ServFail);
+            resp.add_queries(msg.queries().iter().cloned());
+            resp
+        })
     }
-}
-
-async fn forward_udp(upstream: SocketAddr, request: &[u8]) -> std::io::Result<Vec<u8>> {
-    let local: SocketAddr = if upstream.is_ipv4() {
-        ([0, 0, 0, 0], 0).into()
-    } else {
-        ([0u16; 8], 0).into()
-    };
-    let sock = UdpSocket::bind(local).await?;
-    sock.connect(upstream).await?;
-    sock.send(request).await?;
-    let mut buf = vec![0u8; 65535];
-    let n = tokio::time::timeout(UPSTREAM_TIMEOUT, sock.recv(&mut buf))
-        .await
-        .map_err(|_| std::io::Error::new(std::io::ErrorKind::TimedOut, "no answer"))??;
-    buf.truncate(n);
-    Ok(buf)
 }
 
 /// Answers datagrams until the task is dropped. Zone answers are made inline (they take
@@ -99,7 +80,7 @@ pub async fn serve_udp(server: Arc<Server>, socket: UdpSocket) {
             }
         };
         let request = buf.get(..n).unwrap_or_default().to_vec();
-        let forwards = server.upstream.is_some();
+        let forwards = server.forward.is_some();
         let (server, socket) = (server.clone(), socket.clone());
         let task = async move {
             if let Some(resp) = server.respond(&request, true).await {

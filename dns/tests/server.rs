@@ -4,87 +4,15 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
-use std::sync::atomic::{AtomicU16, Ordering};
+use std::net::IpAddr;
 use std::time::Duration;
 
-use hickory_proto::op::{Message, MessageType, OpCode, Query, ResponseCode};
-use hickory_proto::rr::{Name, RData, RecordType};
-use keelson_testing::{binary, eventually, free_port, Apiserver, ChildGuard};
+use common::{http_get, ips, start_dns, tcp, udp, Dns};
+use hickory_proto::op::{Message, ResponseCode};
+use hickory_proto::rr::{RData, RecordType};
+use keelson_testing::{eventually, Apiserver};
 
 const WAIT: Duration = Duration::from_secs(30);
-
-struct Dns {
-    child: ChildGuard,
-    addr: SocketAddr,
-    health: SocketAddr,
-}
-
-fn start_dns(api: &Apiserver) -> Dns {
-    let kubeconfig = api.kubeconfig_for("system:kube-dns", &[]);
-    let (port, health_port) = (free_port(), free_port());
-    let log = api.dir.path().join("keelson-dns.log");
-    let child = ChildGuard::spawn_logged(
-        std::process::Command::new(binary("keelson-dns"))
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .args(["--listen", &format!("127.0.0.1:{port}")])
-            .args(["--health-port", &health_port.to_string()]),
-        &log,
-    );
-    Dns {
-        child,
-        addr: ([127, 0, 0, 1], port).into(),
-        health: ([127, 0, 0, 1], health_port).into(),
-    }
-}
-
-fn query_message(name: &str, t: RecordType) -> Message {
-    let mut m = Message::new();
-    m.set_id(rand_id())
-        .set_message_type(MessageType::Query)
-        .set_op_code(OpCode::Query)
-        .set_recursion_desired(true)
-        .add_query(Query::query(Name::from_ascii(name).unwrap(), t));
-    m
-}
-
-fn rand_id() -> u16 {
-    static NEXT: AtomicU16 = AtomicU16::new(1);
-    NEXT.fetch_add(1, Ordering::Relaxed)
-}
-
-fn udp(dns: &Dns, name: &str, t: RecordType) -> Result<Message, String> {
-    let q = query_message(name, t);
-    let sock = UdpSocket::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
-    sock.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
-    sock.send_to(&q.to_vec().unwrap(), dns.addr)
-        .map_err(|e| e.to_string())?;
-    let mut buf = [0u8; 4096];
-    let n = sock.recv(&mut buf).map_err(|e| format!("no answer: {e}"))?;
-    let resp = Message::from_vec(&buf[..n]).map_err(|e| e.to_string())?;
-    assert_eq!(resp.id(), q.id());
-    Ok(resp)
-}
-
-fn tcp(dns: &Dns, name: &str, t: RecordType) -> Message {
-    common::tcp_exchange(dns.addr, &query_message(name, t), Duration::from_secs(2))
-}
-
-fn ips(m: &Message) -> Vec<IpAddr> {
-    let mut v: Vec<IpAddr> = m
-        .answers()
-        .iter()
-        .filter_map(|r| match r.data() {
-            RData::A(a) => Some(IpAddr::V4(a.0)),
-            RData::AAAA(a) => Some(IpAddr::V6(a.0)),
-            _ => None,
-        })
-        .collect();
-    v.sort();
-    v
-}
 
 /// Waits until `name` resolves (A) to exactly `want`.
 fn resolves_to(dns: &Dns, name: &str, want: &[&str]) {
@@ -134,7 +62,7 @@ spec: {type: ExternalName, externalName: example.org}
 #[test]
 fn answers_services_and_endpoint_slices_from_its_watch() {
     let api = Apiserver::start();
-    let mut dns = start_dns(&api);
+    let mut dns = start_dns(&api, &[]);
     api.apply(OBJECTS);
 
     resolves_to(&dns, "web.default.svc.cluster.local.", &["10.96.100.20"]);
@@ -270,26 +198,13 @@ fn assert_nxdomain_with_soa(dns: &Dns, name: &str) {
     assert_eq!(s.minimum(), 30);
 }
 
-fn http_get(addr: SocketAddr, path: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(addr).unwrap();
-    write!(s, "GET {path} HTTP/1.0\r\nHost: x\r\n\r\n").unwrap();
-    let mut out = String::new();
-    s.read_to_string(&mut out).unwrap();
-    let status = out
-        .split(' ')
-        .nth(1)
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    (status, out)
-}
-
 /// busybox's nslookup, the client of the e2e checks' pods, reads the answers as expected:
 /// what scripts/e2e.d/dns.bash greps for.
 #[test]
 fn busybox_nslookup_reads_the_answers() {
     keelson_testing::require_tools(&["busybox"]);
     let api = Apiserver::start();
-    let dns = start_dns(&api);
+    let dns = start_dns(&api, &[]);
     api.apply(OBJECTS);
     resolves_to(
         &dns,

@@ -3,8 +3,11 @@
 # release keelson-dns, beside nsd (Debian's authoritative server) loaded with a static zone of the
 # same A records, in the same run. The load generator (dns/examples/bench_dns.rs) keeps C queries
 # in flight over UDP for S seconds, cycling through every Service name; both servers on loopback.
+# Then forwarding: the same names under `example.` (a zone nsd also serves, outside the cluster
+# domain) asked of keelson-dns with --upstream nsd (its cache answers after the first round),
+# beside unbound (Debian's caching resolver) forwarding to nsd the same way.
 # Usage: scripts/bench dns [N]   (DNS_BENCH_SECONDS=10, DNS_BENCH_CONCURRENCY=16,
-#        DNS_BENCH_PROFILE=release|debug). Installs nsd when it is missing.
+#        DNS_BENCH_PROFILE=release|debug). Installs nsd and unbound when they are missing.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$root"
@@ -14,6 +17,7 @@ concurrency=${DNS_BENCH_CONCURRENCY:-16}
 profile=${DNS_BENCH_PROFILE:-release}
 target=${CARGO_TARGET_DIR:-target}
 command -v nsd >/dev/null || [ -x /usr/sbin/nsd ] || apt-get install -y -q nsd >/dev/null
+command -v unbound >/dev/null || [ -x /usr/sbin/unbound ] || apt-get install -y -q unbound >/dev/null
 echo "building ($profile)..." >&2
 flag=(); [ "$profile" = release ] && flag=(--release)
 cargo build "${flag[@]}" -q -p keelson-apiserver --bin keelson-apiserver
@@ -44,27 +48,30 @@ kubectl apply -f "$dir/services.yaml" >/dev/null
 kubectl get services -n default -o jsonpath='{range .items[*]}{.metadata.name} {.spec.clusterIP}{"\n"}{end}' |
   grep '^svc-' >"$dir/records"
 sed 's/^\([^ ]*\) .*/\1.default.svc.cluster.local./' "$dir/records" >"$dir/names"
+sed 's/^\([^ ]*\) .*/\1.example./' "$dir/records" >"$dir/outside-names"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])' 2>/dev/null || echo $((20000 + RANDOM % 20000)); }
 
-# keelson-dns, as its own identity.
+# nsd with the same records as static zones: cluster.local, and example. for the forwarding round.
+nsd_port=$(free_port)
+zone() { # origin, owner suffix
+  echo "\$ORIGIN $1"
+  echo '$TTL 30'
+  echo "@ IN SOA ns.dns.$1 hostmaster.$1 1 7200 1800 86400 30"
+  echo "@ IN NS ns.dns.$1"
+  while read -r name ip; do echo "$name$2 IN A $ip"; done <"$dir/records"
+}
+zone cluster.local. .default.svc >"$dir/cluster.local.zone"
+zone example. "" >"$dir/example.zone"
+
+# keelson-dns, as its own identity, forwarding other names to nsd.
 "$bin/keelson-apiserver" kubeconfig --data-dir "$dir" --user system:kube-dns \
   --server "https://127.0.0.1:$port" --out "$dir/dns.kubeconfig"
 dns_port=$(free_port) health_port=$(free_port)
 "$bin/keelson-dns" --kubeconfig "$dir/dns.kubeconfig" --listen "127.0.0.1:$dns_port" \
-  --health-port "$health_port" >"$dir/dns.log" 2>&1 &
+  --health-port "$health_port" --upstream "127.0.0.1:$nsd_port" >"$dir/dns.log" 2>&1 &
 pids+=($!)
 for _ in $(seq 1 300); do curl -sf "http://127.0.0.1:$health_port/readyz" >/dev/null && break; sleep 0.1; done
-
-# nsd with the same records as a static zone.
-nsd_port=$(free_port)
-{
-  echo '$ORIGIN cluster.local.'
-  echo '$TTL 30'
-  echo '@ IN SOA ns.dns.cluster.local. hostmaster.cluster.local. 1 7200 1800 86400 30'
-  echo '@ IN NS ns.dns.cluster.local.'
-  while read -r name ip; do echo "$name.default.svc IN A $ip"; done <"$dir/records"
-} >"$dir/cluster.local.zone"
 cat >"$dir/nsd.conf" <<CONF
 server:
   ip-address: 127.0.0.1@$nsd_port
@@ -83,17 +90,48 @@ remote-control:
 zone:
   name: cluster.local
   zonefile: "$dir/cluster.local.zone"
+zone:
+  name: example
+  zonefile: "$dir/example.zone"
 CONF
 nsd=$(command -v nsd || echo /usr/sbin/nsd)
 "$nsd" -d -c "$dir/nsd.conf" >"$dir/nsd.out" 2>&1 &
 pids+=($!)
+# unbound forwarding everything to nsd, caching as keelson-dns does (30 s at most).
+unbound_port=$(free_port)
+cat >"$dir/unbound.conf" <<CONF
+server:
+  interface: 127.0.0.1@$unbound_port
+  port: $unbound_port
+  do-daemonize: no
+  username: ""
+  chroot: ""
+  directory: "$dir"
+  pidfile: "$dir/unbound.pid"
+  use-syslog: no
+  logfile: "$dir/unbound.log"
+  num-threads: 1
+  do-not-query-localhost: no
+  access-control: 127.0.0.0/8 allow
+  cache-max-ttl: 30
+  cache-max-negative-ttl: 30
+  module-config: "iterator"
+forward-zone:
+  name: "."
+  forward-addr: 127.0.0.1@$nsd_port
+CONF
+unbound=$(command -v unbound || echo /usr/sbin/unbound)
+"$unbound" -d -c "$dir/unbound.conf" >"$dir/unbound.out" 2>&1 &
+pids+=($!)
 sleep 1
 
-run() { # label, server
+run() { # label, server, names
   local out
-  out=$("$target/$profile/examples/bench_dns" "$2" "$dir/names" "$seconds" "$concurrency")
+  out=$("$target/$profile/examples/bench_dns" "$2" "$3" "$seconds" "$concurrency")
   echo "$1: $out" >&2
   echo "{\"bench\": \"dns\", \"server\": \"$1\", \"services\": $n, \"seconds\": $seconds, \"concurrency\": $concurrency, \"result\": $out}"
 }
-run keelson-dns "127.0.0.1:$dns_port"
-run nsd "127.0.0.1:$nsd_port"
+run keelson-dns "127.0.0.1:$dns_port" "$dir/names"
+run nsd "127.0.0.1:$nsd_port" "$dir/names"
+run keelson-dns-forwarding "127.0.0.1:$dns_port" "$dir/outside-names"
+run unbound-forwarding "127.0.0.1:$unbound_port" "$dir/outside-names"

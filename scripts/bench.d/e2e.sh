@@ -15,6 +15,8 @@ cd "$root"
 runs=${RUNS:-5}
 limit=${LIMIT:-300}
 # Disk eviction low, as the tests' (this machine's shared disk is past imagefs.available<15%).
+# Names outside the cluster are refused: nothing is sent to the machine's resolvers.
+export KEELSON_DNS_UPSTREAM=${KEELSON_DNS_UPSTREAM-}
 export KEELSON_EVICTION_HARD=${KEELSON_EVICTION_HARD:-"memory.available<100Mi,nodefs.available<1%,imagefs.available<1%,nodefs.inodesFree<1%,imagefs.inodesFree<1%"}
 export KEELSON_IMAGE_GC_HIGH=${KEELSON_IMAGE_GC_HIGH:-100}
 export KEELSON_NETNS=kb-e2e KEELSON_NODE_NAME=kb-e2e KEELSON_PROFILE=release

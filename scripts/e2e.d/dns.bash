@@ -4,6 +4,15 @@
 # every lookup and prints them; its log is read. Everything made here is removed at the end.
 
 dns_tmp=$(mktemp -d)
+# The upstream names outside the cluster go to (scripts/e2e's KEELSON_DNS_UPSTREAM): a second
+# keelson-dns, serving the domain `example.` from the same Services.
+# nsenter itself (not in_ns, a function run in a subshell), so that $! is the server's own PID.
+nsenter --net="/var/run/netns/$KEELSON_NETNS" "${CARGO_TARGET_DIR:-$root/target}/debug/keelson-dns" --kubeconfig "$KEELSON_DATA/components/dns.kubeconfig" \
+  --cluster-domain example --listen 127.0.0.1:5353 --health-port 9154 >"$dns_tmp/upstream.log" 2>&1 &
+dns_upstream_pid=$!
+# For scripts/e2e's clean, should this run be interrupted before the end below.
+echo "$dns_upstream_pid" >"$KEELSON_RUN/dns-upstream.pid"
+until_ok 30 in_ns curl -sf http://127.0.0.1:9154/readyz || true
 # A headless Service over the web Deployment's pods: its name resolves to their addresses.
 k apply -f - >/dev/null <<'YAML' || true
 apiVersion: v1
@@ -25,7 +34,7 @@ dns_pod_ips=$(dns_ready || true)
 
 # Each lookup between markers, with its exit status; nslookup's own retries end each one.
 dns_script='for q in web web.default.svc.cluster.local e2e-dns-headless.default.svc.cluster.local \
-  "-type=SRV _http._tcp.web.default.svc.cluster.local" outside.example.; do
+  "-type=SRV _http._tcp.web.default.svc.cluster.local" web.default.svc.example. outside.example.; do
   echo "=== $q"; nslookup $q; echo "rc=$?"; done; echo "=== resolv.conf"; cat /etc/resolv.conf; echo "=== end"'
 k run e2e-dns --image=127.0.0.1:5000/keelson/busybox:1.35 --restart=Never --command -- sh -c "$dns_script" >/dev/null || true
 until_ok 120 sh -c "[ \"\$(nsenter --net=/var/run/netns/$KEELSON_NETNS kubectl get pod e2e-dns -o jsonpath='{.status.phase}')\" = Succeeded ]" || true
@@ -56,10 +65,16 @@ else
   fail dns_srv_names_the_named_port "got: $(echo "$dns_srv" | head -c 600)"
 fi
 
-# Outside the cluster domain: refused at once (no --upstream), a failure, no address.
+# Outside the cluster domain: forwarded to the upstream, which knows web under `example.`...
+if dns_section web.default.svc.example. | grep -q "Address: $web_ip\$"; then
+  pass dns_outside_name_resolves_through_the_upstream
+else
+  fail dns_outside_name_resolves_through_the_upstream "want $web_ip; got: $(dns_section web.default.svc.example. | head -c 600) $(tail -n 5 "$dns_tmp/upstream.log")"
+fi
+# ... and denies what it does not have: a failure, no address.
 dns_out=$(dns_section outside.example.)
 if echo "$dns_out" | grep -q 'rc=1' && ! echo "$dns_out" | grep -q '^Address: [0-9]' &&
-  echo "$dns_out" | grep -qi 'REFUSED\|can.t find'; then
+  echo "$dns_out" | grep -qi 'NXDOMAIN\|can.t find'; then
   pass dns_outside_the_cluster_fails_cleanly
 else
   fail dns_outside_the_cluster_fails_cleanly "got: $(echo "$dns_out" | head -c 600)"
@@ -76,4 +91,6 @@ fi
 
 k delete pod e2e-dns --wait=false >/dev/null 2>&1 || true
 k delete service e2e-dns-headless >/dev/null 2>&1 || true
+kill "$dns_upstream_pid" 2>/dev/null || true
+wait "$dns_upstream_pid" 2>/dev/null || true
 rm -rf "$dns_tmp"

@@ -42,8 +42,11 @@ start_cluster_dns() {
   done
   [ -n "$cidr" ] || { echo "node $node has no pod CIDR: cluster DNS not started" >&2; exit 1; }
   gateway=$(pod_cidr_gateway "$cidr")
+  # Names outside the cluster go to the node's resolvers (CoreDNS's `forward . /etc/resolv.conf`),
+  # or to KEELSON_DNS_UPSTREAM (addresses, comma separated; set and empty: refused).
+  local upstream=${KEELSON_DNS_UPSTREAM-/etc/resolv.conf}
   start dns "$bin/keelson-dns" --kubeconfig "$components/dns.kubeconfig" \
-    --listen "$gateway:53" --health-port 9153
+    --listen "$gateway:53" --health-port 9153 ${upstream:+--upstream "$upstream"}
   wait_for "keelson-dns" 30 in_ns curl -sf http://127.0.0.1:9153/readyz
   in_ns kubectl apply -f - >/dev/null <<YAML
 apiVersion: discovery.k8s.io/v1
