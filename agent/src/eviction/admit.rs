@@ -7,21 +7,9 @@ use std::collections::BTreeSet;
 use k8s_openapi::api::core::v1::Pod;
 use keelson_apimachinery::well_known::MEMORY_PRESSURE_TAINT;
 
+pub use crate::pod::critical::is_critical;
 use crate::pod::local_storage::EVICTED;
 use crate::pod::security::Rejection;
-
-/// Priority from which pods are critical (system-cluster-critical and above).
-pub const CRITICAL_PRIORITY: i32 = 2_000_000_000;
-
-/// As the kubelet's IsCriticalPod: a static pod (or its mirror), or one of critical priority.
-pub fn is_critical(pod: &Pod) -> bool {
-    let annotations = pod.metadata.annotations.as_ref();
-    let source = annotations.and_then(|a| a.get(crate::pod::static_pods::SOURCE_ANNOTATION));
-    let from_file = source.is_some_and(|s| s != "api");
-    from_file
-        || crate::pod::static_pods::is_mirror(pod)
-        || pod.spec.as_ref().and_then(|s| s.priority).unwrap_or(0) >= CRITICAL_PRIORITY
-}
 
 fn tolerates_memory_pressure(pod: &Pod) -> bool {
     let tolerations = pod.spec.as_ref().and_then(|s| s.tolerations.as_deref());

@@ -6,6 +6,7 @@ pub mod atomic_writer;
 pub mod claims;
 pub mod container_kind;
 pub mod context;
+pub mod critical;
 pub mod decide;
 pub mod dns;
 pub mod env;

@@ -29,17 +29,6 @@ pub const LOGIND_DROP_IN: &str = "/etc/systemd/logind.conf.d/99-keelson-agent.co
 /// metrics after the reboot.
 const STATE_FILE: &str = "graceful_node_shutdown_state";
 
-/// A new pod while the node shuts down: refused, as the kubelet's shutdown admit handler.
-pub fn admit(ctx: &Context) -> Result<(), Rejection> {
-    if !ctx.is_shutting_down() {
-        return Ok(());
-    }
-    Err(Rejection {
-        reason: plan::REJECT_REASON,
-        message: plan::REJECT_MESSAGE.into(),
-    })
-}
-
 /// Runs the shutdown manager for as long as the agent runs. `not_ready` is the node status
 /// loop's own reason for Ready=False.
 pub async fn run(

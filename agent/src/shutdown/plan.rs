@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 
-use crate::eviction::admit::is_critical;
+use crate::pod::critical::is_critical;
+use crate::pod::security::Rejection;
 
 /// The status a pod stopped by the shutdown is given (phase Failed), as upstream's.
 pub const REASON: &str = "Terminated";
@@ -18,6 +19,17 @@ pub const NOT_READY: &str = "node is shutting down";
 /// A pod that arrives while the node shuts down is refused with these.
 pub const REJECT_REASON: &str = "NodeShutdown";
 pub const REJECT_MESSAGE: &str = "Pod was rejected as the node is shutting down.";
+
+/// A new pod while the node shuts down is refused, as the kubelet's shutdown admit handler.
+pub fn admit(shutting_down: bool) -> Result<(), Rejection> {
+    if !shutting_down {
+        return Ok(());
+    }
+    Err(Rejection {
+        reason: REJECT_REASON,
+        message: REJECT_MESSAGE.into(),
+    })
+}
 
 /// The kubelet's two flags: the whole time the shutdown is held for, and the critical pods'
 /// share of it (the last part).

@@ -171,7 +171,7 @@ impl Worker {
             let pressure = self.ctx.pressure.borrow().clone();
             let admitted = super::admit::admit(&self.ctx.settings.security, pod)
                 .and_then(|()| crate::eviction::admit::admit(pod, &pressure))
-                .and_then(|()| crate::shutdown::admit(&self.ctx));
+                .and_then(|()| crate::shutdown::plan::admit(self.ctx.is_shutting_down()));
             if let Err(r) = admitted {
                 let status = format!("Pod was rejected: {}", r.message);
                 let base = PodStatus::default();
