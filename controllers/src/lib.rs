@@ -140,9 +140,10 @@ fn endpoint_slices(ctx: &Arc<Ctx>) -> impl Future<Output = ()> {
 /// The garbage collector, then the namespace controller, once `every` interval, until aborted.
 async fn sweeps(ctx: Arc<Ctx>, every: Duration) {
     let mut tick = tokio::time::interval(every);
+    let mut resources = gc::Resources::default();
     loop {
         tick.tick().await;
-        if let Err(e) = gc::sweep(&ctx.client).await {
+        if let Err(e) = gc::sweep(&ctx.client, &mut resources).await {
             tracing::warn!(error = %e, "garbage collection sweep failed");
         }
         if let Err(e) = namespace::sweep(&ctx.client).await {

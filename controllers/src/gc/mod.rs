@@ -1,34 +1,20 @@
 //! The garbage collector, as a periodic sweep beside the API server's own propagation (which
-//! orphans and starts foreground deletions at DELETE time): dependents whose owners are all gone
-//! are deleted (background), and dependents of an owner being deleted in the foreground that
-//! the API server did not reach (made meanwhile) are deleted, as upstream's
-//! attemptToDeleteItem decides.
+//! orphans and starts foreground deletions at DELETE time), over every resource served
+//! (`resources`): dependents whose owners are all gone are deleted (background), and
+//! dependents of an owner being deleted in the foreground that the API server did not reach
+//! (made meanwhile) are deleted, as upstream's attemptToDeleteItem decides. Before a dependent
+//! is deleted for owners that look gone, each owner is read again by name (upstream's
+//! isDangling): one made after the sweep's lists is not taken for a deleted one.
 
-use crate::api::{delete_if_present, Namespaced};
-use k8s_openapi::api::apps::v1::{
-    ControllerRevision, DaemonSet, Deployment, ReplicaSet, StatefulSet,
-};
-use k8s_openapi::api::batch::v1::{CronJob, Job};
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, Service};
-use k8s_openapi::api::discovery::v1::EndpointSlice;
-use kube::api::{Api, DeleteParams, ListParams, PartialObjectMeta, Preconditions};
+use crate::api::delete_if_present;
+use kube::api::{Api, DeleteParams, DynamicObject, ListParams, PartialObjectMeta, Preconditions};
+use kube::discovery::{ApiResource, Scope};
 use kube::ResourceExt;
 use std::collections::HashSet;
 
-mod custom;
+pub mod resources;
 
-/// The owner kinds this collector looks up. A reference to any other kind (a Node, a
-/// PersistentVolumeClaim, a custom kind) counts as alive: an owner it cannot see is never taken
-/// for a deleted one.
-const OWNER_KINDS: [(&str, &str); 7] = [
-    ("apps/v1", "Deployment"),
-    ("apps/v1", "ReplicaSet"),
-    ("apps/v1", "DaemonSet"),
-    ("apps/v1", "StatefulSet"),
-    ("batch/v1", "Job"),
-    ("batch/v1", "CronJob"),
-    ("v1", "Service"),
-];
+pub use resources::Resources;
 
 /// upstream's finalizer of an owner held until its dependents are gone.
 const FOREGROUND: &str = "foregroundDeletion";
@@ -42,9 +28,10 @@ pub struct Owners {
     pub foreground: HashSet<String>,
     /// Uids that some listed object names as an owner: those objects have dependents.
     pub owning: HashSet<String>,
-    /// Custom kinds (apiVersion, kind) whose objects were all listed, so a reference to one
-    /// that is not among them names an owner that is gone.
-    pub custom_kinds: HashSet<(String, String)>,
+    /// The kinds (apiVersion, kind) whose objects were all listed, so a reference to one
+    /// that is not among them names an owner that is gone; a reference to any other kind
+    /// (not served) counts as alive.
+    pub kinds: HashSet<(String, String)>,
 }
 
 impl Owners {
@@ -74,10 +61,9 @@ pub fn verdict<K: ResourceExt>(obj: &K, owners: &Owners) -> Option<&'static str>
         return None;
     }
     let looked_up = |r: &&k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference| {
-        OWNER_KINDS.contains(&(r.api_version.as_str(), r.kind.as_str()))
-            || owners
-                .custom_kinds
-                .contains(&(r.api_version.clone(), r.kind.clone()))
+        owners
+            .kinds
+            .contains(&(r.api_version.clone(), r.kind.clone()))
     };
     let solid = refs.iter().any(|r| {
         !looked_up(&r) || (owners.alive.contains(&r.uid) && !owners.foreground.contains(&r.uid))
@@ -94,38 +80,68 @@ pub fn verdict<K: ResourceExt>(obj: &K, owners: &Owners) -> Option<&'static str>
     })
 }
 
-async fn list_meta<K>(client: &kube::Client) -> Result<Vec<PartialObjectMeta<K>>, kube::Error>
-where
-    K: Namespaced,
-{
-    let all: Api<K> = Api::all(client.clone());
-    Ok(all.list_metadata(&ListParams::default()).await?.items)
+type Listed = Vec<PartialObjectMeta<DynamicObject>>;
+
+fn api(
+    client: &kube::Client,
+    ar: &ApiResource,
+    scope: &Scope,
+    ns: Option<&str>,
+) -> Api<DynamicObject> {
+    match (scope, ns) {
+        (Scope::Namespaced, Some(ns)) => Api::namespaced_with(client.clone(), ns, ar),
+        _ => Api::all_with(client.clone(), ar),
+    }
 }
 
-async fn collect<K>(
+/// Whether an owner `o` names still exists (the same object: its uid), read now.
+async fn owner_exists(
     client: &kube::Client,
-    items: &[PartialObjectMeta<K>],
+    resources: &Resources,
+    o: &PartialObjectMeta<DynamicObject>,
+) -> Result<bool, kube::Error> {
+    for r in o.owner_references() {
+        let Some((ar, scope)) = resources
+            .kinds
+            .get(&(r.api_version.clone(), r.kind.clone()))
+        else {
+            continue;
+        };
+        let owner = api(client, ar, scope, o.namespace().as_deref())
+            .get_metadata_opt(&r.name)
+            .await?;
+        if owner.is_some_and(|m| m.uid().as_deref() == Some(r.uid.as_str())) {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+async fn collect(
+    client: &kube::Client,
+    resources: &Resources,
+    (ar, scope): &(ApiResource, Scope),
+    items: &Listed,
     owners: &Owners,
-) -> Result<(), kube::Error>
-where
-    K: Namespaced,
-{
+) -> Result<(), kube::Error> {
     for listed in items {
         if verdict(listed, owners).is_none() {
             continue;
         }
-        let api: Api<K> = Api::namespaced(client.clone(), &listed.namespace().unwrap_or_default());
+        let api = api(client, ar, scope, listed.namespace().as_deref());
         // Decided again on the object as it is now, as upstream's attemptToDeleteItem: an
-        // orphaning DELETE of its owner made between this sweep's list of dependents and its
-        // list of owners removed the reference, then the owner, so the owner looks gone while
-        // the listed dependent still names it. The delete holds only for that version (a 409
-        // leaves it to the next sweep).
+        // orphaning DELETE of its owner made between this sweep's lists removed the
+        // reference, then the owner, so the owner looks gone while the listed dependent still
+        // names it. The delete holds only for that version (a 409 leaves it to the next sweep).
         let Some(o) = api.get_metadata_opt(&listed.name_any()).await? else {
             continue;
         };
         let Some(policy) = verdict(&o, owners) else {
             continue;
         };
+        if policy == "Background" && owner_exists(client, resources, &o).await? {
+            continue;
+        }
         let mut params = match policy {
             "Foreground" => DeleteParams::foreground(),
             _ => DeleteParams::background(),
@@ -136,7 +152,7 @@ where
         });
         match delete_if_present(&api, &o.name_any(), &params).await {
             Ok(()) => {
-                tracing::info!(kind = K::kind(&()).as_ref(), name = %o.name_any(), policy, "deleted a dependent of a deleted owner");
+                tracing::info!(kind = %ar.kind, name = %o.name_any(), policy, "deleted a dependent of a deleted owner");
             }
             Err(kube::Error::Api(e)) if e.code == 409 => {
                 tracing::debug!(name = %o.name_any(), "changed since listed; left for the next sweep");
@@ -147,43 +163,47 @@ where
     Ok(())
 }
 
-/// One pass over ReplicaSets, Pods, EndpointSlices, ControllerRevisions, Jobs and
-/// PersistentVolumeClaims.
-pub async fn sweep(client: &kube::Client) -> Result<(), kube::Error> {
-    // Dependents are listed before their owners: an owner exists before anything points to it,
-    // so every live owner of a listed dependent is in the later owner lists. Listing owners
-    // first would take a dependent of an owner created in between for an orphan.
-    let pods = list_meta::<Pod>(client).await?;
-    let slices = list_meta::<EndpointSlice>(client).await?;
-    let revisions = list_meta::<ControllerRevision>(client).await?;
-    let claims = list_meta::<PersistentVolumeClaim>(client).await?;
-    let sets = list_meta::<ReplicaSet>(client).await?;
-    let jobs = list_meta::<Job>(client).await?;
-    let mut owners = Owners::default();
-    owners.note(&pods);
-    owners.note(&slices);
-    owners.note(&revisions);
-    owners.note(&claims);
-    owners.note(&sets);
-    owners.note(&jobs);
-    owners.note(&list_meta::<Deployment>(client).await?);
-    owners.note(&list_meta::<DaemonSet>(client).await?);
-    owners.note(&list_meta::<StatefulSet>(client).await?);
-    owners.note(&list_meta::<CronJob>(client).await?);
-    owners.note(&list_meta::<Service>(client).await?);
-    collect(client, &sets, &owners).await?;
-    collect(client, &jobs, &owners).await?;
-    collect(client, &pods, &owners).await?;
-    collect(client, &slices, &owners).await?;
-    collect(client, &revisions, &owners).await?;
-    collect(client, &claims, &owners).await?;
-    custom::sweep(client).await
+/// One pass over every resource served that can be listed and deleted.
+pub async fn sweep(client: &kube::Client, resources: &mut Resources) -> Result<(), kube::Error> {
+    resources.refresh(client).await?;
+    let mut owners = Owners {
+        kinds: resources.served(),
+        ..Default::default()
+    };
+    let mut all: Vec<(&(ApiResource, Scope), Listed)> = Vec::new();
+    for resource @ (ar, scope) in &resources.listed {
+        match api(client, ar, scope, None)
+            .list_metadata(&ListParams::default())
+            .await
+        {
+            Ok(list) => {
+                owners.note(&list.items);
+                all.push((resource, list.items));
+            }
+            // One resource the collector may not list (a 403, or gone with its definition):
+            // its objects are not swept, and owners of its kind count as alive.
+            Err(kube::Error::Api(e)) => {
+                tracing::debug!(resource = %ar.plural, code = e.code, "not listed by the garbage collector");
+                let group = |v: &str| v.split_once('/').map_or("", |(g, _)| g).to_string();
+                owners
+                    .kinds
+                    .retain(|(v, k)| !(k == &ar.kind && group(v) == ar.group));
+            }
+            Err(e) => return Err(e),
+        }
+    }
+    for (resource, items) in &all {
+        collect(client, resources, resource, items, &owners).await?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::pods::{owner_ref, pod};
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::Pod;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
     use k8s_openapi::jiff::Timestamp;
 
@@ -211,8 +231,17 @@ mod tests {
             owned("f", "apps/v1", "StatefulSet", "sts-gone"),
             owned("g", "v1", "PersistentVolumeClaim", "pvc-gone"),
         ];
+        let served = [
+            ("apps/v1", "ReplicaSet"),
+            ("batch/v1", "Job"),
+            ("apps/v1", "StatefulSet"),
+        ];
         let owners = Owners {
             alive: ["rs-live".to_string()].into(),
+            kinds: served
+                .iter()
+                .map(|(v, k)| (v.to_string(), k.to_string()))
+                .collect(),
             ..Default::default()
         };
         let got = verdicts(&items, &owners);
@@ -233,7 +262,10 @@ mod tests {
         let rs = owned("rs", "apps/v1", "Deployment", "d1");
         let leaf = owned("leaf", "apps/v1", "Deployment", "d1");
         let child = owned("child", "apps/v1", "ReplicaSet", "uid-rs");
-        let mut owners = Owners::default();
+        let mut owners = Owners {
+            kinds: [("apps/v1".to_string(), "Deployment".to_string())].into(),
+            ..Default::default()
+        };
         owners.note(&[deploy]);
         owners.note(&[rs.clone(), leaf.clone(), child.clone()]);
         let got = verdicts(&[rs, leaf, child], &owners);
