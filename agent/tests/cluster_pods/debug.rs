@@ -124,7 +124,9 @@ fn kubectl_debug_runs_an_ephemeral_container_beside_its_target_and_on_the_node()
             "--",
             "sh",
         ],
-        "cat /host/etc/hostname; ip -o -4 addr; echo agents=$(ps -o args | grep -c '[k]eelson-agent'); exit\n",
+        // The pause before exit: an attached process's last output may be cut when it exits
+        // at once (containerd's attach, as upstream's `kubectl attach`), and ps is slow under load.
+        "cat /host/etc/hostname; ip -o -4 addr; echo agents=$(ps -o args | grep -c '[k]eelson-agent'); sleep 1; exit\n",
     );
     let stdout = String::from_utf8_lossy(&out.stdout);
     let host_name = std::fs::read_to_string("/etc/hostname").unwrap_or_default();
