@@ -93,4 +93,5 @@ k delete pod e2e-dns --wait=false >/dev/null 2>&1 || true
 k delete service e2e-dns-headless >/dev/null 2>&1 || true
 kill "$dns_upstream_pid" 2>/dev/null || true
 wait "$dns_upstream_pid" 2>/dev/null || true
+rm -f "$KEELSON_RUN/dns-upstream.pid"
 rm -rf "$dns_tmp"
