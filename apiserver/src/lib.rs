@@ -23,6 +23,7 @@ pub mod render;
 pub mod rest;
 pub mod serve;
 pub mod server;
+pub mod snapshot;
 pub mod status;
 pub mod token;
 

@@ -51,6 +51,13 @@ async fn run() -> anyhow::Result<()> {
         println!("etcd PKI in {}", dir.display());
         return Ok(());
     }
+    if let Some(Command::Snapshot { action }) = &opts.command {
+        print!(
+            "{}",
+            keelson_apiserver::snapshot::command(&opts.data_dir, action)?
+        );
+        return Ok(());
+    }
     if let Some(Command::Certs { action }) = &opts.command {
         return certs(&opts.data_dir, action);
     }

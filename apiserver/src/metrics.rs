@@ -40,6 +40,7 @@ pub struct Metrics {
     /// Seconds left on each certificate in use, computed from `not_after` when scraped.
     certificate_ttl: Family<CertificateLabels, Gauge<i64, AtomicI64>>,
     not_after: std::sync::Mutex<Vec<(String, i64)>>,
+    pub snapshots: crate::snapshot::SnapshotMetrics,
 }
 
 impl Metrics {
@@ -84,7 +85,19 @@ impl Metrics {
             "Seconds until the certificate the server uses expires (negative once expired), by certificate: serving, ca, kubelet-client",
             certificate_ttl.clone(),
         );
+        let snapshots = crate::snapshot::SnapshotMetrics::default();
+        registry.register(
+            "keelson_apiserver_snapshot_last_success_timestamp_seconds",
+            "Unix time of the last scheduled snapshot of the store written",
+            snapshots.last_success.clone(),
+        );
+        registry.register(
+            "keelson_apiserver_snapshot_failures",
+            "Scheduled snapshots of the store that failed",
+            snapshots.failures.clone(),
+        );
         Metrics {
+            snapshots,
             certificate_ttl,
             not_after: Default::default(),
             registry,

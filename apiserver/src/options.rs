@@ -115,6 +115,16 @@ pub struct Options {
     /// resourceVersions then get 410 Gone); 0 never compacts.
     #[arg(long, default_value = "5m", value_parser = duration)]
     pub etcd_compaction_interval: Duration,
+    /// How often the store is snapshotted into --snapshot-dir (as k3s's etcd snapshots);
+    /// 0 never.
+    #[arg(long, default_value = "12h", value_parser = duration)]
+    pub snapshot_interval: Duration,
+    /// Scheduled snapshots kept, newest first; 0 keeps them all.
+    #[arg(long, default_value_t = 5)]
+    pub snapshot_retention: usize,
+    /// Where scheduled snapshots go [default: <data-dir>/snapshots].
+    #[arg(long)]
+    pub snapshot_dir: Option<PathBuf>,
     /// How long an Event is kept after it was last seen, e.g. 1h, 30m, 90s, 1h30m (0: forever).
     #[arg(long, default_value = "1h", value_parser = duration)]
     pub event_ttl: Duration,
@@ -206,6 +216,28 @@ pub enum Command {
     /// Copies every stored object from a stopped server's SQLite store into etcd
     /// (--from sqlite:DIR --to etcd:URL); then start the server with --etcd-servers.
     Migrate(MigrateArgs),
+    /// Backups of the store: `save FILE` copies the store of --data-dir while its server runs
+    /// (with the data directory's certificates and keys); `restore FILE` makes --data-dir, a
+    /// new directory, serve it, with resourceVersions bumped past the old server's.
+    Snapshot {
+        #[command(subcommand)]
+        action: SnapshotAction,
+    },
+}
+
+#[derive(clap::Subcommand, Debug, Clone, PartialEq)]
+pub enum SnapshotAction {
+    Save {
+        /// Where to write the snapshot (0600: it holds Secrets and the CA key).
+        file: PathBuf,
+    },
+    Restore {
+        file: PathBuf,
+        /// Added to the snapshot's revision, so resourceVersions continue above every one the
+        /// old server issued after the snapshot (as etcdutl's --bump-revision).
+        #[arg(long, default_value_t = crate::store::snapshot::DEFAULT_BUMP)]
+        bump_revision: u64,
+    },
 }
 
 #[derive(clap::Subcommand, Debug, Clone, PartialEq)]

@@ -5,6 +5,7 @@ pub mod datadir;
 pub mod etcd;
 mod memory;
 pub mod quarantine;
+pub mod snapshot;
 mod sqlite;
 mod watch;
 mod write;
