@@ -54,7 +54,7 @@ async fn run() -> anyhow::Result<()> {
     if let Some(Command::Snapshot { action }) = &opts.command {
         print!(
             "{}",
-            keelson_apiserver::snapshot::command(&opts.data_dir, action)?
+            keelson_apiserver::snapshot::command(&opts.data_dir, action).await?
         );
         return Ok(());
     }

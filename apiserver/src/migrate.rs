@@ -67,7 +67,7 @@ impl std::fmt::Display for Report {
 }
 
 /// Accepts every key: the migration copies what is stored, whatever it is.
-fn any_key(_: &str, _: &Value) -> Result<(), String> {
+pub(crate) fn any_key(_: &str, _: &Value) -> Result<(), String> {
     Ok(())
 }
 
@@ -154,7 +154,7 @@ fn check_target(
 }
 
 /// Writes every object etcd does not hold as it is here, PARALLEL at a time.
-async fn copy(
+pub(crate) async fn copy(
     target: &Store,
     objects: Vec<(String, Value)>,
     present: &HashMap<String, Entry>,

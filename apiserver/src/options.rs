@@ -230,6 +230,8 @@ pub enum SnapshotAction {
     Save {
         /// Where to write the snapshot (0600: it holds Secrets and the CA key).
         file: PathBuf,
+        #[command(flatten)]
+        store: SnapshotStore,
     },
     Restore {
         file: PathBuf,
@@ -237,7 +239,27 @@ pub enum SnapshotAction {
         /// old server issued after the snapshot (as etcdutl's --bump-revision).
         #[arg(long, default_value_t = crate::store::snapshot::DEFAULT_BUMP)]
         bump_revision: u64,
+        #[command(flatten)]
+        store: SnapshotStore,
     },
+}
+
+/// Which store a snapshot is taken of or restored into: the SQLite store of --data-dir, or
+/// etcd (restore: a new, empty etcd; the certificates and keys go to --data-dir).
+#[derive(clap::Args, Debug, Clone, PartialEq)]
+pub struct SnapshotStore {
+    /// etcd servers (comma-separated URLs), as the server's --etcd-servers.
+    #[arg(long, value_delimiter = ',')]
+    pub etcd_servers: Vec<String>,
+    #[command(flatten)]
+    pub etcd: EtcdClientFlags,
+}
+
+impl SnapshotStore {
+    pub fn etcd(&self) -> Option<crate::store::EtcdConfig> {
+        (!self.etcd_servers.is_empty())
+            .then(|| self.etcd.config(self.etcd_servers.clone(), Duration::ZERO))
+    }
 }
 
 #[derive(clap::Subcommand, Debug, Clone, PartialEq)]

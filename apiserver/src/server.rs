@@ -122,15 +122,16 @@ pub async fn run(opts: Options) -> Result<(), ServerError> {
         authz,
     });
     tokio::spawn(housekeeping(app.clone(), opts.event_ttl));
-    if opts.etcd().is_none() && !opts.snapshot_interval.is_zero() {
-        let dir = opts.snapshot_dir.clone();
-        tokio::spawn(crate::snapshot::schedule(
-            opts.data_dir.clone(),
-            dir.unwrap_or_else(|| opts.data_dir.join("snapshots")),
-            opts.snapshot_interval,
-            opts.snapshot_retention,
-            app.metrics.snapshots.clone(),
-        ));
+    if !opts.snapshot_interval.is_zero() {
+        let schedule = crate::snapshot::Schedule {
+            data_dir: opts.data_dir.clone(),
+            dir: (opts.snapshot_dir.clone()).unwrap_or_else(|| opts.data_dir.join("snapshots")),
+            interval: opts.snapshot_interval,
+            retention: opts.snapshot_retention,
+        };
+        let etcd = opts.etcd().map(|_| app.api.store.clone());
+        let metrics = app.metrics.snapshots.clone();
+        tokio::spawn(crate::snapshot::schedule(schedule, etcd, metrics));
     }
     let endpoints = crate::kubernetes_service::keep(app.clone(), at.clone(), id.clone());
     tokio::spawn(endpoints);

@@ -4,7 +4,7 @@
 //! them, and keeps the cluster's CA (an old kubeconfig still works). Scheduled snapshots keep
 //! the newest --snapshot-retention.
 
-use keelson_testing::{eventually, Apiserver};
+use keelson_testing::{eventually, Apiserver, Etcd};
 use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -84,7 +84,31 @@ fn acked(acks: &Mutex<Vec<Ack>>) -> usize {
 
 #[test]
 fn a_snapshot_taken_under_write_load_restores_every_object_acknowledged_before_it() {
-    let mut s = Apiserver::start();
+    under_write_load_then_restore(None, None);
+}
+
+#[test]
+fn on_etcd_a_snapshot_restores_into_a_new_empty_etcd() {
+    let (old, new) = (Etcd::start(), Etcd::start());
+    under_write_load_then_restore(Some(&old), Some(&new));
+}
+
+fn args(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+/// `--etcd-servers URL` for an etcd, nothing for SQLite.
+fn on(etcd: Option<&Etcd>) -> Vec<String> {
+    etcd.map(|e| vec!["--etcd-servers".to_string(), e.endpoints()])
+        .unwrap_or_default()
+}
+
+/// A server on `old` (SQLite when None) written to by 3 clients; a snapshot taken meanwhile;
+/// restored into a new data directory (and `new`, an empty etcd), which must serve every object
+/// acknowledged before the snapshot began, above the old server's resourceVersions.
+fn under_write_load_then_restore(old: Option<&Etcd>, new_etcd: Option<&Etcd>) {
+    let (old_flags, new_flags) = (on(old), on(new_etcd));
+    let mut s = Apiserver::start_with(&args(&old_flags));
     let stop = Arc::new(AtomicBool::new(false));
     let acks = writers(&s, 3, stop.clone());
     eventually("30 writes", Duration::from_secs(30), || {
@@ -95,7 +119,8 @@ fn a_snapshot_taken_under_write_load_restores_every_object_acknowledged_before_i
     let files = tempfile::tempdir().unwrap();
     let file = files.path().join("snapshot.db");
     let started = Instant::now();
-    let (ok, out) = snapshot(s.dir.path(), &["save", file.to_str().unwrap()]);
+    let save = [&["save", file.to_str().unwrap()][..], &args(&old_flags)].concat();
+    let (ok, out) = snapshot(s.dir.path(), &save);
     assert!(ok, "{out}");
     assert!(out.contains("object(s) at revision"), "{out}");
     // The old server goes on issuing resourceVersions after the snapshot.
@@ -120,8 +145,9 @@ fn a_snapshot_taken_under_write_load_restores_every_object_acknowledged_before_i
     let old_kubeconfig = files.path().join("old.kubeconfig");
     std::fs::copy(s.kubeconfig(), &old_kubeconfig).unwrap();
 
+    let restore = [&["restore", file.to_str().unwrap()][..], &args(&new_flags)].concat();
     // Not into the running server's directory.
-    let (ok, out) = snapshot(s.dir.path(), &["restore", file.to_str().unwrap()]);
+    let (ok, out) = snapshot(s.dir.path(), &restore);
     assert!(
         !ok && out.contains("in use by another keelson-apiserver"),
         "{out}"
@@ -131,10 +157,24 @@ fn a_snapshot_taken_under_write_load_restores_every_object_acknowledged_before_i
         .prefix("keelson-apiserver-test")
         .tempdir()
         .unwrap();
-    let (ok, out) = snapshot(new.path(), &["restore", file.to_str().unwrap()]);
+    if old.is_some() {
+        // Not into an etcd that holds a cluster.
+        let into_old = [&["restore", file.to_str().unwrap()][..], &args(&old_flags)].concat();
+        let (ok, out) = snapshot(new.path(), &into_old);
+        assert!(
+            !ok && out.contains("restore into a new, empty etcd"),
+            "{out}"
+        );
+    }
+    let (ok, out) = snapshot(new.path(), &restore);
     assert!(ok, "{out}");
+    if new_etcd.is_some() {
+        // Run again (as after a failure): nothing changes.
+        let (ok, again) = snapshot(new.path(), &restore);
+        assert!(ok, "{again}");
+    }
     let _old = std::mem::replace(&mut s.dir, new);
-    s.start_again();
+    s.restart_with(&args(&new_flags));
 
     let names = s.kubectl_ok(&[
         "get",
@@ -154,6 +194,18 @@ fn a_snapshot_taken_under_write_load_restores_every_object_acknowledged_before_i
     assert_eq!(
         s.jsonpath_ok(&["configmap", "w0-0"], "{.metadata.uid}"),
         uid
+    );
+    // Updates compare the restored resourceVersions (on etcd: less the offset).
+    s.kubectl_ok(&["label", "configmap", "w0-0", "restored=yes"]);
+    s.kubectl_ok(&["delete", "configmap", "w0-1"]);
+    let stale = s.kubectl_stdin(
+        &["replace", "-f", "-"],
+        &format!("apiVersion: v1\nkind: ConfigMap\nmetadata: {{name: w0-0, resourceVersion: \"{newest}\"}}\n"),
+    );
+    let err = String::from_utf8_lossy(&stale.stderr);
+    assert!(
+        !stale.status.success() && err.contains("has been modified"),
+        "{err}"
     );
 
     // resourceVersions go on above every one the old server issued.
@@ -203,7 +255,24 @@ fn a_snapshot_taken_under_write_load_restores_every_object_acknowledged_before_i
 
 #[test]
 fn scheduled_snapshots_keep_the_newest_and_restore() {
-    let s = Apiserver::start_with(&["--snapshot-interval", "1s", "--snapshot-retention", "2"]);
+    scheduled(None);
+}
+
+#[test]
+fn scheduled_snapshots_on_etcd_restore_into_sqlite() {
+    let etcd = Etcd::start();
+    scheduled(Some(&etcd));
+}
+
+/// A server taking a snapshot every second, keeping 2; the newest restores (on SQLite).
+fn scheduled(etcd: Option<&Etcd>) {
+    let store = on(etcd);
+    let flags = [
+        &["--snapshot-interval", "1s", "--snapshot-retention", "2"][..],
+        &args(&store),
+    ]
+    .concat();
+    let s = Apiserver::start_with(&flags);
     s.kubectl_ok(&["create", "configmap", "kept", "--from-literal=k=v"]);
     let dir = s.dir.path().join("snapshots");
     let list = || -> Vec<String> {
@@ -241,4 +310,14 @@ fn scheduled_snapshots_keep_the_newest_and_restore() {
     );
     assert!(ok, "{out}");
     assert!(out.contains("object(s) at revision"), "{out}");
+    let restored = keelson_apiserver::store::snapshot::read(&newest).unwrap();
+    let kept = restored
+        .objects
+        .iter()
+        .find(|(k, _)| k.ends_with("/configmaps/default/kept"));
+    assert!(
+        kept.is_some(),
+        "{:?}",
+        restored.objects.iter().map(|o| &o.0).collect::<Vec<_>>()
+    );
 }

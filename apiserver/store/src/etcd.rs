@@ -1,7 +1,8 @@
 //! The etcd backend: writes are etcd transactions with the write's precondition as their
 //! compare; the objects in memory and the watch history are fed by one etcd watch on the prefix
 //! (`feed.rs`), so every API server on the same etcd sees every write. resourceVersion is the
-//! etcd revision that last modified the object (its mod_revision), as upstream.
+//! etcd revision that last modified the object (its mod_revision), as upstream, plus the
+//! revision offset a snapshot restore left (`offset.rs`; 0 otherwise).
 
 use self::endpoints::Endpoints;
 use super::memory::{checked, Shared};
@@ -17,6 +18,7 @@ use tokio::sync::{mpsc, watch};
 mod compact;
 pub(super) mod endpoints;
 mod feed;
+pub mod offset;
 
 /// How long one etcd request may take before the API request fails (upstream's default
 /// --etcd-request-timeout is 5s... for dial; requests use the caller's deadline).
@@ -47,6 +49,8 @@ pub struct Remote {
     pub(super) endpoints: endpoints::Endpoints,
     pub(super) prefix: String,
     servers: String,
+    /// Added to every etcd revision to make a resourceVersion (see `offset.rs`).
+    pub(super) offset: Rev,
     pub(super) shared: Arc<Shared>,
     /// The revision memory has applied, advanced by the feed.
     pub(super) applied: watch::Receiver<Rev>,
@@ -87,6 +91,11 @@ pub(super) fn describe(e: &etcd_client::Error) -> String {
 }
 
 impl EtcdConfig {
+    /// A client of one of the servers (for admin commands).
+    pub async fn client(&self) -> Result<Client, StoreError> {
+        Ok(self.connect().await?.current())
+    }
+
     async fn connect(&self) -> Result<Endpoints, StoreError> {
         let mut opts = ConnectOptions::new()
             .with_connect_timeout(REQUEST_TIMEOUT)
@@ -140,7 +149,7 @@ pub(super) async fn connect(
 ) -> Result<(Arc<Shared>, Arc<Remote>), StoreError> {
     let servers = cfg.servers.join(",");
     let prefix = cfg.prefix.trim_end_matches('/').to_string();
-    let (endpoints, rows, rev) = first_load(cfg, &prefix).await?;
+    let (endpoints, rows, rev, offset) = first_load(cfg, &prefix).await?;
     let (objects, refused) = checked(rows, check);
     for (row, reason) in &refused {
         // Left in etcd (another server, perhaps newer, may serve it); not served here.
@@ -153,6 +162,7 @@ pub(super) async fn connect(
         endpoints,
         prefix,
         servers,
+        offset,
         shared: shared.clone(),
         applied,
         pending: Default::default(),
@@ -172,18 +182,24 @@ pub(super) async fn connect(
 }
 
 /// Connects and loads, waiting (a minute at most) for an etcd that is not up yet, as when the
-/// machines of a cluster start together.
+/// machines of a cluster start together. Also returns the revision offset.
 async fn first_load(
     cfg: &EtcdConfig,
     prefix: &str,
-) -> Result<(Endpoints, Vec<Row>, Rev), StoreError> {
+) -> Result<(Endpoints, Vec<Row>, Rev, Rev), StoreError> {
     let servers = cfg.servers.join(",");
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     let endpoints = cfg.connect().await?;
     loop {
-        let loaded = load(&endpoints.current(), prefix, &servers).await;
+        let client = endpoints.current();
+        let loaded = match offset::read(&client, prefix, &servers).await {
+            Ok(off) => load(&client, prefix, &servers, off)
+                .await
+                .map(|(rows, rev)| (rows, rev, off)),
+            Err(e) => Err(e),
+        };
         match loaded {
-            Ok((rows, rev)) => return Ok((endpoints, rows, rev)),
+            Ok((rows, rev, off)) => return Ok((endpoints, rows, rev, off)),
             Err(StoreError::Unavailable(why)) if tokio::time::Instant::now() < deadline => {
                 tracing::warn!(error = %why, "waiting for etcd");
                 endpoints.next();
@@ -194,11 +210,13 @@ async fn first_load(
     }
 }
 
-/// Every object under the prefix at one revision, page by page; resourceVersions set.
+/// Every object under the prefix at one revision, page by page; resourceVersions set (etcd's
+/// revisions plus `offset`).
 pub(super) async fn load(
     client: &Client,
     prefix: &str,
     servers: &str,
+    offset: Rev,
 ) -> Result<(Vec<Row>, Rev), StoreError> {
     let mut kv = client.kv_client().max_decoding_message_size(MAX_REPLY);
     let dir = format!("{prefix}/");
@@ -222,10 +240,10 @@ pub(super) async fn load(
             let Some(key) = kv.key().strip_prefix(prefix.as_bytes()) else {
                 continue;
             };
-            if key == compact::COMPACT_KEY.as_bytes() {
+            if internal(key) {
                 continue;
             }
-            let rv = kv.mod_revision() as Rev;
+            let rv = kv.mod_revision().max(0) as Rev + offset;
             rows.push(Row {
                 key: String::from_utf8_lossy(key).into_owned(),
                 rev: rv,
@@ -241,7 +259,12 @@ pub(super) async fn load(
             _ => break,
         }
     }
-    Ok((rows, rev.max(0) as Rev))
+    Ok((rows, rev.max(0) as Rev + offset))
+}
+
+/// The keys under the prefix that are this backend's own, never served as objects.
+pub(super) fn internal(key: &[u8]) -> bool {
+    key == compact::COMPACT_KEY.as_bytes() || key == offset::OFFSET_KEY.as_bytes()
 }
 
 /// The first key after every key that starts with `p`.
@@ -265,6 +288,17 @@ pub(super) fn with_resource_version(json: &[u8], rev: Rev) -> Option<Bytes> {
 }
 
 impl Remote {
+    /// The resourceVersion of an etcd revision.
+    pub(super) fn rev(&self, etcd: i64) -> Rev {
+        etcd.max(0) as Rev + self.offset
+    }
+
+    /// The etcd revision of a resourceVersion; negative (matching no revision) for one below
+    /// the offset, as a client may send from before a restore.
+    pub(super) fn etcd_rev(&self, rev: Rev) -> i64 {
+        rev as i64 - self.offset as i64
+    }
+
     pub(super) fn key(&self, key: &str) -> String {
         format!("{}{key}", self.prefix)
     }
@@ -322,7 +356,7 @@ impl Remote {
             async move { c.kv_client().get(key, None).await }
         };
         let resp = self.endpoints.call(true, get).await?;
-        Ok(resp.header().map(|h| h.revision()).unwrap_or(0).max(0) as Rev)
+        Ok(self.rev(resp.header().map(|h| h.revision()).unwrap_or(0)))
     }
 
     /// The /readyz check: a quorum read answers.

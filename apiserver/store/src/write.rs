@@ -13,15 +13,15 @@ impl Remote {
     pub async fn write(&self, w: Write) -> Result<Entry, StoreError> {
         let key = self.key(&w.key);
         let mut value = w.value;
-        let txn = transaction(key, w.precondition, value.as_mut())?;
+        let txn = transaction(key, self.etcd_precondition(w.precondition), value.as_mut())?;
         let send = |c: etcd_client::Client| {
             let txn = txn.clone();
             async move { c.kv_client().txn(txn).await }
         };
         let resp = self.endpoints.call(false, send).await?;
-        let rev = resp.header().map(|h| h.revision()).unwrap_or(0).max(0) as Rev;
+        let rev = self.rev(resp.header().map(|h| h.revision()).unwrap_or(0));
         let entry = match (resp.succeeded(), value) {
-            (false, _) => return Err(refusal(w.precondition, &resp)),
+            (false, _) => return Err(self.refusal(w.precondition, &resp)),
             (true, Some(mut obj)) => {
                 set_resource_version(&mut obj, rev);
                 Entry::new(rev, obj)
@@ -32,6 +32,33 @@ impl Remote {
         let applied = self.wait_applied(rev).await;
         self.take_pending(rev);
         applied.map(|()| entry)
+    }
+
+    /// The compare on etcd's revisions (a resourceVersion less the offset).
+    fn etcd_precondition(&self, p: Precondition) -> EtcdPrecondition {
+        match p {
+            Precondition::MustNotExist => EtcdPrecondition::MustNotExist,
+            Precondition::MustExist => EtcdPrecondition::MustExist,
+            // At or below the offset: a resourceVersion no key of this etcd has, not even a
+            // missing one (mod_revision 0).
+            Precondition::Rev(rv) => EtcdPrecondition::ModRevision(match self.etcd_rev(rv) {
+                r if r <= 0 => -1,
+                r => r,
+            }),
+        }
+    }
+
+    /// Why the compare failed, from the key's current state.
+    fn refusal(&self, precondition: Precondition, resp: &TxnResponse) -> StoreError {
+        let current = match resp.op_responses().first() {
+            Some(TxnOpResponse::Get(g)) => g.kvs().first().map(|kv| self.rev(kv.mod_revision())),
+            _ => None,
+        };
+        match (precondition, current) {
+            (Precondition::MustNotExist, _) => StoreError::AlreadyExists,
+            (_, None) => StoreError::NotFound,
+            (_, Some(current)) => StoreError::Conflict { current },
+        }
     }
 
     /// Leaves the stored bytes for the feed, unless it has applied the revision already.
@@ -49,17 +76,30 @@ impl Remote {
     }
 }
 
+/// A precondition in etcd's revisions.
+#[derive(Debug, Clone, Copy)]
+enum EtcdPrecondition {
+    MustNotExist,
+    MustExist,
+    /// Negative for a resourceVersion from before a restore: no key has it.
+    ModRevision(i64),
+}
+
 /// The transaction: compare the precondition, then put (the object without resourceVersion,
 /// which is the revision etcd gives it) or delete; else read the key.
 fn transaction(
     key: String,
-    precondition: Precondition,
+    precondition: EtcdPrecondition,
     value: Option<&mut Value>,
 ) -> Result<Txn, StoreError> {
     let cmp = match precondition {
-        Precondition::MustNotExist => Compare::create_revision(key.clone(), CompareOp::Equal, 0),
-        Precondition::MustExist => Compare::create_revision(key.clone(), CompareOp::Greater, 0),
-        Precondition::Rev(rv) => Compare::mod_revision(key.clone(), CompareOp::Equal, rv as i64),
+        EtcdPrecondition::MustNotExist => {
+            Compare::create_revision(key.clone(), CompareOp::Equal, 0)
+        }
+        EtcdPrecondition::MustExist => Compare::create_revision(key.clone(), CompareOp::Greater, 0),
+        EtcdPrecondition::ModRevision(rv) => {
+            Compare::mod_revision(key.clone(), CompareOp::Equal, rv)
+        }
     };
     let op = match value {
         Some(obj) => {
@@ -75,19 +115,6 @@ fn transaction(
         .when([cmp])
         .and_then([op])
         .or_else([TxnOp::get(key, None)]))
-}
-
-/// Why the compare failed, from the key's current state.
-fn refusal(precondition: Precondition, resp: &TxnResponse) -> StoreError {
-    let current = match resp.op_responses().first() {
-        Some(TxnOpResponse::Get(g)) => g.kvs().first().map(|kv| kv.mod_revision() as Rev),
-        _ => None,
-    };
-    match (precondition, current) {
-        (Precondition::MustNotExist, _) => StoreError::AlreadyExists,
-        (_, None) => StoreError::NotFound,
-        (_, Some(current)) => StoreError::Conflict { current },
-    }
 }
 
 /// The deleted object (etcd's previous value) at the deletion's revision.

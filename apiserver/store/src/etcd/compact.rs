@@ -55,7 +55,7 @@ async fn compact(remote: &Remote, version: i64, rev: i64) -> Result<(i64, i64), 
             return Ok((0, now));
         };
         let done: Rev = String::from_utf8_lossy(seen.value()).parse().unwrap_or(0);
-        remote.shared.cache.compacted(done);
+        remote.shared.cache.compacted(done + remote.offset);
         return Ok((seen.version(), now));
     }
     if rev > 0 {
@@ -71,7 +71,7 @@ async fn compact(remote: &Remote, version: i64, rev: i64) -> Result<(i64, i64), 
             Err(e) if e.to_string().contains("compacted") => {}
             Err(e) => return Err(remote.unavailable(super::describe(&e))),
         }
-        remote.shared.cache.compacted(rev as Rev);
+        remote.shared.cache.compacted(remote.rev(rev));
     }
     Ok((version + 1, now))
 }

@@ -76,7 +76,7 @@ async fn follow(
     let opts = WatchOptions::new()
         .with_prefix()
         .with_progress_notify()
-        .with_start_revision(*rev as i64 + 1);
+        .with_start_revision(remote.etcd_rev(*rev) + 1);
     let dir = format!("{}/", remote.prefix);
     let opened = tokio::time::Instant::now();
     let mut client = remote
@@ -108,7 +108,7 @@ async fn follow(
         };
         if resp.canceled() {
             return match resp.compact_revision() {
-                c if c > 0 => Ended::Compacted(c as Rev),
+                c if c > 0 => Ended::Compacted(remote.rev(c)),
                 _ => Ended::Broken(format!("watch canceled: {}", resp.cancel_reason())),
             };
         }
@@ -116,7 +116,7 @@ async fn follow(
             *rev = apply(remote, resp.events()).max(*rev);
         } else if !resp.created() {
             // A progress notification: every change up to its revision has been delivered.
-            let at = resp.header().map(|h| h.revision()).unwrap_or(0).max(0) as Rev;
+            let at = remote.rev(resp.header().map(|h| h.revision()).unwrap_or(0));
             if at > *rev {
                 *rev = at;
                 remote.shared.publish(HashMap::new(), at, Vec::new());
@@ -135,12 +135,12 @@ fn apply(remote: &Remote, events: &[etcd_client::Event]) -> Rev {
         let st = remote.shared.read();
         for ev in events {
             let Some(kv) = ev.kv() else { continue };
-            let rev = kv.mod_revision().max(0) as Rev;
+            let rev = remote.rev(kv.mod_revision());
             last = last.max(rev);
             let Some(key) = kv.key().strip_prefix(remote.prefix.as_bytes()) else {
                 continue;
             };
-            if key == super::compact::COMPACT_KEY.as_bytes() {
+            if super::internal(key) {
                 continue;
             }
             let key = String::from_utf8_lossy(key).into_owned();
@@ -201,7 +201,8 @@ fn stored_json(
 /// Lists everything again after a compaction: memory becomes etcd's current state and the watch
 /// history starts over, so every watcher gets 410 Gone and relists (as upstream's cacher).
 async fn relist(remote: &Remote, check: Check) -> Result<Rev, crate::StoreError> {
-    let (rows, rev) = load(&remote.endpoints.current(), &remote.prefix, "etcd").await?;
+    let client = remote.endpoints.current();
+    let (rows, rev) = load(&client, &remote.prefix, "etcd", remote.offset).await?;
     let (objects, refused) = checked(rows, check);
     for (row, reason) in &refused {
         tracing::error!(key = %row.key, %reason, "stored object in etcd cannot be decoded; not served");

@@ -2,11 +2,13 @@
 //! bumped and no history, refused when they are not snapshots or would overwrite a store.
 
 use super::*;
-use crate::{Backend, Change, EventType, SqliteBackend, Store};
+use crate::{Backend, Change, EventType, SqliteBackend, Store, DB_FILE};
 use bytes::Bytes;
+use rusqlite::Connection;
 use std::os::unix::fs::PermissionsExt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Duration;
 
 fn put(rev: Rev, key: &str) -> Change {
     Change {
@@ -137,7 +139,10 @@ fn scheduled_snapshots_keep_the_newest() {
     std::fs::write(snaps.join("before-upgrade.db"), "mine").unwrap();
     let mut made = Vec::new();
     for _ in 0..4 {
-        made.push(scheduled(dir.path(), &snaps, 2).unwrap());
+        let out = scheduled_name(&snaps).unwrap();
+        save(dir.path(), &out).unwrap();
+        prune(&snaps, 2).unwrap();
+        made.push(out);
         std::thread::sleep(Duration::from_millis(5));
     }
     // Someone's own file in the directory is left alone.
