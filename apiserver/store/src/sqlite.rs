@@ -12,6 +12,49 @@ pub struct SqliteBackend {
     conn: Connection,
 }
 
+/// The store's schema version (`PRAGMA user_version`), which this server writes.
+pub const SCHEMA_VERSION: i64 = 1;
+
+/// Forward migrations: entry `i` takes a store from schema version `i` to `i + 1`, run in one
+/// transaction with the version bump. Version 0 is a new file or one from before versions were
+/// kept, whose tables the `CREATE TABLE IF NOT EXISTS` above already made what version 1 is.
+const MIGRATIONS: &[&str] = &[""];
+
+/// The store's schema version; a store from a newer server is refused (before anything is
+/// written to it).
+pub fn schema_version(conn: &Connection, path: &Path) -> Result<i64, StoreError> {
+    let version: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(err)?;
+    if version > SCHEMA_VERSION {
+        return Err(StoreError::Backend(format!(
+            "{}: schema version {version} was written by a newer keelson-apiserver (this one \
+             knows up to {SCHEMA_VERSION}); going back is not supported: run the newer \
+             release, or restore a snapshot taken before the upgrade into a new --data-dir",
+            path.display()
+        )));
+    }
+    Ok(version)
+}
+
+/// Brings the store's schema from `version` up to `SCHEMA_VERSION`.
+fn migrate(conn: &mut Connection, version: i64) -> Result<(), StoreError> {
+    if version == SCHEMA_VERSION {
+        return Ok(());
+    }
+    let tx = conn.transaction().map_err(err)?;
+    for step in MIGRATIONS.iter().skip(version.max(0) as usize) {
+        tx.execute_batch(step).map_err(err)?;
+    }
+    tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+        .map_err(err)?;
+    tx.commit().map_err(err)?;
+    if version > 0 {
+        tracing::info!(from = version, to = SCHEMA_VERSION, "store schema migrated");
+    }
+    Ok(())
+}
+
 fn err(e: rusqlite::Error) -> StoreError {
     StoreError::Backend(e.to_string())
 }
@@ -44,7 +87,8 @@ impl SqliteBackend {
         // Made 0600 before SQLite opens it: its WAL and shared-memory files take the same mode.
         super::datadir::private_file(path)
             .map_err(|e| StoreError::Backend(format!("{}: {e}", path.display())))?;
-        let conn = Connection::open(path).map_err(err)?;
+        let mut conn = Connection::open(path).map_err(err)?;
+        let version = schema_version(&conn, path)?;
         conn.execute_batch(
             "PRAGMA journal_mode=WAL;
              PRAGMA synchronous=FULL;
@@ -54,6 +98,7 @@ impl SqliteBackend {
              CREATE TABLE IF NOT EXISTS quarantine (key TEXT PRIMARY KEY, rev INTEGER NOT NULL, value BLOB NOT NULL, reason TEXT NOT NULL, ts INTEGER NOT NULL);",
         )
         .map_err(err)?;
+        migrate(&mut conn, version)?;
         Ok(SqliteBackend { conn })
     }
 }
@@ -209,5 +254,61 @@ impl SqliteBackend {
             .execute("DELETE FROM quarantine WHERE key = ?1", [key])
             .map_err(err)?;
         Ok(n > 0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn user_version(path: &Path) -> i64 {
+        let conn = Connection::open(path).unwrap();
+        conn.query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap()
+    }
+
+    #[test]
+    fn a_store_from_before_schema_versions_is_migrated_and_keeps_its_objects() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.db");
+        {
+            let mut b = SqliteBackend::open(&path).unwrap();
+            let json = bytes::Bytes::from_static(br#"{"metadata":{"name":"a"}}"#);
+            let change = Change {
+                rev: 1,
+                key: "/k/a".into(),
+                kind: EventType::Added,
+                json,
+            };
+            b.commit(1, &[change]).unwrap();
+        }
+        // As a server from before versions were kept left it.
+        let conn = Connection::open(&path).unwrap();
+        conn.pragma_update(None, "user_version", 0).unwrap();
+        drop(conn);
+        let mut b = SqliteBackend::open(&path).unwrap();
+        assert_eq!(user_version(&path), SCHEMA_VERSION);
+        assert_eq!(b.load(0).unwrap().objects.len(), 1);
+    }
+
+    #[test]
+    fn a_store_from_a_newer_server_is_refused_and_left_as_it_is() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("store.db");
+        let conn = Connection::open(&path).unwrap();
+        conn.pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+            .unwrap();
+        drop(conn);
+        let err = SqliteBackend::open(&path).err().unwrap().to_string();
+        assert!(
+            err.contains("written by a newer keelson-apiserver"),
+            "{err}"
+        );
+        assert_eq!(user_version(&path), SCHEMA_VERSION + 1);
+        let conn = Connection::open(&path).unwrap();
+        let tables: i64 = conn
+            .query_row("SELECT COUNT(*) FROM sqlite_master", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(tables, 0, "nothing created in it");
     }
 }

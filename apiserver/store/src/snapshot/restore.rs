@@ -29,6 +29,11 @@ fn check(conn: &Connection, path: &Path) -> Result<Rev, SnapshotError> {
             "format {format}; this keelson-apiserver reads format {FORMAT}"
         )));
     }
+    // A snapshot from a newer server: its schema is not this one's.
+    crate::sqlite::schema_version(conn, path).map_err(|e| SnapshotError::Sqlite {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    })?;
     let integrity: String = conn
         .query_row("PRAGMA integrity_check", [], |r| r.get(0))
         .map_err(|e| not(e.to_string()))?;
