@@ -1,2 +1,3 @@
 # Clients Keelson did not write, installed for the interop tests (apiserver/tests/interop_*.rs).
 "$(dirname "${BASH_SOURCE[0]}")/../interop/python" >/dev/null
+"$(dirname "${BASH_SOURCE[0]}")/../interop/js" >/dev/null
