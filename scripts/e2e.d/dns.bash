@@ -1,14 +1,26 @@
 # Cluster DNS on the whole node: a busybox pod (dnsPolicy ClusterFirst, so its resolv.conf names
-# 10.96.0.10 and the search path) looks up Services through the proxy's DNAT to keelson-dns.
+# 10.96.0.10 and the search path) looks up Services through the proxy's DNAT to the keelson-dns
+# pods (DaemonSet kube-system/keelson-dns: here one, on the one node).
 # Sourced by scripts/e2e (k, in_ns, pass, fail, until_ok, $root). Uses no exec: the pod runs
 # every lookup and prints them; its log is read. Everything made here is removed at the end.
 
 dns_tmp=$(mktemp -d)
-# The upstream names outside the cluster go to (scripts/e2e's KEELSON_DNS_UPSTREAM): a second
-# keelson-dns, serving the domain `example.` from the same Services.
+# The node's DNS pod, ready and behind the kube-dns Service.
+dns_replicas_ready() {
+  [ "$(k -n kube-system get endpointslices -l kubernetes.io/service-name=kube-dns \
+    -o jsonpath='{range .items[*].endpoints[?(@.conditions.ready==true)]}{.nodeName}{"\n"}{end}' | grep -cx "$KEELSON_NODE_NAME")" = 1 ]
+}
+if until_ok 60 dns_replicas_ready; then
+  pass dns_runs_a_ready_replica_on_the_node_behind_kube_dns
+else
+  fail dns_runs_a_ready_replica_on_the_node_behind_kube_dns "$(k -n kube-system get pods -l k8s-app=kube-dns -o wide 2>&1; k -n kube-system get endpointslices -l kubernetes.io/service-name=kube-dns -o yaml 2>&1 | tail -30)"
+fi
+# The upstream names outside the cluster go to (scripts/e2e's KEELSON_DNS_UPSTREAM, the node's
+# bridge gateway, port 5353): a second keelson-dns on the node, serving the domain `example.`
+# from the same Services.
 # nsenter itself (not in_ns, a function run in a subshell), so that $! is the server's own PID.
 nsenter --net="/var/run/netns/$KEELSON_NETNS" "${CARGO_TARGET_DIR:-$root/target}/debug/keelson-dns" --kubeconfig "$KEELSON_DATA/components/dns.kubeconfig" \
-  --cluster-domain example --listen 127.0.0.1:5353 --health-port 9154 >"$dns_tmp/upstream.log" 2>&1 &
+  --cluster-domain example --listen "$KEELSON_DNS_UPSTREAM" --health-port 9154 >"$dns_tmp/upstream.log" 2>&1 &
 dns_upstream_pid=$!
 # For scripts/e2e's clean, should this run be interrupted before the end below.
 echo "$dns_upstream_pid" >"$KEELSON_RUN/dns-upstream.pid"

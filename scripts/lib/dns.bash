@@ -1,10 +1,14 @@
 # Cluster DNS for scripts/up: the kube-dns Service at the conventional ClusterIP, and
-# keelson-dns on the node behind it. Sourced after scripts/lib/keelson.bash.
+# keelson-dns pods behind it: a DaemonSet in kube-system, one replica on every node (critical,
+# dnsPolicy Default), so a node failing takes only its own replica out of kube-dns (its pod turns
+# not ready) and the others answer. A Deployment of 2, as kubeadm's CoreDNS, would put both on
+# the first node to join. Sourced after scripts/lib/keelson.bash.
+source "$root/scripts/lib/dns-image.bash"
 
 cluster_dns_ip=${KEELSON_CLUSTER_DNS:-10.96.0.10}
 
-# The Service first, before any other Service can be given its ClusterIP. No selector: its
-# EndpointSlice is written here (start_cluster_dns), not by the endpointslice controller.
+# The Service first, before any other Service can be given its ClusterIP; its endpoints are the
+# DNS pods' (the endpointslice controller's, ready ones only).
 create_cluster_dns_service() {
   in_ns kubectl apply -f - >/dev/null <<YAML
 apiVersion: v1
@@ -13,57 +17,80 @@ metadata:
   name: kube-dns
   namespace: kube-system
   labels: {k8s-app: kube-dns, kubernetes.io/name: KeelsonDNS}
+  annotations: {prometheus.io/port: "8080", prometheus.io/scrape: "true"}
 spec:
   clusterIP: $cluster_dns_ip
+  selector: {k8s-app: kube-dns}
   ports:
   - {name: dns, port: 53, protocol: UDP, targetPort: 53}
   - {name: dns-tcp, port: 53, protocol: TCP, targetPort: 53}
+  - {name: metrics, port: 8080, protocol: TCP, targetPort: 8080}
 YAML
+  # The EndpointSlice an older scripts/up wrote for its keelson-dns process, if any.
+  in_ns kubectl -n kube-system delete endpointslice kube-dns-keelson --ignore-not-found >/dev/null
 }
 
-# The first address of a pod CIDR: the pod bridge's gateway (the agent's CNI config), which
-# every pod on the node routes through.
-pod_cidr_gateway() {
-  local a b c d n
-  IFS=. read -r a b c d <<<"${1%/*}"
-  n=$(((a << 24 | b << 16 | c << 8 | d) + 1))
-  echo "$((n >> 24 & 255)).$((n >> 16 & 255)).$((n >> 8 & 255)).$((n & 255))"
-}
-
-# keelson-dns as system:kube-dns, answering on the node's bridge gateway (pods reach it there;
-# the address needs no bridge yet), and the Service's EndpointSlice pointing at it, so the
-# proxy DNATs $cluster_dns_ip:53 to it. Argument: the node's name.
-start_cluster_dns() {
-  local node=$1 cidr="" gateway
-  for _ in $(seq 1 300); do
-    cidr=$(in_ns kubectl get node "$node" -o jsonpath='{.spec.podCIDR}' 2>/dev/null || true)
-    [ -n "$cidr" ] && break
-    sleep 0.1
-  done
-  [ -n "$cidr" ] || { echo "node $node has no pod CIDR: cluster DNS not started" >&2; exit 1; }
-  gateway=$(pod_cidr_gateway "$cidr")
-  # Names outside the cluster go to the node's resolvers (CoreDNS's `forward . /etc/resolv.conf`),
-  # or to KEELSON_DNS_UPSTREAM (addresses, comma separated; set and empty: refused).
-  local upstream=${KEELSON_DNS_UPSTREAM-/etc/resolv.conf}
-  start dns "$bin/keelson-dns" --kubeconfig "$components/dns.kubeconfig" \
-    --listen "$gateway:53" --health-port 9153 ${upstream:+--upstream "$upstream"}
-  wait_for "keelson-dns" 30 in_ns curl -sf http://127.0.0.1:9153/readyz
+# The DaemonSet (image: this machine's keelson-dns, built into the local registry by
+# scripts/images/build on each node). Names outside the cluster go to the node's resolvers
+# (dnsPolicy Default: the pod's resolv.conf is the node's, as CoreDNS's
+# `forward . /etc/resolv.conf`), or to KEELSON_DNS_UPSTREAM (addresses, comma separated; set and
+# empty: refused).
+deploy_cluster_dns() {
+  local upstream=${KEELSON_DNS_UPSTREAM-/etc/resolv.conf} args="" image
+  image=$(dns_image "$bin/keelson-dns")
+  [ -n "$upstream" ] && args=", --upstream, $upstream"
   in_ns kubectl apply -f - >/dev/null <<YAML
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: kube-dns, namespace: kube-system}
+---
+apiVersion: apps/v1
+kind: DaemonSet
 metadata:
-  name: kube-dns-keelson
+  name: keelson-dns
   namespace: kube-system
-  labels:
-    kubernetes.io/service-name: kube-dns
-    endpointslice.kubernetes.io/managed-by: scripts-up.keelson.dev
-addressType: IPv4
-ports:
-- {name: dns, port: 53, protocol: UDP}
-- {name: dns-tcp, port: 53, protocol: TCP}
-endpoints:
-- addresses: ["$gateway"]
-  conditions: {ready: true}
-  nodeName: $node
+  labels: {k8s-app: kube-dns}
+spec:
+  selector: {matchLabels: {k8s-app: kube-dns}}
+  updateStrategy: {type: RollingUpdate, rollingUpdate: {maxUnavailable: 1}}
+  template:
+    metadata:
+      labels: {k8s-app: kube-dns}
+    spec:
+      serviceAccountName: kube-dns
+      priorityClassName: system-cluster-critical
+      dnsPolicy: Default
+      tolerations:
+      - {key: CriticalAddonsOnly, operator: Exists}
+      - {key: node-role.kubernetes.io/control-plane, effect: NoSchedule}
+      containers:
+      - name: dns
+        image: $image
+        args: [--listen, "0.0.0.0:53", --health-address, 0.0.0.0, --health-port, "8080"$args]
+        ports:
+        - {name: dns, containerPort: 53, protocol: UDP}
+        - {name: dns-tcp, containerPort: 53, protocol: TCP}
+        - {name: metrics, containerPort: 8080, protocol: TCP}
+        resources:
+          requests: {cpu: 100m, memory: 70Mi}
+          limits: {memory: 170Mi}
+        readinessProbe:
+          httpGet: {path: /readyz, port: 8080}
+          periodSeconds: 2
+        livenessProbe:
+          httpGet: {path: /healthz, port: 8080}
+          initialDelaySeconds: 10
+          periodSeconds: 10
+          failureThreshold: 5
+        securityContext:
+          allowPrivilegeEscalation: false
+          readOnlyRootFilesystem: true
+          capabilities: {add: [NET_BIND_SERVICE], drop: [ALL]}
 YAML
+}
+
+# Waits until a DNS pod answers (scripts/up on a machine that is also a node).
+wait_cluster_dns() {
+  in_ns kubectl -n kube-system rollout status daemonset/keelson-dns --timeout=180s >/dev/null ||
+    { echo "cluster DNS did not come up; kubectl -n kube-system get pods -l k8s-app=kube-dns" >&2; exit 1; }
 }

@@ -83,6 +83,24 @@ ensure_netns() {
   fi
 }
 
+# The address the API server advertises (the `kubernetes` Service's endpoint, which pods must
+# reach: a loopback address they cannot) and the node's IP, when KEELSON_ADVERTISE_ADDRESS is not
+# given: the machine's address on its default route; in a network namespace without one (test
+# hosts), 10.255.255.1 added to its loopback link (any address of the host is local to it;
+# only 127.0.0.0/8 is out of the pods' reach).
+default_advertise_address() {
+  local dev addr
+  dev=$(in_ns ip -4 route show default | awk '{for (i = 1; i < NF; i++) if ($i == "dev") { print $(i + 1); exit }}')
+  if [ -n "$dev" ]; then
+    addr=$(in_ns ip -4 -o addr show dev "$dev" scope global | awk '{print $4}' | cut -d/ -f1 | head -n 1)
+  elif [ -n "$netns" ]; then
+    ip -n "$netns" addr replace 10.255.255.1/32 dev lo
+    addr=10.255.255.1
+  fi
+  [ -n "${addr:-}" ] || { echo "no default route to take this machine's address from: set KEELSON_ADVERTISE_ADDRESS=IP" >&2; exit 1; }
+  echo "$addr"
+}
+
 # name, command... Under systemd a unit keelson-NAME (after the units in `unit_after`), else a
 # background process with its PID in $run/NAME.pid.
 start() {
@@ -127,7 +145,7 @@ start_node() {
   echo "$node" >"$run/node-name"
   echo "==> local registry and test images"
   if [ -n "$netns" ]; then "$root/scripts/registry" start; "$root/scripts/registry" --netns "$netns" start; else "$root/scripts/registry" start; fi
-  "$root/scripts/images/build"
+  KEELSON_DNS_BIN="$bin/keelson-dns" "$root/scripts/images/build"
   # Pods on one bridge reach each other through a ClusterIP only when bridged traffic passes
   # iptables (br_netfilter, its bridge-nf-call-* sysctls default to 1): loaded now and, as
   # kubeadm's install guide does, at every boot.

@@ -152,11 +152,13 @@ fn cluster_role_bindings() -> Vec<(String, String, Vec<Subject>)> {
             "keelson:ingress-controller",
             vec![user("keelson:ingress-controller")],
         ),
-        // keelson-dns runs as system:kube-dns (scripts/up); CoreDNS as upstream's account.
+        // keelson-dns pods run as kube-system/kube-dns (scripts/up), a process outside the
+        // cluster as system:kube-dns; CoreDNS as upstream's account.
         (
             "system:coredns",
             vec![
                 user("system:kube-dns"),
+                ("ServiceAccount", "kube-system/kube-dns".to_string()),
                 ("ServiceAccount", "kube-system/coredns".to_string()),
             ],
         ),
