@@ -2,3 +2,4 @@
 "$(dirname "${BASH_SOURCE[0]}")/../interop/python" >/dev/null
 "$(dirname "${BASH_SOURCE[0]}")/../interop/js" >/dev/null
 "$(dirname "${BASH_SOURCE[0]}")/../interop/ruby" >/dev/null
+"$(dirname "${BASH_SOURCE[0]}")/../interop/kubectl" >/dev/null

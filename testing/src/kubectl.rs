@@ -1,4 +1,6 @@
-//! The machine's kubectl (v1.32) against a kubeconfig, optionally from inside a test host.
+//! The machine's kubectl (v1.32) against a kubeconfig, optionally from inside a test host; or
+//! the kubectl named by KEELSON_KUBECTL (scripts/test runs the kubectl command matrix again with
+//! the newest, from scripts/interop/kubectl).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -23,7 +25,8 @@ impl Kubectl {
 
     /// A kubectl command with the kubeconfig set; stdin closed.
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = crate::hosts::command_in(self.netns.as_deref(), "kubectl");
+        let kubectl = std::env::var("KEELSON_KUBECTL").unwrap_or_else(|_| "kubectl".into());
+        let mut cmd = crate::hosts::command_in(self.netns.as_deref(), &kubectl);
         cmd.args(args)
             .env("KUBECONFIG", &self.kubeconfig)
             .stdin(Stdio::null());
