@@ -116,6 +116,20 @@ fn revision(conn: &Connection) -> rusqlite::Result<Rev> {
     .map(|r| r.max(0) as Rev)
 }
 
+/// Closes the finished file `tmp` and syncs it: what it holds, counted, at `rev`.
+fn close(conn: Connection, tmp: &Path, rev: Rev, files: usize) -> Result<Summary, SnapshotError> {
+    let objects = count(&conn, "objects").map_err(sql(tmp))?;
+    drop(conn);
+    std::fs::File::open(tmp)
+        .and_then(|f| f.sync_all())
+        .map_err(io(tmp))?;
+    Ok(Summary {
+        rev,
+        objects,
+        files,
+    })
+}
+
 fn count(conn: &Connection, table: &str) -> rusqlite::Result<usize> {
     conn.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| {
         r.get::<_, i64>(0)

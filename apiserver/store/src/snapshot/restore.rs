@@ -2,7 +2,7 @@
 //! directory (SQLite) or read for a restore into etcd.
 
 use super::save::atomically;
-use super::{carried, count, io, revision, sql, SnapshotError, Summary, FORMAT};
+use super::{carried, close, io, revision, sql, SnapshotError, Summary, FORMAT};
 use crate::datadir;
 use crate::{Rev, DB_FILE};
 use rusqlite::{Connection, OpenFlags};
@@ -101,16 +101,7 @@ fn restore_into(
          PRAGMA journal_mode=WAL;"
     ))
     .map_err(&e)?;
-    let objects = count(&conn, "objects").map_err(&e)?;
-    drop(conn);
-    std::fs::File::open(tmp)
-        .and_then(|f| f.sync_all())
-        .map_err(io(tmp))?;
-    Ok(Summary {
-        rev,
-        objects,
-        files: files.len(),
-    })
+    close(conn, tmp, rev, files.len())
 }
 
 /// Writes the carried files into `data_dir` (0600). Only plain names of carried kinds, all

@@ -2,7 +2,7 @@
 //! etcd; the data directory's credentials beside them.
 
 use super::{
-    carried, count, io, now_secs, part, revision, sql, sync_dir, SnapshotError, Summary, FORMAT,
+    carried, close, io, now_secs, part, revision, sql, sync_dir, SnapshotError, Summary, FORMAT,
 };
 use crate::datadir;
 use crate::{Rev, DB_FILE};
@@ -141,14 +141,5 @@ fn finish(
         now_secs()
     ))
     .map_err(&e)?;
-    let objects = count(&dst, "objects").map_err(&e)?;
-    drop(dst);
-    std::fs::File::open(tmp)
-        .and_then(|f| f.sync_all())
-        .map_err(io(tmp))?;
-    Ok(Summary {
-        rev,
-        objects,
-        files,
-    })
+    close(dst, tmp, rev, files)
 }
