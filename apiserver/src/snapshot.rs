@@ -7,7 +7,7 @@
 //! restores only into a new member's data directory without a revision bump). A snapshot of
 //! either restores into either.
 
-use crate::options::{SnapshotAction, SnapshotStore};
+use crate::options::SnapshotAction;
 use crate::store::etcd::offset;
 use crate::store::snapshot::{self, Summary};
 use crate::store::{EtcdConfig, Store, StoreError};
@@ -65,7 +65,7 @@ pub async fn command(data_dir: &Path, action: &SnapshotAction) -> Result<String,
                     (s, format!("--data-dir {}", data_dir.display()))
                 }
                 Some(cfg) => {
-                    let s = restore_etcd(file, data_dir, *bump_revision, &cfg, store).await?;
+                    let s = restore_etcd(file, data_dir, *bump_revision, &cfg).await?;
                     let serve = format!(
                         "--data-dir {} --etcd-servers {}",
                         data_dir.display(),
@@ -109,7 +109,6 @@ async fn restore_etcd(
     data_dir: &Path,
     bump: u64,
     cfg: &EtcdConfig,
-    flags: &SnapshotStore,
 ) -> Result<Summary, RestoreError> {
     let contents = snapshot::read(file)?;
     let want = contents.rev.saturating_add(bump);
@@ -123,7 +122,7 @@ async fn restore_etcd(
             return Err(RestoreError::NotEmpty {
                 servers,
                 keys,
-                prefix: flags.etcd.etcd_prefix.clone(),
+                prefix: cfg.prefix.clone(),
             })
         }
         0 => {}
@@ -131,7 +130,7 @@ async fn restore_etcd(
         t => {
             return Err(RestoreError::OtherRestore {
                 servers,
-                prefix: flags.etcd.etcd_prefix.clone(),
+                prefix: cfg.prefix.clone(),
                 there: t,
                 want,
             })
@@ -142,7 +141,7 @@ async fn restore_etcd(
     if set != want {
         return Err(RestoreError::OtherRestore {
             servers,
-            prefix: flags.etcd.etcd_prefix.clone(),
+            prefix: cfg.prefix.clone(),
             there: set,
             want,
         });

@@ -3,6 +3,7 @@
 //! dry-run and propagation on DELETE, Events' expiry.
 
 use keelson_testing::Apiserver;
+use std::ffi::OsStr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
@@ -17,16 +18,10 @@ fn mode(p: &Path) -> u32 {
 
 /// `keelson-apiserver quarantine ARGS --data-dir DIR`: (success, stdout + stderr).
 fn quarantine(dir: &Path, args: &[&str]) -> (bool, String) {
-    let out = Command::new(bin())
-        .arg("quarantine")
-        .args(args)
-        .arg("--data-dir")
-        .arg(dir)
-        .output()
-        .unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    (out.status.success(), text)
+    let mut all: Vec<&OsStr> = vec!["quarantine".as_ref()];
+    all.extend(args.iter().map(OsStr::new));
+    all.extend(["--data-dir".as_ref(), dir.as_os_str()]);
+    keelson_testing::apiserver::admin(&all)
 }
 
 #[test]

@@ -4,7 +4,9 @@
 //! them, and keeps the cluster's CA (an old kubeconfig still works). Scheduled snapshots keep
 //! the newest --snapshot-retention.
 
+use keelson_testing::apiserver::admin;
 use keelson_testing::{eventually, Apiserver, Etcd};
+use std::ffi::OsStr;
 use std::path::Path;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,16 +15,10 @@ use std::time::{Duration, Instant};
 
 /// `keelson-apiserver snapshot ARGS --data-dir DIR`: (success, stdout + stderr).
 fn snapshot(dir: &Path, args: &[&str]) -> (bool, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_keelson-apiserver"))
-        .arg("snapshot")
-        .args(args)
-        .arg("--data-dir")
-        .arg(dir)
-        .output()
-        .unwrap();
-    let text =
-        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
-    (out.status.success(), text)
+    let mut all: Vec<&OsStr> = vec!["snapshot".as_ref()];
+    all.extend(args.iter().map(OsStr::new));
+    all.extend(["--data-dir".as_ref(), dir.as_os_str()]);
+    admin(&all)
 }
 
 /// A ConfigMap acknowledged by the server: its name, resourceVersion and when the reply came.

@@ -370,3 +370,15 @@ fn kubeconfig_port(path: &Path) -> Option<u16> {
         .parse()
         .ok()
 }
+
+/// `keelson-apiserver ARGS` run as an admin command (snapshot, quarantine, migrate, ...):
+/// whether it succeeded, and its stdout then stderr.
+pub fn admin(args: &[&std::ffi::OsStr]) -> (bool, String) {
+    let out = std::process::Command::new(crate::binary("keelson-apiserver"))
+        .args(args)
+        .output()
+        .expect("keelson-apiserver runs");
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}

@@ -192,13 +192,12 @@ async fn first_load(
     let endpoints = cfg.connect().await?;
     loop {
         let client = endpoints.current();
-        let loaded = match offset::read(&client, prefix, &servers).await {
-            Ok(off) => load(&client, prefix, &servers, off)
-                .await
-                .map(|(rows, rev)| (rows, rev, off)),
-            Err(e) => Err(e),
+        let loaded = async {
+            let off = offset::read(&client, prefix, &servers).await?;
+            let (rows, rev) = load(&client, prefix, &servers, off).await?;
+            Ok((rows, rev, off))
         };
-        match loaded {
+        match loaded.await {
             Ok((rows, rev, off)) => return Ok((endpoints, rows, rev, off)),
             Err(StoreError::Unavailable(why)) if tokio::time::Instant::now() < deadline => {
                 tracing::warn!(error = %why, "waiting for etcd");
@@ -243,7 +242,7 @@ pub(super) async fn load(
             if internal(key) {
                 continue;
             }
-            let rv = kv.mod_revision().max(0) as Rev + offset;
+            let rv = resource_version(kv.mod_revision(), offset);
             rows.push(Row {
                 key: String::from_utf8_lossy(key).into_owned(),
                 rev: rv,
@@ -259,7 +258,12 @@ pub(super) async fn load(
             _ => break,
         }
     }
-    Ok((rows, rev.max(0) as Rev + offset))
+    Ok((rows, resource_version(rev, offset)))
+}
+
+/// The resourceVersion of an etcd revision, given the store's revision offset.
+fn resource_version(etcd: i64, offset: Rev) -> Rev {
+    etcd.max(0) as Rev + offset
 }
 
 /// The keys under the prefix that are this backend's own, never served as objects.
@@ -290,7 +294,7 @@ pub(super) fn with_resource_version(json: &[u8], rev: Rev) -> Option<Bytes> {
 impl Remote {
     /// The resourceVersion of an etcd revision.
     pub(super) fn rev(&self, etcd: i64) -> Rev {
-        etcd.max(0) as Rev + self.offset
+        resource_version(etcd, self.offset)
     }
 
     /// The etcd revision of a resourceVersion; negative (matching no revision) for one below

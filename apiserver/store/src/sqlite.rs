@@ -55,6 +55,19 @@ fn migrate(conn: &mut Connection, version: i64) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// The highest revision anywhere in a store file: a lost or garbled meta row never takes it
+/// backwards.
+pub(crate) fn highest_rev(conn: &Connection) -> rusqlite::Result<Rev> {
+    conn.query_row(
+        "SELECT MAX(COALESCE((SELECT value FROM meta WHERE name='rev'), 0),
+                    COALESCE((SELECT MAX(rev) FROM objects), 0),
+                    COALESCE((SELECT MAX(rev) FROM history), 0))",
+        [],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|r| r.max(0) as Rev)
+}
+
 fn err(e: rusqlite::Error) -> StoreError {
     StoreError::Backend(e.to_string())
 }
@@ -75,7 +88,7 @@ fn text(r: &rusqlite::Row<'_>, i: usize) -> String {
     }
 }
 
-fn now_secs() -> i64 {
+pub(crate) fn now_secs() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs() as i64)
@@ -105,19 +118,10 @@ impl SqliteBackend {
 
 impl Backend for SqliteBackend {
     fn load(&mut self, history_seconds: u64) -> Result<Loaded, StoreError> {
-        let mut out = Loaded::default();
-        // The highest revision anywhere: a lost or garbled meta row never takes it backwards.
-        let rev: Option<i64> = self
-            .conn
-            .query_row(
-                "SELECT MAX(COALESCE((SELECT value FROM meta WHERE name='rev'), 0),
-                            COALESCE((SELECT MAX(rev) FROM objects), 0),
-                            COALESCE((SELECT MAX(rev) FROM history), 0))",
-                [],
-                |r| r.get(0),
-            )
-            .ok();
-        out.rev = rev.unwrap_or(0).max(0) as Rev;
+        let mut out = Loaded {
+            rev: highest_rev(&self.conn).unwrap_or(0),
+            ..Loaded::default()
+        };
         let mut stmt = self
             .conn
             .prepare("SELECT key, rev, value FROM objects")

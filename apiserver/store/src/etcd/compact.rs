@@ -8,7 +8,6 @@
 //! ask etcd for the watch's progress (whose notifications etcd 3.4 may send ahead of events).
 
 use super::Remote;
-use crate::Rev;
 use etcd_client::{Compare, CompareOp, Txn, TxnOp, TxnOpResponse};
 use std::sync::Arc;
 use std::time::Duration;
@@ -54,8 +53,8 @@ async fn compact(remote: &Remote, version: i64, rev: i64) -> Result<(i64, i64), 
         let Some(seen) = seen else {
             return Ok((0, now));
         };
-        let done: Rev = String::from_utf8_lossy(seen.value()).parse().unwrap_or(0);
-        remote.shared.cache.compacted(done + remote.offset);
+        let done: i64 = String::from_utf8_lossy(seen.value()).parse().unwrap_or(0);
+        remote.shared.cache.compacted(remote.rev(done));
         return Ok((seen.version(), now));
     }
     if rev > 0 {

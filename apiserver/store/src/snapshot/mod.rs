@@ -13,7 +13,6 @@ use super::datadir::DataDirError;
 use super::Rev;
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 mod restore;
 mod save;
@@ -90,13 +89,6 @@ fn sql(path: &Path) -> impl Fn(rusqlite::Error) -> SnapshotError + '_ {
     }
 }
 
-fn now_secs() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
-}
-
 /// `path` with `.part` appended: written there, renamed into place once complete.
 fn part(path: &Path) -> PathBuf {
     let mut s = path.as_os_str().to_owned();
@@ -104,16 +96,31 @@ fn part(path: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
-/// The highest revision the store file records (as `SqliteBackend::load` reads it).
-fn revision(conn: &Connection) -> rusqlite::Result<Rev> {
-    conn.query_row(
-        "SELECT MAX(COALESCE((SELECT value FROM meta WHERE name='rev'), 0),
-                    COALESCE((SELECT MAX(rev) FROM objects), 0),
-                    COALESCE((SELECT MAX(rev) FROM history), 0))",
-        [],
-        |r| r.get::<_, i64>(0),
-    )
-    .map(|r| r.max(0) as Rev)
+/// Writes `out` through `out.part`, renamed into place only once `write` succeeded.
+fn atomically(
+    out: &Path,
+    write: impl FnOnce(&Path) -> Result<Summary, SnapshotError>,
+) -> Result<Summary, SnapshotError> {
+    let tmp = part(out);
+    let _ = std::fs::remove_file(&tmp);
+    let summary = match write(&tmp) {
+        Ok(s) => s,
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+    };
+    std::fs::rename(&tmp, out).map_err(io(out))?;
+    sync_dir(out)?;
+    Ok(summary)
+}
+
+/// A store error about the file at `path`.
+fn store_err(path: &Path) -> impl Fn(crate::StoreError) -> SnapshotError + '_ {
+    move |e| SnapshotError::Sqlite {
+        path: path.to_path_buf(),
+        message: e.to_string(),
+    }
 }
 
 /// Closes the finished file `tmp` and syncs it: what it holds, counted, at `rev`.

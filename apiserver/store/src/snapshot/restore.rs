@@ -1,8 +1,7 @@
 //! Reading snapshots: checked whole before anything is written, restored into a new data
 //! directory (SQLite) or read for a restore into etcd.
 
-use super::save::atomically;
-use super::{carried, close, io, revision, sql, SnapshotError, Summary, FORMAT};
+use super::{atomically, carried, close, io, sql, store_err, SnapshotError, Summary, FORMAT};
 use crate::datadir;
 use crate::{Rev, DB_FILE};
 use rusqlite::{Connection, OpenFlags};
@@ -30,17 +29,14 @@ fn check(conn: &Connection, path: &Path) -> Result<Rev, SnapshotError> {
         )));
     }
     // A snapshot from a newer server: its schema is not this one's.
-    crate::sqlite::schema_version(conn, path).map_err(|e| SnapshotError::Sqlite {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    })?;
+    crate::sqlite::schema_version(conn, path).map_err(store_err(path))?;
     let integrity: String = conn
         .query_row("PRAGMA integrity_check", [], |r| r.get(0))
         .map_err(|e| not(e.to_string()))?;
     if integrity != "ok" {
         return Err(not(format!("integrity check: {integrity}")));
     }
-    revision(conn).map_err(|e| not(e.to_string()))
+    crate::sqlite::highest_rev(conn).map_err(|e| not(e.to_string()))
 }
 
 /// Opens `file` read-only if it is a whole snapshot; returns it with its revision.

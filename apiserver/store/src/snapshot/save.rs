@@ -1,9 +1,7 @@
 //! Writing snapshots: a copy of the SQLite store by the online backup, or objects read from
 //! etcd; the data directory's credentials beside them.
 
-use super::{
-    carried, close, io, now_secs, part, revision, sql, sync_dir, SnapshotError, Summary, FORMAT,
-};
+use super::{atomically, carried, close, io, sql, store_err, SnapshotError, Summary, FORMAT};
 use crate::datadir;
 use crate::{Rev, DB_FILE};
 use rusqlite::{params, Connection, OpenFlags};
@@ -19,7 +17,7 @@ pub fn save(data_dir: &Path, out: &Path) -> Result<Summary, SnapshotError> {
     }
     atomically(out, |tmp| {
         let dst = backup(&db, tmp)?;
-        let rev = revision(&dst).map_err(sql(tmp))?;
+        let rev = crate::sqlite::highest_rev(&dst).map_err(sql(tmp))?;
         finish(dst, tmp, data_dir, rev)
     })
 }
@@ -35,12 +33,7 @@ pub fn save_objects(
     atomically(out, |tmp| {
         datadir::private_file(tmp).map_err(io(tmp))?;
         // The store's own schema, made by the backend that reads it.
-        drop(
-            crate::SqliteBackend::open(tmp).map_err(|e| SnapshotError::Sqlite {
-                path: tmp.to_path_buf(),
-                message: e.to_string(),
-            })?,
-        );
+        drop(crate::SqliteBackend::open(tmp).map_err(store_err(tmp))?);
         let mut conn = Connection::open(tmp).map_err(sql(tmp))?;
         let e = sql(tmp);
         let tx = conn.transaction().map_err(&e)?;
@@ -56,25 +49,6 @@ pub fn save_objects(
         tx.commit().map_err(&e)?;
         finish(conn, tmp, data_dir, rev)
     })
-}
-
-/// Writes `out` through `out.part`, renamed into place only once `write` succeeded.
-pub(super) fn atomically(
-    out: &Path,
-    write: impl FnOnce(&Path) -> Result<Summary, SnapshotError>,
-) -> Result<Summary, SnapshotError> {
-    let tmp = part(out);
-    let _ = std::fs::remove_file(&tmp);
-    let summary = match write(&tmp) {
-        Ok(s) => s,
-        Err(e) => {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(e);
-        }
-    };
-    std::fs::rename(&tmp, out).map_err(io(out))?;
-    sync_dir(out)?;
-    Ok(summary)
 }
 
 /// The store file `db` copied into `tmp` with SQLite's online backup.
@@ -138,7 +112,7 @@ fn finish(
          INSERT OR REPLACE INTO meta (name, value) VALUES ('snapshot_format', {FORMAT});
          INSERT OR REPLACE INTO meta (name, value) VALUES ('snapshot_time', {});
          VACUUM;",
-        now_secs()
+        crate::sqlite::now_secs()
     ))
     .map_err(&e)?;
     close(dst, tmp, rev, files)
