@@ -5,9 +5,13 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock, RwLockReadGuard};
+use std::time::Duration;
 
 use futures::StreamExt;
+use kube::runtime::utils::Backoff;
+use kube::runtime::watcher::DefaultBackoff;
 use kube::runtime::{watcher, WatchStreamExt};
 use kube::{Api, Resource, ResourceExt};
 use tokio::sync::watch;
@@ -144,12 +148,30 @@ impl<T: Send + Sync + 'static> Informer<T> {
         let (store, synced) = (self.records.clone(), self.synced.clone());
         let kind = K::kind(&K::DynamicType::default()).to_string();
         tokio::spawn(async move {
-            let stream = watcher(api, config).default_backoff();
+            let without_versions = Arc::new(AtomicBool::new(false));
+            let flag = without_versions.clone();
+            let stream = watcher(api, config)
+                .inspect(move |e| {
+                    if matches!(e, Err(watcher::Error::NoResourceVersion)) {
+                        flag.store(true, Ordering::Relaxed);
+                    }
+                })
+                .backoff(RelistBackoff {
+                    without_versions,
+                    inner: DefaultBackoff::default(),
+                });
             futures::pin_mut!(stream);
             let mut fold = Fold::default();
+            let mut said_relisting = false;
             while let Some(event) = stream.next().await {
                 let event = match event {
                     Ok(e) => e,
+                    Err(watcher::Error::NoResourceVersion) if !said_relisting => {
+                        said_relisting = true;
+                        tracing::warn!(%kind, "the API server sends objects without metadata.resourceVersion, so a watch cannot resume: relisting every {}s instead", RELIST_PERIOD.as_secs());
+                        continue;
+                    }
+                    Err(watcher::Error::NoResourceVersion) => continue,
                     Err(e) => {
                         tracing::warn!(%kind, error = %e, "watch failed; retrying");
                         continue;
@@ -169,6 +191,35 @@ impl<T: Send + Sync + 'static> Informer<T> {
                 }
             }
         });
+    }
+}
+
+/// How often a store is relisted when the server cannot resume a watch (no resourceVersions).
+const RELIST_PERIOD: Duration = Duration::from_secs(1);
+
+/// client-go's back-off (kube-runtime's default), except after a watch event without a
+/// resourceVersion: a server that never sends them (an emulator, a proxy that strips them)
+/// cannot resume a watch, and kube-runtime's watcher then relists; waiting a fixed short period
+/// there, not up to 30 s, keeps the store that late at most.
+struct RelistBackoff {
+    without_versions: Arc<AtomicBool>,
+    inner: DefaultBackoff,
+}
+
+impl Iterator for RelistBackoff {
+    type Item = Duration;
+
+    fn next(&mut self) -> Option<Duration> {
+        if self.without_versions.swap(false, Ordering::Relaxed) {
+            return Some(RELIST_PERIOD);
+        }
+        self.inner.next()
+    }
+}
+
+impl Backoff for RelistBackoff {
+    fn reset(&mut self) {
+        self.inner.reset();
     }
 }
 

@@ -33,6 +33,9 @@ pub struct Options {
     pub netns: Option<PathBuf>,
 }
 
+/// How long the inputs may stay unlisted before the daemon says which (and again after as long).
+const UNLISTED_WARNING: Duration = Duration::from_secs(10);
+
 /// Loads compiled rulesets: the difference from the last one when it is known to be in the
 /// kernel, else (first load, after a failure, periodically) the whole table.
 pub struct Syncer {
@@ -132,9 +135,32 @@ pub async fn run(opts: Options) -> Result<(), AppError> {
     // Nothing is written before every input was listed: a partial view would open or close
     // paths that policy says otherwise about.
     let listed = async { tokio::join!(pods.synced(), namespaces.synced(), policies.synced()) };
-    tokio::select! {
-        _ = listed => {}
-        _ = shutdown.requested() => return Ok(()),
+    tokio::pin!(listed);
+    let mut waiting = tokio::time::interval_at(
+        tokio::time::Instant::now() + UNLISTED_WARNING,
+        UNLISTED_WARNING,
+    );
+    loop {
+        tokio::select! {
+            _ = &mut listed => break,
+            _ = shutdown.requested() => return Ok(()),
+            _ = waiting.tick() => {
+                let unlisted: Vec<&str> = [
+                    ("Pods", pods.is_synced()),
+                    ("Namespaces", namespaces.is_synced()),
+                    ("NetworkPolicies", policies.is_synced()),
+                ]
+                .into_iter()
+                .filter_map(|(kind, synced)| (!synced).then_some(kind))
+                .collect();
+                tracing::warn!(
+                    not_listed = %unlisted.join(", "),
+                    "keelson-netpol writes no rule until it has listed Pods, Namespaces and \
+                     NetworkPolicies (list and watch on each, cluster-wide): a partial view could \
+                     open paths that policy closes"
+                );
+            }
+        }
     }
     tracing::info!(node = %opts.node_name, "keelson-netpol: inputs listed, syncing");
     let nft = Box::new(NftCli {

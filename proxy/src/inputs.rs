@@ -41,11 +41,14 @@ pub fn start(client: Client, node_name: &str, changes: &Changes) -> KubeInputs {
         |s| from_k8s::slice_info(&s),
         changes.on_change(),
     );
+    // The field selector asks for this node only; a server that ignores selectors (an
+    // emulator) sends every node, so the name is checked here too.
+    let own_name = node_name.to_string();
     let node = inform(
         Api::<Node>::all(client),
         watcher::Config::default().fields(&format!("metadata.name={node_name}")),
         namespaced_name,
-        |n| Some(from_k8s::node_ips(&n)),
+        move |n| (n.metadata.name.as_deref() == Some(&own_name)).then(|| from_k8s::node_ips(&n)),
         changes.on_change(),
     );
     KubeInputs {

@@ -3,3 +3,4 @@
 "$(dirname "${BASH_SOURCE[0]}")/../interop/js" >/dev/null
 "$(dirname "${BASH_SOURCE[0]}")/../interop/ruby" >/dev/null
 "$(dirname "${BASH_SOURCE[0]}")/../interop/kubectl" >/dev/null
+"$(dirname "${BASH_SOURCE[0]}")/../interop/kmock" >/dev/null

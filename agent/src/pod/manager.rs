@@ -81,11 +81,17 @@ impl Manager {
             .fields(&format!("spec.nodeName={}", self.ctx.settings.node_name));
         let uid = |p: &Pod| p.metadata.uid.clone();
         let manager = self.clone();
+        // A server that ignores field selectors (an emulator) sends every node's pods: only
+        // this node's are kept, so none is run on the wrong node.
+        let node = self.ctx.settings.node_name.clone();
         self.ctx.pods.start(
             api,
             config,
             uid,
-            |p| Some(Arc::new(p)),
+            move |p| {
+                let here = p.spec.as_ref().and_then(|s| s.node_name.as_deref()) == Some(&node);
+                here.then(|| Arc::new(p))
+            },
             move |change| {
                 let manager = manager.clone();
                 async move { manager.changed(change).await }

@@ -8,25 +8,7 @@ use std::time::{Duration, Instant};
 
 use keelson_testing::{Apiserver, Component, Daemon};
 
-/// Runs `scripts/interop/NAME`; returns the last line it printed.
-pub fn install(name: &str) -> String {
-    let setup = format!("{}/../scripts/interop/{name}", env!("CARGO_MANIFEST_DIR"));
-    let out = Command::new(&setup)
-        .output()
-        .expect("the interop setup runs");
-    assert!(
-        out.status.success(),
-        "{setup} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    stdout
-        .lines()
-        .last()
-        .expect("a last line")
-        .trim()
-        .to_string()
-}
+pub use keelson_testing::interop::install;
 
 /// A checks file under tests/interop.
 pub fn checks(file: &str) -> String {

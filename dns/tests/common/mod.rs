@@ -5,6 +5,7 @@
 
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream, UdpSocket};
+use std::path::Path;
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::Duration;
 
@@ -36,16 +37,20 @@ pub struct Dns {
 /// keelson-dns as system:kube-dns with `extra` flags.
 pub fn start_dns(api: &Apiserver, extra: &[&str]) -> Dns {
     let kubeconfig = api.kubeconfig_for("system:kube-dns", &[]);
+    start_dns_with(&kubeconfig, &api.dir.path().join("keelson-dns.log"), extra)
+}
+
+/// keelson-dns against the server `kubeconfig` names, its output appended to `log`.
+pub fn start_dns_with(kubeconfig: &Path, log: &Path, extra: &[&str]) -> Dns {
     let (port, health_port) = (free_port(), free_port());
-    let log = api.dir.path().join("keelson-dns.log");
     let child = ChildGuard::spawn_logged(
         std::process::Command::new(binary("keelson-dns"))
             .arg("--kubeconfig")
-            .arg(&kubeconfig)
+            .arg(kubeconfig)
             .args(["--listen", &format!("127.0.0.1:{port}")])
             .args(["--health-port", &health_port.to_string()])
             .args(extra),
-        &log,
+        log,
     );
     Dns {
         child,
