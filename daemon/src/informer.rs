@@ -173,7 +173,19 @@ impl<T: Send + Sync + 'static> Informer<T> {
                     }
                     Err(watcher::Error::NoResourceVersion) => continue,
                     Err(e) => {
-                        tracing::warn!(%kind, error = %e, "watch failed; retrying");
+                        match refusal(&e) {
+                            Some(code) => {
+                                tracing::warn!(
+                                    %kind,
+                                    code,
+                                    error = %e,
+                                    "the API server does not let this identity list and watch \
+                                     {kind} (refused, or not served): this component needs both \
+                                     (its README names the role); retrying"
+                                )
+                            }
+                            None => tracing::warn!(%kind, error = %e, "watch failed; retrying"),
+                        }
                         continue;
                     }
                 };
@@ -220,6 +232,20 @@ impl Iterator for RelistBackoff {
 impl Backoff for RelistBackoff {
     fn reset(&mut self) {
         self.inner.reset();
+    }
+}
+
+/// The status code when the server refused the list or watch itself (401, 403, or 404: the
+/// resource is not served), as opposed to a connection or transient failure.
+fn refusal(e: &watcher::Error) -> Option<u16> {
+    match e {
+        watcher::Error::InitialListFailed(kube::Error::Api(s))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(s))
+            if matches!(s.code, 401 | 403 | 404) =>
+        {
+            Some(s.code)
+        }
+        _ => None,
     }
 }
 

@@ -170,7 +170,7 @@ impl Elector {
     /// Reads the Lease and creates, takes over or renews it when it may.
     async fn try_once(&mut self) -> Result<Outcome, kube::Error> {
         let (identity, duration) = (self.config.identity.clone(), self.config.lease_duration);
-        let Some(mut lease) = self.api.get_opt(&self.config.name).await? else {
+        let Some(mut lease) = crate::get_opt(&self.api, &self.config.name).await? else {
             let lease = Lease {
                 metadata: ObjectMeta {
                     name: Some(self.config.name.clone()),
@@ -280,7 +280,7 @@ impl Elector {
     pub async fn release(&mut self) {
         self.status.set(0);
         let release = async {
-            let Some(mut lease) = self.api.get_opt(&self.config.name).await? else {
+            let Some(mut lease) = crate::get_opt(&self.api, &self.config.name).await? else {
                 return Ok(false);
             };
             let current = lease.spec.clone().unwrap_or_default();

@@ -16,6 +16,7 @@ pub mod informer;
 pub mod lb;
 pub mod leader;
 pub mod logging;
+pub mod not_found;
 pub mod signals;
 pub mod sync;
 pub mod tls_insecure;
@@ -27,6 +28,7 @@ pub use health::{counter, ready_now, serve_health_and_metrics, Health, HealthErr
 pub use hostname::{node_name, NodeFlags};
 pub use informer::{inform, namespaced_name, Change, Informer, Objects};
 pub use logging::init_logging;
+pub use not_found::{get_opt, is_not_found};
 pub use signals::{shutdown_signal, Shutdown};
 pub use sync::{reflect, Changes, SyncLoop};
 pub use tls_insecure::any_server_certificate;

@@ -1,7 +1,7 @@
-"""kmock's Kubernetes emulator (PyPI kmock) on 127.0.0.1, plain HTTP, for the node components'
+"""kmock's Kubernetes emulator (PyPI kmock) on ADDRESS:PORT, plain HTTP, for the node components'
 tests against an API server Keelson did not write (testing/src/kmock.rs).
 
-Usage: emulator.py PORT RESOURCE...   (RESOURCE as kmock names it: "v1/services",
+Usage: emulator.py ADDRESS PORT RESOURCE...   (RESOURCE as kmock names it: "v1/services",
 "discovery.k8s.io/v1/endpointslices"; each namespaced unless it is in CLUSTER_SCOPED)
 
 The emulator is kmock's own, untouched: objects stored as posted, patches merged as plain JSON,
@@ -20,12 +20,12 @@ import kmock
 CLUSTER_SCOPED = {"nodes", "namespaces", "clusterroles", "clusterrolebindings"}
 
 
-async def main(port: int, resources: list[str]) -> None:
+async def main(address: str, port: int, resources: list[str]) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
     loop.add_signal_handler(signal.SIGINT, stop.set)
-    async with kmock.KubernetesEmulator() as emulator, kmock.Server(emulator, port=port) as server:
+    async with kmock.KubernetesEmulator() as emulator, kmock.Server(emulator, host=address, port=port) as server:
         for name in resources:
             plural = name.rsplit("/", 1)[-1]
             emulator.resources[name] = kmock.ResourceInfo(
@@ -37,4 +37,4 @@ async def main(port: int, resources: list[str]) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(int(sys.argv[1]), sys.argv[2:]))
+    asyncio.run(main(sys.argv[1], int(sys.argv[2]), sys.argv[3:]))

@@ -8,8 +8,9 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
+use crate::hosts::command_in;
 use crate::process::{wait_until, ChildGuard};
-use crate::{free_port, repo_root};
+use crate::{free_port, repo_root, TestHost};
 
 pub struct Kmock {
     child: ChildGuard,
@@ -39,19 +40,28 @@ pub fn install(name: &str) -> String {
 }
 
 impl Kmock {
-    /// The emulator serving `resources` (kmock's names: "v1/services",
+    /// The emulator on 127.0.0.1 serving `resources` (kmock's names: "v1/services",
     /// "discovery.k8s.io/v1/endpointslices"), ready for connections.
     pub fn start(resources: &[&str]) -> Kmock {
+        Kmock::start_on(None, "127.0.0.1", resources)
+    }
+
+    /// The same inside test host `host`, on `address` there (reached through its links).
+    pub fn start_in(host: &TestHost, address: &str, resources: &[&str]) -> Kmock {
+        Kmock::start_on(Some(host), address, resources)
+    }
+
+    fn start_on(host: Option<&TestHost>, address: &str, resources: &[&str]) -> Kmock {
         let python = install("kmock");
         let dir = tempfile::tempdir().expect("tempdir");
         let port = free_port();
         let log = dir.path().join("kmock.log");
-        let mut cmd = Command::new(python);
+        let mut cmd = command_in(host.map(TestHost::path).as_deref(), python);
         cmd.arg(repo_root().join("testing/kmock/emulator.py"))
-            .arg(port.to_string())
+            .args([address, &port.to_string()])
             .args(resources);
         let child = ChildGuard::spawn_logged(&mut cmd, &log);
-        let url = format!("http://127.0.0.1:{port}");
+        let url = format!("http://{address}:{port}");
         let kmock = Kmock { child, dir, url };
         wait_until("kmock listening", Duration::from_secs(30), || {
             kmock.log().contains("listening on")

@@ -19,7 +19,7 @@ pub async fn renew(
 ) -> Result<Lease, kube::Error> {
     let api: Api<Lease> = Api::namespaced(client.clone(), NAMESPACE);
     let now = MicroTime(Timestamp::now());
-    match api.get_opt(node).await? {
+    match keelson_daemon::get_opt(&api, node).await? {
         Some(mut lease) => {
             let spec = lease.spec.get_or_insert_with(LeaseSpec::default);
             spec.holder_identity = Some(node.to_string());

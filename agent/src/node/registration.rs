@@ -54,7 +54,10 @@ pub async fn register(client: &kube::Client, cfg: &NodeConfig) -> Result<Node, N
         node: cfg.name.clone(),
         source,
     };
-    let node = match api.get_opt(&cfg.name).await.map_err(err)? {
+    let node = match keelson_daemon::get_opt(&api, &cfg.name)
+        .await
+        .map_err(err)?
+    {
         Some(existing) => {
             let has_cidr = existing
                 .spec

@@ -98,8 +98,7 @@ pub async fn bound_volumes(
         };
         let name = &source.claim_name;
         let api_err = |what: String| move |source| ClaimError::Api { what, source };
-        let claim = claims
-            .get_opt(name)
+        let claim = keelson_daemon::get_opt(&claims, name)
             .await
             .map_err(api_err(format!("persistentvolumeclaim {ns}/{name}")))?
             .ok_or_else(|| ClaimError::NotFound(name.clone()))?;
@@ -111,8 +110,7 @@ pub async fn bound_volumes(
                 name: name.clone(),
             });
         };
-        let pv = volumes
-            .get_opt(&volume_name)
+        let pv = keelson_daemon::get_opt(&volumes, &volume_name)
             .await
             .map_err(api_err(format!("persistentvolume {volume_name}")))?
             .ok_or_else(|| ClaimError::VolumeNotFound(volume_name.clone()))?;

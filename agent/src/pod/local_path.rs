@@ -78,7 +78,7 @@ pub async fn run(client: kube::Client, root: PathBuf, every: Duration) {
 /// Delete), then the finalizer and the record.
 async fn reclaim(client: &kube::Client, record: &Path, name: &str) -> Result<(), String> {
     let api: Api<PersistentVolume> = Api::all(client.clone());
-    let pv = match api.get_opt(name).await {
+    let pv = match keelson_daemon::get_opt(&api, name).await {
         Ok(Some(pv)) => pv,
         // Gone without us (the finalizer removed by hand): the data stays, as upstream leaves
         // a volume deleted outside its reclaim policy.

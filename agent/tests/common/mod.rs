@@ -98,9 +98,10 @@ impl Node {
             pod_cidr: join.pod_cidr.then(|| format!("10.244.{}.0/24", 7 + index)),
             socket: containerd.socket.clone(),
             log,
-            kubeconfig: match join.bootstrap {
-                Some(_) => dir.join("kubeconfig"),
-                None => cluster.api.kubeconfig(),
+            kubeconfig: match (&join.bootstrap, &join.server) {
+                (Some(_), _) => dir.join("kubeconfig"),
+                (None, Some(server)) => server.clone(),
+                (None, None) => cluster.api.kubeconfig(),
             },
             bootstrap: join.bootstrap.clone(),
             extra_args: join.args.clone(),
@@ -229,6 +230,8 @@ struct Join {
     /// The node's disk: a loop-mounted filesystem of this size holding containerd's root and
     /// the agent's (None: the machine's).
     disk: Option<String>,
+    /// The kubeconfig of an API server other than the cluster's (None: the cluster's admin).
+    server: Option<PathBuf>,
 }
 
 /// Joins a node host to the control plane's bridge with `ip`/24 on its side (link kv1).
@@ -274,6 +277,7 @@ impl Cluster {
             bootstrap: None,
             args: args.iter().map(|a| a.to_string()).collect(),
             disk: Some(size.to_string()),
+            server: None,
         };
         cluster.node_name = cluster.add_ready(prefix, &join);
         cluster
@@ -348,6 +352,7 @@ impl Cluster {
             bootstrap: None,
             args: Vec::new(),
             disk: None,
+            server: None,
         };
         self.add_ready(prefix, &join)
     }
@@ -370,6 +375,7 @@ impl Cluster {
             bootstrap: Some(bootstrap.to_path_buf()),
             args: args.iter().map(|a| a.to_string()).collect(),
             disk: None,
+            server: None,
         };
         self.add_ready(prefix, &join)
     }
@@ -406,12 +412,26 @@ impl Cluster {
             bootstrap: None,
             args: Vec::new(),
             disk: None,
+            server: None,
         };
         let name = self.add_unready(prefix, &join);
         self.wait_until(Duration::from_secs(30), "node registered", || {
             self.kubectl_json(&["get", "node", &name]).ok()
         });
         name
+    }
+
+    /// Adds a node whose agent uses the API server `kubeconfig` names instead of the cluster's
+    /// (a server Keelson did not write); returns its name at once.
+    pub fn add_node_against(&mut self, prefix: &str, kubeconfig: &Path) -> String {
+        let join = Join {
+            pod_cidr: true,
+            bootstrap: None,
+            args: Vec::new(),
+            disk: None,
+            server: Some(kubeconfig.to_path_buf()),
+        };
+        self.add_unready(prefix, &join)
     }
 
     fn add_unready(&mut self, prefix: &str, join: &Join) -> String {

@@ -105,9 +105,8 @@ async fn mirror(ctx: &Context, statics: &BTreeMap<String, Arc<Pod>>) -> Result<(
         .iter()
         .filter(|m| m.metadata.deletion_timestamp.is_none())
         .collect();
-    let node: Option<Node> = Api::<Node>::all(ctx.client.clone())
-        .get_opt(node_name)
-        .await?;
+    let node: Option<Node> =
+        keelson_daemon::get_opt(&Api::<Node>::all(ctx.client.clone()), node_name).await?;
     let Some(node) = node else {
         return Ok(());
     };

@@ -154,7 +154,7 @@ async fn pull_auth(ctx: &Context, pod: &Pod, image: &str) -> Option<cri::AuthCon
     let api: Api<Secret> = Api::namespaced(ctx.client.clone(), ns);
     let mut secrets = Vec::new();
     for name in names {
-        match api.get_opt(&name).await {
+        match keelson_daemon::get_opt(&api, &name).await {
             Ok(Some(s)) => secrets.push(
                 s.data
                     .unwrap_or_default()

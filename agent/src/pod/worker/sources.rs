@@ -42,12 +42,14 @@ pub async fn fetch(
     let mut objects = volumes::Objects::default();
     let cm_api: Api<ConfigMap> = Api::namespaced(client.clone(), ns);
     for name in cms {
-        let found = cm_api.get_opt(&name).await.map_err(|source| SourceError {
-            kind: "configmap",
-            namespace: ns.to_string(),
-            name: name.clone(),
-            source,
-        })?;
+        let found = keelson_daemon::get_opt(&cm_api, &name)
+            .await
+            .map_err(|source| SourceError {
+                kind: "configmap",
+                namespace: ns.to_string(),
+                name: name.clone(),
+                source,
+            })?;
         if let Some(cm) = found {
             let (strings, bytes) = config_map_contents(cm);
             env_sources.config_maps.insert(name.clone(), strings);
@@ -56,8 +58,7 @@ pub async fn fetch(
     }
     let secret_api: Api<Secret> = Api::namespaced(client.clone(), ns);
     for name in secrets {
-        let found = secret_api
-            .get_opt(&name)
+        let found = keelson_daemon::get_opt(&secret_api, &name)
             .await
             .map_err(|source| SourceError {
                 kind: "secret",
