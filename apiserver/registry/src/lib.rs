@@ -14,6 +14,7 @@ pub mod autoscaling_v1;
 mod cause;
 pub mod custom;
 mod defaults;
+pub mod events_v1;
 mod json;
 pub mod limits;
 mod path;

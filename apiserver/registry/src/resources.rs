@@ -4,7 +4,7 @@
 use crate::schema::{decode, Decode};
 use k8s_openapi::api::{
     apps, authentication, authorization, autoscaling, batch, certificates, coordination, core,
-    discovery, networking, policy, rbac, scheduling, storage,
+    discovery, events, networking, policy, rbac, scheduling, storage,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
 use std::sync::RwLock;
@@ -238,6 +238,8 @@ pub static RESOURCES: &[Resource] = &[
     kind::<core::v1::ConfigMap>("configmap", &["cm"], &[], false),
     kind::<core::v1::Secret>("secret", &[], &[], false),
     kind::<core::v1::Event>("event", &["ev"], &[], false),
+    // The same objects under events.k8s.io's field names (`events_v1`), stored as core/v1.
+    kind::<events::v1::Event>("event", &["ev"], &[], false),
     kind::<core::v1::ServiceAccount>("serviceaccount", &["sa"], &["token"], false),
     kind::<discovery::v1::EndpointSlice>("endpointslice", &[], &[], false),
     kind::<apps::v1::Deployment>("deployment", &["deploy"], &["status", "scale"], true),
@@ -369,8 +371,11 @@ pub fn versions(group: &str) -> Vec<&'static str> {
 }
 
 /// Whether this is an older version of a kind also served at its group's preferred version,
-/// stored in that version's form.
+/// stored in that version's form, or an events.k8s.io Event (stored as a core/v1 one).
 pub fn is_converted(r: &Resource) -> bool {
+    if r.group == EVENTS_GROUP {
+        return true;
+    }
     // Asked on every request: the built-in table answers without touching the custom one.
     let preferred = RESOURCES
         .iter()
@@ -378,6 +383,20 @@ pub fn is_converted(r: &Resource) -> bool {
         .or_else(|| custom().into_iter().find(|x| x.group == r.group))
         .map(|x| x.version);
     preferred != Some(r.version)
+}
+
+/// The group whose Events are stored as core/v1 Events (`events_v1`), as upstream stores them.
+pub const EVENTS_GROUP: &str = "events.k8s.io";
+
+/// Where objects of a converted resource are stored: core/v1 Events for events.k8s.io's, else
+/// the group's preferred version of the same resource.
+pub fn storage_of(r: &Resource) -> Option<&'static Resource> {
+    if r.group == EVENTS_GROUP {
+        return lookup("", "v1", "events");
+    }
+    versions(r.group)
+        .first()
+        .and_then(|v| lookup(r.group, v, r.plural))
 }
 
 pub fn in_group(group: &str, version: &str) -> Vec<&'static Resource> {
@@ -435,9 +454,12 @@ mod tests {
     #[test]
     fn older_versions_only_beside_the_preferred_one() {
         for r in RESOURCES.iter().filter(|r| is_converted(r)) {
-            let preferred = versions(r.group)[0];
-            assert!(lookup(r.group, preferred, r.plural).is_some(), "{r:?}");
+            assert!(storage_of(r).is_some_and(|s| s != r), "{r:?}");
         }
+        assert_eq!(
+            storage_of(lookup(EVENTS_GROUP, "v1", "events").unwrap()).map(Resource::api_version),
+            Some("v1".to_string())
+        );
         assert_eq!(versions("autoscaling"), ["v2", "v1"]);
         assert_eq!(by_kind("HorizontalPodAutoscaler").unwrap().version, "v2");
     }

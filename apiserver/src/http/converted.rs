@@ -1,8 +1,9 @@
 //! Kinds served in a version other than the stored one: the request is served as the same
 //! request on the stored version, its body converted on the way in and the answer on the way
 //! out, so both versions see one object. autoscaling/v1 HorizontalPodAutoscalers convert
-//! field by field (`keelson_apiserver_registry::autoscaling_v1`); a custom resource's other
-//! versions convert as upstream's `None` strategy does, by apiVersion alone.
+//! field by field (`keelson_apiserver_registry::autoscaling_v1`); events.k8s.io/v1 Events are
+//! core/v1 Events under other field names (`events_v1`); a custom resource's other versions
+//! convert as upstream's `None` strategy does, by apiVersion alone.
 
 use super::route::ResourcePath;
 use super::{json_value, resource, App, Call};
@@ -13,6 +14,7 @@ use axum::response::Response;
 use futures::StreamExt;
 use http::{header, Method};
 use keelson_apiserver_registry::autoscaling_v1::{to_v1, to_v2};
+use keelson_apiserver_registry::events_v1::{core_field_selector, to_core, to_events};
 use serde_json::{json, Value};
 
 /// How an object of one version becomes the stored version's and back.
@@ -22,19 +24,31 @@ struct Conversion {
     /// Whether a patch written against this version applies as is to the stored form (true
     /// when only apiVersion differs).
     patchable: bool,
+    /// Whether a part of an object converts as the whole does (renamed fields only): a merge
+    /// patch is converted, and watches are.
+    partial: bool,
 }
 
-const HPA: Conversion = Conversion {
+static HPA: Conversion = Conversion {
     to_stored: |v, _| to_v2(v),
     from_stored: |v, _| to_v1(v),
     patchable: false,
+    partial: false,
+};
+
+static EVENTS: Conversion = Conversion {
+    to_stored: to_core,
+    from_stored: to_events,
+    patchable: false,
+    partial: true,
 };
 
 /// Conversion `None`: the same fields under another apiVersion.
-const API_VERSION_ONLY: Conversion = Conversion {
+static API_VERSION_ONLY: Conversion = Conversion {
     to_stored: with_api_version,
     from_stored: with_api_version,
     patchable: true,
+    partial: true,
 };
 
 fn with_api_version(v: &Value, api_version: &str) -> Value {
@@ -46,19 +60,24 @@ fn with_api_version(v: &Value, api_version: &str) -> Value {
 }
 
 pub async fn handle(app: &App, rp: ResourcePath, call: &Call) -> ApiResult<Response> {
-    let conversion = match rp.res.kind {
-        "HorizontalPodAutoscaler" => &HPA,
+    let conversion: &'static Conversion = match (rp.res.group, rp.res.kind) {
+        (_, "HorizontalPodAutoscaler") => &HPA,
+        (resources::EVENTS_GROUP, _) => &EVENTS,
         _ => &API_VERSION_ONLY,
     };
     let watch = rp.legacy_watch || super::attributes::is_watch(call.query());
-    // An HPA patch is written against the v1 form, which is not stored; watches would need
-    // every event converted. Clients that do either (kubectl apply, edit, get -w) use the
-    // stored version.
+    // An HPA patch is written against the v1 form, which is not stored, and its watches would
+    // need whole objects converted. Clients that do either (kubectl apply, edit, get -w) use
+    // the stored version. A merge patch of renamed fields converts as it is.
     let patch = call.method() == Method::PATCH;
-    if watch && conversion.patchable {
-        return watch_converted(app, rp, call).await;
+    let merge_patch = patch
+        && call
+            .header(header::CONTENT_TYPE)
+            .is_some_and(|c| c.starts_with("application/merge-patch+json"));
+    if watch && conversion.partial {
+        return watch_converted(app, rp, call, conversion).await;
     }
-    if watch || (patch && !conversion.patchable) {
+    if watch || (patch && !conversion.patchable && !(conversion.partial && merge_patch)) {
         return Err(ApiError::method_not_allowed(format!(
             "{} of {} {} is not supported here: use {}",
             if watch { "WATCH" } else { "PATCH" },
@@ -69,13 +88,16 @@ pub async fn handle(app: &App, rp: ResourcePath, call: &Call) -> ApiResult<Respo
     }
     let stored = stored_version(rp.res)?;
     let (outer, inner_version) = (rp.res.api_version(), stored.api_version());
+    // A merge patch naming the version it was written for names the stored one instead; one
+    // of renamed fields (events.k8s.io) is converted whole.
+    let convert_patch =
+        |v: &Value| v.get("apiVersion").is_some() || (merge_patch && !conversion.patchable);
     let body = match *call.method() {
         Method::POST | Method::PUT => {
             Bytes::from((conversion.to_stored)(&call.object()?, &inner_version).to_string())
         }
-        // A merge patch naming the version it was written for names the stored one instead.
         Method::PATCH => match serde_json::from_slice::<Value>(&call.body) {
-            Ok(v) if v.get("apiVersion").is_some() => {
+            Ok(v) if convert_patch(&v) => {
                 Bytes::from((conversion.to_stored)(&v, &inner_version).to_string())
             }
             _ => call.body.clone(),
@@ -86,7 +108,7 @@ pub async fn handle(app: &App, rp: ResourcePath, call: &Call) -> ApiResult<Respo
     let accept = call.header(header::ACCEPT).unwrap_or_default();
     let as_is = accept.contains("as=Table") || accept.contains("as=PartialObjectMetadata");
     let inner = Call {
-        head: stored_request(call, rp.res, stored.version, as_is, patch)?,
+        head: stored_request(call, rp.res, stored, as_is, patch)?,
         body,
         user: call.user.clone(),
     };
@@ -97,7 +119,7 @@ pub async fn handle(app: &App, rp: ResourcePath, call: &Call) -> ApiResult<Respo
     let (parts, body) = answer.into_parts();
     let bytes = axum::body::to_bytes(body, usize::MAX)
         .await
-        .map_err(|e| ApiError::internal(format!("reading the autoscaling/v2 answer: {e}")))?;
+        .map_err(|e| ApiError::internal(format!("reading the {inner_version} answer: {e}")))?;
     let Ok(mut v) = serde_json::from_slice::<Value>(&bytes) else {
         return Ok(Response::from_parts(parts, bytes.into()));
     };
@@ -117,13 +139,19 @@ pub async fn handle(app: &App, rp: ResourcePath, call: &Call) -> ApiResult<Respo
     Ok(json_value(parts.status, &v))
 }
 
-/// A watch through a version that differs from the stored one by apiVersion alone: the stored
-/// version's watch, each event's object of the kind relabelled on the way out (Tables and Status as they are).
-async fn watch_converted(app: &App, rp: ResourcePath, call: &Call) -> ApiResult<Response> {
+/// A watch through a version whose objects convert field by field or by apiVersion alone: the
+/// stored version's watch, each event's object of the kind converted on the way out (Tables
+/// and Status as they are).
+async fn watch_converted(
+    app: &App,
+    rp: ResourcePath,
+    call: &Call,
+    conversion: &'static Conversion,
+) -> ApiResult<Response> {
     let stored = stored_version(rp.res)?;
     let (outer, kind) = (rp.res.api_version(), rp.res.kind);
     let inner = Call {
-        head: stored_request(call, rp.res, stored.version, true, false)?,
+        head: stored_request(call, rp.res, stored, true, false)?,
         body: Bytes::new(),
         user: call.user.clone(),
     };
@@ -133,9 +161,9 @@ async fn watch_converted(app: &App, rp: ResourcePath, call: &Call) -> ApiResult<
     let events = body.into_data_stream().map(move |chunk| {
         chunk.map(|b| match serde_json::from_slice::<Value>(&b) {
             Ok(mut event) => {
-                if let Some(obj) = event.get_mut("object").and_then(Value::as_object_mut) {
+                if let Some(obj) = event.get_mut("object") {
                     if obj.get("kind").and_then(Value::as_str) == Some(kind) {
-                        obj.insert("apiVersion".into(), json!(outer));
+                        *obj = (conversion.from_stored)(obj, &outer);
                     }
                 }
                 let mut line = event.to_string().into_bytes();
@@ -151,29 +179,35 @@ async fn watch_converted(app: &App, rp: ResourcePath, call: &Call) -> ApiResult<
     ))
 }
 
-/// The version the kind is stored at: its group's preferred one.
+/// Where the kind is stored: its group's preferred version, or core/v1 for events.k8s.io.
 fn stored_version(res: &Resource) -> ApiResult<&'static Resource> {
-    resources::versions(res.group)
-        .first()
-        .and_then(|v| resources::lookup(res.group, v, res.plural))
+    resources::storage_of(res)
         .ok_or_else(|| ApiError::internal(format!("{} is not served", res.plural)))
+}
+
+/// The path every request on `res` starts with.
+fn path_prefix(res: &Resource) -> String {
+    match res.group {
+        "" => format!("/api/{}/", res.version),
+        group => format!("/apis/{group}/{}/", res.version),
+    }
 }
 
 /// The request's head on the stored version's path, with a JSON body and JSON answer.
 fn stored_request(
     call: &Call,
     res: &Resource,
-    version: &str,
+    stored: &Resource,
     as_is: bool,
     patch: bool,
 ) -> ApiResult<http::request::Parts> {
-    let (group, from) = (res.group, res.version);
-    let path = call.path().replacen(
-        &format!("/{group}/{from}/"),
-        &format!("/{group}/{version}/"),
-        1,
-    );
+    let path = call
+        .path()
+        .replacen(&path_prefix(res), &path_prefix(stored), 1);
     let uri = match call.head.uri.query() {
+        Some(q) if res.group == resources::EVENTS_GROUP => {
+            format!("{path}?{}", events_query(q))
+        }
         Some(q) => format!("{path}?{q}"),
         None => path,
     };
@@ -198,4 +232,17 @@ fn stored_request(
         .map_err(|e| ApiError::bad_request(format!("request: {e}")))?
         .into_parts();
     Ok(head)
+}
+
+/// An events.k8s.io query with its field selector on the stored core/v1 field names.
+fn events_query(query: &str) -> String {
+    let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query).unwrap_or_default();
+    let pairs: Vec<(String, String)> = pairs
+        .into_iter()
+        .map(|(k, v)| match k.as_str() {
+            "fieldSelector" => (k, core_field_selector(&v)),
+            _ => (k, v),
+        })
+        .collect();
+    serde_urlencoded::to_string(&pairs).unwrap_or_default()
 }

@@ -3,7 +3,7 @@
 
 use k8s_openapi::api::{
     apps, authentication, authorization, autoscaling, batch, certificates, coordination, core,
-    discovery, networking, policy, rbac, scheduling, storage,
+    discovery, events, networking, policy, rbac, scheduling, storage,
 };
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
@@ -27,6 +27,7 @@ pub static KINDS: &[(&str, &str, &str, AddSchema)] = &[
     ("", "v1", "ConfigMap", add::<core::v1::ConfigMap>),
     ("", "v1", "Secret", add::<core::v1::Secret>),
     ("", "v1", "Event", add::<core::v1::Event>),
+    ("events.k8s.io", "v1", "Event", add::<events::v1::Event>),
     ("", "v1", "ServiceAccount", add::<core::v1::ServiceAccount>),
     (
         "",
