@@ -266,6 +266,12 @@ pub static RESOURCES: &[Resource] = &[
     kind::<core::v1::PersistentVolume>("persistentvolume", &["pv"], &["status"], false),
     kind::<core::v1::PersistentVolumeClaim>("persistentvolumeclaim", &["pvc"], &["status"], false),
     kind::<storage::v1::StorageClass>("storageclass", &["sc"], &[], false),
+    // What CSI drivers' install manifests create and read. Keelson runs no CSI driver: served
+    // so those manifests apply and their RBAC rules name real resources.
+    kind::<storage::v1::CSIDriver>("csidriver", &[], &[], false),
+    kind::<storage::v1::CSINode>("csinode", &[], &[], false),
+    kind::<storage::v1::VolumeAttachment>("volumeattachment", &[], &["status"], false),
+    kind::<storage::v1::CSIStorageCapacity>("csistoragecapacity", &[], &[], false),
     kind::<networking::v1::Ingress>("ingress", &["ing"], &["status"], false),
     kind::<networking::v1::IngressClass>("ingressclass", &[], &[], false),
     kind::<apiextensions::CustomResourceDefinition>(

@@ -80,6 +80,30 @@ pub static KINDS: &[(&str, &str, &str, AddSchema)] = &[
         add::<storage::v1::StorageClass>,
     ),
     (
+        "storage.k8s.io",
+        "v1",
+        "CSIDriver",
+        add::<storage::v1::CSIDriver>,
+    ),
+    (
+        "storage.k8s.io",
+        "v1",
+        "CSINode",
+        add::<storage::v1::CSINode>,
+    ),
+    (
+        "storage.k8s.io",
+        "v1",
+        "VolumeAttachment",
+        add::<storage::v1::VolumeAttachment>,
+    ),
+    (
+        "storage.k8s.io",
+        "v1",
+        "CSIStorageCapacity",
+        add::<storage::v1::CSIStorageCapacity>,
+    ),
+    (
         "networking.k8s.io",
         "v1",
         "Ingress",

@@ -75,9 +75,19 @@ fn rand_id() -> u16 {
 }
 
 pub fn udp(dns: &Dns, name: &str, t: RecordType) -> Result<Message, String> {
+    udp_within(dns, name, t, Duration::from_secs(2))
+}
+
+/// `udp`, waiting up to `timeout` for the answer (a client's resolver timeout).
+pub fn udp_within(
+    dns: &Dns,
+    name: &str,
+    t: RecordType,
+    timeout: Duration,
+) -> Result<Message, String> {
     let q = query_message(name, t);
     let sock = UdpSocket::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
-    sock.set_read_timeout(Some(Duration::from_secs(2))).unwrap();
+    sock.set_read_timeout(Some(timeout)).unwrap();
     sock.send_to(&q.to_vec().unwrap(), dns.addr)
         .map_err(|e| e.to_string())?;
     let mut buf = [0u8; 4096];

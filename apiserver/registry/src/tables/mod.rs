@@ -8,6 +8,7 @@ mod autoscaling;
 mod batch;
 mod certificates;
 mod core;
+mod csi;
 mod network;
 mod pod;
 mod policy;
@@ -102,6 +103,10 @@ const PRINTERS: &[Printer] = printers! {
     "PersistentVolume" => storage::persistent_volume_columns, storage::persistent_volume_cells;
     "PersistentVolumeClaim" => storage::persistent_volume_claim_columns, storage::persistent_volume_claim_cells;
     "StorageClass" => storage::storage_class_columns, storage::storage_class_cells;
+    "CSIDriver" => csi::csi_driver_columns, csi::csi_driver_cells;
+    "CSINode" => csi::csi_node_columns, csi::csi_node_cells;
+    "VolumeAttachment" => csi::volume_attachment_columns, csi::volume_attachment_cells;
+    "CSIStorageCapacity" => csi::csi_storage_capacity_columns, csi::csi_storage_capacity_cells;
     "Node" => core::node_columns, core::node_cells;
     "Namespace" => core::namespace_columns, core::namespace_cells;
     "ConfigMap" => core::config_map_columns, core::config_map_cells;

@@ -6,6 +6,7 @@ mod batch;
 mod certificates;
 mod container;
 mod core;
+mod csi;
 mod ephemeral;
 mod field_checks;
 mod lifecycle;
@@ -44,6 +45,7 @@ pub fn validate(kind: &str, obj: &Value, old: Option<&Value>) -> Vec<Cause> {
         "PersistentVolume" => storage::persistent_volume(obj, &mut out),
         "PersistentVolumeClaim" => storage::persistent_volume_claim(obj, old, &mut out),
         "StorageClass" => storage::storage_class(obj, old, &mut out),
+        "VolumeAttachment" => csi::volume_attachment(obj, old, &mut out),
         "EndpointSlice" => network::endpoint_slice(obj, old, &mut out),
         "Ingress" => network::ingress(obj, &mut out),
         "IngressClass" => network::ingress_class(obj, old, &mut out),
