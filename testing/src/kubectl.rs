@@ -30,12 +30,6 @@ impl Kubectl {
         cmd.args(args)
             .env("KUBECONFIG", &self.kubeconfig)
             .stdin(Stdio::null());
-        // Discovery cached beside the kubeconfig (the test's own folder), not in ~/.kube/cache
-        // under host:port: a later server on a reused port would be described by an earlier
-        // one's cache (kubectl keeps it for hours).
-        if let Some(dir) = self.kubeconfig.parent() {
-            cmd.env("KUBECACHEDIR", dir.join(".kubectl-cache"));
-        }
         cmd
     }
 
