@@ -110,21 +110,20 @@ fn pod_affinity_follows_its_group_into_a_zone_across_namespaces() {
         "{app: db}",
         "  nodeSelector: {kubernetes.io/hostname: n4}\n",
     );
-    c.api
-        .kubectl_ok(&["-n", "data", "apply", "-f", &write(&db)]);
+    let applied = c
+        .api
+        .kubectl_stdin(&["-n", "data", "apply", "-f", "-"], &db);
+    assert!(
+        applied.status.success(),
+        "{}",
+        String::from_utf8_lossy(&applied.stderr)
+    );
     c.wait("db bound to n4", || {
         c.get(&["-n", "data", "pod", "db"], "{.spec.nodeName}") == "n4"
     });
     // n4 is in zone z1, with n1.
     let node = c.bound("cache");
     assert!(node == "n1" || node == "n4", "cache on {node}");
-}
-
-fn write(yaml: &str) -> String {
-    let path =
-        std::env::temp_dir().join(format!("sched-{}.yaml", keelson_testing::random_suffix()));
-    std::fs::write(&path, yaml).unwrap();
-    path.display().to_string()
 }
 
 #[test]
