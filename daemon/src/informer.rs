@@ -166,26 +166,8 @@ impl<T: Send + Sync + 'static> Informer<T> {
             while let Some(event) = stream.next().await {
                 let event = match event {
                     Ok(e) => e,
-                    Err(watcher::Error::NoResourceVersion) if !said_relisting => {
-                        said_relisting = true;
-                        tracing::warn!(%kind, "the API server sends objects without metadata.resourceVersion, so a watch cannot resume: relisting every {}s instead", RELIST_PERIOD.as_secs());
-                        continue;
-                    }
-                    Err(watcher::Error::NoResourceVersion) => continue,
                     Err(e) => {
-                        match refusal(&e) {
-                            Some(code) => {
-                                tracing::warn!(
-                                    %kind,
-                                    code,
-                                    error = %e,
-                                    "the API server does not let this identity list and watch \
-                                     {kind} (refused, or not served): this component needs both \
-                                     (its README names the role); retrying"
-                                )
-                            }
-                            None => tracing::warn!(%kind, error = %e, "watch failed; retrying"),
-                        }
+                        say_why(&kind, &e, &mut said_relisting);
                         continue;
                     }
                 };
@@ -232,6 +214,31 @@ impl Iterator for RelistBackoff {
 impl Backoff for RelistBackoff {
     fn reset(&mut self) {
         self.inner.reset();
+    }
+}
+
+/// Logs a failed list or watch: once that the server cannot resume watches (no
+/// resourceVersions), every time a refusal or another failure.
+fn say_why(kind: &str, e: &watcher::Error, said_relisting: &mut bool) {
+    match (e, refusal(e)) {
+        (watcher::Error::NoResourceVersion, _) => {
+            if !std::mem::replace(said_relisting, true) {
+                tracing::warn!(
+                    %kind,
+                    "the API server sends objects without metadata.resourceVersion, so a watch \
+                     cannot resume: relisting every {}s instead",
+                    RELIST_PERIOD.as_secs()
+                );
+            }
+        }
+        (_, Some(code)) => tracing::warn!(
+            %kind,
+            code,
+            error = %e,
+            "the API server does not let this identity list and watch {kind} (refused, or not \
+             served): this component needs both (its README names the role); retrying"
+        ),
+        (_, None) => tracing::warn!(%kind, error = %e, "watch failed; retrying"),
     }
 }
 

@@ -13,7 +13,8 @@ use crate::process::{wait_until, ChildGuard};
 use crate::{free_port, repo_root, TestHost};
 
 pub struct Kmock {
-    child: ChildGuard,
+    /// Killed on drop.
+    _child: ChildGuard,
     pub dir: tempfile::TempDir,
     pub url: String,
 }
@@ -62,7 +63,11 @@ impl Kmock {
             .args(resources);
         let child = ChildGuard::spawn_logged(&mut cmd, &log);
         let url = format!("http://{address}:{port}");
-        let kmock = Kmock { child, dir, url };
+        let kmock = Kmock {
+            _child: child,
+            dir,
+            url,
+        };
         wait_until("kmock listening", Duration::from_secs(30), || {
             kmock.log().contains("listening on")
         });
@@ -71,10 +76,6 @@ impl Kmock {
 
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("kmock.log")).unwrap_or_default()
-    }
-
-    pub fn pid(&self) -> Option<u32> {
-        self.child.pid()
     }
 
     /// A kubeconfig for the emulator: its URL, no credentials (it takes none).

@@ -27,6 +27,8 @@ struct Conversion {
     /// Whether a part of an object converts as the whole does (renamed fields only): a merge
     /// patch is converted, and watches are.
     partial: bool,
+    /// A field selector on this version's field names, on the stored version's (None: the same).
+    field_selector: Option<fn(&str) -> String>,
 }
 
 static HPA: Conversion = Conversion {
@@ -34,6 +36,7 @@ static HPA: Conversion = Conversion {
     from_stored: |v, _| to_v1(v),
     patchable: false,
     partial: false,
+    field_selector: None,
 };
 
 static EVENTS: Conversion = Conversion {
@@ -41,6 +44,7 @@ static EVENTS: Conversion = Conversion {
     from_stored: to_events,
     patchable: false,
     partial: true,
+    field_selector: Some(core_field_selector),
 };
 
 /// Conversion `None`: the same fields under another apiVersion.
@@ -49,6 +53,7 @@ static API_VERSION_ONLY: Conversion = Conversion {
     from_stored: with_api_version,
     patchable: true,
     partial: true,
+    field_selector: None,
 };
 
 fn with_api_version(v: &Value, api_version: &str) -> Value {
@@ -108,7 +113,7 @@ pub async fn handle(app: &App, rp: ResourcePath, call: &Call) -> ApiResult<Respo
     let accept = call.header(header::ACCEPT).unwrap_or_default();
     let as_is = accept.contains("as=Table") || accept.contains("as=PartialObjectMetadata");
     let inner = Call {
-        head: stored_request(call, rp.res, stored, as_is, patch)?,
+        head: stored_request(call, rp.res, stored, conversion, as_is, patch)?,
         body,
         user: call.user.clone(),
     };
@@ -151,7 +156,7 @@ async fn watch_converted(
     let stored = stored_version(rp.res)?;
     let (outer, kind) = (rp.res.api_version(), rp.res.kind);
     let inner = Call {
-        head: stored_request(call, rp.res, stored, true, false)?,
+        head: stored_request(call, rp.res, stored, conversion, true, false)?,
         body: Bytes::new(),
         user: call.user.clone(),
     };
@@ -198,18 +203,17 @@ fn stored_request(
     call: &Call,
     res: &Resource,
     stored: &Resource,
+    conversion: &Conversion,
     as_is: bool,
     patch: bool,
 ) -> ApiResult<http::request::Parts> {
     let path = call
         .path()
         .replacen(&path_prefix(res), &path_prefix(stored), 1);
-    let uri = match call.head.uri.query() {
-        Some(q) if res.group == resources::EVENTS_GROUP => {
-            format!("{path}?{}", events_query(q))
-        }
-        Some(q) => format!("{path}?{q}"),
-        None => path,
+    let uri = match (call.head.uri.query(), conversion.field_selector) {
+        (Some(q), Some(convert)) => format!("{path}?{}", stored_query(q, convert)),
+        (Some(q), None) => format!("{path}?{q}"),
+        (None, _) => path,
     };
     let mut req = http::Request::builder()
         .method(call.method().clone())
@@ -234,13 +238,13 @@ fn stored_request(
     Ok(head)
 }
 
-/// An events.k8s.io query with its field selector on the stored core/v1 field names.
-fn events_query(query: &str) -> String {
+/// A query with its field selector on the stored version's field names.
+fn stored_query(query: &str, convert: fn(&str) -> String) -> String {
     let pairs: Vec<(String, String)> = serde_urlencoded::from_str(query).unwrap_or_default();
     let pairs: Vec<(String, String)> = pairs
         .into_iter()
         .map(|(k, v)| match k.as_str() {
-            "fieldSelector" => (k, core_field_selector(&v)),
+            "fieldSelector" => (k, convert(&v)),
             _ => (k, v),
         })
         .collect();
