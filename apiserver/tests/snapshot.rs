@@ -298,8 +298,11 @@ fn scheduled(etcd: Option<&Etcd>) {
     assert!(s.metric("keelson_apiserver_snapshot_last_success_timestamp_seconds") > 0.0);
     assert_eq!(s.metric("keelson_apiserver_snapshot_failures_total"), 0.0);
 
-    let newest = dir.join(list().last().unwrap());
+    // The server goes on taking snapshots and removing the oldest: the newest is copied out
+    // first, as an operator would before restoring it elsewhere.
     let target = tempfile::tempdir().unwrap();
+    let newest = target.path().join("newest.db");
+    std::fs::copy(dir.join(list().last().unwrap()), &newest).unwrap();
     let (ok, out) = snapshot(
         &target.path().join("data"),
         &["restore", newest.to_str().unwrap()],

@@ -79,11 +79,12 @@ fn restore_into(
     tmp: &Path,
     bump: Rev,
 ) -> Result<Summary, SnapshotError> {
-    datadir::private_file(tmp).map_err(io(tmp))?;
-    std::fs::copy(file, tmp).map_err(io(tmp))?;
-    // fs::copy takes the source's mode; the store is the owner's only.
-    std::fs::set_permissions(tmp, std::os::unix::fs::PermissionsExt::from_mode(0o600))
-        .map_err(io(tmp))?;
+    // Opened before the copy is made, so that a snapshot gone meanwhile (a scheduled one past
+    // its retention) is named as what is missing, not the copy.
+    let mut src = std::fs::File::open(file).map_err(io(file))?;
+    let mut dst = datadir::private_file(tmp).map_err(io(tmp))?;
+    std::io::copy(&mut src, &mut dst).map_err(io(tmp))?;
+    drop(dst);
     let conn = Connection::open(tmp).map_err(sql(tmp))?;
     let e = sql(tmp);
     let rev = check(&conn, file)?.saturating_add(bump);
