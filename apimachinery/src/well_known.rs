@@ -156,3 +156,8 @@ pub const LEGACY_JOB_NAME_LABEL: &str = "job-name";
 /// On a CronJob's Job: the scheduled time it runs for, RFC 3339 in the CronJob's time zone.
 pub const CRONJOB_SCHEDULED_TIMESTAMP_ANNOTATION: &str =
     "batch.kubernetes.io/cronjob-scheduled-timestamp";
+
+/// keelson-proxy's LoadBalancer speakers: each renews the Lease `<prefix><node>` in kube-system.
+/// NodeRestriction lets a node write its own (the proxy of a joined node runs as the node).
+pub const SPEAKER_LEASE_NAMESPACE: &str = "kube-system";
+pub const SPEAKER_LEASE_PREFIX: &str = "keelson-speaker-";

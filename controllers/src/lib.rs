@@ -1,7 +1,7 @@
 //! Keelson's controllers: deployment, replicaset, daemonset, job, cronjob, horizontal pod
 //! autoscaler, endpointslice, the
-//! garbage collector, the namespace controller, node lifecycle (with taint eviction), node IPAM
-//! and the CSR controllers. Ordinary API clients (kube-rs), as against any cluster.
+//! garbage collector, the namespace controller, node lifecycle (with taint eviction), node IPAM,
+//! load-balancer IP allocation and the CSR controllers. Ordinary API clients (kube-rs), as against any cluster.
 
 pub mod api;
 pub mod certificates;
@@ -14,6 +14,7 @@ pub mod error;
 pub mod gc;
 pub mod hpa;
 pub mod job;
+pub mod loadbalancer;
 pub mod metrics;
 pub mod namespace;
 pub mod nodeipam;
@@ -152,11 +153,13 @@ async fn sweeps(ctx: Arc<Ctx>, every: Duration) {
     }
 }
 
-/// What the node IPAM and certificate controllers run with.
+/// What the node IPAM, load-balancer IP and certificate controllers run with.
 #[derive(Default)]
 pub struct Optional {
     /// `--allocate-node-cidrs`: the blocks of `--cluster-cidr` handed to Nodes.
     pub node_ipam: Option<nodeipam::CidrSet>,
+    /// `--load-balancer-ip-range`: the addresses handed to Services of type LoadBalancer.
+    pub load_balancer_pool: Option<loadbalancer::Pool>,
     /// `--cluster-signing-cert-file` and `-key-file`: csrsigning issues with this CA (without
     /// them only csrapproving runs).
     pub csr_signing: Option<certificates::Signer>,
@@ -164,7 +167,7 @@ pub struct Optional {
     pub root_ca: Option<String>,
 }
 
-/// Starts node IPAM (when asked for) and the CSR controllers; each stops on SIGTERM or Ctrl-C.
+/// Starts node IPAM and load-balancer IP allocation (when asked for) and the CSR controllers; each stops on SIGTERM or Ctrl-C.
 fn spawn_optional(ctx: &Arc<Ctx>, optional: Optional) -> Vec<tokio::task::JoinHandle<()>> {
     let csr = certificates::run(ctx.clone(), optional.csr_signing);
     let service_accounts = serviceaccounts::run(ctx.clone());
@@ -176,6 +179,15 @@ fn spawn_optional(ctx: &Arc<Ctx>, optional: Optional) -> Vec<tokio::task::JoinHa
     if let Some(set) = optional.node_ipam {
         let shutdown = keelson_daemon::Shutdown::on_signal();
         tasks.push(tokio::spawn(nodeipam::run(ctx.clone(), set, shutdown)));
+    }
+    match optional.load_balancer_pool {
+        Some(pool) => {
+            let shutdown = keelson_daemon::Shutdown::on_signal();
+            tasks.push(tokio::spawn(loadbalancer::run(ctx.clone(), pool, shutdown)));
+        }
+        None => tracing::info!(
+            "no --load-balancer-ip-range: Services of type LoadBalancer get no address"
+        ),
     }
     tasks
 }

@@ -1,9 +1,10 @@
 use clap::Parser;
 use keelson_controllers::certificates::Signer;
+use keelson_controllers::loadbalancer::Pool;
 use keelson_controllers::nodeipam::CidrSet;
 
 /// Keelson's controller manager: deployment, replicaset, daemonset, endpointslice, garbage
-/// collector, namespace, node lifecycle, node IPAM, CSR approving and signing.
+/// collector, namespace, node lifecycle, node IPAM, load-balancer IPs, CSR approving and signing.
 #[derive(Parser)]
 #[command(name = "keelson-controller-manager", version)]
 struct Opts {
@@ -28,6 +29,11 @@ struct Opts {
     /// The prefix length of each Node's pod CIDR.
     #[arg(long, default_value_t = 24)]
     node_cidr_mask_size: u8,
+    /// Addresses handed to Services of type LoadBalancer (status.loadBalancer.ingress):
+    /// comma-separated A-B ranges or CIDRs, e.g. 192.168.1.240-192.168.1.250. Without it such
+    /// Services stay <pending>, as upstream without a cloud provider.
+    #[arg(long)]
+    load_balancer_ip_range: Option<Pool>,
     /// PEM CA certificate that csrsigning issues client certificates with (the API server's
     /// <data-dir>/ca.crt); without it and the key, CSRs are approved but not signed.
     #[arg(long, requires = "cluster_signing_key_file")]
@@ -57,6 +63,7 @@ async fn main() -> anyhow::Result<()> {
             .allocate_node_cidrs
             .then(|| CidrSet::new(opts.cluster_cidr, opts.node_cidr_mask_size))
             .transpose()?,
+        load_balancer_pool: opts.load_balancer_ip_range,
         csr_signing: match (
             &opts.cluster_signing_cert_file,
             &opts.cluster_signing_key_file,

@@ -13,6 +13,8 @@ pub struct Metrics {
     pub taint_evictions: Counter,
     pub node_cidr_allocations: Counter,
     pub node_cidrs_in_use: Gauge,
+    pub load_balancer_allocations: Counter,
+    pub load_balancer_ips_in_use: Gauge,
     pub csr_approvals: Counter,
     pub csr_issued: Counter,
 }
@@ -46,6 +48,20 @@ impl Default for Metrics {
                 r.register(
                     "keelson_nodeipam_cidrs_in_use",
                     "Blocks of --cluster-cidr held by Nodes",
+                    g.clone(),
+                );
+                g
+            },
+            load_balancer_allocations: counter(
+                &mut r,
+                "keelson_loadbalancer_ip_allocations",
+                "Addresses of --load-balancer-ip-range written to Services",
+            ),
+            load_balancer_ips_in_use: {
+                let g = Gauge::default();
+                r.register(
+                    "keelson_loadbalancer_ips_in_use",
+                    "Addresses of --load-balancer-ip-range held by Services",
                     g.clone(),
                 );
                 g

@@ -43,6 +43,8 @@ pub struct Options {
     pub sync_period: Duration,
     /// Test hook: run every rule command inside this network namespace.
     pub netns: Option<PathBuf>,
+    /// `--announce-load-balancers`: answer ARP for the LoadBalancer addresses this node wins.
+    pub announce: Option<crate::announce::Config>,
 }
 
 fn runner(netns: &Option<PathBuf>) -> Result<Box<dyn Runner>, ProxyError> {
@@ -128,16 +130,35 @@ pub async fn run(opts: Options) -> Result<(), ProxyError> {
         opts.cluster_cidr,
         &opts.netns,
     )?;
-    let proxier = Proxier::new(backend, Some(runner(&opts.netns)?), metrics);
+    let proxier = Proxier::new(backend, Some(runner(&opts.netns)?), metrics.clone());
     let changes = Changes::default();
-    let inputs = crate::inputs::start(client, &opts.node_name, &changes);
+    let inputs = Arc::new(crate::inputs::start(
+        client.clone(),
+        &opts.node_name,
+        &changes,
+        opts.announce.is_some(),
+    ));
+    let speaker = opts.announce.clone().map(|cfg| {
+        tokio::spawn(crate::announce::run(
+            client,
+            opts.node_name.clone(),
+            inputs.clone(),
+            cfg,
+            shutdown.clone(),
+            metrics.clone(),
+        ))
+    });
     let cfg = LoopConfig {
         min_sync_period: opts.min_sync_period,
         sync_period: opts.sync_period,
         ..LoopConfig::default()
     };
     tracing::info!(node = %opts.node_name, mode = ?opts.mode, "keelson-proxy starting");
-    run_sync_loop(proxier, Arc::new(inputs), changes, cfg, shutdown).await;
+    run_sync_loop(proxier, inputs, changes, cfg, shutdown).await;
+    if let Some(speaker) = speaker {
+        // It stops answering and hands its addresses over before the process exits.
+        let _ = speaker.await;
+    }
     Ok(())
 }
 

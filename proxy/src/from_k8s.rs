@@ -35,7 +35,10 @@ pub struct ServiceInfo {
     pub name: String,
     pub cluster_ip: Ipv4Addr,
     pub ports: Vec<PortSpec>,
+    /// externalIPs and LoadBalancer ingress IPs, each reached as kube-proxy's KUBE-EXT chain does.
     pub external_ips: Vec<Ipv4Addr>,
+    /// The LoadBalancer ingress IPs alone (what the speaker announces).
+    pub load_balancer_ips: Vec<Ipv4Addr>,
     pub affinity_timeout: Option<u32>,
     pub internal_local: bool,
     pub external_local: bool,
@@ -108,13 +111,16 @@ pub fn service_info(svc: &Service) -> Option<ServiceInfo> {
         .and_then(|lb| lb.ingress.as_ref())
         .into_iter()
         .flatten()
-        .filter_map(|i| i.ip.as_ref());
+        .filter_map(|i| i.ip.as_ref()?.parse().ok());
+    let mut load_balancer_ips: Vec<Ipv4Addr> = lb_ips.collect();
+    load_balancer_ips.sort();
+    load_balancer_ips.dedup();
     let mut external_ips: Vec<Ipv4Addr> = spec
         .external_ips
         .iter()
         .flatten()
-        .chain(lb_ips)
         .filter_map(|ip| ip.parse().ok())
+        .chain(load_balancer_ips.iter().copied())
         .collect();
     external_ips.sort();
     external_ips.dedup();
@@ -142,6 +148,7 @@ pub fn service_info(svc: &Service) -> Option<ServiceInfo> {
         cluster_ip,
         ports,
         external_ips,
+        load_balancer_ips,
         affinity_timeout,
         internal_local: spec.internal_traffic_policy.as_deref() == Some("Local"),
         external_local: spec.external_traffic_policy.as_deref() == Some("Local"),

@@ -8,12 +8,14 @@
 
 use std::net::Ipv4Addr;
 
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use keelson_daemon::{inform, namespaced_name, Changes, Informer};
 use kube::runtime::watcher;
 use kube::{Api, Client};
 
+use crate::announce::{self, elect::Speaker, lease};
 use crate::from_k8s::{self, build_model_from_infos, ServiceInfo, SliceInfo};
 use crate::model::ProxyModel;
 use crate::sync_loop::ModelSource;
@@ -23,10 +25,22 @@ pub struct KubeInputs {
     services: Informer<ServiceInfo>,
     slices: Informer<SliceInfo>,
     node: Informer<Vec<Ipv4Addr>>,
+    /// The load-balancer speakers' Leases, watched when this node announces.
+    speakers: Option<Informer<Speaker>>,
 }
 
-/// Starts one watch per input; every change notifies `changes`.
-pub fn start(client: Client, node_name: &str, changes: &Changes) -> KubeInputs {
+/// Starts one watch per input; every change notifies `changes`. With `speakers`, the speakers'
+/// Leases are watched too (each renewed every 1.5 s: they wake no rule sync).
+pub fn start(client: Client, node_name: &str, changes: &Changes, speakers: bool) -> KubeInputs {
+    let speakers = speakers.then(|| {
+        inform(
+            Api::<Lease>::namespaced(client.clone(), lease::NAMESPACE),
+            watcher::Config::default().labels(&format!("{}={}", lease::LABEL, lease::LABEL_VALUE)),
+            namespaced_name,
+            |l| lease::speaker(&l),
+            |_| std::future::ready(()),
+        )
+    });
     let services = inform(
         Api::<Service>::all(client.clone()),
         watcher::Config::default(),
@@ -56,6 +70,34 @@ pub fn start(client: Client, node_name: &str, changes: &Changes) -> KubeInputs {
         services,
         slices,
         node,
+        speakers,
+    }
+}
+
+impl KubeInputs {
+    /// The node's InternalIP and ExternalIP addresses, once its Node is listed.
+    pub fn node_ips(&self) -> Vec<Ipv4Addr> {
+        self.node
+            .read()
+            .values()
+            .next()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    /// Every LoadBalancer ingress address, for the speaker's elections.
+    pub fn load_balancer_addresses(&self) -> Vec<announce::elect::Address> {
+        let services = self.services.read();
+        let slices = self.slices.read();
+        announce::addresses(services.values(), slices.values())
+    }
+
+    /// The speakers whose Leases are listed.
+    pub fn speakers(&self) -> Vec<Speaker> {
+        self.speakers
+            .as_ref()
+            .map(|i| i.read().values().cloned().collect())
+            .unwrap_or_default()
     }
 }
 
@@ -67,16 +109,9 @@ impl ModelSource for KubeInputs {
     fn snapshot(&self) -> ProxyModel {
         let services = self.services.read();
         let slices = self.slices.read();
-        let node_ips = self
-            .node
-            .read()
-            .values()
-            .next()
-            .cloned()
-            .unwrap_or_default();
         build_model_from_infos(
             &self.node_name,
-            node_ips,
+            self.node_ips(),
             services.values(),
             slices.values(),
         )

@@ -9,6 +9,7 @@
     deny(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)
 )]
 
+pub mod announce;
 pub mod app;
 pub mod backend;
 pub mod cidr;

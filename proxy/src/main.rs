@@ -56,6 +56,13 @@ struct Flags {
     /// Testing only: write rules inside this network namespace (e.g. /var/run/netns/NAME).
     #[arg(long)]
     netns: Option<PathBuf>,
+    /// Announce the LoadBalancer addresses this node is elected for on its segment (ARP), as
+    /// MetalLB's layer-2 mode: one node per address, another within seconds when it fails.
+    #[arg(long)]
+    announce_load_balancers: bool,
+    /// The interface to announce on (default: the one holding the node's InternalIP).
+    #[arg(long, requires = "announce_load_balancers")]
+    announce_interface: Option<String>,
 }
 
 #[tokio::main]
@@ -82,6 +89,11 @@ async fn main() -> anyhow::Result<()> {
         min_sync_period: app::parse_duration(&f.min_sync_period)?,
         sync_period: app::parse_duration(&f.sync_period)?,
         netns: f.netns,
+        announce: f
+            .announce_load_balancers
+            .then_some(keelson_proxy::announce::Config {
+                interface: f.announce_interface,
+            }),
     };
     app::run(opts).await?;
     Ok(())

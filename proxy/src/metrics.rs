@@ -23,6 +23,8 @@ pub struct Metrics {
     last_written: Gauge,
     last_sync: Gauge<f64, AtomicU64>,
     errors: Counter,
+    /// LoadBalancer addresses this node answers ARP for (its speaker won their election).
+    pub announced: Gauge,
     last_success: Mutex<Option<Instant>>,
     /// /healthz fails when no sync succeeded for this long.
     stale_after: Duration,
@@ -59,6 +61,12 @@ impl Metrics {
             last_sync.clone(),
         );
         registry.register("sync_errors", "Failed syncs", errors.clone());
+        let announced = Gauge::default();
+        registry.register(
+            "load_balancer_addresses_announced",
+            "LoadBalancer addresses this node announces on its segment (ARP)",
+            announced.clone(),
+        );
         Metrics {
             registry: Arc::new(registry),
             sync_duration,
@@ -66,6 +74,7 @@ impl Metrics {
             last_written,
             last_sync,
             errors,
+            announced,
             last_success: Mutex::new(None),
             stale_after,
         }

@@ -6,6 +6,7 @@
 #   $px-b   node                                         172.30.0.12  --+   (a bridge in $px-cp)
 #   $px-r   router                                       172.30.0.254 / 172.30.1.1
 #   $px-c   node behind the router                       172.30.1.2
+#   LoadBalancer addresses                               172.30.0.200-209 (the segment's)
 #
 # Nodes join with the command scripts/up prints (scripts/join) and run the vxlan backend with
 # direct routing: $px-a and $px-b route to each other directly (host-gw), $px-c is reached only
@@ -69,7 +70,8 @@ cluster_topology() {
 # scripts/up in $CP (control plane only); sets `join` to the command it printed.
 cluster_control_plane() {
   mkdir -p "$base_logs"
-  on "$CP" env KEELSON_NODE=0 KEELSON_ADVERTISE_ADDRESS=172.30.0.1 "$root/scripts/up" \
+  on "$CP" env KEELSON_NODE=0 KEELSON_ADVERTISE_ADDRESS=172.30.0.1 \
+    KEELSON_LB_RANGE=172.30.0.200-172.30.0.209 "$root/scripts/up" \
     >"$base_logs/up.out" 2>&1 || return 1
   join=$(sed -n 's/^  \(scripts\/join .*\)$/\1/p' "$base_logs/up.out" | tail -n 1)
 }

@@ -175,8 +175,9 @@ start_node() {
     ${KEELSON_SHUTDOWN_GRACE_PERIOD:+--shutdown-grace-period "$KEELSON_SHUTDOWN_GRACE_PERIOD"} \
     ${KEELSON_SHUTDOWN_GRACE_PERIOD_CRITICAL_PODS:+--shutdown-grace-period-critical-pods "$KEELSON_SHUTDOWN_GRACE_PERIOD_CRITICAL_PODS"} "$@"
   wait_for "the agent's own credentials ($kubeconfig)" 120 test -s "$kubeconfig"
+  # The proxy also announces the LoadBalancer addresses it is elected for on the node's segment.
   start proxy "$bin/keelson-proxy" --kubeconfig "${proxy_kubeconfig:-$kubeconfig}" --hostname-override "$node" \
-    --cluster-cidr "$cluster_cidr"
+    --cluster-cidr "$cluster_cidr" --announce-load-balancers
   # NetworkPolicy, with the proxy's identity (ClusterRole keelson:network-policy).
   start netpol "$bin/keelson-netpol" --kubeconfig "${proxy_kubeconfig:-$kubeconfig}" --hostname-override "$node"
   wait_for "node $node to be Ready" 120 \

@@ -22,6 +22,7 @@ pub mod pki;
 pub use keelson_apimachinery::quantity;
 pub mod resources;
 pub mod schema;
+pub mod service_update;
 mod tables;
 mod validation;
 

@@ -112,6 +112,9 @@ struct Change {
 fn prepare(t: &Target, old: &Value, change: Change) -> ApiResult<Value> {
     let mut new = change.new;
     merge_owned(t, old, &mut new, change.sub)?;
+    if t.res.kind == "Service" && matches!(change.sub, Sub::Main) {
+        keelson_apiserver_registry::service_update::drop_type_dependent_fields(&mut new, old);
+    }
     keelson_apiserver_registry::apply_defaults(t.res.kind, &mut new);
     super::custom::admit(t.res, &mut new, Some(old))?;
     if t.res.kind == "CustomResourceDefinition" {

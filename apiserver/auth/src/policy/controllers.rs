@@ -185,6 +185,15 @@ pub fn controller_roles() -> Vec<(&'static str, Vec<Rule>)> {
             )]),
         ),
         (
+            // Load-balancer IP allocation (--load-balancer-ip-range), in upstream's service
+            // controller's role: it writes only status.loadBalancer.
+            "service-controller",
+            with_events(vec![
+                r(READ, CORE, &["services"]),
+                r(&["patch", "update"], CORE, &["services/status"]),
+            ]),
+        ),
+        (
             "certificate-controller",
             with_events(vec![
                 r(

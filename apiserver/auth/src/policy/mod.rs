@@ -18,6 +18,9 @@ const CSR_SELF_NODE_CLIENT: &str =
     "system:certificates.k8s.io:certificatesigningrequests:selfnodeclient";
 /// kubeadm's Role letting anyone read kube-public/cluster-info.
 const CLUSTER_INFO_ROLE: &str = "kubeadm:bootstrap-signer-clusterinfo";
+/// keelson-proxy's LoadBalancer speakers: each renews its Lease in kube-system and reads the
+/// others' (the proxy runs as system:kube-proxy, or with its node's credentials on a joined node).
+pub const SPEAKER_ROLE: &str = "keelson:load-balancer-speaker";
 
 /// A binding's subject: ("User" | "Group", name) or ("ServiceAccount", "ns/name").
 type Subject = (&'static str, String);
@@ -190,6 +193,17 @@ pub fn objects() -> Vec<(&'static str, Value)> {
         "Role",
         role("Role", CLUSTER_INFO_ROLE, Some("kube-public"), &[info]),
     ));
+    let leases = Rule::resources(
+        &[
+            "get", "list", "watch", "create", "update", "patch", "delete",
+        ],
+        &["coordination.k8s.io"],
+        &["leases"],
+    );
+    out.push((
+        "Role",
+        role("Role", SPEAKER_ROLE, Some("kube-system"), &[leases]),
+    ));
     for (name, role_name, subjects) in cluster_role_bindings() {
         out.push((
             "ClusterRoleBinding",
@@ -213,6 +227,18 @@ pub fn objects() -> Vec<(&'static str, Value)> {
             "Role",
             CLUSTER_INFO_ROLE,
             &anonymous,
+        ),
+    ));
+    let speakers = [user("system:kube-proxy"), group("system:nodes")];
+    out.push((
+        "RoleBinding",
+        binding(
+            "RoleBinding",
+            SPEAKER_ROLE,
+            Some("kube-system"),
+            "Role",
+            SPEAKER_ROLE,
+            &speakers,
         ),
     ));
     out

@@ -86,6 +86,15 @@ fn every_component_may_make_the_calls_it_makes() {
     let node_proxy = user("system:node:n1", &["system:nodes"]);
     let bootstrap = user("system:bootstrap:abcdef", &["system:bootstrappers"]);
     let apiserver = user("kube-apiserver-kubelet-client", &[]);
+    // The kcm's own identity also holds the garbage collector's patch on everything: upstream's
+    // per-controller account shows what the service-controller role itself grants.
+    let service_controller = user(
+        "system:serviceaccount:kube-system:service-controller",
+        &[
+            "system:serviceaccounts",
+            "system:serviceaccounts:kube-system",
+        ],
+    );
     let calls: &[(&User, &str, &str, &str, &str, &str)] = &[
         (&kcm, "watch", "apps", "deployments", "", ""),
         (&kcm, "patch", "apps", "deployments", "status", "d"),
@@ -197,6 +206,13 @@ fn every_component_may_make_the_calls_it_makes() {
         ),
         (&kcm, "get", "storage.k8s.io", "storageclasses", "", ""),
         (&kcm, "get", "", "nodes", "", ""),
+        // Load-balancer IP allocation.
+        (&kcm, "list", "", "services", "", ""),
+        (&kcm, "watch", "", "services", "", ""),
+        (&kcm, "patch", "", "services", "status", "d"),
+        (&service_controller, "watch", "", "services", "", ""),
+        (&service_controller, "patch", "", "services", "status", "d"),
+        (&service_controller, "create", "", "events", "", "d"),
         (&scheduler, "watch", "", "persistentvolumeclaims", "", ""),
         (&scheduler, "watch", "", "persistentvolumes", "", ""),
         (
@@ -274,7 +290,60 @@ fn every_component_may_make_the_calls_it_makes() {
         (&dns, "watch", "discovery.k8s.io", "endpointslices", "", ""),
         (&dns, "list", "discovery.k8s.io", "endpointslices", "", ""),
         (&apiserver, "get", "", "nodes", "log", "n1"),
+        // The LoadBalancer speakers' Leases, as the proxy and as a joined node's proxy.
+        (
+            &proxy,
+            "watch",
+            "coordination.k8s.io",
+            "leases",
+            "",
+            "kube-system",
+        ),
+        (
+            &proxy,
+            "patch",
+            "coordination.k8s.io",
+            "leases",
+            "",
+            "kube-system",
+        ),
+        (
+            &proxy,
+            "create",
+            "coordination.k8s.io",
+            "leases",
+            "",
+            "kube-system",
+        ),
+        (
+            &node_proxy,
+            "watch",
+            "coordination.k8s.io",
+            "leases",
+            "",
+            "kube-system",
+        ),
+        (
+            &node_proxy,
+            "patch",
+            "coordination.k8s.io",
+            "leases",
+            "",
+            "kube-system",
+        ),
+        (
+            &node_proxy,
+            "delete",
+            "coordination.k8s.io",
+            "leases",
+            "",
+            "kube-system",
+        ),
     ];
+    // The speakers' grant is kube-system's Leases only.
+    let elsewhere =
+        Attributes::on_resource("patch", "coordination.k8s.io", "leases", "", "default", "x");
+    assert!(index.allows(&proxy, &elsewhere).is_none());
     for (who, verb, group, resource, sub, ns) in calls {
         let a = Attributes::on_resource(verb, group, resource, sub, ns, "x");
         assert!(

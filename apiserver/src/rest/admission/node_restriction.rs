@@ -1,12 +1,14 @@
 //! NodeRestriction admission, as upstream's plugin: a node (system:node:<name>) may write only
-//! its own Node and Lease, create only mirror pods bound to itself that use no Secrets,
+//! its own Node and Lease (and its LoadBalancer speaker's), create only mirror pods bound to itself that use no Secrets,
 //! ConfigMaps, claims or service account, and delete, evict or write the status of only the
 //! pods bound to it. Refusals are 403 in upstream's words.
 
 use crate::auth::authorize::Attributes;
 use crate::auth::node::{self, Kind};
 use crate::auth::User;
-use keelson_apimachinery::well_known::MIRROR_POD_ANNOTATION;
+use keelson_apimachinery::well_known::{
+    MIRROR_POD_ANNOTATION, SPEAKER_LEASE_NAMESPACE, SPEAKER_LEASE_PREFIX,
+};
 use serde_json::Value;
 
 /// What the check reads besides the request: its body (creates) and stored pods.
@@ -58,14 +60,26 @@ pub fn admit(user: &User, a: &Attributes, lookup: &dyn Lookup) -> Result<(), Str
             "node {node:?} is not allowed to modify node {name:?}"
         )),
         ("", "pods") => pod(node, a.verb, r.subresource, r.namespace, &name, lookup),
-        ("coordination.k8s.io", "leases")
-            if a.verb == "create" && (name != node || r.namespace != "kube-node-lease") =>
-        {
-            Err("can only access node lease with the same name as the requesting node".into())
-        }
+        ("coordination.k8s.io", "leases") => lease(node, r.namespace, &name),
         _ => Ok(()),
     };
     result.or_else(refuse)
+}
+
+/// A node writes its own Lease in kube-node-lease (upstream), and its LoadBalancer speaker's in
+/// kube-system (Keelson's proxy on a joined node runs as the node); no other.
+fn lease(node: &str, namespace: &str, name: &str) -> Result<(), String> {
+    let speaker = format!("{SPEAKER_LEASE_PREFIX}{node}");
+    if namespace == SPEAKER_LEASE_NAMESPACE && name == speaker {
+        return Ok(());
+    }
+    if namespace != "kube-node-lease" {
+        return Err("can only access leases in the \"kube-node-lease\" system namespace".into());
+    }
+    if name != node {
+        return Err("can only access node lease with the same name as the requesting node".into());
+    }
+    Ok(())
 }
 
 fn pod(

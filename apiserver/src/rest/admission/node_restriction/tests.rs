@@ -167,3 +167,40 @@ fn only_mirror_pods_bound_to_itself() {
         .unwrap_err()
         .ends_with("can not create pods that reference secrets"));
 }
+
+#[test]
+fn its_own_lease_and_its_speakers_only() {
+    let none = Fake {
+        body: None,
+        pods: vec![],
+    };
+    let lease = |verb, ns, name| {
+        admit(
+            &n1(),
+            &req(verb, "coordination.k8s.io", "leases", "", ns, name),
+            &none,
+        )
+    };
+    assert_eq!(lease("update", "kube-node-lease", "n1"), Ok(()));
+    assert_eq!(lease("patch", "kube-system", "keelson-speaker-n1"), Ok(()));
+    assert_eq!(lease("delete", "kube-system", "keelson-speaker-n1"), Ok(()));
+    assert_eq!(
+        lease("patch", "kube-system", "keelson-speaker-n2"),
+        Err(r#"leases.coordination.k8s.io "keelson-speaker-n2" is forbidden: can only access leases in the "kube-node-lease" system namespace"#.into())
+    );
+    assert!(lease("update", "kube-node-lease", "n2").is_err());
+    assert!(lease("update", "kube-system", "kube-controller-manager").is_err());
+    let create = Fake {
+        body: Some(json!({"metadata": {"name": "keelson-speaker-n1"}})),
+        pods: vec![],
+    };
+    let attrs = req(
+        "create",
+        "coordination.k8s.io",
+        "leases",
+        "",
+        "kube-system",
+        "",
+    );
+    assert_eq!(admit(&n1(), &attrs, &create), Ok(()));
+}
