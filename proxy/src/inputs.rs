@@ -15,7 +15,7 @@ use keelson_daemon::{inform, namespaced_name, Changes, Informer};
 use kube::runtime::watcher;
 use kube::{Api, Client};
 
-use crate::announce::{self, elect::Speaker, lease};
+use crate::announce::{self, elect::Speaker, lease, View};
 use crate::from_k8s::{self, build_model_from_infos, ServiceInfo, SliceInfo};
 use crate::model::ProxyModel;
 use crate::sync_loop::ModelSource;
@@ -74,9 +74,8 @@ pub fn start(client: Client, node_name: &str, changes: &Changes, speakers: bool)
     }
 }
 
-impl KubeInputs {
-    /// The node's InternalIP and ExternalIP addresses, once its Node is listed.
-    pub fn node_ips(&self) -> Vec<Ipv4Addr> {
+impl View for KubeInputs {
+    fn node_ips(&self) -> Vec<Ipv4Addr> {
         self.node
             .read()
             .values()
@@ -85,15 +84,13 @@ impl KubeInputs {
             .unwrap_or_default()
     }
 
-    /// Every LoadBalancer ingress address, for the speaker's elections.
-    pub fn load_balancer_addresses(&self) -> Vec<announce::elect::Address> {
+    fn load_balancer_addresses(&self) -> Vec<announce::elect::Address> {
         let services = self.services.read();
         let slices = self.slices.read();
         announce::addresses(services.values(), slices.values())
     }
 
-    /// The speakers whose Leases are listed.
-    pub fn speakers(&self) -> Vec<Speaker> {
+    fn speakers(&self) -> Vec<Speaker> {
         self.speakers
             .as_ref()
             .map(|i| i.read().values().cloned().collect())

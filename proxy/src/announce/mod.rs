@@ -21,9 +21,18 @@ use keelson_daemon::Shutdown;
 use kube::api::{Api, DeleteParams};
 
 use crate::from_k8s::{ServiceInfo, SliceInfo};
-use crate::inputs::KubeInputs;
 use crate::metrics::Metrics;
-use elect::{winner, Address, Liveness};
+use elect::{winner, Address, Liveness, Speaker};
+
+/// What the speaker reads of the cluster (the proxy's watches, `inputs::KubeInputs`).
+pub trait View: Send + Sync {
+    /// The node's InternalIP and ExternalIP addresses, once its Node is listed.
+    fn node_ips(&self) -> Vec<Ipv4Addr>;
+    /// Every LoadBalancer ingress address.
+    fn load_balancer_addresses(&self) -> Vec<Address>;
+    /// The speakers whose Leases are listed.
+    fn speakers(&self) -> Vec<Speaker>;
+}
 
 /// How often the elections are run again (the Leases' expiry is judged on this tick).
 const TICK: Duration = Duration::from_millis(500);
@@ -75,12 +84,12 @@ pub struct Config {
 pub async fn run(
     client: kube::Client,
     node: String,
-    inputs: Arc<KubeInputs>,
+    inputs: Arc<dyn View>,
     cfg: Config,
     shutdown: Shutdown,
     metrics: Arc<Metrics>,
 ) {
-    let Some(responder) = responder(&inputs, &cfg, &shutdown).await else {
+    let Some(responder) = responder(inputs.as_ref(), &cfg, &shutdown).await else {
         return;
     };
     let link = responder.link().clone();
@@ -180,11 +189,7 @@ pub async fn run(
 
 /// Waits for the node's addresses, then opens the ARP socket on its interface (retrying, with
 /// the reason logged, while that fails).
-async fn responder(
-    inputs: &KubeInputs,
-    cfg: &Config,
-    shutdown: &Shutdown,
-) -> Option<arp::Responder> {
+async fn responder(inputs: &dyn View, cfg: &Config, shutdown: &Shutdown) -> Option<arp::Responder> {
     let mut said = String::new();
     loop {
         let node_ips = inputs.node_ips();
