@@ -34,7 +34,11 @@ install_and_build() {
     echo "==> building ($profile)"
     case "$profile" in
       release) (cd "$root" && cargo build --release --workspace --bins); bin="${CARGO_TARGET_DIR:-$root/target}/release" ;;
-      debug) (cd "$root" && cargo build --workspace --bins); bin="${CARGO_TARGET_DIR:-$root/target}/debug" ;;
+      debug)
+        # scripts/test has just built every target: building the binaries alone would compile
+        # the workspace again (tokio's test-util, a dev-dependency feature, would drop out).
+        [ -n "${KEELSON_DEV_BUILD_DONE:-}" ] || (cd "$root" && cargo build --workspace --bins)
+        bin="${CARGO_TARGET_DIR:-$root/target}/debug" ;;
       *) echo "KEELSON_PROFILE is release or debug, not '$profile'" >&2; exit 2 ;;
     esac
   fi
