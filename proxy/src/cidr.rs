@@ -26,15 +26,7 @@ impl FromStr for Ipv4Cidr {
         if prefix > 32 {
             return Err(bad("prefix above 32"));
         }
-        let mask = if prefix == 0 {
-            0
-        } else {
-            u32::MAX << (32 - prefix)
-        };
-        Ok(Ipv4Cidr {
-            addr: Ipv4Addr::from(u32::from(addr) & mask),
-            prefix,
-        })
+        Ok(Ipv4Cidr::new(addr, prefix))
     }
 }
 

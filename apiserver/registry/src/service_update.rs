@@ -54,9 +54,11 @@ pub fn drop_type_dependent_fields(new: &mut Value, old: &Value) {
     if type_of(old) != "ExternalName" && type_of(new) == "ExternalName" {
         let same_ips = new.pointer("/spec/clusterIP") == old.pointer("/spec/clusterIP")
             && new.pointer("/spec/clusterIPs") == old.pointer("/spec/clusterIPs");
-        if same_ips {
-            drop_if_unchanged(new, old, "clusterIP");
-            drop_if_unchanged(new, old, "clusterIPs");
+        if let Some(spec) = new.get_mut("spec").and_then(Value::as_object_mut) {
+            if same_ips {
+                spec.remove("clusterIP");
+                spec.remove("clusterIPs");
+            }
         }
         drop_if_unchanged(new, old, "ipFamilies");
         drop_if_unchanged(new, old, "ipFamilyPolicy");
@@ -119,6 +121,15 @@ mod tests {
                 "status": {"loadBalancer": {}},
             })
         );
+    }
+
+    #[test]
+    fn to_external_name_the_cluster_ip_sent_back_goes() {
+        let old = json!({"spec": {"type": "ClusterIP", "clusterIP": "10.96.0.9", "clusterIPs": ["10.96.0.9"]}});
+        let mut new = old.clone();
+        new["spec"]["type"] = json!("ExternalName");
+        drop_type_dependent_fields(&mut new, &old);
+        assert_eq!(new, json!({"spec": {"type": "ExternalName"}}));
     }
 
     #[test]
